@@ -1,0 +1,41 @@
+# The two set-up commands of the README are `make demo` and `make test`; both create .venv on first use.
+PYTHON ?= python3.11
+VENV ?= .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+
+.PHONY: demo test lint proto proto-check bench clean serve
+
+$(STAMP): pyproject.toml
+	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "needs $(PYTHON) on PATH"; exit 1; }
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+demo: $(STAMP)
+	$(VENV)/bin/groupcoord demo
+
+test: $(STAMP)
+	$(PY) -m ruff check .
+	$(PY) -m mypy assignors coordinator clients groupcoord
+	$(VENV)/bin/lint-imports
+	$(PY) -m pytest -q $(PYTEST_ARGS)
+
+lint: $(STAMP)
+	$(PY) -m ruff check .
+	$(PY) -m mypy assignors coordinator clients groupcoord
+	$(VENV)/bin/lint-imports
+
+# Regenerate groupcoord/v1/*_pb2*.py from proto/ (tests/test_proto_drift.py checks they match).
+proto: $(STAMP)
+	$(PY) -m groupcoord.protogen
+
+bench: $(STAMP)
+	$(PY) -m bench
+
+serve: $(STAMP)
+	$(VENV)/bin/groupcoord serve --topic demo:24
+
+clean:
+	rm -rf $(VENV) build *.egg-info .pytest_cache .mypy_cache .ruff_cache demo-output

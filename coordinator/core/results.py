@@ -1,0 +1,38 @@
+"""What a core operation returns: a response plus the records to persist and the timers to (re)arm.
+
+The runtime appends `records` to the log before it sends `response`, arms/cancels `timers`, and submits
+`tasks` (offloaded assignor runs) to the background executor. Nothing in here does I/O.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Generic, TypeVar
+
+R = TypeVar("R")
+
+TimerKey = tuple[str, ...]  # e.g. ("session", group_id, member_id)
+
+
+@dataclass(frozen=True, slots=True)
+class ScheduleTimer:
+    """Arm (or re-arm, replacing any earlier deadline) the timer `key` to fire at `deadline_ms`."""
+
+    key: TimerKey
+    deadline_ms: int
+
+
+@dataclass(frozen=True, slots=True)
+class CancelTimer:
+    key: TimerKey
+
+
+TimerOp = ScheduleTimer | CancelTimer
+
+
+@dataclass(slots=True)
+class Result(Generic[R]):
+    response: R
+    records: list[Any] = field(default_factory=list)
+    timers: list[TimerOp] = field(default_factory=list)
+    tasks: list[Any] = field(default_factory=list)

@@ -1,0 +1,52 @@
+"""Regenerate the protobuf/gRPC Python modules from `proto/` (one command: `make proto`).
+
+The generated files are checked in so the package installs without grpcio-tools; the drift test
+regenerates them into a temporary directory and compares byte for byte.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+PROTO_ROOT = REPO_ROOT / "proto"
+
+
+def proto_files() -> list[Path]:
+    return sorted(PROTO_ROOT.rglob("*.proto"))
+
+
+def generate(out_dir: Path) -> None:
+    """Run protoc (from grpcio-tools) over every .proto below proto/ into out_dir."""
+    from grpc_tools import protoc  # dev-only dependency
+
+    import grpc_tools
+
+    include = Path(grpc_tools.__file__).parent / "_proto"
+    args = [
+        "grpc_tools.protoc",
+        f"-I{PROTO_ROOT}",
+        f"-I{include}",
+        f"--python_out={out_dir}",
+        f"--pyi_out={out_dir}",
+        f"--grpc_python_out={out_dir}",
+        *[str(p.relative_to(PROTO_ROOT)) for p in proto_files()],
+    ]
+    rc = protoc.main(args)
+    if rc != 0:
+        raise SystemExit(f"protoc failed with exit code {rc}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--out", type=Path, default=REPO_ROOT, help="output root (default: the repo)")
+    args = parser.parse_args(argv)
+    generate(args.out)
+    print(f"generated {len(proto_files())} proto file(s) into {args.out}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
