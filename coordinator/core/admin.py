@@ -1,0 +1,147 @@
+"""Administrative operations: describe, list and delete groups; describe and alter group configs."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from coordinator.core.config import GROUP_CONFIG_DEFS, render_value, validate_group_configs
+from coordinator.core.consumer_group import ConsumerGroup
+from coordinator.core.errors import CoordinatorError, Errors
+from coordinator.core.messages import (
+    ConfigEntry,
+    DescribedGroup,
+    DescribedGroupConfig,
+    DescribedMember,
+    GroupResult,
+    ListedGroup,
+)
+from coordinator.core.records import (
+    ConsumerGroupCurrentMemberAssignmentTombstone,
+    ConsumerGroupMemberMetadataTombstone,
+    ConsumerGroupMetadataTombstone,
+    ConsumerGroupTargetAssignmentMemberTombstone,
+    GroupConfig,
+    OffsetCommitTombstone,
+)
+from coordinator.core.results import Result
+
+
+def describe_consumer_group(group: ConsumerGroup) -> DescribedGroup:
+    members = [
+        DescribedMember(
+            member_id=m.member_id, instance_id=m.instance_id, rack_id=m.rack_id, member_epoch=m.member_epoch,
+            state=m.state.value, subscribed_topic_names=m.subscribed_topic_names,
+            subscribed_topic_regex=m.subscribed_topic_regex, assignment=m.assigned_sets(),
+            target_assignment=dict(group.target_for(m.member_id)),
+            partitions_pending_revocation=dict(m.partitions_pending_revocation),
+            client_id=m.client_id, client_host=m.client_host,
+        )
+        for m in sorted(group.members.values(), key=lambda m: m.member_id)
+    ]
+    return DescribedGroup(
+        group_id=group.group_id, group_type="consumer", group_state=group.state().value,
+        group_epoch=group.group_epoch, assignment_epoch=group.target_assignment_epoch,
+        assignor_name=group.last_assignor, protocol_type="consumer", members=members,
+        assignment_timestamp_ms=group.assignment_timestamp_ms,
+    )
+
+
+def describe_groups(shard: Any, group_ids: Sequence[str]) -> list[DescribedGroup]:
+    out: list[DescribedGroup] = []
+    for gid in group_ids:
+        group = shard.groups.get(gid)
+        if group is None:
+            out.append(DescribedGroup(gid, Errors.GROUP_ID_NOT_FOUND, f"Group {gid} does not exist.",
+                                      group_state="DEAD"))
+        elif isinstance(group, ConsumerGroup):
+            out.append(describe_consumer_group(group))
+        else:
+            out.append(group.describe())
+    return out
+
+
+def list_groups(shard: Any, states: Sequence[str], types: Sequence[str]) -> list[ListedGroup]:
+    want_states = {s.upper() for s in states}
+    want_types = {t.lower() for t in types}
+    out: list[ListedGroup] = []
+    for gid in sorted(shard.groups):
+        group = shard.groups[gid]
+        if isinstance(group, ConsumerGroup):
+            listed = ListedGroup(gid, "consumer", group.state().value, "consumer")
+        else:
+            listed = group.listed()
+        if want_states and listed.group_state.upper() not in want_states:
+            continue
+        if want_types and listed.group_type.lower() not in want_types:
+            continue
+        out.append(listed)
+    return out
+
+
+def delete_groups(shard: Any, group_ids: Sequence[str]) -> Result[list[GroupResult]]:
+    """Delete empty groups and their committed offsets (tombstones for everything they wrote)."""
+    result: Result[list[GroupResult]] = Result([])
+    for gid in group_ids:
+        group = shard.groups.get(gid)
+        if group is None and not shard.offsets.has_offsets(gid):
+            result.response.append(GroupResult(gid, Errors.GROUP_ID_NOT_FOUND, f"Group {gid} does not exist."))
+            continue
+        if group is not None and not (group.is_empty() if not isinstance(group, ConsumerGroup)
+                                      else not group.members):
+            result.response.append(GroupResult(gid, Errors.NON_EMPTY_GROUP,
+                                               f"Group {gid} still has members; they must leave first."))
+            continue
+        for (topic, p) in list(shard.offsets.committed(gid)):
+            shard._write(result, OffsetCommitTombstone(gid, topic, p))
+        if isinstance(group, ConsumerGroup):
+            for mid in list(group.target_assignment):
+                shard._write(result, ConsumerGroupTargetAssignmentMemberTombstone(gid, mid))
+            for mid in list(group.members):
+                shard._write(result, ConsumerGroupCurrentMemberAssignmentTombstone(gid, mid))
+                shard._write(result, ConsumerGroupMemberMetadataTombstone(gid, mid))
+            shard._write(result, ConsumerGroupMetadataTombstone(gid))
+        elif group is not None:
+            for record in group.deletion_records():
+                shard._write(result, record)
+        result.response.append(GroupResult(gid))
+    return result
+
+
+def describe_group_configs(shard: Any, group_ids: Sequence[str]) -> list[DescribedGroupConfig]:
+    out: list[DescribedGroupConfig] = []
+    for gid in group_ids:
+        if not gid:
+            out.append(DescribedGroupConfig(gid, Errors.INVALID_GROUP_ID, "group id can't be empty."))
+            continue
+        overrides = shard.group_configs.get(gid, {})
+        entries = []
+        for name, d in sorted(GROUP_CONFIG_DEFS.items()):
+            if name in overrides:
+                entries.append(ConfigEntry(name, render_value(overrides[name]), False))
+            else:
+                entries.append(ConfigEntry(name, "" if d.default is None else render_value(d.default), True))
+        out.append(DescribedGroupConfig(gid, configs=entries))
+    return out
+
+
+def alter_group_configs(shard: Any, group_id: str, updates: Mapping[str, str | None],
+                        validate_only: bool) -> Result[GroupResult]:
+    """Incremental alter: set the named overrides, delete those given as None; all-or-nothing."""
+    if not group_id:
+        return Result(GroupResult(group_id, Errors.INVALID_GROUP_ID, "group id can't be empty."))
+    try:
+        parsed = validate_group_configs(updates, shard.config)
+    except CoordinatorError as e:
+        return Result(GroupResult(group_id, e.code, e.message))
+    result: Result[GroupResult] = Result(GroupResult(group_id))
+    if validate_only:
+        return result
+    merged = dict(shard.group_configs.get(group_id, {}))
+    for name, value in parsed.items():
+        if value is None:
+            merged.pop(name, None)
+        else:
+            merged[name] = value
+    shard._write(result, GroupConfig(group_id, merged))
+    return result

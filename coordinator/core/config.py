@@ -1,0 +1,259 @@
+"""Broker-level and group-level configuration, with Kafka's names, defaults and bounds.
+
+Broker configs are validated once at start-up (`BrokerConfig.from_mapping`); group configs are dynamic and
+go through the same validator (`validate_group_configs`) when altered over the RPC. Every rejection names
+the key, the value and the allowed range, so the message alone tells the operator what to fix.
+
+`group.share.*` and `group.streams.*` keys exist in the schema, validated like their `group.consumer.*`
+twins, but are reserved: groupcoord serves consumer and classic groups only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from coordinator.core.errors import CoordinatorError, Errors
+
+INT32_MAX = 2_147_483_647
+
+
+class ConfigError(ValueError):
+    """An invalid configuration value; the message is meant for the operator."""
+
+
+@dataclass(frozen=True, slots=True)
+class ConfigDef:
+    name: str
+    type: type  # int, bool, str or list
+    default: Any
+    doc: str
+    min: int | None = None
+    max: int | None = None
+    choices: tuple[str, ...] | None = None
+
+    def parse(self, raw: Any) -> Any:
+        """Parse a TOML value or a `--set` string into the declared type, enforcing bounds and choices."""
+        try:
+            value = _coerce(self.type, raw)
+        except (TypeError, ValueError) as e:
+            raise ConfigError(f"{self.name}: cannot parse {raw!r} as {self.type.__name__} ({e})") from None
+        if self.type is int:
+            if self.min is not None and value < self.min:
+                raise ConfigError(f"{self.name}={value} is below the minimum {self.min}")
+            if self.max is not None and value > self.max:
+                raise ConfigError(f"{self.name}={value} is above the maximum {self.max}")
+        if self.choices is not None:
+            items = value if isinstance(value, list) else [value]
+            for item in items:
+                if item not in self.choices:
+                    raise ConfigError(f"{self.name}={raw!r}: {item!r} is not one of {', '.join(self.choices)}")
+        return value
+
+
+def _coerce(kind: type, raw: Any) -> Any:
+    if kind is bool:
+        if isinstance(raw, bool):
+            return raw
+        if isinstance(raw, str) and raw.strip().lower() in ("true", "false"):
+            return raw.strip().lower() == "true"
+        raise ValueError("expected true or false")
+    if kind is int:
+        if isinstance(raw, bool):
+            raise ValueError("expected an integer")
+        if isinstance(raw, int):
+            return raw
+        if isinstance(raw, str):
+            return int(raw.strip().replace("_", ""))
+        raise ValueError("expected an integer")
+    if kind is list:
+        if isinstance(raw, str):
+            return [s.strip() for s in raw.split(",") if s.strip()]
+        if isinstance(raw, list | tuple):
+            return [str(s) for s in raw]
+        raise ValueError("expected a comma-separated list")
+    if kind is str:
+        if isinstance(raw, str):
+            return raw
+        raise ValueError("expected a string")
+    raise TypeError(f"unsupported config type {kind}")
+
+
+def _interval_defs(kind: str, doc_suffix: str) -> list[ConfigDef]:
+    return [
+        ConfigDef(f"group.{kind}.assignment.interval.ms", int, 1000,
+                  f"The interval between assignment updates for a {kind} group (KIP-1263).{doc_suffix}", 0),
+        ConfigDef(f"group.{kind}.min.assignment.interval.ms", int, 0,
+                  f"The minimum interval between assignment updates for a {kind} group.{doc_suffix}", 0),
+        ConfigDef(f"group.{kind}.max.assignment.interval.ms", int, 15000,
+                  f"The maximum interval between assignment updates for a {kind} group.{doc_suffix}", 0),
+        ConfigDef(f"group.{kind}.assignor.offload.enable", bool, True,
+                  f"Whether to offload {kind} group assignment to a background thread.{doc_suffix}"),
+    ]
+
+
+_RESERVED = " Reserved: groupcoord has no share or streams groups yet."
+
+BROKER_CONFIG_DEFS: dict[str, ConfigDef] = {
+    d.name: d
+    for d in [
+        ConfigDef("group.coordinator.background.threads", int, 2,
+                  "Workers of the background executor that runs offloaded assignor runs.", 1, 64),
+        ConfigDef("group.consumer.session.timeout.ms", int, 45000,
+                  "Timeout to detect a failed consumer-group member.", 1),
+        ConfigDef("group.consumer.min.session.timeout.ms", int, 45000, "Lower bound for session timeouts.", 1),
+        ConfigDef("group.consumer.max.session.timeout.ms", int, 60000, "Upper bound for session timeouts.", 1),
+        ConfigDef("group.consumer.heartbeat.interval.ms", int, 5000,
+                  "Interval at which consumer-group members heartbeat.", 1),
+        ConfigDef("group.consumer.min.heartbeat.interval.ms", int, 5000,
+                  "Lower bound for heartbeat intervals.", 1),
+        ConfigDef("group.consumer.max.heartbeat.interval.ms", int, 15000,
+                  "Upper bound for heartbeat intervals.", 1),
+        ConfigDef("group.consumer.max.size", int, INT32_MAX, "Maximum number of members of a consumer group.", 1),
+        ConfigDef("group.consumer.assignors", list, ["uniform", "range"],
+                  "Server-side assignors, by name; the first is the default."),
+        *_interval_defs("consumer", ""),
+        *_interval_defs("share", _RESERVED),
+        *_interval_defs("streams", _RESERVED),
+        ConfigDef("offset.metadata.max.bytes", int, 4096, "Maximum size of an offset commit's metadata.", 0),
+        # Classic protocol (JoinGroup/SyncGroup).
+        ConfigDef("group.min.session.timeout.ms", int, 6000, "Classic groups: minimum session timeout.", 1),
+        ConfigDef("group.max.session.timeout.ms", int, 1800000, "Classic groups: maximum session timeout.", 1),
+        ConfigDef("group.initial.rebalance.delay.ms", int, 3000,
+                  "Classic groups: how long a new group waits for more members before the first rebalance.", 0),
+        ConfigDef("group.max.size", int, INT32_MAX, "Classic groups: maximum number of members.", 1),
+    ]
+}
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerConfig:
+    """Validated broker configuration. Access values with `config["kafka.name"]`."""
+
+    values: Mapping[str, Any]
+
+    def __getitem__(self, name: str) -> Any:
+        return self.values[name]
+
+    @staticmethod
+    def from_mapping(raw: Mapping[str, Any] | None = None) -> BrokerConfig:
+        """Validate `raw` (TOML values or `--set` strings) on top of the defaults; raise ConfigError."""
+        values = {name: d.default for name, d in BROKER_CONFIG_DEFS.items()}
+        for name, value in (raw or {}).items():
+            d = BROKER_CONFIG_DEFS.get(name)
+            if d is None:
+                raise ConfigError(f"unknown config {name!r}; known: {', '.join(sorted(BROKER_CONFIG_DEFS))}")
+            values[name] = d.parse(value)
+        _check_bounds(values)
+        return BrokerConfig(values)
+
+    def with_overrides(self, raw: Mapping[str, Any]) -> BrokerConfig:
+        merged: dict[str, Any] = dict(self.values)
+        merged.update(raw)
+        return BrokerConfig.from_mapping(merged)
+
+
+def _check_bounds(v: Mapping[str, Any]) -> None:
+    def between(name: str, lo: str, hi: str) -> None:
+        if v[lo] > v[hi]:
+            raise ConfigError(f"{lo}={v[lo]} must not exceed {hi}={v[hi]}")
+        if not v[lo] <= v[name] <= v[hi]:
+            raise ConfigError(f"{name}={v[name]} must be between {lo}={v[lo]} and {hi}={v[hi]}")
+
+    between("group.consumer.session.timeout.ms", "group.consumer.min.session.timeout.ms",
+            "group.consumer.max.session.timeout.ms")
+    between("group.consumer.heartbeat.interval.ms", "group.consumer.min.heartbeat.interval.ms",
+            "group.consumer.max.heartbeat.interval.ms")
+    for kind in ("consumer", "share", "streams"):
+        between(f"group.{kind}.assignment.interval.ms", f"group.{kind}.min.assignment.interval.ms",
+                f"group.{kind}.max.assignment.interval.ms")
+    if v["group.consumer.heartbeat.interval.ms"] >= v["group.consumer.session.timeout.ms"]:
+        raise ConfigError("group.consumer.heartbeat.interval.ms must be lower than group.consumer.session.timeout.ms")
+    if v["group.min.session.timeout.ms"] > v["group.max.session.timeout.ms"]:
+        raise ConfigError("group.min.session.timeout.ms must not exceed group.max.session.timeout.ms")
+    if not v["group.consumer.assignors"]:
+        raise ConfigError("group.consumer.assignors must name at least one assignor")
+
+
+# --- group configs (dynamic, per group; KIP-848 / KIP-1263 names) ---------------------------------------
+
+UNSET = None
+
+
+@dataclass(frozen=True, slots=True)
+class GroupConfigDef:
+    name: str
+    type: type
+    default: Any  # None = not set: the broker value applies
+    doc: str
+    bounds: Callable[[BrokerConfig], tuple[int, int]] | None = None
+    allow_minus_one: bool = False
+    choices: tuple[str, ...] | None = None
+
+
+def _bounds(lo: str, hi: str) -> Callable[[BrokerConfig], tuple[int, int]]:
+    return lambda b: (b[lo], b[hi])
+
+
+GROUP_CONFIG_DEFS: dict[str, GroupConfigDef] = {
+    d.name: d
+    for d in [
+        GroupConfigDef("consumer.session.timeout.ms", int, None, "Session timeout for this group.",
+                       _bounds("group.consumer.min.session.timeout.ms", "group.consumer.max.session.timeout.ms")),
+        GroupConfigDef("consumer.heartbeat.interval.ms", int, None, "Heartbeat interval for this group.",
+                       _bounds("group.consumer.min.heartbeat.interval.ms",
+                               "group.consumer.max.heartbeat.interval.ms")),
+        *[
+            d
+            for kind in ("consumer", "share", "streams")
+            for d in (
+                GroupConfigDef(f"{kind}.assignment.interval.ms", int, -1,
+                               f"Interval between assignment updates for this {kind} group; -1 uses the broker's "
+                               f"group.{kind}.assignment.interval.ms.",
+                               _bounds(f"group.{kind}.min.assignment.interval.ms",
+                                       f"group.{kind}.max.assignment.interval.ms"), allow_minus_one=True),
+                GroupConfigDef(f"{kind}.assignor.offload.enable", bool, None,
+                               f"Whether to offload this {kind} group's assignor runs; not set uses the broker's."),
+            )
+        ],
+        GroupConfigDef("consumer.auto.offset.reset", str, "latest",
+                       "groupcoord extension: how lag-aware assignors count a partition with no committed offset "
+                       "(latest: lag 0; earliest: the whole retained log).",
+                       choices=("latest", "earliest", "none")),
+    ]
+}
+
+
+def validate_group_configs(updates: Mapping[str, str | None], broker: BrokerConfig) -> dict[str, Any]:
+    """Parse dynamic group config updates (None deletes an override). Raises CoordinatorError(INVALID_CONFIG)."""
+    parsed: dict[str, Any] = {}
+    for name, raw in updates.items():
+        d = GROUP_CONFIG_DEFS.get(name)
+        if d is None:
+            raise CoordinatorError(Errors.INVALID_CONFIG,
+                                   f"unknown group config {name!r}; known: {', '.join(sorted(GROUP_CONFIG_DEFS))}")
+        if raw is None:
+            parsed[name] = None
+            continue
+        try:
+            value = _coerce(d.type, raw)
+        except (TypeError, ValueError) as e:
+            raise CoordinatorError(Errors.INVALID_CONFIG, f"{name}: cannot parse {raw!r} ({e})") from None
+        if d.type is int and d.bounds is not None and not (d.allow_minus_one and value == -1):
+            lo, hi = d.bounds(broker)
+            if not lo <= value <= hi:
+                extra = " or -1" if d.allow_minus_one else ""
+                raise CoordinatorError(Errors.INVALID_CONFIG, f"{name}={value} must be between {lo} and {hi}{extra}")
+        if d.choices is not None and value not in d.choices:
+            raise CoordinatorError(Errors.INVALID_CONFIG, f"{name}={value!r} must be one of {', '.join(d.choices)}")
+        parsed[name] = value
+    return parsed
+
+
+def render_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, list):
+        return ",".join(value)
+    return str(value)

@@ -1,0 +1,118 @@
+"""The records the core emits: every state change is one of these, and state is their replay.
+
+Modelled on Kafka's `__consumer_offsets` coordinator records (ConsumerGroupMetadataValue,
+ConsumerGroupMemberMetadataValue, ConsumerGroupTargetAssignmentMember/MetadataValue,
+ConsumerGroupCurrentMemberAssignmentValue, OffsetCommitValue, ...). A record with a key and no value is
+a tombstone, here an explicit `...Tombstone` type. Each carries `group_id` so the log can be keyed and
+compacted per group. Persisted encoding (versioned protobuf) lives with the log, not here: the wire API
+and the log evolve at different speeds.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+# topic id -> partitions
+Partitions = Mapping[str, frozenset[int]]
+# topic id -> partition -> epoch at which the member was assigned the partition
+PartitionEpochs = Mapping[str, Mapping[int, int]]
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerGroupMetadata:
+    group_id: str
+    epoch: int
+    metadata_hash: int
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerGroupMetadataTombstone:
+    group_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerGroupMemberMetadata:
+    group_id: str
+    member_id: str
+    instance_id: str | None
+    rack_id: str | None
+    client_id: str
+    client_host: str
+    subscribed_topic_names: tuple[str, ...]
+    subscribed_topic_regex: str | None
+    server_assignor: str | None
+    rebalance_timeout_ms: int
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerGroupMemberMetadataTombstone:
+    group_id: str
+    member_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerGroupTargetAssignmentMember:
+    group_id: str
+    member_id: str
+    partitions: Partitions
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerGroupTargetAssignmentMemberTombstone:
+    group_id: str
+    member_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerGroupTargetAssignmentMetadata:
+    group_id: str
+    assignment_epoch: int
+    timestamp_ms: int  # KIP-1263: when the assignment calculation finished (0 = unknown)
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerGroupCurrentMemberAssignment:
+    group_id: str
+    member_id: str
+    member_epoch: int
+    previous_member_epoch: int
+    state: str
+    assigned_partitions: PartitionEpochs
+    partitions_pending_revocation: Partitions
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerGroupCurrentMemberAssignmentTombstone:
+    group_id: str
+    member_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class OffsetCommit:
+    group_id: str
+    topic: str
+    partition: int
+    committed_offset: int
+    leader_epoch: int
+    metadata: str
+    commit_timestamp_ms: int
+
+
+@dataclass(frozen=True, slots=True)
+class OffsetCommitTombstone:
+    group_id: str
+    topic: str
+    partition: int
+
+
+@dataclass(frozen=True, slots=True)
+class GroupConfig:
+    """The group's dynamic config overrides, whole (an empty mapping deletes them all)."""
+
+    group_id: str
+    configs: Mapping[str, Any]
+
+
+Record = Any  # any of the dataclasses above, or the classic group's records

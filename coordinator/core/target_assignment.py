@@ -1,0 +1,116 @@
+"""Building the assignor's input from a group, and turning the assignor's output into records.
+
+KIP-1263 changes *when* this runs (batching, offload); this module is only *what* runs: snapshot the group
+into an immutable `GroupSpec`, call the assignor, diff the result against the current target.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+from assignors.api import GroupAssignment, GroupSpec, LagSnapshot, MemberSpec
+from coordinator.core.consumer_group import ConsumerGroup, ConsumerGroupMember
+from coordinator.core.metadata import MetadataImage
+from coordinator.core.records import (
+    ConsumerGroupTargetAssignmentMember,
+    ConsumerGroupTargetAssignmentMetadata,
+    Partitions,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class AssignorRun:
+    """A task for the background executor: everything the assignor needs, immutable."""
+
+    group_id: str
+    run_id: int
+    assignor_name: str
+    assignment_epoch: int
+    spec: GroupSpec
+    topics: MetadataImage
+    lag: LagSnapshot | None
+
+
+@dataclass(frozen=True, slots=True)
+class AssignorCompletion:
+    """What the runtime hands back to the core when an offloaded run ends."""
+
+    group_id: str
+    run_id: int
+    assignment: GroupAssignment | None
+    error: str | None = None
+
+
+def choose_assignor(group: ConsumerGroup, configured: list[str]) -> str:
+    """The assignor most members ask for (ties: the earlier in `group.consumer.assignors`), else the default."""
+    votes = Counter(m.server_assignor for m in group.members.values() if m.server_assignor)
+    if not votes:
+        return configured[0]
+    best = max(votes.values())
+    for name in configured:
+        if votes.get(name) == best:
+            return name
+    return min(n for n, c in votes.items() if c == best)
+
+
+def subscribed_topic_ids(
+    member: ConsumerGroupMember, image: MetadataImage, resolve_regex: Callable[[str], frozenset[str]]
+) -> frozenset[str]:
+    """Topic ids the member subscribes to, by name or by regex, among topics that exist now."""
+    ids = {image.by_name[n].topic_id for n in member.subscribed_topic_names if n in image.by_name}
+    if member.subscribed_topic_regex:
+        ids.update(image.by_name[n].topic_id for n in resolve_regex(member.subscribed_topic_regex))
+    return frozenset(ids)
+
+
+def build_spec(
+    group: ConsumerGroup, image: MetadataImage, resolve_regex: Callable[[str], frozenset[str]]
+) -> GroupSpec:
+    members = {
+        mid: MemberSpec(
+            subscribed_topic_ids=subscribed_topic_ids(m, image, resolve_regex),
+            assigned_partitions=group.target_assignment.get(mid, {}) if group.target_assignment_epoch else {},
+            rack_id=m.rack_id,
+            instance_id=m.instance_id,
+        )
+        for mid, m in group.members.items()
+    }
+    return GroupSpec.of(members)
+
+
+def reconcile_result_with_group(
+    group: ConsumerGroup, result: GroupAssignment, instance_ids: Mapping[str, str]
+) -> dict[str, Partitions]:
+    """Apply what changed while an offloaded run was in flight (KIP-1263): members removed since then lose
+    their assignment; a static member replaced since then has its assignment moved to the new member id."""
+    out: dict[str, Partitions] = {}
+    for member_id, assignment in result.items():
+        if member_id in group.members:
+            out[member_id] = assignment
+            continue
+        instance_id = instance_ids.get(member_id)
+        if instance_id is not None:
+            new_id = group.static_members.get(instance_id)
+            if new_id is not None and new_id not in result:
+                out[new_id] = assignment
+    return out
+
+
+def target_records(
+    group: ConsumerGroup, new_target: Mapping[str, Partitions], assignment_epoch: int, finished_at_ms: int
+) -> list[object]:
+    """Records for the members whose target changed, then the metadata with epoch and finish time."""
+    records: list[object] = []
+    for member_id in group.members:
+        new = _normalise(new_target.get(member_id, {}))
+        old = _normalise(group.target_assignment.get(member_id, {}))
+        if new != old or member_id not in group.target_assignment:
+            records.append(ConsumerGroupTargetAssignmentMember(group.group_id, member_id, new))
+    records.append(ConsumerGroupTargetAssignmentMetadata(group.group_id, assignment_epoch, finished_at_ms))
+    return records
+
+
+def _normalise(p: Partitions) -> dict[str, frozenset[int]]:
+    return {t: frozenset(ps) for t, ps in p.items() if ps}
