@@ -1,0 +1,354 @@
+"""A KIP-848 consumer-group member over gRPC: heartbeats, reconciles, calls back, rejoins, leaves.
+
+Usage::
+
+    member = GroupMember("127.0.0.1:50051", "my-group", ["orders"],
+                         on_assigned=lambda tps: ..., on_revoked=lambda tps: ...)
+    member.start()
+    ...  # member.assignment() is what this process may read now
+    member.close()  # leaves the group (epoch -1), or -2 for a static member
+
+Thread-safe: a background thread heartbeats; every public method may be called from any thread.
+Partitions are `(topic_name, partition)` tuples. Revocation is acknowledged (reported in the next
+heartbeat's owned partitions, sent at once) after `on_revoked` returns, or, with `defer_revocation=True`,
+when the application calls `release()`: a Spark driver releases a partition only after its last batch's
+offsets are committed, so no record is processed by two drivers.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+import grpc
+
+from groupcoord.v1 import coordinator_pb2 as pb
+from groupcoord.v1 import coordinator_pb2_grpc as pb_grpc
+
+log = logging.getLogger("groupcoord.client")
+
+TopicPartition = tuple[str, int]
+Callback = Callable[[frozenset[TopicPartition]], None]
+
+# Kafka error codes the member reacts to.
+NONE = 0
+COORDINATOR_LOAD_IN_PROGRESS = 14
+COORDINATOR_NOT_AVAILABLE = 15
+NOT_COORDINATOR = 16
+UNKNOWN_MEMBER_ID = 25
+FENCED_MEMBER_EPOCH = 110
+UNRELEASED_INSTANCE_ID = 111
+FENCED_INSTANCE_ID = 82
+RETRIABLE = {COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR}
+
+
+class GroupMemberError(RuntimeError):
+    """A fatal error for this member (e.g. invalid request, unsupported assignor)."""
+
+    def __init__(self, code: int, message: str) -> None:
+        super().__init__(f"error {code}: {message}")
+        self.code = code
+        self.message = message
+
+
+@dataclass(frozen=True, slots=True)
+class MemberStatus:
+    member_id: str
+    member_epoch: int
+    assignment: frozenset[TopicPartition]
+    pending_revocation: frozenset[TopicPartition]
+    last_error: int
+
+
+class GroupMember:
+    def __init__(
+        self,
+        target: str,
+        group_id: str,
+        topics: Iterable[str] = (),
+        *,
+        topic_regex: str | None = None,
+        instance_id: str | None = None,
+        rack_id: str | None = None,
+        server_assignor: str | None = None,
+        rebalance_timeout_ms: int = 60_000,
+        on_assigned: Callback | None = None,
+        on_revoked: Callback | None = None,
+        on_lost: Callback | None = None,
+        defer_revocation: bool = False,
+        channel: grpc.Channel | None = None,
+        rpc_timeout_s: float = 10.0,
+    ) -> None:
+        self.group_id = group_id
+        self._topics = tuple(sorted(set(topics)))
+        self._regex = topic_regex
+        if not self._topics and topic_regex is None:
+            raise ValueError("subscribe to topics or a topic_regex")
+        self.instance_id = instance_id
+        self.rack_id = rack_id
+        self.server_assignor = server_assignor
+        self.rebalance_timeout_ms = rebalance_timeout_ms
+        self._on_assigned = on_assigned
+        self._on_revoked = on_revoked
+        self._on_lost = on_lost
+        self._defer_revocation = defer_revocation
+        self._own_channel = channel is None
+        self._channel = channel or grpc.insecure_channel(target)
+        self._stub = pb_grpc.GroupCoordinatorStub(self._channel)
+        self._rpc_timeout_s = rpc_timeout_s
+
+        self._lock = threading.RLock()
+        self._wake = threading.Event()
+        self._stopping = threading.Event()
+        self._thread: threading.Thread | None = None
+        self.member_id = str(uuid.uuid4())
+        self.member_epoch = 0
+        self._owned: set[TopicPartition] = set()
+        self._pending_revocation: set[TopicPartition] = set()
+        self._topic_names: dict[str, str] = {}  # topic id -> name
+        self._topic_ids: dict[str, str] = {}  # name -> topic id
+        self._send_full = True
+        self._subscription_changed = True
+        self._last_sent_owned: frozenset[TopicPartition] | None = None
+        self.heartbeat_interval_ms = 1000
+        self.last_error = NONE
+        self.fatal_error: GroupMemberError | None = None
+        self.heartbeats = 0
+        self._joined = threading.Event()
+
+    # --- public API ----------------------------------------------------------------------------------------
+    def start(self) -> GroupMember:
+        self._thread = threading.Thread(target=self._run, name=f"groupcoord-member-{self.group_id}", daemon=True)
+        self._thread.start()
+        return self
+
+    def wait_joined(self, timeout: float = 30.0) -> bool:
+        """Block until the first successful heartbeat (the member has an epoch)."""
+        return self._joined.wait(timeout)
+
+    def assignment(self) -> frozenset[TopicPartition]:
+        """The partitions this member may process now (owned and not being revoked)."""
+        with self._lock:
+            return frozenset(self._owned - self._pending_revocation)
+
+    def pending_revocation(self) -> frozenset[TopicPartition]:
+        """Partitions the coordinator asked back that the application has not released yet."""
+        with self._lock:
+            return frozenset(self._pending_revocation)
+
+    def status(self) -> MemberStatus:
+        with self._lock:
+            return MemberStatus(self.member_id, self.member_epoch, frozenset(self._owned - self._pending_revocation),
+                                frozenset(self._pending_revocation), self.last_error)
+
+    def release(self, partitions: Iterable[TopicPartition] | None = None) -> None:
+        """Acknowledge revocation of `partitions` (default: all pending); heartbeats at once to report it."""
+        with self._lock:
+            done = set(self._pending_revocation if partitions is None else partitions) & self._pending_revocation
+            self._pending_revocation -= done
+            self._owned -= done
+        if done:
+            self._wake.set()
+
+    def subscribe(self, topics: Iterable[str]) -> None:
+        with self._lock:
+            self._topics = tuple(sorted(set(topics)))
+            self._regex = None
+            self._subscription_changed = True
+        self._wake.set()
+
+    def commit_offsets(self, offsets: dict[TopicPartition, int], metadata: str = "") -> dict[TopicPartition, int]:
+        """Commit offsets (next offset to read) with this member's epoch; returns per-partition error codes."""
+        with self._lock:
+            member_id, epoch = self.member_id, self.member_epoch
+        req = pb.OffsetCommitRequest(group_id=self.group_id, member_id=member_id,
+                                     generation_id_or_member_epoch=epoch)
+        by_topic: dict[str, pb.OffsetCommitRequestTopic] = {}
+        for (topic, p), off in sorted(offsets.items()):
+            t = by_topic.get(topic)
+            if t is None:
+                t = by_topic[topic] = req.topics.add(name=topic)
+            t.partitions.add(partition_index=p, committed_offset=off, committed_leader_epoch=-1,
+                             committed_metadata=metadata)
+        resp = self._stub.OffsetCommit(req, timeout=self._rpc_timeout_s)
+        return {(t.name, p.partition_index): p.error_code for t in resp.topics for p in t.partitions}
+
+    def fetch_offsets(self, partitions: Iterable[TopicPartition] | None = None) -> dict[TopicPartition, int]:
+        """Committed offsets (-1 when none) for `partitions`, or all of the group's."""
+        req = pb.OffsetFetchRequest(group_id=self.group_id, member_epoch=-1)
+        if partitions is not None:
+            wanted: dict[str, list[int]] = {}
+            for topic, p in partitions:
+                wanted.setdefault(topic, []).append(p)
+            req.topics.SetInParent()
+            for topic, ps in sorted(wanted.items()):
+                req.topics.topics.add(name=topic, partition_indexes=sorted(ps))
+        resp = self._stub.OffsetFetch(req, timeout=self._rpc_timeout_s)
+        if resp.error_code:
+            raise GroupMemberError(resp.error_code, resp.error_message)
+        return {(t.name, p.partition_index): p.committed_offset for t in resp.topics for p in t.partitions}
+
+    def close(self, leave: bool = True) -> None:
+        """Stop heartbeating and leave the group (epoch -1; -2 for a static member, which keeps its
+        assignment for a rejoin within the session timeout)."""
+        self._stopping.set()
+        self._wake.set()
+        if self._thread is not None:
+            self._thread.join(timeout=self._rpc_timeout_s + 5)
+        if leave and self.member_epoch > 0:
+            epoch = -2 if self.instance_id is not None else -1
+            req = pb.ConsumerGroupHeartbeatRequest(group_id=self.group_id, member_id=self.member_id,
+                                                   member_epoch=epoch)
+            if self.instance_id is not None:
+                req.instance_id = self.instance_id
+            try:
+                self._stub.ConsumerGroupHeartbeat(req, timeout=self._rpc_timeout_s)
+            except grpc.RpcError as e:
+                log.warning("leave of group %s failed: %s", self.group_id, e)
+        with self._lock:
+            lost = frozenset(self._owned)
+            self._owned.clear()
+            self._pending_revocation.clear()
+            self.member_epoch = 0
+        if lost and self._on_revoked is not None:
+            self._safe(self._on_revoked, lost)
+        if self._own_channel:
+            self._channel.close()
+
+    def __enter__(self) -> GroupMember:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # --- heartbeat loop ------------------------------------------------------------------------------------
+    def _run(self) -> None:
+        backoff = 0.05
+        while not self._stopping.is_set():
+            try:
+                delay = self._heartbeat_once()
+                backoff = 0.05
+            except grpc.RpcError as e:
+                log.info("heartbeat to group %s failed: %s; retrying", self.group_id, e.code())
+                with self._lock:
+                    self._send_full = True
+                delay = backoff + random.uniform(0, backoff)
+                backoff = min(backoff * 2, 2.0)
+            except GroupMemberError as e:
+                log.error("member of group %s stopped: %s", self.group_id, e)
+                self.fatal_error = e
+                return
+            self._wake.wait(delay)
+            self._wake.clear()
+
+    def _build_request(self) -> pb.ConsumerGroupHeartbeatRequest:
+        with self._lock:
+            req = pb.ConsumerGroupHeartbeatRequest(group_id=self.group_id, member_id=self.member_id,
+                                                   member_epoch=self.member_epoch)
+            full = self._send_full or self.member_epoch == 0
+            if full or self._subscription_changed:
+                req.rebalance_timeout_ms = self.rebalance_timeout_ms
+                if self._regex is not None:
+                    req.subscribed_topic_regex = self._regex
+                else:
+                    req.subscribed_topic_names.values.extend(self._topics)
+                if self.instance_id is not None:
+                    req.instance_id = self.instance_id
+                if self.rack_id is not None:
+                    req.rack_id = self.rack_id
+                if self.server_assignor is not None:
+                    req.server_assignor = self.server_assignor
+            owned = frozenset(self._owned)
+            if full or owned != self._last_sent_owned:
+                req.topic_partitions.SetInParent()
+                if self.member_epoch != 0:
+                    by_topic: dict[str, list[int]] = {}
+                    for topic, p in owned:
+                        tid = self._topic_ids.get(topic)
+                        if tid is not None:
+                            by_topic.setdefault(tid, []).append(p)
+                    for tid, ps in sorted(by_topic.items()):
+                        req.topic_partitions.topics.add(topic_id=tid, partitions=sorted(ps))
+            return req
+
+    def _heartbeat_once(self) -> float:
+        req = self._build_request()
+        resp = self._stub.ConsumerGroupHeartbeat(req, timeout=self._rpc_timeout_s)
+        self.heartbeats += 1
+        code = resp.error_code
+        with self._lock:
+            self.last_error = code
+        if code == NONE:
+            return self._on_success(req, resp)
+        if code in (FENCED_MEMBER_EPOCH, UNKNOWN_MEMBER_ID):
+            log.warning("member %s of group %s fenced (%d: %s); rejoining", self.member_id, self.group_id, code,
+                        resp.error_message)
+            self._lose_all()
+            return 0.0
+        if code in RETRIABLE or code == UNRELEASED_INSTANCE_ID:
+            with self._lock:
+                self._send_full = True
+            return max(self.heartbeat_interval_ms / 1000.0, 0.2) if code == UNRELEASED_INSTANCE_ID else 0.2
+        raise GroupMemberError(code, resp.error_message)
+
+    def _on_success(self, req: pb.ConsumerGroupHeartbeatRequest, resp: pb.ConsumerGroupHeartbeatResponse) -> float:
+        added: frozenset[TopicPartition] = frozenset()
+        revoked: frozenset[TopicPartition] = frozenset()
+        with self._lock:
+            self._send_full = False
+            self._subscription_changed = False
+            if req.HasField("topic_partitions"):
+                self._last_sent_owned = frozenset(
+                    (self._topic_names.get(t.topic_id, ""), p) for t in req.topic_partitions.topics
+                    for p in t.partitions)
+                if req.member_epoch == 0:
+                    self._last_sent_owned = frozenset()
+            self.member_epoch = resp.member_epoch
+            self.member_id = resp.member_id or self.member_id
+            self.heartbeat_interval_ms = resp.heartbeat_interval_ms or self.heartbeat_interval_ms
+            if resp.HasField("assignment"):
+                target: set[TopicPartition] = set()
+                for tp in resp.assignment.topic_partitions:
+                    name = tp.topic_name or self._topic_names.get(tp.topic_id, tp.topic_id)
+                    self._topic_names[tp.topic_id] = name
+                    self._topic_ids[name] = tp.topic_id
+                    target.update((name, p) for p in tp.partitions)
+                added = frozenset(target - self._owned)
+                revoked = frozenset(self._owned - target - self._pending_revocation)
+                self._owned |= added
+                self._pending_revocation |= revoked
+        self._joined.set()
+        if added and self._on_assigned is not None:
+            self._safe(self._on_assigned, added)
+        if revoked:
+            if self._on_revoked is not None:
+                self._safe(self._on_revoked, revoked)
+            if not self._defer_revocation:
+                self.release(revoked)
+        with self._lock:
+            owned_changed = frozenset(self._owned) != self._last_sent_owned
+        if owned_changed:
+            return 0.0  # report the change at once: the coordinator is waiting for it
+        return self.heartbeat_interval_ms / 1000.0
+
+    def _lose_all(self) -> None:
+        with self._lock:
+            lost = frozenset(self._owned)
+            self._owned.clear()
+            self._pending_revocation.clear()
+            self.member_epoch = 0
+            self._send_full = True
+            self._last_sent_owned = None
+        if lost and self._on_lost is not None:
+            self._safe(self._on_lost, lost)
+
+    def _safe(self, cb: Callback, tps: frozenset[TopicPartition]) -> None:
+        try:
+            cb(tps)
+        except Exception:
+            log.exception("callback %s failed for %s", getattr(cb, "__name__", cb), sorted(tps))

@@ -1,0 +1,182 @@
+"""Prometheus metrics with Kafka's group-coordinator names in Prometheus form.
+
+Kafka's `background-queue-time-ms-p99` becomes `group_coordinator_background_queue_time_ms{quantile="0.99"}`
+(a summary) plus `group_coordinator_background_queue_time_ms_max`. Percentiles come from HdrHistogram over
+a rolling window (the current and the previous `window_s`), like Kafka's sampled percentiles, so they
+describe recent behaviour rather than the whole uptime.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from hdrh.histogram import HdrHistogram
+from prometheus_client import CollectorRegistry
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, SummaryMetricFamily
+from prometheus_client.registry import Collector
+
+QUANTILES = (0.5, 0.95, 0.99, 0.999)
+_MAX_US = 3_600_000_000  # one hour, in microseconds
+
+
+class WindowedPercentiles:
+    """Latencies in ms, recorded at microsecond resolution into two rotating HdrHistograms. Thread-safe."""
+
+    def __init__(self, window_s: float = 30.0, clock: Callable[[], float] = time.monotonic) -> None:
+        self._window_s = window_s
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._current = HdrHistogram(1, _MAX_US, 2)
+        self._previous = HdrHistogram(1, _MAX_US, 2)
+        self._rotated_at = clock()
+        self.count = 0
+        self.sum_ms = 0.0
+
+    def record(self, ms: float) -> None:
+        us = min(max(int(ms * 1000), 1), _MAX_US)
+        with self._lock:
+            self._maybe_rotate()
+            self._current.record_value(us)
+            self.count += 1
+            self.sum_ms += ms
+
+    def _maybe_rotate(self) -> None:
+        now = self._clock()
+        if now - self._rotated_at >= self._window_s:
+            self._previous = self._current if now - self._rotated_at < 2 * self._window_s else HdrHistogram(
+                1, _MAX_US, 2)
+            self._current = HdrHistogram(1, _MAX_US, 2)
+            self._rotated_at = now
+
+    def snapshot(self) -> tuple[dict[float, float], float]:
+        """(quantile -> ms, max ms) over the window."""
+        with self._lock:
+            self._maybe_rotate()
+            merged = HdrHistogram(1, _MAX_US, 2)
+            merged.add(self._previous)
+            merged.add(self._current)
+        if merged.get_total_count() == 0:
+            return {q: 0.0 for q in QUANTILES}, 0.0
+        return ({q: merged.get_value_at_percentile(q * 100) / 1000.0 for q in QUANTILES},
+                merged.get_max_value() / 1000.0)
+
+
+class IdleRatio:
+    """Fraction of wall time a pool of `threads` workers spent idle since the last read (Kafka's
+    thread-idle-ratio-avg)."""
+
+    def __init__(self, threads: int, clock: Callable[[], float] = time.monotonic) -> None:
+        self._threads = threads
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._busy = 0.0
+        self._since = clock()
+        self._last = 1.0
+
+    def add_busy(self, seconds: float) -> None:
+        with self._lock:
+            self._busy += seconds
+
+    def read(self) -> float:
+        with self._lock:
+            now = self._clock()
+            elapsed = (now - self._since) * self._threads
+            if elapsed >= 1.0:  # keep the last figure until a meaningful window has passed
+                self._last = max(0.0, min(1.0, 1.0 - self._busy / elapsed))
+                self._busy = 0.0
+                self._since = now
+            return self._last
+
+
+class CoordinatorMetrics:
+    """Owns the registry; the runtime records into it, `/metrics` serves it."""
+
+    def __init__(self, background_threads: int, window_s: float = 30.0) -> None:
+        self.registry = CollectorRegistry()
+        self.event_queue_time = WindowedPercentiles(window_s)
+        self.event_processing_time = WindowedPercentiles(window_s)
+        self.background_queue_time = WindowedPercentiles(window_s)
+        self.background_processing_time = WindowedPercentiles(window_s)
+        self.event_idle = IdleRatio(1)
+        self.background_idle = IdleRatio(background_threads)
+        self.gauges: dict[str, Callable[[], float]] = {}
+        self.state_source: Callable[[], Any] | None = None
+
+    def register(self, collector: Collector) -> None:
+        self.registry.register(collector)
+
+
+class CoordinatorCollector(Collector):
+    """Builds every metric family at scrape time from the runtime's live state."""
+
+    def __init__(self, metrics: CoordinatorMetrics, snapshot: Callable[[], dict[str, Any]]) -> None:
+        self._m = metrics
+        self._snapshot = snapshot
+
+    def collect(self) -> Iterable[Any]:
+        m = self._m
+        for name, series, doc in (
+            ("group_coordinator_event_queue_time_ms", m.event_queue_time,
+             "Time an operation waited in the coordinator's event queue"),
+            ("group_coordinator_event_processing_time_ms", m.event_processing_time,
+             "Time the coordinator spent processing an operation"),
+            ("group_coordinator_background_queue_time_ms", m.background_queue_time,
+             "Time a background task (offloaded assignor run) waited for an executor worker"),
+            ("group_coordinator_background_processing_time_ms", m.background_processing_time,
+             "Time a background task (offloaded assignor run) ran on an executor worker"),
+        ):
+            quantiles, maximum = series.snapshot()
+            s = SummaryMetricFamily(name, doc + " (rolling window)", labels=["quantile"])
+            for q, v in quantiles.items():
+                s.add_sample(name, {"quantile": str(q)}, v)
+            s.add_sample(name + "_count", {}, series.count)
+            s.add_sample(name + "_sum", {}, series.sum_ms)
+            yield s
+            yield GaugeMetricFamily(name + "_max", doc + ", maximum over the rolling window", value=maximum)
+        yield GaugeMetricFamily("group_coordinator_thread_idle_ratio_avg",
+                                "Fraction of time the event processor thread was idle", value=m.event_idle.read())
+        yield GaugeMetricFamily("group_coordinator_background_thread_idle_ratio_avg",
+                                "Fraction of time the background executor workers were idle",
+                                value=m.background_idle.read())
+
+        snap = self._snapshot()
+        groups = GaugeMetricFamily("group_coordinator_groups", "Groups by type and state",
+                                   labels=["type", "state"])
+        for (kind, state), n in sorted(snap["groups"].items()):
+            groups.add_metric([kind, state], n)
+        yield groups
+        yield GaugeMetricFamily("group_coordinator_members", "Members of all groups", value=snap["members"])
+        stats = snap["stats"]
+        hb = CounterMetricFamily("group_coordinator_consumer_group_heartbeats",
+                                 "ConsumerGroupHeartbeat requests answered, by error code", labels=["error"])
+        for code, n in sorted(stats.heartbeats_by_error.items()):
+            hb.add_metric([code], n)
+        yield hb
+        yield CounterMetricFamily("group_coordinator_rebalances", "Group epoch bumps (consumer groups)",
+                                  value=stats.rebalances)
+        runs = CounterMetricFamily("group_coordinator_assignor_runs", "Assignor runs started, by mode",
+                                   labels=["mode"])
+        runs.add_metric(["sync"], stats.assignor_runs_sync)
+        runs.add_metric(["offloaded"], stats.assignor_runs_offloaded)
+        yield runs
+        skipped = CounterMetricFamily("group_coordinator_assignor_runs_skipped",
+                                      "Assignor runs not started (KIP-1263), by reason", labels=["reason"])
+        skipped.add_metric(["interval"], stats.assignor_skipped_interval)
+        skipped.add_metric(["inflight"], stats.assignor_skipped_inflight)
+        yield skipped
+        yield CounterMetricFamily("group_coordinator_assignor_failures", "Assignor runs that failed",
+                                  value=stats.assignor_failures)
+        yield CounterMetricFamily("group_coordinator_assignor_results_discarded",
+                                  "Offloaded results discarded (group deleted or run superseded)",
+                                  value=stats.assignor_results_discarded)
+        fenced = CounterMetricFamily("group_coordinator_members_removed", "Members removed, by reason",
+                                     labels=["reason"])
+        fenced.add_metric(["leave"], stats.members_left)
+        fenced.add_metric(["session_timeout"], stats.members_fenced_session)
+        fenced.add_metric(["rebalance_timeout"], stats.members_fenced_rebalance)
+        yield fenced
+        for name, fn in sorted(self._m.gauges.items()):
+            yield GaugeMetricFamily(name, name.replace("_", " "), value=fn())

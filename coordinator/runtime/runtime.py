@@ -1,0 +1,236 @@
+"""The coordinator runtime: one event queue feeding the sans-I/O shard, timers, executor, record sink.
+
+Kafka's CoordinatorRuntime in miniature. Every operation (a request, a fired timer, an offloaded assignor
+result, a metadata change) is queued and run on the event loop one at a time, so the shard needs no locks.
+An operation's records go to the record sink; its response is released only once the sink says they are
+durable. Timers and background tasks the shard asks for are armed and submitted here.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from coordinator.core.consumer_group import ConsumerGroup
+from coordinator.core.metadata import MetadataImage
+from coordinator.core.results import CancelTimer, Result, ScheduleTimer
+from coordinator.core.shard import GroupCoordinatorShard
+from coordinator.core.target_assignment import AssignorCompletion, AssignorRun
+from coordinator.runtime.executor import BackgroundExecutor
+from coordinator.runtime.metrics import CoordinatorMetrics
+from coordinator.runtime.timers import TimerQueue
+
+log = logging.getLogger("groupcoord.runtime")
+
+
+def wall_clock_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+class RecordSink(Protocol):
+    """Where records go before a response leaves. `append` returns None when the records are already
+    durable, or an awaitable that completes when they are."""
+
+    def append(self, records: list[Any]) -> Awaitable[None] | None: ...
+
+
+class InMemorySink:
+    """Keeps nothing durable: the default until a log is configured (state is lost on restart)."""
+
+    def __init__(self) -> None:
+        self.count = 0
+
+    def append(self, records: list[Any]) -> None:
+        self.count += len(records)
+
+
+class MetadataSource(Protocol):
+    def snapshot(self) -> MetadataImage: ...
+
+
+@dataclass(slots=True)
+class _Op:
+    name: str
+    fn: Callable[[int], Result[Any]]
+    enqueued: float
+    future: asyncio.Future[Any] | None
+
+
+class CoordinatorRuntime:
+    def __init__(self, shard: GroupCoordinatorShard, metrics: CoordinatorMetrics, executor: BackgroundExecutor,
+                 sink: RecordSink | None = None, metadata_source: MetadataSource | None = None,
+                 metadata_poll_s: float = 1.0, clock: Callable[[], int] = wall_clock_ms) -> None:
+        self.shard = shard
+        self.metrics = metrics
+        self.executor = executor
+        self.sink: RecordSink = sink or InMemorySink()
+        self.metadata_source = metadata_source
+        self.metadata_poll_s = metadata_poll_s
+        self.clock = clock
+        self.timers = TimerQueue()
+        self._queue: asyncio.Queue[_Op] | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._timer_handle: asyncio.TimerHandle | None = None
+        self._timer_at: int | None = None
+        self._tasks: list[asyncio.Task[Any]] = []
+        self.loaded = False
+        self.advertised: tuple[str, int] = ("127.0.0.1", 0)
+
+    # --- lifecycle -----------------------------------------------------------------------------------------
+    async def start(self) -> None:
+        self._loop = asyncio.get_running_loop()
+        self._queue = asyncio.Queue()
+        self._tasks.append(asyncio.create_task(self._process(), name="groupcoord-events"))
+        if self.metadata_source is not None:
+            self._tasks.append(asyncio.create_task(self._poll_metadata(), name="groupcoord-metadata"))
+        self.loaded = True
+
+    async def stop(self) -> None:
+        for t in self._tasks:
+            t.cancel()
+        for t in self._tasks:
+            try:
+                await t
+            except asyncio.CancelledError:
+                pass
+        self._tasks.clear()
+        if self._timer_handle is not None:
+            self._timer_handle.cancel()
+        await asyncio.to_thread(self.executor.shutdown)
+
+    # --- operations ------------------------------------------------------------------------------------------
+    async def submit(self, name: str, fn: Callable[[int], Result[Any]]) -> Any:
+        """Queue an operation and wait for its response (released after its records are durable)."""
+        assert self._loop is not None and self._queue is not None, "runtime not started"
+        future: asyncio.Future[Any] = self._loop.create_future()
+        self._queue.put_nowait(_Op(name, fn, time.perf_counter(), future))
+        return await future
+
+    def _enqueue(self, name: str, fn: Callable[[int], Result[Any]]) -> None:
+        assert self._queue is not None
+        self._queue.put_nowait(_Op(name, fn, time.perf_counter(), None))
+
+    def enqueue_threadsafe(self, name: str, fn: Callable[[int], Result[Any]]) -> None:
+        assert self._loop is not None
+        self._loop.call_soon_threadsafe(self._enqueue, name, fn)
+
+    async def _process(self) -> None:
+        assert self._queue is not None
+        queue = self._queue
+        metrics = self.metrics
+        while True:
+            op = await queue.get()
+            started = time.perf_counter()
+            metrics.event_queue_time.record((started - op.enqueued) * 1000)
+            try:
+                result = op.fn(self.clock())
+            except Exception as e:  # a bug: answer this request with an error, keep serving the rest
+                log.exception("operation %s failed", op.name)
+                if op.future is not None and not op.future.done():
+                    op.future.set_exception(e)
+                continue
+            self._apply(result)
+            pending = self.sink.append(result.records) if result.records else None
+            if op.future is not None:
+                if pending is None:
+                    if not op.future.done():
+                        op.future.set_result(result.response)
+                else:
+                    asyncio.ensure_future(self._respond_when_durable(pending, op.future, result.response))
+            elapsed = time.perf_counter() - started
+            metrics.event_processing_time.record(elapsed * 1000)
+            metrics.event_idle.add_busy(elapsed)
+
+    @staticmethod
+    async def _respond_when_durable(pending: Awaitable[None], future: asyncio.Future[Any], response: Any) -> None:
+        try:
+            await pending
+        except Exception as e:
+            if not future.done():
+                future.set_exception(e)
+            return
+        if not future.done():
+            future.set_result(response)
+
+    def _apply(self, result: Result[Any]) -> None:
+        moved_earlier = False
+        for t in result.timers:
+            if isinstance(t, ScheduleTimer):
+                moved_earlier |= self.timers.schedule(t.key, t.deadline_ms)
+            elif isinstance(t, CancelTimer):
+                self.timers.cancel(t.key)
+        if moved_earlier or (self._timer_handle is None and self.timers.next_deadline() is not None):
+            self._arm_wakeup()
+        for task in result.tasks:
+            if isinstance(task, AssignorRun):
+                self.executor.submit(task, self._on_assignor_done)
+
+    def _on_assignor_done(self, completion: AssignorCompletion) -> None:
+        self.enqueue_threadsafe("assignor-complete",
+                                lambda now: self.shard.on_assignment_complete(completion, now))
+
+    # --- timers ----------------------------------------------------------------------------------------------
+    def _arm_wakeup(self) -> None:
+        assert self._loop is not None
+        deadline = self.timers.next_deadline()
+        if deadline is None:
+            return
+        if self._timer_handle is not None and self._timer_at is not None and self._timer_at <= deadline:
+            return
+        if self._timer_handle is not None:
+            self._timer_handle.cancel()
+        delay = max(0.0, (deadline - self.clock()) / 1000.0)
+        self._timer_at = deadline
+        self._timer_handle = self._loop.call_later(delay, self._fire_timers)
+
+    def _fire_timers(self) -> None:
+        self._timer_handle = None
+        self._timer_at = None
+        for key in self.timers.pop_due(self.clock()):
+            self._enqueue("timer", lambda now, key=key: self.shard.on_timer(key, now))  # type: ignore[misc]
+        self._arm_wakeup()
+
+    # --- metadata --------------------------------------------------------------------------------------------
+    async def _poll_metadata(self) -> None:
+        assert self.metadata_source is not None
+        while True:
+            image = self.metadata_source.snapshot()
+            if image is not self.shard.metadata and image != self.shard.metadata:
+                await self.submit("metadata-update", lambda now, image=image: self.shard.on_metadata_update(
+                    image, now))  # type: ignore[misc]
+            await asyncio.sleep(self.metadata_poll_s)
+
+    # --- observation -----------------------------------------------------------------------------------------
+    def snapshot(self) -> dict[str, Any]:
+        """Counts for the metrics collector. Called from the scrape thread, it reads the shard on the event
+        loop so it never iterates a dict the loop is changing."""
+        loop = self._loop
+        if loop is not None and loop.is_running():
+            try:
+                running = asyncio.get_running_loop()
+            except RuntimeError:
+                running = None
+            if running is not loop:
+                async def on_loop() -> dict[str, Any]:
+                    return self._snapshot_now()
+
+                return asyncio.run_coroutine_threadsafe(on_loop(), loop).result(timeout=10)
+        return self._snapshot_now()
+
+    def _snapshot_now(self) -> dict[str, Any]:
+        groups: dict[tuple[str, str], int] = {}
+        members = 0
+        for group in list(self.shard.groups.values()):
+            if isinstance(group, ConsumerGroup):
+                key = ("consumer", group.state().value)
+                members += len(group.members)
+            else:
+                listed = group.listed()
+                key = (listed.group_type, listed.group_state)
+                members += group.member_count()
+            groups[key] = groups.get(key, 0) + 1
+        return {"groups": groups, "members": members, "stats": self.shard.stats}

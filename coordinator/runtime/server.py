@@ -1,0 +1,144 @@
+"""Assembles a running coordinator: shard + runtime + gRPC server (with health and reflection) + metrics.
+
+`CoordinatorServer` is used by `groupcoord serve` and by tests; `ServerThread` runs one on a private event
+loop in a background thread, so synchronous code (tests, benchmarks, the demo) can start and stop it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import grpc
+from grpc_health.v1 import health, health_pb2, health_pb2_grpc
+from grpc_reflection.v1alpha import reflection
+from prometheus_client import start_http_server
+
+from coordinator.core.config import BrokerConfig
+from coordinator.core.shard import GroupCoordinatorShard, LagProvider
+from coordinator.runtime.executor import BackgroundExecutor
+from coordinator.runtime.metrics import CoordinatorCollector, CoordinatorMetrics
+from coordinator.runtime.runtime import CoordinatorRuntime, MetadataSource, RecordSink
+from coordinator.runtime.service import GroupCoordinatorService
+from groupcoord.v1 import coordinator_pb2 as pb
+from groupcoord.v1 import coordinator_pb2_grpc as pb_grpc
+
+log = logging.getLogger("groupcoord.server")
+
+SERVICE_NAME = pb.DESCRIPTOR.services_by_name["GroupCoordinator"].full_name
+
+
+@dataclass
+class ServerOptions:
+    listen: str = "127.0.0.1:50051"
+    metrics_port: int | None = None  # None: no metrics endpoint; 0: any free port
+    metrics_host: str = "127.0.0.1"
+    config: BrokerConfig = field(default_factory=BrokerConfig.from_mapping)
+    metadata_source: MetadataSource | None = None
+    lag_provider: LagProvider | None = None
+    sink: RecordSink | None = None
+    metadata_poll_s: float = 1.0
+    extensions: list[Callable[[CoordinatorRuntime, grpc.aio.Server], None]] = field(default_factory=list)
+
+
+class CoordinatorServer:
+    def __init__(self, options: ServerOptions) -> None:
+        self.options = options
+        self.port = 0
+        self.metrics_port: int | None = None
+        self._server: grpc.aio.Server | None = None
+        self._metrics_http: Any = None
+        self.runtime: CoordinatorRuntime | None = None
+        self.health = health.aio.HealthServicer()
+
+    async def start(self) -> None:
+        o = self.options
+        metrics = CoordinatorMetrics(o.config["group.coordinator.background.threads"])
+        image = o.metadata_source.snapshot() if o.metadata_source is not None else None
+        shard = GroupCoordinatorShard(o.config, lambda: str(uuid.uuid4()), lag_provider=o.lag_provider)
+        if image is not None:
+            shard.metadata = image
+        executor = BackgroundExecutor(o.config["group.coordinator.background.threads"], metrics)
+        runtime = CoordinatorRuntime(shard, metrics, executor, o.sink, o.metadata_source, o.metadata_poll_s)
+        self.runtime = runtime
+        metrics.register(CoordinatorCollector(metrics, runtime.snapshot))
+
+        server = grpc.aio.server(options=[("grpc.so_reuseport", 0)])
+        pb_grpc.add_GroupCoordinatorServicer_to_server(GroupCoordinatorService(runtime), server)
+        health_pb2_grpc.add_HealthServicer_to_server(self.health, server)
+        reflection.enable_server_reflection(
+            (SERVICE_NAME, health_pb2.DESCRIPTOR.services_by_name["Health"].full_name, reflection.SERVICE_NAME),
+            server)
+        for extend in o.extensions:
+            extend(runtime, server)
+        self.port = server.add_insecure_port(o.listen)
+        if self.port == 0:
+            raise OSError(f"cannot listen on {o.listen}")
+        host = o.listen.rsplit(":", 1)[0].strip("[]") or "127.0.0.1"
+        runtime.advertised = ("127.0.0.1" if host in ("0.0.0.0", "::", "") else host, self.port)
+        await runtime.start()
+        await server.start()
+        self._server = server
+        if o.metrics_port is not None:
+            http_server, _thread = start_http_server(o.metrics_port, addr=o.metrics_host, registry=metrics.registry)
+            self._metrics_http = http_server
+            self.metrics_port = http_server.server_port
+        await self.health.set(SERVICE_NAME, health_pb2.HealthCheckResponse.SERVING)
+        await self.health.set("", health_pb2.HealthCheckResponse.SERVING)
+        log.info("groupcoord serving on %s (port %d), metrics on %s", o.listen, self.port,
+                 self.metrics_port if self.metrics_port is not None else "-")
+
+    async def stop(self, grace_s: float = 2.0) -> None:
+        """Graceful: report NOT_SERVING, finish in-flight RPCs within `grace_s`, then stop the runtime."""
+        await self.health.enter_graceful_shutdown()
+        if self._server is not None:
+            await self._server.stop(grace_s)
+        if self.runtime is not None:
+            await self.runtime.stop()
+        if self._metrics_http is not None:
+            self._metrics_http.shutdown()
+            self._metrics_http.server_close()
+
+    async def wait(self) -> None:
+        assert self._server is not None
+        await self._server.wait_for_termination()
+
+
+class ServerThread:
+    """A CoordinatorServer on its own event loop thread: `start()` blocks until it serves, `stop()` joins."""
+
+    def __init__(self, options: ServerOptions) -> None:
+        self.server = CoordinatorServer(options)
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, name="groupcoord-server", daemon=True)
+
+    @property
+    def address(self) -> str:
+        return f"127.0.0.1:{self.server.port}"
+
+    def start(self) -> ServerThread:
+        self._thread.start()
+        asyncio.run_coroutine_threadsafe(self.server.start(), self._loop).result(timeout=30)
+        return self
+
+    def call(self, coro: Any, timeout: float = 30) -> Any:
+        return asyncio.run_coroutine_threadsafe(coro, self._loop).result(timeout=timeout)
+
+    def stop(self) -> None:
+        try:
+            asyncio.run_coroutine_threadsafe(self.server.stop(0.5), self._loop).result(timeout=30)
+        finally:
+            self._loop.call_soon_threadsafe(self._loop.stop)
+            self._thread.join(timeout=10)
+            self._loop.close()
+
+    def __enter__(self) -> ServerThread:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
