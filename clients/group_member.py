@@ -20,7 +20,6 @@ from __future__ import annotations
 import logging
 import random
 import threading
-import time
 import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass

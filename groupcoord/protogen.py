@@ -20,9 +20,8 @@ def proto_files() -> list[Path]:
 
 def generate(out_dir: Path) -> None:
     """Run protoc (from grpcio-tools) over every .proto below proto/ into out_dir."""
-    from grpc_tools import protoc  # dev-only dependency
-
     import grpc_tools
+    from grpc_tools import protoc  # dev-only dependency
 
     include = Path(grpc_tools.__file__).parent / "_proto"
     args = [

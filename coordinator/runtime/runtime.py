@@ -9,6 +9,7 @@ durable. Timers and background tasks the shard asks for are armed and submitted 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from collections.abc import Awaitable, Callable
@@ -93,10 +94,8 @@ class CoordinatorRuntime:
         for t in self._tasks:
             t.cancel()
         for t in self._tasks:
-            try:
+            with contextlib.suppress(asyncio.CancelledError):
                 await t
-            except asyncio.CancelledError:
-                pass
         self._tasks.clear()
         if self._timer_handle is not None:
             self._timer_handle.cancel()

@@ -1,0 +1,3 @@
+from groupcoord.cli import main
+
+raise SystemExit(main())

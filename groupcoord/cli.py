@@ -1,0 +1,302 @@
+"""`groupcoord`: run the coordinator, inspect and configure its groups, reproduce KIP-1263's tables.
+
+    groupcoord serve --topic orders:12                     # a coordinator on 127.0.0.1:50051
+    groupcoord groups list                                 # every group, with type and state
+    groupcoord groups describe my-group                    # members, epochs, assignments
+    groupcoord config set my-group consumer.assignment.interval.ms=0
+    groupcoord simulate                                    # KIP-1263 rebalance-time tables
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import logging
+import signal
+import sys
+import tomllib
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+DEFAULT_SERVER = "127.0.0.1:50051"
+
+
+def _parse_set(items: Sequence[str]) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for item in items:
+        if "=" not in item:
+            raise SystemExit(f"--set expects key=value, got {item!r}")
+        k, v = item.split("=", 1)
+        out[k.strip()] = v.strip()
+    return out
+
+
+# --- serve ------------------------------------------------------------------------------------------------
+def load_config_file(path: Path) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
+    """(broker configs, topics, kafka settings) from a TOML file with [config], [topics], [kafka] tables."""
+    try:
+        data = tomllib.loads(path.read_text())
+    except FileNotFoundError:
+        raise SystemExit(f"config file {path} does not exist") from None
+    except tomllib.TOMLDecodeError as e:
+        raise SystemExit(f"config file {path} is not valid TOML: {e}") from None
+    unknown = set(data) - {"config", "topics", "kafka"}
+    if unknown:
+        raise SystemExit(f"config file {path}: unknown table(s) {', '.join(sorted(unknown))}; "
+                         "expected [config], [topics], [kafka]")
+    return dict(data.get("config", {})), dict(data.get("topics", {})), dict(data.get("kafka", {}))
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    from coordinator.core.config import BrokerConfig, ConfigError
+    from coordinator.runtime.server import CoordinatorServer, ServerOptions
+    from coordinator.runtime.static_metadata import StaticMetadataSource, parse_topic_flag
+
+    raw: dict[str, Any] = {}
+    topics: dict[str, Any] = {}
+    kafka: dict[str, Any] = {}
+    if args.config:
+        raw, topics, kafka = load_config_file(Path(args.config))
+    raw.update(_parse_set(args.set or []))
+    try:
+        config = BrokerConfig.from_mapping(raw)
+        for flag in args.topic or []:
+            name, count = parse_topic_flag(flag)
+            topics[name] = count
+    except (ConfigError, ValueError) as e:
+        print(f"groupcoord: invalid configuration: {e}", file=sys.stderr)
+        return 2
+
+    bootstrap = args.bootstrap_servers or kafka.get("bootstrap.servers")
+    embedded = None
+    cleanups: list[Any] = []
+    metadata_source: Any
+    lag_provider: Any = None
+    if args.embedded_kafka:
+        from groupcoord.embedded_kafka import EmbeddedKafka
+
+        embedded = EmbeddedKafka(brokers=args.embedded_brokers)
+        for name, spec in topics.items():
+            count = spec if isinstance(spec, int) else spec[0] if isinstance(spec, tuple) else spec["partitions"]
+            embedded.create_topic(name, int(count))
+        bootstrap = embedded.bootstrap_servers
+        print(f"embedded Kafka: bootstrap.servers={bootstrap}", flush=True)
+        cleanups.append(embedded.close)
+    if bootstrap:
+        from coordinator.runtime.kafka_lag import KafkaLagSource
+        from coordinator.runtime.kafka_metadata import KafkaMetadataSource
+
+        metadata_source = KafkaMetadataSource(bootstrap)
+        metadata_source.start()
+        cleanups.insert(0, metadata_source.stop)
+        lag_provider = KafkaLagSource(bootstrap)
+        lag_provider.start()
+        cleanups.insert(0, lag_provider.stop)
+    else:
+        metadata_source = StaticMetadataSource(topics)
+
+    options = ServerOptions(listen=args.listen, metrics_port=args.metrics_port, metrics_host=args.metrics_host,
+                            config=config, metadata_source=metadata_source, lag_provider=lag_provider)
+
+    async def main() -> None:
+        server = CoordinatorServer(options)
+        await server.start()
+        print(f"groupcoord serving on {args.listen} (port {server.port})"
+              + (f", metrics on :{server.metrics_port}/metrics" if server.metrics_port else ""), flush=True)
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, stop.set)
+        await stop.wait()
+        print("groupcoord: shutting down", flush=True)
+        await server.stop(grace_s=5.0)
+
+    try:
+        asyncio.run(main())
+    finally:
+        for cleanup in cleanups:
+            cleanup()
+    return 0
+
+
+# --- admin commands ---------------------------------------------------------------------------------------
+def _stub(server: str) -> Any:
+    import grpc
+
+    from groupcoord.v1 import coordinator_pb2_grpc as pb_grpc
+
+    return pb_grpc.GroupCoordinatorStub(grpc.insecure_channel(server))
+
+
+def _table(rows: list[list[str]], headers: list[str]) -> str:
+    widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(headers)]
+    lines = ["  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True))]
+    lines += ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)) for r in rows]
+    return "\n".join(lines)
+
+
+def _tps(tps: Any) -> str:
+    return " ".join(f"{t.topic_name or t.topic_id[:8]}:{','.join(map(str, t.partitions))}" for t in tps) or "-"
+
+
+def cmd_groups(args: argparse.Namespace) -> int:
+    from google.protobuf.json_format import MessageToDict
+
+    from groupcoord.v1 import coordinator_pb2 as pb
+
+    stub = _stub(args.server)
+    if args.groups_cmd == "list":
+        resp = stub.ListGroups(pb.ListGroupsRequest(states_filter=args.state or [], types_filter=args.type or []),
+                               timeout=10)
+        if args.json:
+            print(json.dumps(MessageToDict(resp, preserving_proto_field_name=True), indent=2))
+        else:
+            print(_table([[g.group_id, g.group_type, g.group_state] for g in resp.groups], ["GROUP", "TYPE", "STATE"]))
+        return 1 if resp.error_code else 0
+    if args.groups_cmd == "describe":
+        resp = stub.DescribeGroups(pb.DescribeGroupsRequest(group_ids=args.group), timeout=10)
+        if args.json:
+            print(json.dumps(MessageToDict(resp, preserving_proto_field_name=True), indent=2))
+            return 0
+        rc = 0
+        for g in resp.groups:
+            if g.error_code:
+                print(f"{g.group_id}: error {g.error_code}: {g.error_message}")
+                rc = 1
+                continue
+            print(f"group {g.group_id}  type={g.group_type}  state={g.group_state}  epoch={g.group_epoch}  "
+                  f"assignment_epoch={g.assignment_epoch}  assignor={g.assignor_name or '-'}")
+            rows = [[m.member_id, m.instance_id or "-", str(m.member_epoch), m.state or "-", _tps(m.assignment),
+                     _tps(m.target_assignment)] for m in g.members]
+            print(_table(rows, ["MEMBER", "INSTANCE", "EPOCH", "STATE", "ASSIGNMENT", "TARGET"]))
+        return rc
+    if args.groups_cmd == "delete":
+        resp = stub.DeleteGroups(pb.DeleteGroupsRequest(group_ids=args.group), timeout=10)
+        rc = 0
+        for r in resp.results:
+            print(f"{r.group_id}: " + ("deleted" if not r.error_code else f"error {r.error_code}: {r.error_message}"))
+            rc |= int(bool(r.error_code))
+        return rc
+    raise AssertionError(args.groups_cmd)
+
+
+def cmd_config(args: argparse.Namespace) -> int:
+    from google.protobuf.json_format import MessageToDict
+
+    from groupcoord.v1 import coordinator_pb2 as pb
+
+    stub = _stub(args.server)
+    if args.config_cmd == "get":
+        resp = stub.DescribeGroupConfigs(pb.DescribeGroupConfigsRequest(group_ids=[args.group]), timeout=10)
+        if args.json:
+            print(json.dumps(MessageToDict(resp, preserving_proto_field_name=True), indent=2))
+            return 0
+        r = resp.results[0]
+        if r.error_code:
+            print(f"error {r.error_code}: {r.error_message}")
+            return 1
+        print(_table([[c.name, c.value or "(not set)", "default" if c.is_default else "group override"]
+                      for c in r.configs], ["NAME", "VALUE", "SOURCE"]))
+        return 0
+    if args.config_cmd == "set":
+        req = pb.AlterGroupConfigsRequest(group_id=args.group, validate_only=args.validate_only)
+        for name, value in _parse_set(args.pairs).items():
+            req.configs.add(name=name, value=value)
+        for name in args.delete or []:
+            req.configs.add(name=name)
+        resp = stub.AlterGroupConfigs(req, timeout=10)
+        if resp.error_code:
+            print(f"error {resp.error_code}: {resp.error_message}")
+            return 1
+        print("validated" if args.validate_only else "updated")
+        return 0
+    raise AssertionError(args.config_cmd)
+
+
+def cmd_simulate(args: argparse.Namespace) -> int:
+    from coordinator import simulation
+
+    return int(simulation.main(args.rest) or 0)
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    from clients import demo  # type: ignore[attr-defined]
+
+    return int(demo.main(args.rest) or 0)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="groupcoord", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--log-level", default="INFO", help="DEBUG, INFO, WARNING, ERROR (default INFO)")
+    sub = p.add_subparsers(dest="cmd", required=True)
+
+    s = sub.add_parser("serve", help="run the coordinator (gRPC + Prometheus metrics)",
+                       description="Run the coordinator until SIGTERM/SIGINT (graceful: in-flight RPCs finish).")
+    s.add_argument("--listen", default=DEFAULT_SERVER, help=f"gRPC address HOST:PORT (default {DEFAULT_SERVER})")
+    s.add_argument("--metrics-port", type=int, default=None,
+                   help="serve Prometheus metrics on this port at /metrics (default: off; 0 = any free port)")
+    s.add_argument("--metrics-host", default="127.0.0.1", help="address for the metrics endpoint")
+    s.add_argument("--config", help="TOML file with [config] (Kafka config names), [topics], [kafka] tables")
+    s.add_argument("--set", action="append", metavar="KEY=VALUE",
+                   help="a broker config, e.g. group.consumer.heartbeat.interval.ms=5000 (repeatable)")
+    s.add_argument("--topic", action="append", metavar="NAME:PARTITIONS",
+                   help="a topic for the static metadata source, or to create in the embedded Kafka (repeatable)")
+    s.add_argument("--bootstrap-servers", help="read topic metadata and lag from this Kafka cluster")
+    s.add_argument("--embedded-kafka", action="store_true",
+                   help="start librdkafka's mock Kafka cluster in-process and use it (topics from --topic)")
+    s.add_argument("--embedded-brokers", type=int, default=1, help="brokers of the embedded cluster (default 1)")
+    s.set_defaults(fn=cmd_serve)
+
+    server = argparse.ArgumentParser(add_help=False)
+    server.add_argument("--server", default=DEFAULT_SERVER, help=f"coordinator address (default {DEFAULT_SERVER})")
+    g = sub.add_parser("groups", help="list, describe or delete groups")
+    gsub = g.add_subparsers(dest="groups_cmd", required=True)
+    gl = gsub.add_parser("list", help="list groups", parents=[server])
+    gl.add_argument("--state", action="append", help="only groups in this state (repeatable)")
+    gl.add_argument("--type", action="append", choices=["consumer", "classic"], help="only this group type")
+    gl.add_argument("--json", action="store_true", help="machine-readable output")
+    gd = gsub.add_parser("describe", help="describe groups", parents=[server])
+    gd.add_argument("group", nargs="+")
+    gd.add_argument("--json", action="store_true", help="machine-readable output")
+    gx = gsub.add_parser("delete", help="delete empty groups and their committed offsets",
+                         parents=[server])
+    gx.add_argument("group", nargs="+")
+    g.set_defaults(fn=cmd_groups)
+
+    c = sub.add_parser("config", help="read or change a group's dynamic configs")
+    csub = c.add_subparsers(dest="config_cmd", required=True)
+    cg = csub.add_parser("get", help="show a group's configs", parents=[server])
+    cg.add_argument("group")
+    cg.add_argument("--json", action="store_true")
+    cs = csub.add_parser("set", help="set (NAME=VALUE) or --delete group config overrides",
+                         parents=[server])
+    cs.add_argument("group")
+    cs.add_argument("pairs", nargs="*", metavar="NAME=VALUE")
+    cs.add_argument("--delete", action="append", metavar="NAME", help="remove an override (repeatable)")
+    cs.add_argument("--validate-only", action="store_true", help="check without changing anything")
+    c.set_defaults(fn=cmd_config)
+
+    sim = sub.add_parser("simulate", help="print KIP-1263's rebalance-time tables from a deterministic simulation",
+                         add_help=False)
+    sim.add_argument("rest", nargs=argparse.REMAINDER)
+    sim.set_defaults(fn=cmd_simulate)
+
+    d = sub.add_parser("demo", help="Kafka + coordinator + Spark drivers, end to end (the README's main command)",
+                       add_help=False)
+    d.add_argument("rest", nargs=argparse.REMAINDER)
+    d.set_defaults(fn=cmd_demo)
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(level=getattr(logging, str(args.log_level).upper(), logging.INFO),
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    return int(args.fn(args))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

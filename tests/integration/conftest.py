@@ -1,0 +1,37 @@
+"""Fixtures that start the real coordinator on a loopback port."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from coordinator.core.config import BrokerConfig
+from coordinator.runtime.server import ServerOptions, ServerThread
+from coordinator.runtime.static_metadata import StaticMetadataSource
+
+FAST: dict[str, Any] = {
+    "group.consumer.min.heartbeat.interval.ms": 20,
+    "group.consumer.heartbeat.interval.ms": 100,
+    "group.consumer.min.session.timeout.ms": 300,
+    "group.consumer.session.timeout.ms": 1500,
+    "group.consumer.assignment.interval.ms": 100,
+}
+
+
+def start_server(topics: dict[str, Any], **overrides: Any) -> ServerThread:
+    raw = dict(FAST)
+    raw.update(overrides)
+    options = ServerOptions(listen="127.0.0.1:0", metrics_port=0, config=BrokerConfig.from_mapping(raw),
+                            metadata_source=StaticMetadataSource(topics), metadata_poll_s=0.2)
+    return ServerThread(options).start()
+
+
+@pytest.fixture
+def server() -> Iterator[ServerThread]:
+    srv = start_server({"orders": 24, "audit": 6})
+    try:
+        yield srv
+    finally:
+        srv.stop()
