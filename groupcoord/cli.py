@@ -84,21 +84,30 @@ def cmd_serve(args: argparse.Namespace) -> int:
         bootstrap = embedded.bootstrap_servers
         print(f"embedded Kafka: bootstrap.servers={bootstrap}", flush=True)
         cleanups.append(embedded.close)
+    gauges: dict[str, Any] = {}
     if bootstrap:
-        from coordinator.runtime.kafka_lag import KafkaLagSource
+        from coordinator.runtime.kafka_lag import KafkaLagSource, partitions_of
         from coordinator.runtime.kafka_metadata import KafkaMetadataSource
 
-        metadata_source = KafkaMetadataSource(bootstrap)
-        metadata_source.start()
-        cleanups.insert(0, metadata_source.stop)
-        lag_provider = KafkaLagSource(bootstrap)
-        lag_provider.start()
-        cleanups.insert(0, lag_provider.stop)
+        kafka_source = KafkaMetadataSource(bootstrap, refresh_interval_s=args.metadata_refresh_ms / 1000)
+        kafka_source.start()
+        cleanups.insert(0, kafka_source.stop)
+        lag_source = KafkaLagSource(bootstrap, partitions=lambda: partitions_of(kafka_source.snapshot()),
+                                    refresh_interval_s=args.lag_refresh_ms / 1000)
+        lag_source.start()
+        cleanups.insert(0, lag_source.stop)
+        metadata_source, lag_provider = kafka_source, lag_source
+        gauges["groupcoord_kafka_metadata_age_seconds"] = (
+            "Seconds since topic metadata was last read from Kafka", kafka_source.age_seconds)
+        gauges["groupcoord_kafka_lag_snapshot_age_seconds"] = (
+            "Seconds since log start/end offsets were last read from Kafka (lag-aware assignors use them)",
+            lag_source.snapshot_age_seconds)
     else:
         metadata_source = StaticMetadataSource(topics)
 
     options = ServerOptions(listen=args.listen, metrics_port=args.metrics_port, metrics_host=args.metrics_host,
-                            config=config, metadata_source=metadata_source, lag_provider=lag_provider)
+                            config=config, metadata_source=metadata_source, lag_provider=lag_provider,
+                            gauges=gauges)
 
     async def main() -> None:
         server = CoordinatorServer(options)
@@ -248,6 +257,10 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--embedded-kafka", action="store_true",
                    help="start librdkafka's mock Kafka cluster in-process and use it (topics from --topic)")
     s.add_argument("--embedded-brokers", type=int, default=1, help="brokers of the embedded cluster (default 1)")
+    s.add_argument("--metadata-refresh-ms", type=int, default=5000,
+                   help="how often to re-read topic metadata from Kafka (default 5000)")
+    s.add_argument("--lag-refresh-ms", type=int, default=2000,
+                   help="how often to re-read log start/end offsets from Kafka for lag-aware assignors (default 2000)")
     s.set_defaults(fn=cmd_serve)
 
     server = argparse.ArgumentParser(add_help=False)

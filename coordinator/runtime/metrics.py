@@ -102,7 +102,7 @@ class CoordinatorMetrics:
         self.background_processing_time = WindowedPercentiles(window_s)
         self.event_idle = IdleRatio(1)
         self.background_idle = IdleRatio(background_threads)
-        self.gauges: dict[str, Callable[[], float]] = {}
+        self.gauges: dict[str, tuple[str, Callable[[], float]]] = {}  # name -> (help, read)
         self.state_source: Callable[[], Any] | None = None
 
     def register(self, collector: Collector) -> None:
@@ -178,5 +178,5 @@ class CoordinatorCollector(Collector):
         fenced.add_metric(["session_timeout"], stats.members_fenced_session)
         fenced.add_metric(["rebalance_timeout"], stats.members_fenced_rebalance)
         yield fenced
-        for name, fn in sorted(self._m.gauges.items()):
-            yield GaugeMetricFamily(name, name.replace("_", " "), value=fn())
+        for name, (doc, read) in sorted(self._m.gauges.items()):
+            yield GaugeMetricFamily(name, doc, value=read())

@@ -7,7 +7,7 @@ It decides nothing. Errors go back in-band with Kafka's codes; a request that ca
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from typing import Any, TypeVar
 
 import grpc
@@ -73,6 +73,16 @@ class GroupCoordinatorService(pb_grpc.GroupCoordinatorServicer):
     # --- ConsumerGroupHeartbeat -----------------------------------------------------------------------------
     async def ConsumerGroupHeartbeat(self, request: pb.ConsumerGroupHeartbeatRequest,
                                      context: grpc.aio.ServicerContext) -> pb.ConsumerGroupHeartbeatResponse:
+        return await self._heartbeat(request, context)
+
+    async def ConsumerGroupHeartbeatStream(
+        self, request_iterator: AsyncIterator[pb.ConsumerGroupHeartbeatRequest], context: grpc.aio.ServicerContext
+    ) -> AsyncIterator[pb.ConsumerGroupHeartbeatResponse]:
+        async for request in request_iterator:
+            yield await self._heartbeat(request, context)
+
+    async def _heartbeat(self, request: pb.ConsumerGroupHeartbeatRequest,
+                         context: grpc.aio.ServicerContext) -> pb.ConsumerGroupHeartbeatResponse:
         def error(code: Errors, message: str) -> pb.ConsumerGroupHeartbeatResponse:
             return pb.ConsumerGroupHeartbeatResponse(error_code=int(code), error_message=message,
                                                      member_id=request.member_id, member_epoch=request.member_epoch)

@@ -39,6 +39,11 @@ class GroupCoordinatorStub:
                 request_serializer=groupcoord_dot_v1_dot_coordinator__pb2.ConsumerGroupHeartbeatRequest.SerializeToString,
                 response_deserializer=groupcoord_dot_v1_dot_coordinator__pb2.ConsumerGroupHeartbeatResponse.FromString,
                 _registered_method=True)
+        self.ConsumerGroupHeartbeatStream = channel.stream_stream(
+                '/groupcoord.v1.GroupCoordinator/ConsumerGroupHeartbeatStream',
+                request_serializer=groupcoord_dot_v1_dot_coordinator__pb2.ConsumerGroupHeartbeatRequest.SerializeToString,
+                response_deserializer=groupcoord_dot_v1_dot_coordinator__pb2.ConsumerGroupHeartbeatResponse.FromString,
+                _registered_method=True)
         self.JoinGroup = channel.unary_unary(
                 '/groupcoord.v1.GroupCoordinator/JoinGroup',
                 request_serializer=groupcoord_dot_v1_dot_coordinator__pb2.JoinGroupRequest.SerializeToString,
@@ -106,6 +111,16 @@ class GroupCoordinatorServicer:
 
     def ConsumerGroupHeartbeat(self, request, context):
         """KIP-848 consumer group protocol.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ConsumerGroupHeartbeatStream(self, request_iterator, context):
+        """The same heartbeat over a long-lived stream: one response per request, in request order, with exactly
+        the unary call's semantics. A message on an open stream costs a fraction of a unary call, so clients
+        that heartbeat often (or host many members) should prefer it. Requests of one stream may belong to
+        different members and groups.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -195,6 +210,11 @@ def add_GroupCoordinatorServicer_to_server(servicer, server):
                     request_deserializer=groupcoord_dot_v1_dot_coordinator__pb2.ConsumerGroupHeartbeatRequest.FromString,
                     response_serializer=groupcoord_dot_v1_dot_coordinator__pb2.ConsumerGroupHeartbeatResponse.SerializeToString,
             ),
+            'ConsumerGroupHeartbeatStream': grpc.stream_stream_rpc_method_handler(
+                    servicer.ConsumerGroupHeartbeatStream,
+                    request_deserializer=groupcoord_dot_v1_dot_coordinator__pb2.ConsumerGroupHeartbeatRequest.FromString,
+                    response_serializer=groupcoord_dot_v1_dot_coordinator__pb2.ConsumerGroupHeartbeatResponse.SerializeToString,
+            ),
             'JoinGroup': grpc.unary_unary_rpc_method_handler(
                     servicer.JoinGroup,
                     request_deserializer=groupcoord_dot_v1_dot_coordinator__pb2.JoinGroupRequest.FromString,
@@ -281,6 +301,33 @@ class GroupCoordinator:
             request,
             target,
             '/groupcoord.v1.GroupCoordinator/ConsumerGroupHeartbeat',
+            groupcoord_dot_v1_dot_coordinator__pb2.ConsumerGroupHeartbeatRequest.SerializeToString,
+            groupcoord_dot_v1_dot_coordinator__pb2.ConsumerGroupHeartbeatResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ConsumerGroupHeartbeatStream(request_iterator,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.stream_stream(
+            request_iterator,
+            target,
+            '/groupcoord.v1.GroupCoordinator/ConsumerGroupHeartbeatStream',
             groupcoord_dot_v1_dot_coordinator__pb2.ConsumerGroupHeartbeatRequest.SerializeToString,
             groupcoord_dot_v1_dot_coordinator__pb2.ConsumerGroupHeartbeatResponse.FromString,
             options,

@@ -1,0 +1,285 @@
+"""Log-start and end offsets from Kafka, cached for lag-aware assignors.
+
+Why a cache refreshed in the background: the assignor runs on the coordinator's background executor and
+must get its `LagSnapshot` without waiting on the network, and a Kafka outage must not stop assignments:
+the assignor then works from the last offsets seen (lag-aware balancing tolerates stale lag far better
+than no assignment), and `snapshot_age_seconds()` tells the operator how stale.
+
+Each refresh is two ListOffsets calls covering every partition of interest, one for the earliest offsets
+(log start) and one for the latest (end), issued together; librdkafka groups each call's partitions into
+one request per partition leader. One call per partition would cost one round trip per partition.
+
+Partitions of interest are those the `partitions` callable returns (typically every partition in the
+metadata image, see `partitions_of`) plus every partition ever asked for through `offsets()`. A partition
+Kafka reports as unknown (topic deleted) is dropped from both the interest set and the cache.
+
+Log start is real data, not 0: the broker deletes old segments (and the mock cluster keeps a bounded log),
+so lag for a member without a committed offset under `auto.offset.reset=earliest` is end - log start.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import threading
+import time
+from collections.abc import Callable, Iterable, Mapping
+from concurrent.futures import Future
+from typing import Any
+
+from confluent_kafka import IsolationLevel, KafkaError, KafkaException, TopicPartition
+from confluent_kafka.admin import AdminClient, OffsetSpec
+
+from assignors.api import LagSnapshot, PartitionOffsets
+from coordinator.core.metadata import MetadataImage
+
+__all__ = ["KafkaLagSource", "TopicPartitionKey", "build_lag_snapshot", "partitions_of"]
+
+log = logging.getLogger(__name__)
+
+TopicPartitionKey = tuple[str, int]  # (topic name, partition)
+_AUTO_OFFSET_RESET = ("earliest", "latest", "none")
+
+
+def partitions_of(image: MetadataImage) -> list[TopicPartitionKey]:
+    """Every (topic name, partition) in a metadata image: the usual `partitions` for `KafkaLagSource`."""
+    return [(t.name, p) for t in image.by_name.values() for p in range(t.partition_count)]
+
+
+class KafkaLagSource:
+    """(log start, end) offsets per partition, refreshed every `refresh_interval_s` on a daemon thread.
+
+    `isolation_level` picks what "end" means: READ_UNCOMMITTED gives the high watermark, READ_COMMITTED
+    the last stable offset (what a read_committed consumer can reach). `client_config` is merged over the
+    defaults (security settings...). `clock` (monotonic seconds) is injectable for tests.
+    """
+
+    def __init__(
+        self,
+        bootstrap_servers: str,
+        *,
+        partitions: Callable[[], Iterable[TopicPartitionKey]] | None = None,
+        refresh_interval_s: float = 5.0,
+        request_timeout_s: float = 10.0,
+        isolation_level: IsolationLevel = IsolationLevel.READ_UNCOMMITTED,
+        client_config: Mapping[str, Any] | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        if refresh_interval_s <= 0:
+            raise ValueError(f"refresh_interval_s must be > 0, got {refresh_interval_s}")
+        if request_timeout_s <= 0:
+            raise ValueError(f"request_timeout_s must be > 0, got {request_timeout_s}")
+        self.refresh_interval_s = refresh_interval_s
+        self.request_timeout_s = request_timeout_s
+        self._partitions = partitions
+        self._isolation_level = isolation_level
+        self._clock = clock
+        config: dict[str, Any] = {
+            "bootstrap.servers": bootstrap_servers,
+            "client.id": "groupcoord-lag",
+            # librdkafka's per-connection-attempt log lines go to a child logger operators can silence;
+            # this module logs once per failure streak.
+            "logger": logging.getLogger(f"{__name__}.librdkafka"),
+        }
+        config.update(client_config or {})
+        self._admin = AdminClient(config)
+
+        self._cache: dict[TopicPartitionKey, tuple[int, int]] = {}  # replaced whole, never mutated
+        self._interest: set[TopicPartitionKey] = set()
+        self._warm_topics: set[str] = set()  # topics already in the client's metadata cache
+        self._interest_lock = threading.Lock()
+        self._refresh_lock = threading.Lock()
+        self._last_ok_monotonic: float | None = None
+        self._failure_streak = 0
+        self._failure_since: float | None = None
+        self._stopping = False
+        self._wake = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    # --- reading ---------------------------------------------------------------------------------------
+    def offsets(self, topic_partitions: Iterable[TopicPartitionKey]) -> dict[TopicPartitionKey, tuple[int, int]]:
+        """(log start, end) for each requested partition that has been fetched; never waits on the network.
+
+        Partitions not fetched yet are missing from the result; they join the interest set and the
+        background thread is woken to fetch them.
+        """
+        cache = self._cache
+        wanted = list(topic_partitions)
+        result = {tp: cache[tp] for tp in wanted if tp in cache}
+        if len(result) < len(wanted):
+            with self._interest_lock:
+                new = [tp for tp in wanted if tp not in self._interest]
+                self._interest.update(new)
+            if new:
+                self._wake.set()
+        return result
+
+    def snapshot_age_seconds(self) -> float:
+        """Seconds since the last refresh that fetched every partition of interest; infinity before one.
+        A partial refresh (one leader unreachable) updates the partitions it got but not this age."""
+        last = self._last_ok_monotonic
+        return math.inf if last is None else max(0.0, self._clock() - last)
+
+    # --- refreshing ------------------------------------------------------------------------------------
+    def start(self) -> None:
+        """Start the background refresh; the first refresh runs at once."""
+        if self._thread is not None:
+            return
+        self._stopping = False
+        self._thread = threading.Thread(target=self._run, name="kafka-lag-refresh", daemon=True)
+        self._thread.start()
+
+    def stop(self, timeout_s: float | None = None) -> None:
+        """Stop the background refresh; a refresh in flight finishes first (bounded by the request timeout)."""
+        self._stopping = True
+        self._wake.set()
+        thread, self._thread = self._thread, None
+        if thread is not None:
+            thread.join(self.request_timeout_s + 6 if timeout_s is None else timeout_s)
+
+    def refresh_now(self) -> bool:
+        """Fetch offsets of every partition of interest on the calling thread; True if all were fetched.
+        Never raises for a Kafka failure: partitions that failed keep their previous offsets."""
+        with self._refresh_lock:
+            try:
+                ok = self._refresh()
+            except Exception as exc:  # keep the last snapshot whatever went wrong; see module docstring
+                self._record_failure(str(exc))
+                return False
+            return ok
+
+    def _run(self) -> None:
+        while not self._stopping:
+            self._wake.clear()
+            self.refresh_now()
+            self._wake.wait(self.refresh_interval_s)
+
+    def _refresh(self) -> bool:
+        with self._interest_lock:
+            if self._partitions is not None:
+                self._interest.update(self._partitions())
+            wanted = sorted(self._interest)
+        if not wanted:
+            self._record_success()
+            return True
+        self._warm_metadata_cache({topic for topic, _ in wanted})
+        tps = [TopicPartition(topic, partition) for topic, partition in wanted]
+        kwargs = {"request_timeout": self.request_timeout_s, "isolation_level": self._isolation_level}
+        try:
+            earliest = self._admin.list_offsets({tp: OffsetSpec.earliest() for tp in tps}, **kwargs)
+            latest = self._admin.list_offsets({tp: OffsetSpec.latest() for tp in tps}, **kwargs)
+        finally:
+            self._admin.poll(0)  # hand queued librdkafka log lines to the Python logger
+        by_key_earliest = {(tp.topic, tp.partition): f for tp, f in earliest.items()}
+        by_key_latest = {(tp.topic, tp.partition): f for tp, f in latest.items()}
+
+        cache = dict(self._cache)
+        gone: list[TopicPartitionKey] = []
+        errors: dict[str, int] = {}
+        for key in wanted:
+            try:
+                start = self._offset(by_key_earliest[key])
+                end = self._offset(by_key_latest[key])
+            except KafkaException as exc:
+                err = exc.args[0] if exc.args else None
+                if isinstance(err, KafkaError) and err.code() == KafkaError.UNKNOWN_TOPIC_OR_PART:
+                    gone.append(key)
+                    cache.pop(key, None)
+                else:
+                    reason = err.str() if isinstance(err, KafkaError) else str(exc)
+                    errors[reason] = errors.get(reason, 0) + 1
+                continue
+            except Exception as exc:  # e.g. the futures' safety timeout
+                errors[repr(exc)] = errors.get(repr(exc), 0) + 1
+                continue
+            cache[key] = (start, end)
+        self._cache = cache
+        if gone:
+            with self._interest_lock:
+                self._interest.difference_update(gone)
+            self._warm_topics.difference_update(topic for topic, _ in gone)
+            log.info("dropped %d partition(s) Kafka no longer knows, e.g. %s", len(gone), gone[0])
+        if errors:
+            summary = "; ".join(f"{n} partition(s): {reason}" for reason, n in errors.items())
+            self._record_failure(f"{sum(errors.values())} of {len(wanted)} partition(s) failed: {summary}")
+            return False
+        self._record_success()
+        return True
+
+    def _warm_metadata_cache(self, topics: set[str]) -> None:
+        """Fetch cluster metadata once when topics the client has not seen join the interest set.
+
+        ListOffsets needs each partition's leader. For a topic missing from librdkafka's metadata cache the
+        Admin client asks for it and re-checks on a 1 s timer, so the first ListOffsets for a new topic took
+        1-3 s (or timed out under a short request timeout) against the mock cluster; one Metadata request
+        first makes it answer in milliseconds. Best effort: a failure here shows up in ListOffsets anyway.
+        """
+        if topics <= self._warm_topics:
+            return
+        try:
+            self._admin.list_topics(timeout=self.request_timeout_s)
+        except KafkaException:
+            return
+        self._warm_topics = topics | self._warm_topics
+
+    def _offset(self, future: Future[Any]) -> int:
+        # The Admin call enforces request_timeout itself; the margin only guards against a lost callback.
+        offset = int(future.result(timeout=self.request_timeout_s + 5).offset)
+        if offset < 0:
+            # librdkafka reports some failures (e.g. a dropped connection) as offset -1001 (OFFSET_INVALID)
+            raise KafkaException(KafkaError(KafkaError._FAIL, f"no offset returned (got {offset})"))
+        return offset
+
+    def _record_success(self) -> None:
+        now = self._clock()
+        if self._failure_streak:
+            since = self._failure_since if self._failure_since is not None else now
+            log.info(
+                "kafka offsets refresh recovered after %d failed attempt(s) over %.1f s",
+                self._failure_streak, now - since,
+            )
+        self._failure_streak = 0
+        self._failure_since = None
+        self._last_ok_monotonic = now
+
+    def _record_failure(self, reason: str) -> None:
+        self._failure_streak += 1
+        if self._failure_streak == 1:
+            self._failure_since = self._clock()
+            log.warning("kafka offsets refresh failed, keeping the previous offsets: %s", reason)
+        else:
+            log.debug("kafka offsets refresh failed again (%d in a row): %s", self._failure_streak, reason)
+
+
+def build_lag_snapshot(
+    offsets_by_partition: Mapping[TopicPartitionKey, tuple[int, int]],
+    committed: Mapping[TopicPartitionKey, int],
+    topic_ids: Mapping[str, str],
+    auto_offset_reset: str,
+) -> LagSnapshot:
+    """Combine Kafka's (log start, end) offsets with the group's committed offsets into the assignors'
+    `LagSnapshot`, keyed by (topic id, partition).
+
+    Partitions without Kafka offsets are left out (the assignor counts unknown lag as 0, rather than
+    guessing); partitions of topics missing from `topic_ids` are left out (not in the metadata image, so no
+    assignor can place them). A negative committed offset is Kafka's "no offset" (-1) and means none.
+    `auto_offset_reset` is the group's `auto.offset.reset`: earliest, latest, none or by_duration:<ISO-8601>
+    (KIP-1106; for lag it counts like earliest, an upper bound).
+    """
+    if auto_offset_reset not in _AUTO_OFFSET_RESET and not auto_offset_reset.startswith("by_duration:"):
+        raise ValueError(
+            f"auto_offset_reset must be one of {', '.join(_AUTO_OFFSET_RESET)} or by_duration:<ISO-8601>, "
+            f"got {auto_offset_reset!r}"
+        )
+    result: dict[tuple[str, int], PartitionOffsets] = {}
+    for (topic, partition), (log_start, end) in offsets_by_partition.items():
+        topic_id = topic_ids.get(topic)
+        if topic_id is None:
+            continue
+        c = committed.get((topic, partition))
+        result[(topic_id, partition)] = PartitionOffsets(
+            end_offset=end,
+            committed_offset=c if c is not None and c >= 0 else None,
+            log_start_offset=log_start,
+        )
+    return LagSnapshot(offsets=result, auto_offset_reset=auto_offset_reset)

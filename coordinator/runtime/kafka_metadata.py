@@ -1,0 +1,271 @@
+"""Topic metadata from a Kafka cluster, refreshed in the background and served as an immutable image.
+
+Why a background refresh and a cached image: the coordinator consults metadata on every heartbeat (KIP-848
+members subscribe by name, the group epoch is bumped when the subscribed topics' metadata hash changes),
+so reading it must never wait on the network. A refresh builds a whole new `MetadataImage` and swaps it in;
+readers see either the old or the new image, never a mix. A failed refresh keeps the previous image: a
+Kafka outage must not make topics look deleted, which would revoke every partition of every group.
+
+One refresh is two Admin requests:
+  1. Metadata (`list_topics`) for the topic names;
+  2. DescribeTopics (`describe_topics`) for topic ids, partitions and each replica's broker with its rack.
+Topic ids are Kafka's own (a topic deleted and re-created under the same name gets a new id, as in Kafka's
+coordinator). They are converted to the canonical UUID text form (8-4-4-4-12) that `topic_id_for_name`
+produces, so ids look alike whichever source made them; Kafka's tools print the same 128 bits in base64.
+
+Fallback: a broker too old for DescribeTopics (error UNSUPPORTED_VERSION / _UNSUPPORTED_FEATURE) gives no
+ids and no racks. The image is then built from the Metadata response alone, with ids from
+`topic_id_for_name(name)` and racks unknown, and a warning is logged once. Any other DescribeTopics failure
+fails the refresh: switching ids back and forth would look like every topic being re-created.
+
+The librdkafka mock cluster answers DescribeTopics only when it has a controller (`EmbeddedKafka` sets
+one); it then returns real topic ids and the racks set with `set_broker_rack`.
+
+Internal topics (names starting with `__`, e.g. `__consumer_offsets`) are left out: groups never
+subscribe to them through the coordinator.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import threading
+import time
+import uuid
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from confluent_kafka import KafkaError, KafkaException, TopicCollection
+from confluent_kafka.admin import AdminClient
+
+from coordinator.core.metadata import EMPTY_IMAGE, MetadataImage, TopicMetadata, topic_id_for_name
+
+__all__ = ["KafkaMetadataSource", "kafka_uuid_to_str"]
+
+log = logging.getLogger(__name__)
+
+_UNSUPPORTED = frozenset({KafkaError._UNSUPPORTED_FEATURE, KafkaError.UNSUPPORTED_VERSION})
+_MASK64 = (1 << 64) - 1
+
+
+def kafka_uuid_to_str(kafka_uuid: Any) -> str:
+    """confluent_kafka's `Uuid` in canonical UUID text form (its `str()` is Kafka's base64 form)."""
+    msb = kafka_uuid.get_most_significant_bits() & _MASK64
+    lsb = kafka_uuid.get_least_significant_bits() & _MASK64
+    return str(uuid.UUID(int=(msb << 64) | lsb))
+
+
+def _is_internal(name: str) -> bool:
+    return name.startswith("__")
+
+
+class KafkaMetadataSource:
+    """Topic ids, partition counts and partition racks of a Kafka cluster, refreshed every
+    `refresh_interval_s` on a daemon thread (`start()`/`stop()`), or on demand with `refresh_now()`.
+
+    `client_config` is merged over the defaults, for security settings (`security.protocol`, SASL...).
+    `clock` (monotonic seconds) and `wall_clock` (epoch seconds) are injectable for tests.
+    """
+
+    def __init__(
+        self,
+        bootstrap_servers: str,
+        *,
+        refresh_interval_s: float = 30.0,
+        request_timeout_s: float = 10.0,
+        client_config: Mapping[str, Any] | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        wall_clock: Callable[[], float] = time.time,
+    ) -> None:
+        if refresh_interval_s <= 0:
+            raise ValueError(f"refresh_interval_s must be > 0, got {refresh_interval_s}")
+        if request_timeout_s <= 0:
+            raise ValueError(f"request_timeout_s must be > 0, got {request_timeout_s}")
+        self.refresh_interval_s = refresh_interval_s
+        self.request_timeout_s = request_timeout_s
+        self._clock = clock
+        self._wall_clock = wall_clock
+        config: dict[str, Any] = {
+            "bootstrap.servers": bootstrap_servers,
+            "client.id": "groupcoord-metadata",
+            # librdkafka's own log lines (one per failed connection attempt during an outage) go to a
+            # child logger that operators can silence; this module logs once per failure streak.
+            "logger": logging.getLogger(f"{__name__}.librdkafka"),
+        }
+        config.update(client_config or {})
+        self._admin = AdminClient(config)
+
+        self._image: MetadataImage = EMPTY_IMAGE
+        self._callbacks: list[Callable[[MetadataImage], None]] = []
+        self._callbacks_lock = threading.Lock()
+        # One refresh at a time. Reentrant so that a callback may itself call refresh_now().
+        self._refresh_lock = threading.RLock()
+        self._last_ok_monotonic: float | None = None
+        self.last_refresh_ok_ms: int | None = None  # epoch ms of the last successful refresh
+        self._failure_streak = 0
+        self._failure_since: float | None = None
+        self._warned_no_describe = False
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    # --- reading ---------------------------------------------------------------------------------------
+    def snapshot(self) -> MetadataImage:
+        """The last image built (empty before the first successful refresh). Never blocks."""
+        return self._image
+
+    def age_seconds(self) -> float:
+        """Seconds since the last successful refresh; infinity before the first one."""
+        last = self._last_ok_monotonic
+        return math.inf if last is None else max(0.0, self._clock() - last)
+
+    def on_change(self, callback: Callable[[MetadataImage], None]) -> None:
+        """Call `callback(new_image)` (on the refreshing thread) each time a refresh yields a different
+        image, so the coordinator can bump the epoch of groups whose subscribed topics changed. Keep it
+        short (e.g. enqueue an event): the next refresh waits for it."""
+        with self._callbacks_lock:
+            self._callbacks.append(callback)
+
+    # --- refreshing ------------------------------------------------------------------------------------
+    def start(self) -> None:
+        """Start the background refresh; the first refresh runs at once."""
+        if self._thread is not None:
+            return
+        self._stop.clear()
+        self._thread = threading.Thread(target=self._run, name="kafka-metadata-refresh", daemon=True)
+        self._thread.start()
+
+    def stop(self, timeout_s: float | None = None) -> None:
+        """Stop the background refresh. A refresh in flight finishes first (bounded by the request
+        timeout), so by default this waits up to twice the request timeout."""
+        self._stop.set()
+        thread, self._thread = self._thread, None
+        if thread is not None:
+            thread.join(2 * self.request_timeout_s + 1 if timeout_s is None else timeout_s)
+
+    def refresh_now(self) -> bool:
+        """Refresh synchronously on the calling thread; True if the image is now current. Never raises for
+        a Kafka failure (the previous image stays)."""
+        with self._refresh_lock:
+            try:
+                image = self._fetch()
+            except Exception as exc:  # any failure keeps the previous image; see module docstring
+                self._record_failure(exc)
+                return False
+            self._record_success()
+            previous, self._image = self._image, image
+            if image != previous:
+                self._notify(image)  # under the lock, so callbacks see images in the order they were made
+        return True
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            self.refresh_now()
+            self._stop.wait(self.refresh_interval_s)
+
+    def _notify(self, image: MetadataImage) -> None:
+        with self._callbacks_lock:
+            callbacks = list(self._callbacks)
+        for callback in callbacks:
+            try:
+                callback(image)
+            except Exception:
+                log.exception("metadata on_change callback %r failed", callback)
+
+    def _record_success(self) -> None:
+        now = self._clock()
+        if self._failure_streak:
+            since = self._failure_since if self._failure_since is not None else now
+            log.info(
+                "kafka metadata refresh recovered after %d failed attempt(s) over %.1f s",
+                self._failure_streak, now - since,
+            )
+        self._failure_streak = 0
+        self._failure_since = None
+        self._last_ok_monotonic = now
+        self.last_refresh_ok_ms = int(self._wall_clock() * 1000)
+
+    def _record_failure(self, exc: Exception) -> None:
+        self._failure_streak += 1
+        if self._failure_streak == 1:
+            self._failure_since = self._clock()
+            log.warning(
+                "kafka metadata refresh failed, keeping the previous image (%d topics): %s",
+                len(self._image.by_name), exc,
+            )
+        else:
+            log.debug("kafka metadata refresh failed again (%d in a row): %s", self._failure_streak, exc)
+
+    # --- fetching ------------------------------------------------------------------------------------
+    def _fetch(self) -> MetadataImage:
+        try:
+            cluster = self._admin.list_topics(timeout=self.request_timeout_s)
+        finally:
+            self._admin.poll(0)  # hand queued librdkafka log lines to the Python logger
+        names = sorted(name for name in cluster.topics if not _is_internal(name))
+        if not names:
+            return EMPTY_IMAGE
+        try:
+            return self._describe(names)
+        except KafkaException as exc:
+            if _code(exc) not in _UNSUPPORTED:
+                raise
+        if not self._warned_no_describe:
+            self._warned_no_describe = True
+            log.warning(
+                "the Kafka cluster does not support DescribeTopics: topic ids derived from names, racks unknown"
+            )
+        topics = []
+        for name in names:
+            topic = cluster.topics[name]
+            if topic.error is None:
+                topics.append(TopicMetadata(topic_id_for_name(name), name, len(topic.partitions)))
+            elif (kept := self._kept(name, KafkaException(topic.error))) is not None:
+                topics.append(kept)
+        return MetadataImage.of(topics)
+
+    def _describe(self, names: list[str]) -> MetadataImage:
+        futures = self._admin.describe_topics(TopicCollection(names), request_timeout=self.request_timeout_s)
+        topics = []
+        for name in names:
+            try:
+                # The Admin call enforces request_timeout; the margin only guards against a lost callback.
+                description = futures[name].result(timeout=self.request_timeout_s + 5)
+            except KafkaException as exc:
+                if (kept := self._kept(name, exc)) is not None:
+                    topics.append(kept)
+                continue
+            partitions = sorted(description.partitions, key=lambda p: p.id)
+            if [p.id for p in partitions] != list(range(len(partitions))):
+                raise RuntimeError(f"topic {name!r}: partition ids are not 0..n-1: {[p.id for p in partitions]}")
+            racks = tuple(frozenset(r.rack for r in p.replicas if r.rack) for p in partitions)
+            topics.append(
+                TopicMetadata(
+                    topic_id=kafka_uuid_to_str(description.topic_id),
+                    name=name,
+                    partition_count=len(partitions),
+                    # () means "racks unknown": keep the image small when no broker has a rack
+                    partition_racks=racks if any(racks) else (),
+                )
+            )
+        return MetadataImage.of(topics)
+
+    def _kept(self, name: str, exc: KafkaException) -> TopicMetadata | None:
+        """What to do with a topic whose entry came back with an error.
+
+        UNKNOWN_TOPIC_OR_PART: it was deleted between the two requests, so it is gone. Another broker error
+        (e.g. LEADER_NOT_AVAILABLE during an election) says nothing about the topic's shape: keep what the
+        previous image had, so a blip does not look like a deletion. A local error (negative code: timeout,
+        transport) means the cluster did not answer, and UNSUPPORTED_VERSION means the broker cannot
+        describe topics at all: both are re-raised, failing the refresh or switching to the fallback.
+        """
+        code = _code(exc)
+        if code == KafkaError.UNKNOWN_TOPIC_OR_PART:
+            return None
+        if code < 0 or code in _UNSUPPORTED:
+            raise exc
+        return self._image.by_name.get(name)
+
+
+def _code(exc: KafkaException) -> int:
+    err = exc.args[0] if exc.args else None
+    return err.code() if isinstance(err, KafkaError) else KafkaError._FAIL
