@@ -32,7 +32,12 @@ TimerOp = ScheduleTimer | CancelTimer
 
 @dataclass(slots=True)
 class Result(Generic[R]):
+    """`parked=True`: no response yet; the request (identified by the token the runtime passed in) is answered
+    later through another operation's `completions` (the classic protocol parks JoinGroup/SyncGroup)."""
+
     response: R
     records: list[Any] = field(default_factory=list)
     timers: list[TimerOp] = field(default_factory=list)
     tasks: list[Any] = field(default_factory=list)
+    completions: list[tuple[int, Any]] = field(default_factory=list)  # (token of a parked request, response)
+    parked: bool = False

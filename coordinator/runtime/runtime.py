@@ -9,6 +9,7 @@ durable. Timers and background tasks the shard asks for are armed and submitted 
 from __future__ import annotations
 
 import asyncio
+import itertools
 import contextlib
 import logging
 import time
@@ -59,6 +60,7 @@ class _Op:
     fn: Callable[[int], Result[Any]]
     enqueued: float
     future: asyncio.Future[Any] | None
+    token: int = 0
 
 
 class CoordinatorRuntime:
@@ -78,6 +80,8 @@ class CoordinatorRuntime:
         self._timer_handle: asyncio.TimerHandle | None = None
         self._timer_at: int | None = None
         self._tasks: list[asyncio.Task[Any]] = []
+        self._tokens = itertools.count(1)
+        self._parked: dict[int, asyncio.Future[Any]] = {}
         self.loaded = False
         self.advertised: tuple[str, int] = ("127.0.0.1", 0)
 
@@ -109,6 +113,18 @@ class CoordinatorRuntime:
         self._queue.put_nowait(_Op(name, fn, time.perf_counter(), future))
         return await future
 
+    async def submit_parkable(self, name: str, fn: Callable[[int, int], Result[Any]]) -> Any:
+        """Like `submit`, for operations that may park (return `parked=True`): `fn(now, token)`; the response
+        arrives when a later operation lists `(token, response)` in its completions."""
+        assert self._loop is not None and self._queue is not None, "runtime not started"
+        future: asyncio.Future[Any] = self._loop.create_future()
+        token = next(self._tokens)
+        self._queue.put_nowait(_Op(name, lambda now: fn(now, token), time.perf_counter(), future, token))
+        try:
+            return await future
+        finally:
+            self._parked.pop(token, None)
+
     def _enqueue(self, name: str, fn: Callable[[int], Result[Any]]) -> None:
         assert self._queue is not None
         self._queue.put_nowait(_Op(name, fn, time.perf_counter(), None))
@@ -134,12 +150,22 @@ class CoordinatorRuntime:
                 continue
             self._apply(result)
             pending = self.sink.append(result.records) if result.records else None
+            replies: list[tuple[asyncio.Future[Any], Any]] = []
             if op.future is not None:
-                if pending is None:
-                    if not op.future.done():
-                        op.future.set_result(result.response)
+                if result.parked:
+                    self._parked[op.token] = op.future
                 else:
-                    asyncio.ensure_future(self._respond_when_durable(pending, op.future, result.response))
+                    replies.append((op.future, result.response))
+            for token, response in result.completions:
+                parked = self._parked.pop(token, None)
+                if parked is not None:
+                    replies.append((parked, response))
+            for future, response in replies:
+                if pending is None:
+                    if not future.done():
+                        future.set_result(response)
+                else:
+                    asyncio.ensure_future(self._respond_when_durable(pending, future, response))
             elapsed = time.perf_counter() - started
             metrics.event_processing_time.record(elapsed * 1000)
             metrics.event_idle.add_busy(elapsed)
