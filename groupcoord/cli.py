@@ -107,7 +107,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     options = ServerOptions(listen=args.listen, metrics_port=args.metrics_port, metrics_host=args.metrics_host,
                             config=config, metadata_source=metadata_source, lag_provider=lag_provider,
-                            gauges=gauges)
+                            gauges=gauges, state_dir=Path(args.state_dir) if args.state_dir else None)
 
     async def main() -> None:
         server = CoordinatorServer(options)
@@ -257,6 +257,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--embedded-kafka", action="store_true",
                    help="start librdkafka's mock Kafka cluster in-process and use it (topics from --topic)")
     s.add_argument("--embedded-brokers", type=int, default=1, help="brokers of the embedded cluster (default 1)")
+    s.add_argument("--state-dir", help="persist groups and offsets here (an append-only log plus snapshots); "
+                   "without it state is in memory only and lost on restart")
     s.add_argument("--metadata-refresh-ms", type=int, default=5000,
                    help="how often to re-read topic metadata from Kafka (default 5000)")
     s.add_argument("--lag-refresh-ms", type=int, default=2000,

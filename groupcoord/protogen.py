@@ -24,18 +24,16 @@ def generate(out_dir: Path) -> None:
     from grpc_tools import protoc  # dev-only dependency
 
     include = Path(grpc_tools.__file__).parent / "_proto"
-    args = [
-        "grpc_tools.protoc",
-        f"-I{PROTO_ROOT}",
-        f"-I{include}",
-        f"--python_out={out_dir}",
-        f"--pyi_out={out_dir}",
-        f"--grpc_python_out={out_dir}",
-        *[str(p.relative_to(PROTO_ROOT)) for p in proto_files()],
-    ]
-    rc = protoc.main(args)
-    if rc != 0:
-        raise SystemExit(f"protoc failed with exit code {rc}")
+    common = ["grpc_tools.protoc", f"-I{PROTO_ROOT}", f"-I{include}"]
+    files = [str(p.relative_to(PROTO_ROOT)) for p in proto_files()]
+    with_services = [str(p.relative_to(PROTO_ROOT)) for p in proto_files() if "\nservice " in p.read_text()]
+    runs = [[*common, f"--python_out={out_dir}", f"--pyi_out={out_dir}", *files]]
+    if with_services:
+        runs.append([*common, f"--grpc_python_out={out_dir}", *with_services])
+    for args in runs:
+        rc = protoc.main(args)
+        if rc != 0:
+            raise SystemExit(f"protoc failed with exit code {rc}")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -117,6 +117,14 @@ BROKER_CONFIG_DEFS: dict[str, ConfigDef] = {
         *_interval_defs("share", _RESERVED),
         *_interval_defs("streams", _RESERVED),
         ConfigDef("offset.metadata.max.bytes", int, 4096, "Maximum size of an offset commit's metadata.", 0),
+        # The local state log (`serve --state-dir`); groupcoord's own names.
+        ConfigDef("groupcoord.log.fsync", str, "always",
+                  "When an append is acknowledged: always (after fsync, group-committed), interval (after write; "
+                  "fsync every groupcoord.log.fsync.interval.ms), never (after write).",
+                  choices=("always", "interval", "never")),
+        ConfigDef("groupcoord.log.fsync.interval.ms", int, 1000, "fsync period under the interval policy.", 1),
+        ConfigDef("groupcoord.log.snapshot.records", int, 200_000,
+                  "Write a snapshot (and drop older log files) after this many records were appended.", 1),
         # Classic protocol (JoinGroup/SyncGroup).
         ConfigDef("group.min.session.timeout.ms", int, 6000, "Classic groups: minimum session timeout.", 1),
         ConfigDef("group.max.session.timeout.ms", int, 1800000, "Classic groups: maximum session timeout.", 1),

@@ -9,8 +9,8 @@ durable. Timers and background tasks the shard asks for are armed and submitted 
 from __future__ import annotations
 
 import asyncio
-import itertools
 import contextlib
+import itertools
 import logging
 import time
 from collections.abc import Awaitable, Callable
@@ -21,6 +21,7 @@ from coordinator.core.consumer_group import ConsumerGroup
 from coordinator.core.metadata import MetadataImage
 from coordinator.core.results import CancelTimer, Result, ScheduleTimer
 from coordinator.core.shard import GroupCoordinatorShard
+from coordinator.core.snapshot import snapshot_records, timers_after_load
 from coordinator.core.target_assignment import AssignorCompletion, AssignorRun
 from coordinator.runtime.executor import BackgroundExecutor
 from coordinator.runtime.metrics import CoordinatorMetrics
@@ -80,19 +81,28 @@ class CoordinatorRuntime:
         self._timer_handle: asyncio.TimerHandle | None = None
         self._timer_at: int | None = None
         self._tasks: list[asyncio.Task[Any]] = []
+        self.snapshot_every = 0  # records between snapshots (0: never); set when the sink is a FileLog
+        self._snapshot_task: asyncio.Future[None] | None = None
         self._tokens = itertools.count(1)
         self._parked: dict[int, asyncio.Future[Any]] = {}
         self.loaded = False
         self.advertised: tuple[str, int] = ("127.0.0.1", 0)
 
     # --- lifecycle -----------------------------------------------------------------------------------------
-    async def start(self) -> None:
+    async def start(self, load: Callable[[Callable[[Any], None]], Any] | None = None) -> Any:
+        """Start processing. With `load` (e.g. `FileLog.load`), replay persisted records into the shard first,
+        on a worker thread; until then every request is answered COORDINATOR_LOAD_IN_PROGRESS."""
         self._loop = asyncio.get_running_loop()
         self._queue = asyncio.Queue()
+        report = None
+        if load is not None:
+            report = await asyncio.to_thread(load, self.shard.replay)
+        self._apply(timers_after_load(self.shard, self.clock()))
         self._tasks.append(asyncio.create_task(self._process(), name="groupcoord-events"))
         if self.metadata_source is not None:
             self._tasks.append(asyncio.create_task(self._poll_metadata(), name="groupcoord-metadata"))
         self.loaded = True
+        return report
 
     async def stop(self) -> None:
         for t in self._tasks:
@@ -103,6 +113,8 @@ class CoordinatorRuntime:
         self._tasks.clear()
         if self._timer_handle is not None:
             self._timer_handle.cancel()
+        if self._snapshot_task is not None:
+            await self._snapshot_task
         await asyncio.to_thread(self.executor.shutdown)
 
     # --- operations ------------------------------------------------------------------------------------------
@@ -169,6 +181,26 @@ class CoordinatorRuntime:
             elapsed = time.perf_counter() - started
             metrics.event_processing_time.record(elapsed * 1000)
             metrics.event_idle.add_busy(elapsed)
+            if self.snapshot_every and getattr(self.sink, "records_since_snapshot", 0) >= self.snapshot_every \
+                    and self._snapshot_task is None:
+                self._start_snapshot()
+
+    def _start_snapshot(self) -> None:
+        """Rotate the log and write the current state as a snapshot in the background (KIP-less compaction:
+        start-up then replays one snapshot plus a short log instead of the whole history)."""
+        sink: Any = self.sink
+        generation = sink.rotate()
+        records = list(snapshot_records(self.shard))  # consistent: taken between two operations
+
+        async def write() -> None:
+            try:
+                await asyncio.to_thread(sink.write_snapshot, generation, records)
+            except Exception:
+                log.exception("snapshot %d failed; the log keeps everything", generation)
+            finally:
+                self._snapshot_task = None
+
+        self._snapshot_task = asyncio.ensure_future(write())
 
     @staticmethod
     async def _respond_when_durable(pending: Awaitable[None], future: asyncio.Future[Any], response: Any) -> None:

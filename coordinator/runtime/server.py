@@ -13,6 +13,7 @@ import threading
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import grpc
@@ -23,6 +24,7 @@ from prometheus_client import start_http_server
 from coordinator.core.config import BrokerConfig
 from coordinator.core.shard import GroupCoordinatorShard, LagProvider
 from coordinator.runtime.executor import BackgroundExecutor
+from coordinator.runtime.log import FileLog
 from coordinator.runtime.metrics import CoordinatorCollector, CoordinatorMetrics
 from coordinator.runtime.runtime import CoordinatorRuntime, MetadataSource, RecordSink
 from coordinator.runtime.service import GroupCoordinatorService
@@ -44,6 +46,7 @@ class ServerOptions:
     lag_provider: LagProvider | None = None
     sink: RecordSink | None = None
     metadata_poll_s: float = 1.0
+    state_dir: Path | None = None  # persist records here (FileLog); None: in memory only
     extensions: list[Callable[[CoordinatorRuntime, grpc.aio.Server], None]] = field(default_factory=list)
     # extra gauges: name -> (help, read), e.g. the age of the Kafka metadata and lag snapshots
     gauges: dict[str, tuple[str, Callable[[], float]]] = field(default_factory=dict)
@@ -58,6 +61,8 @@ class CoordinatorServer:
         self._metrics_http: Any = None
         self.runtime: CoordinatorRuntime | None = None
         self.health = health.aio.HealthServicer()
+        self.log: FileLog | None = None
+        self.load_report: Any = None
 
     async def start(self) -> None:
         # Most of what the coordinator allocates per request is acyclic and freed by reference counting;
@@ -73,7 +78,14 @@ class CoordinatorServer:
         if image is not None:
             shard.metadata = image
         executor = BackgroundExecutor(o.config["group.coordinator.background.threads"], metrics)
-        runtime = CoordinatorRuntime(shard, metrics, executor, o.sink, o.metadata_source, o.metadata_poll_s)
+        sink = o.sink
+        if o.state_dir is not None and sink is None:
+            sink = FileLog(o.state_dir, o.config["groupcoord.log.fsync"], o.config["groupcoord.log.fsync.interval.ms"])
+        if isinstance(sink, FileLog):
+            self.log = sink
+        runtime = CoordinatorRuntime(shard, metrics, executor, sink, o.metadata_source, o.metadata_poll_s)
+        if self.log is not None:
+            runtime.snapshot_every = o.config["groupcoord.log.snapshot.records"]
         self.runtime = runtime
         metrics.gauges.update(o.gauges)
         metrics.register(CoordinatorCollector(metrics, runtime.snapshot))
@@ -91,9 +103,14 @@ class CoordinatorServer:
             raise OSError(f"cannot listen on {o.listen}")
         host = o.listen.rsplit(":", 1)[0].strip("[]") or "127.0.0.1"
         runtime.advertised = ("127.0.0.1" if host in ("0.0.0.0", "::", "") else host, self.port)
-        await runtime.start()
-        await server.start()
+        await server.start()  # serving already: requests get COORDINATOR_LOAD_IN_PROGRESS until loaded
         self._server = server
+        report = await runtime.start(self.log.load if self.log is not None else None)
+        if report is not None:
+            log.info("loaded %s: snapshot %d (%d records) + %d log records in %.2f s%s", o.state_dir,
+                     report.snapshot_generation, report.snapshot_records, report.log_records, report.seconds,
+                     f"; dropped a torn tail of {report.truncated_bytes} bytes" if report.truncated_bytes else "")
+        self.load_report = report
         if o.metrics_port is not None:
             http_server, _thread = start_http_server(o.metrics_port, addr=o.metrics_host, registry=metrics.registry)
             self._metrics_http = http_server
@@ -113,6 +130,8 @@ class CoordinatorServer:
         if self._metrics_http is not None:
             self._metrics_http.shutdown()
             self._metrics_http.server_close()
+        if self.log is not None:
+            self.log.close()
 
     async def wait(self) -> None:
         assert self._server is not None
