@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from coordinator.core.consumer_group import ConsumerGroup
+from coordinator.core.errors import Errors
 from coordinator.core.metadata import MetadataImage
 from coordinator.core.results import CancelTimer, Result, ScheduleTimer
 from coordinator.core.shard import GroupCoordinatorShard
@@ -87,6 +88,9 @@ class CoordinatorRuntime:
         self._parked: dict[int, asyncio.Future[Any]] = {}
         self.loaded = False
         self.advertised: tuple[str, int] = ("127.0.0.1", 0)
+        # Several instances: answers (NOT_COORDINATOR | COORDINATOR_LOAD_IN_PROGRESS, message) for a group this
+        # instance does not serve (now); None = serve it. Unset: this instance serves every group.
+        self.router: Callable[[str], tuple[Errors, str] | None] | None = None
 
     # --- lifecycle -----------------------------------------------------------------------------------------
     async def start(self, load: Callable[[Callable[[Any], None]], Any] | None = None) -> Any:

@@ -59,9 +59,16 @@ class GroupCoordinatorService(pb_grpc.GroupCoordinatorServicer):
         self.runtime = runtime
         self.shard = runtime.shard
 
-    async def _run(self, name: str, fn: Callable[[int], Any], on_error: Callable[[Errors, str], T]) -> Any:
+    async def _run(self, name: str, fn: Callable[[int], Any], on_error: Callable[[Errors, str], T],
+                   group_ids: Iterable[str] = ()) -> Any:
         if not self.runtime.loaded:
             return on_error(Errors.COORDINATOR_LOAD_IN_PROGRESS, "The coordinator is loading its state; retry.")
+        router = self.runtime.router
+        if router is not None:
+            for group_id in group_ids:
+                refusal = router(group_id)
+                if refusal is not None:
+                    return on_error(*refusal)
         try:
             return await self.runtime.submit(name, fn)
         except CoordinatorError as e:
@@ -108,7 +115,7 @@ class GroupCoordinatorService(pb_grpc.GroupCoordinatorServicer):
         except CoordinatorError as e:
             return error(e.code, e.message)
         resp = await self._run("ConsumerGroupHeartbeat",
-                               lambda now: self.shard.consumer_group_heartbeat(req, now), error)
+                               lambda now: self.shard.consumer_group_heartbeat(req, now), error, [req.group_id])
         if isinstance(resp, pb.ConsumerGroupHeartbeatResponse):
             return resp
         out = pb.ConsumerGroupHeartbeatResponse(
@@ -137,7 +144,7 @@ class GroupCoordinatorService(pb_grpc.GroupCoordinatorServicer):
         req = OffsetCommitRequest(request.group_id, request.member_id, request.generation_id_or_member_epoch,
                                   partitions,
                                   request.group_instance_id if request.HasField("group_instance_id") else None)
-        resp = await self._run("OffsetCommit", lambda now: self.shard.offset_commit(req, now), error)
+        resp = await self._run("OffsetCommit", lambda now: self.shard.offset_commit(req, now), error, [req.group_id])
         if isinstance(resp, pb.OffsetCommitResponse):
             return resp
         out = pb.OffsetCommitResponse(error_code=int(resp.error_code), error_message=resp.error_message)
@@ -162,7 +169,7 @@ class GroupCoordinatorService(pb_grpc.GroupCoordinatorServicer):
                 topics[t.name] = list(t.partition_indexes) or None
         req = OffsetFetchRequest(request.group_id, request.member_id, request.member_epoch, topics,
                                  request.require_stable)
-        resp = await self._run("OffsetFetch", lambda now: self.shard.offset_fetch(req, now), error)
+        resp = await self._run("OffsetFetch", lambda now: self.shard.offset_fetch(req, now), error, [req.group_id])
         if isinstance(resp, pb.OffsetFetchResponse):
             return resp
         out = pb.OffsetFetchResponse(error_code=int(resp.error_code), error_message=resp.error_message)
@@ -185,7 +192,7 @@ class GroupCoordinatorService(pb_grpc.GroupCoordinatorServicer):
             return pb.DescribeGroupsResponse(groups=[
                 pb.DescribedGroup(group_id=g, error_code=int(code), error_message=message) for g in ids])
 
-        resp = await self._run("DescribeGroups", lambda now: self.shard.describe_groups(ids, now), error)
+        resp = await self._run("DescribeGroups", lambda now: self.shard.describe_groups(ids, now), error, ids)
         if isinstance(resp, pb.DescribeGroupsResponse):
             return resp
         image = self.shard.metadata
@@ -235,7 +242,7 @@ class GroupCoordinatorService(pb_grpc.GroupCoordinatorServicer):
             return pb.DeleteGroupsResponse(results=[
                 pb.DeletableGroupResult(group_id=g, error_code=int(code), error_message=message) for g in ids])
 
-        resp = await self._run("DeleteGroups", lambda now: self.shard.delete_groups(ids, now), error)
+        resp = await self._run("DeleteGroups", lambda now: self.shard.delete_groups(ids, now), error, ids)
         if isinstance(resp, pb.DeleteGroupsResponse):
             return resp
         return pb.DeleteGroupsResponse(results=[
@@ -251,7 +258,7 @@ class GroupCoordinatorService(pb_grpc.GroupCoordinatorServicer):
                 pb.DescribedGroupConfig(group_id=g, error_code=int(code), error_message=message) for g in ids])
 
         resp = await self._run("DescribeGroupConfigs", lambda now: self.shard.describe_group_configs(ids, now),
-                               error)
+                               error, ids)
         if isinstance(resp, pb.DescribeGroupConfigsResponse):
             return resp
         return pb.DescribeGroupConfigsResponse(results=[
@@ -270,7 +277,7 @@ class GroupCoordinatorService(pb_grpc.GroupCoordinatorServicer):
             return error(Errors.INVALID_REQUEST, "a config name appears more than once.")
         updates = {c.name: (c.value if c.HasField("value") else None) for c in request.configs}
         resp = await self._run("AlterGroupConfigs", lambda now: self.shard.alter_group_configs(
-            request.group_id, updates, request.validate_only, now), error)
+            request.group_id, updates, request.validate_only, now), error, [request.group_id])
         if isinstance(resp, pb.AlterGroupConfigsResponse):
             return resp
         return pb.AlterGroupConfigsResponse(error_code=int(resp.error_code), error_message=resp.error_message)
