@@ -82,6 +82,8 @@ class CoordinatorRuntime:
         self._timer_handle: asyncio.TimerHandle | None = None
         self._timer_at: int | None = None
         self._tasks: list[asyncio.Task[Any]] = []
+        self.failed: Exception | None = None
+        self.on_failure: list[Callable[[Exception], None]] = []
         self.snapshot_every = 0  # records between snapshots (0: never); set when the sink is a FileLog
         self._snapshot_task: asyncio.Future[None] | None = None
         self._tokens = itertools.count(1)
@@ -206,16 +208,26 @@ class CoordinatorRuntime:
 
         self._snapshot_task = asyncio.ensure_future(write())
 
-    @staticmethod
-    async def _respond_when_durable(pending: Awaitable[None], future: asyncio.Future[Any], response: Any) -> None:
+    async def _respond_when_durable(self, pending: Awaitable[None], future: asyncio.Future[Any],
+                                    response: Any) -> None:
         try:
             await pending
         except Exception as e:
+            self._fail(e)
             if not future.done():
                 future.set_exception(e)
             return
         if not future.done():
             future.set_result(response)
+
+    def _fail(self, error: Exception) -> None:
+        """A record could not be made durable: memory is now ahead of the log. Fail stop: refuse every request
+        (COORDINATOR_NOT_AVAILABLE, health NOT_SERVING) so the instance is restarted and reloads from its log."""
+        if self.failed is None:
+            log.critical("the record log failed (%s): refusing all requests until restarted", error)
+            self.failed = error
+            for listener in self.on_failure:
+                listener(error)
 
     def _apply(self, result: Result[Any]) -> None:
         moved_earlier = False

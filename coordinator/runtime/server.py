@@ -88,6 +88,12 @@ class CoordinatorServer:
             runtime.snapshot_every = o.config["groupcoord.log.snapshot.records"]
         self.runtime = runtime
         metrics.gauges.update(o.gauges)
+
+        def not_serving(_: Exception) -> None:
+            asyncio.ensure_future(self.health.set(SERVICE_NAME, health_pb2.HealthCheckResponse.NOT_SERVING))
+            asyncio.ensure_future(self.health.set("", health_pb2.HealthCheckResponse.NOT_SERVING))
+
+        runtime.on_failure.append(not_serving)
         metrics.register(CoordinatorCollector(metrics, runtime.snapshot))
 
         server = grpc.aio.server(options=[("grpc.so_reuseport", 0)])

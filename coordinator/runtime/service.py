@@ -63,6 +63,9 @@ class GroupCoordinatorService(pb_grpc.GroupCoordinatorServicer):
                    group_ids: Iterable[str] = ()) -> Any:
         if not self.runtime.loaded:
             return on_error(Errors.COORDINATOR_LOAD_IN_PROGRESS, "The coordinator is loading its state; retry.")
+        if self.runtime.failed is not None:
+            return on_error(Errors.COORDINATOR_NOT_AVAILABLE,
+                            f"The coordinator's record log failed ({self.runtime.failed}); it must be restarted.")
         router = self.runtime.router
         if router is not None:
             for group_id in group_ids:
