@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import gc
 import random
 import signal
@@ -61,10 +62,8 @@ class StreamWorker:
             return await self.call.read()
 
     async def close(self) -> None:
-        try:
+        with contextlib.suppress(grpc.aio.AioRpcError, asyncio.InvalidStateError):
             await self.call.done_writing()
-        except (grpc.aio.AioRpcError, asyncio.InvalidStateError):
-            pass
 
 
 class Load:
@@ -168,11 +167,9 @@ async def churn_loop(load: Load, big: list[Member], churn_ms: int, stop: asyncio
             break
         victim = big.pop(rng.randrange(len(big)))
         victim.alive = False
-        try:
+        with contextlib.suppress(grpc.aio.AioRpcError):
             await load.stub.ConsumerGroupHeartbeat(pb.ConsumerGroupHeartbeatRequest(
                 group_id=victim.group_id, member_id=victim.member_id, member_epoch=-1), timeout=30)
-        except grpc.aio.AioRpcError:
-            pass
         newcomer = Member(victim.group_id, victim.topic)
         big.append(newcomer)
         tasks.append(asyncio.create_task(member_loop(newcomer)))
@@ -273,8 +270,9 @@ def main(argv: list[str] | None = None) -> int:
             server.wait(timeout=30)
     print()
     transport = "unary calls" if args.unary else f"{args.streams} heartbeat streams"
-    print(f"transport: {transport}; {args.members} members in {args.groups} groups at a target of {args.rate:,.0f} heartbeats/s; "
-          f"rebalancing group: {args.big} members, one leaves + one joins every {args.churn_ms} ms")
+    print(f"transport: {transport}; {args.members} members in {args.groups} groups at a target of "
+          f"{args.rate:,.0f} heartbeats/s; rebalancing group: {args.big} members, "
+          f"one leaves + one joins every {args.churn_ms} ms")
     header = (f"{'offload':<8} {'phase':<12} {'hb/s':>8} {'p50 ms':>8} {'p99 ms':>8} {'p99/quiet':>10} "
               f"{'churn':>6} {'errors':>6}")
     print(header)

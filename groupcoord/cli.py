@@ -306,7 +306,31 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+PASS_THROUGH = {"simulate": "coordinator.simulation", "demo": "groupcoord.demo"}
+
+
+def _subcommand_index(argv: list[str]) -> int | None:
+    """Index of the subcommand word, skipping the global `--log-level X` option."""
+    i = 0
+    while i < len(argv):
+        if argv[i] == "--log-level":
+            i += 2
+        elif argv[i].startswith("--log-level="):
+            i += 1
+        else:
+            return i if not argv[i].startswith("-") else None
+    return None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    i = _subcommand_index(argv)
+    if i is not None and argv[i] in PASS_THROUGH:
+        # `simulate` and `demo` own their flags (and --help): hand them everything after the subcommand.
+        import importlib
+
+        logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+        return int(importlib.import_module(PASS_THROUGH[argv[i]]).main(argv[i + 1:]) or 0)
     args = build_parser().parse_args(argv)
     logging.basicConfig(level=getattr(logging, str(args.log_level).upper(), logging.INFO),
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")

@@ -82,6 +82,7 @@ class InflightAssignment:
     run_id: int
     assignment_epoch: int
     instance_ids: Mapping[str, str]  # member id -> instance id at the time of the run
+    assignor_name: str = ""
 
 
 @dataclass(slots=True)

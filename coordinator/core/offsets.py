@@ -72,7 +72,7 @@ def validate_consumer_group_commit(
     if member is None:
         raise CoordinatorError(Errors.UNKNOWN_MEMBER_ID, f"Member {member_id} is not in group {group.group_id}.")
     if epoch > member.member_epoch:
-        raise CoordinatorError(Errors.FENCED_MEMBER_EPOCH,
+        raise CoordinatorError(Errors.STALE_MEMBER_EPOCH,
                                f"Commit epoch {epoch} is newer than member epoch {member.member_epoch}.")
     if epoch == member.member_epoch:
         return {}

@@ -315,7 +315,7 @@ class GroupCoordinatorShard:
             raise invalid("subscribed_topic_names and subscribed_topic_regex can't both be set.")
         if r.subscribed_topic_names is not None and any(not n for n in r.subscribed_topic_names):
             raise invalid("subscribed_topic_names can't contain an empty topic name.")
-        if r.rebalance_timeout_ms is not None and r.rebalance_timeout_ms <= 0 and r.member_epoch == 0:
+        if r.rebalance_timeout_ms is not None and r.rebalance_timeout_ms <= 0:
             raise invalid("rebalance_timeout_ms must be positive.")
         if r.member_epoch == 0:
             if r.rebalance_timeout_ms is None:
@@ -424,8 +424,8 @@ class GroupCoordinatorShard:
                                            now + self.session_timeout_ms(group.group_id)))
 
         send_assignment = (
-            joining or lost_response or reconciled.assigned_partitions is not member.assigned_partitions
-            or _is_full_request(r)
+            joining or lost_response or _is_full_request(r)
+            or (reconciled is not member and reconciled.assigned_sets() != member.assigned_sets())
         )
         result.response = ConsumerGroupHeartbeatResponse(
             member_id=member_id,
@@ -652,7 +652,8 @@ class GroupCoordinatorShard:
         if self.offload_enabled(group.group_id):
             run_id = next(self._run_ids)
             group.inflight = InflightAssignment(
-                run_id, epoch, {mid: m.instance_id for mid, m in group.members.items() if m.instance_id})
+                run_id, epoch, {mid: m.instance_id for mid, m in group.members.items() if m.instance_id},
+                assignor_name)
             result.tasks.append(AssignorRun(group.group_id, run_id, assignor_name, epoch, spec, self.metadata, lag))
             self.stats.assignor_runs_offloaded += 1
             return
@@ -684,6 +685,7 @@ class GroupCoordinatorShard:
             self.stats.assignor_failures += 1
             self.last_assignor_error = f"{group.group_id}: {completion.error}"
             return result
+        group.last_assignor = inflight.assignor_name
         new_target = reconcile_result_with_group(group, completion.assignment, inflight.instance_ids)
         for record in target_records(group, new_target, inflight.assignment_epoch, now):
             self._write(result, record)

@@ -55,9 +55,9 @@ def busy_context(seed: int = 3, steps: int = 400) -> CoreContext:
 def state_of(shard: Any) -> Any:
     groups = {}
     for gid, g in shard.groups.items():
-        groups[gid] = (g.group_epoch, g.metadata_hash, dict(g.members), {k: dict(v) for k, v in g.target_assignment.items()},
-                       g.target_assignment_epoch, g.assignment_timestamp_ms, dict(g.partition_owner),
-                       dict(g.static_members))
+        targets = {k: dict(v) for k, v in g.target_assignment.items()}
+        groups[gid] = (g.group_epoch, g.metadata_hash, dict(g.members), targets, g.target_assignment_epoch,
+                       g.assignment_timestamp_ms, dict(g.partition_owner), dict(g.static_members))
     offsets = {gid: dict(shard.offsets.committed(gid)) for gid in shard.offsets.group_ids()}
     return groups, offsets, shard.group_configs
 
