@@ -1,0 +1,65 @@
+"""Partition assignors as pure functions: server-side (KIP-848) and client-side (classic protocol).
+
+Look assignors up by name (`get_server_assignor`, `get_classic_assignor`); the classes are exported for
+callers that need non-default parameters (e.g. `LagStickyAssignor(move_threshold=0.05)`).
+"""
+
+from assignors.api import (
+    EMPTY_LAG,
+    AssignorError,
+    GroupAssignment,
+    GroupSpec,
+    LagSnapshot,
+    MemberAssignment,
+    MemberSpec,
+    PartitionOffsets,
+    ServerAssignor,
+    StaticTopicDescriber,
+    SubscriptionType,
+    TopicDescriber,
+)
+from assignors.classic import (
+    ClassicAssignment,
+    ClassicAssignor,
+    ClassicSubscription,
+    classic_assignor_names,
+    get_classic_assignor,
+    register_classic_assignor,
+)
+from assignors.cooperative_sticky import CooperativeStickyAssignor
+from assignors.lag import LagAssignor
+from assignors.lag_sticky import LagStickyAssignor
+from assignors.range import RangeAssignor
+from assignors.registry import get_server_assignor, register_server_assignor, server_assignor_names
+from assignors.round_robin import RoundRobinAssignor
+from assignors.uniform import UniformAssignor
+
+__all__ = [
+    "EMPTY_LAG",
+    "AssignorError",
+    "ClassicAssignment",
+    "ClassicAssignor",
+    "ClassicSubscription",
+    "CooperativeStickyAssignor",
+    "GroupAssignment",
+    "GroupSpec",
+    "LagAssignor",
+    "LagSnapshot",
+    "LagStickyAssignor",
+    "MemberAssignment",
+    "MemberSpec",
+    "PartitionOffsets",
+    "RangeAssignor",
+    "RoundRobinAssignor",
+    "ServerAssignor",
+    "StaticTopicDescriber",
+    "SubscriptionType",
+    "TopicDescriber",
+    "UniformAssignor",
+    "classic_assignor_names",
+    "get_classic_assignor",
+    "get_server_assignor",
+    "register_classic_assignor",
+    "register_server_assignor",
+    "server_assignor_names",
+]

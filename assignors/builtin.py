@@ -1,0 +1,23 @@
+"""Registers every built-in assignor, server- and client-side (imported by `registry._load_builtins`)."""
+
+from __future__ import annotations
+
+from assignors.classic import ServerAssignorAdapter, register_classic_assignor
+from assignors.cooperative_sticky import CooperativeStickyAssignor
+from assignors.lag import LagAssignor
+from assignors.lag_sticky import LagStickyAssignor
+from assignors.range import RangeAssignor
+from assignors.registry import register_server_assignor
+from assignors.round_robin import RoundRobinAssignor
+from assignors.uniform import UniformAssignor
+
+for _server in (UniformAssignor(), RangeAssignor(), LagAssignor(), LagStickyAssignor()):
+    register_server_assignor(_server)
+
+for _classic in (
+    CooperativeStickyAssignor(),
+    RoundRobinAssignor(),
+    ServerAssignorAdapter(RangeAssignor()),
+    ServerAssignorAdapter(LagAssignor()),
+):
+    register_classic_assignor(_classic)

@@ -1,0 +1,151 @@
+"""`cooperative-sticky`: the constrained cooperative sticky assignor of the classic protocol."""
+
+from __future__ import annotations
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from assignors.classic import ClassicSubscription, get_classic_assignor
+from assignors.cooperative_sticky import CooperativeStickyAssignor
+
+SETTINGS = settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+COOP = CooperativeStickyAssignor()
+PLAIN = CooperativeStickyAssignor(cooperative=False)
+
+Classic = tuple[dict[str, int], dict[str, ClassicSubscription]]
+
+
+@st.composite
+def classic_groups(draw: st.DrawFn, same_topics: bool = False) -> Classic:
+    topics = [f"t{i}" for i in range(draw(st.integers(1, 4)))]
+    counts = {t: draw(st.integers(0, 8)) for t in topics}
+    common = tuple(sorted(draw(st.sets(st.sampled_from(topics), min_size=1))))
+    subs = {}
+    for i in range(draw(st.integers(1, 7))):
+        mine = common if same_topics else tuple(sorted(draw(st.sets(st.sampled_from(topics)))))
+        owned = draw(st.sets(st.tuples(st.sampled_from(topics), st.integers(0, 9)), max_size=5))
+        subs[f"c{i}"] = ClassicSubscription(mine, tuple(sorted(owned)), draw(st.integers(-1, 3)))
+    return counts, subs
+
+
+def all_partitions(counts: dict[str, int], subs: dict[str, ClassicSubscription]) -> set[tuple[str, int]]:
+    topics = {t for s in subs.values() for t in s.topics}
+    return {(t, p) for t in topics for p in range(counts.get(t, 0))}
+
+
+def check_lists(counts: dict[str, int], subs: dict[str, ClassicSubscription], out: dict) -> None:
+    assert set(out) == set(subs)
+    flat = [tp for ps in out.values() for tp in ps]
+    assert len(flat) == len(set(flat))
+    for m, ps in out.items():
+        assert ps == sorted(ps)
+        assert all(t in subs[m].topics for t, _ in ps)
+    assert set(flat) <= all_partitions(counts, subs)
+
+
+def claims(subs: dict[str, ClassicSubscription]) -> dict[tuple[str, int], set[str]]:
+    out: dict[tuple[str, int], set[str]] = {}
+    for m, s in subs.items():
+        for tp in s.owned_partitions:
+            out.setdefault(tp, set()).add(m)
+    return out
+
+
+@SETTINGS
+@given(group=classic_groups())
+def test_only_partitions_claimed_by_another_member_are_withheld(group: Classic) -> None:
+    counts, subs = group
+    out = COOP.assign(counts, subs)
+    check_lists(counts, subs, out)
+    target = PLAIN.assign(counts, subs)
+    claimed = claims(subs)
+    for m, ps in target.items():
+        for tp in ps:
+            withheld = tp not in out[m]
+            assert withheld == (m not in claimed.get(tp, set()) and bool(claimed.get(tp)))
+
+
+@SETTINGS
+@given(group=classic_groups())
+def test_target_is_complete_and_balanced_among_subscribers(group: Classic) -> None:
+    counts, subs = group
+    out = PLAIN.assign(counts, subs)
+    check_lists(counts, subs, out)
+    assert {tp for ps in out.values() for tp in ps} == all_partitions(counts, subs)
+    n = {m: len(ps) for m, ps in out.items()}
+    for m, ps in out.items():
+        for t, _ in ps:
+            for other, s in subs.items():
+                if t in s.topics:
+                    assert n[m] <= n[other] + 1
+
+
+@SETTINGS
+@given(group=classic_groups(same_topics=True))
+def test_revoke_then_assign_converges_in_two_rebalances(group: Classic) -> None:
+    counts, subs = group
+    first = COOP.assign(counts, subs)
+    # members revoke what they lost, keep the rest, and rejoin with the next generation
+    rejoined = {m: ClassicSubscription(s.topics, tuple(first[m]), 10) for m, s in subs.items()}
+    second = COOP.assign(counts, rejoined)
+    assert {tp for ps in second.values() for tp in ps} == all_partitions(counts, subs)
+    sizes = [len(ps) for ps in second.values()]
+    assert max(sizes) - min(sizes) <= 1
+    for m in subs:
+        assert set(first[m]) <= set(second[m])  # nothing handed out in round one is taken back
+    stable = {m: ClassicSubscription(s.topics, tuple(second[m]), 11) for m, s in subs.items()}
+    assert COOP.assign(counts, stable) == second
+
+
+def test_fresh_group_is_filled_in_partition_order() -> None:
+    subs = {m: ClassicSubscription(("t0", "t1")) for m in ("c2", "c1", "c3")}
+    out = COOP.assign({"t0": 2, "t1": 2}, subs)
+    assert out == {"c1": [("t0", 0), ("t1", 0)], "c2": [("t0", 1)], "c3": [("t1", 1)]}
+
+
+def test_members_keep_owned_partitions_up_to_quota() -> None:
+    subs = {
+        "c1": ClassicSubscription(("t",), (("t", 0), ("t", 1), ("t", 2), ("t", 3)), 4),
+        "c2": ClassicSubscription(("t",), (("t", 4), ("t", 5)), 4),
+        "c3": ClassicSubscription(("t",), (), 4),
+    }
+    out = COOP.assign({"t": 6}, subs)
+    # quota 2 each: c1 keeps t0, t1 and revokes t2, t3; they are withheld from c3 until c1 revokes
+    assert out == {"c1": [("t", 0), ("t", 1)], "c2": [("t", 4), ("t", 5)], "c3": []}
+    again = {
+        "c1": ClassicSubscription(("t",), (("t", 0), ("t", 1)), 5),
+        "c2": ClassicSubscription(("t",), (("t", 4), ("t", 5)), 5),
+        "c3": ClassicSubscription(("t",), (), 5),
+    }
+    assert COOP.assign({"t": 6}, again)["c3"] == [("t", 2), ("t", 3)]
+
+
+def test_a_claim_from_an_older_generation_loses_to_the_newest() -> None:
+    subs = {
+        "c1": ClassicSubscription(("t",), (("t", 0),), generation=7),
+        "c2": ClassicSubscription(("t",), (("t", 0), ("t", 1)), generation=6),
+    }
+    out = COOP.assign({"t": 2}, subs)
+    assert out == {"c1": [("t", 0)], "c2": [("t", 1)]}
+
+
+def test_a_partition_claimed_twice_in_one_generation_is_kept_by_neither() -> None:
+    subs = {
+        "c1": ClassicSubscription(("t",), (("t", 0), ("t", 1)), generation=3),
+        "c2": ClassicSubscription(("t",), (("t", 1), ("t", 2)), generation=3),
+        "c3": ClassicSubscription(("t",), (), generation=3),
+    }
+    target = PLAIN.assign({"t": 3}, subs)
+    assert target == {"c1": [("t", 0)], "c2": [("t", 2)], "c3": [("t", 1)]}
+    assert COOP.assign({"t": 3}, subs) == {"c1": [("t", 0)], "c2": [("t", 2)], "c3": []}
+
+
+def test_a_member_leaving_frees_its_partitions_at_once() -> None:
+    subs = {m: ClassicSubscription(("t",), (("t", i),), 2) for i, m in enumerate(("c1", "c2", "c3"))}
+    del subs["c2"]
+    assert COOP.assign({"t": 3}, subs) == {"c1": [("t", 0), ("t", 1)], "c3": [("t", 2)]}
+
+
+def test_registered_under_its_kafka_name_with_both_protocols() -> None:
+    assignor = get_classic_assignor("cooperative-sticky")
+    assert assignor.supported_protocols == ("cooperative", "eager")
