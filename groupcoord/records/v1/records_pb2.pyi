@@ -1,10 +1,8 @@
-from collections.abc import Iterable as _Iterable
-from collections.abc import Mapping as _Mapping
-from typing import ClassVar as _ClassVar
-
+from google.protobuf.internal import containers as _containers
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
-from google.protobuf.internal import containers as _containers
+from collections.abc import Iterable as _Iterable, Mapping as _Mapping
+from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 
 DESCRIPTOR: _descriptor.FileDescriptor
 
@@ -14,7 +12,7 @@ class PartitionSet(_message.Message):
     PARTITIONS_FIELD_NUMBER: _ClassVar[int]
     topic_id: str
     partitions: _containers.RepeatedScalarFieldContainer[int]
-    def __init__(self, topic_id: str | None = ..., partitions: _Iterable[int] | None = ...) -> None: ...
+    def __init__(self, topic_id: _Optional[str] = ..., partitions: _Optional[_Iterable[int]] = ...) -> None: ...
 
 class PartitionEpochs(_message.Message):
     __slots__ = ("topic_id", "partitions", "epochs")
@@ -24,7 +22,7 @@ class PartitionEpochs(_message.Message):
     topic_id: str
     partitions: _containers.RepeatedScalarFieldContainer[int]
     epochs: _containers.RepeatedScalarFieldContainer[int]
-    def __init__(self, topic_id: str | None = ..., partitions: _Iterable[int] | None = ..., epochs: _Iterable[int] | None = ...) -> None: ...
+    def __init__(self, topic_id: _Optional[str] = ..., partitions: _Optional[_Iterable[int]] = ..., epochs: _Optional[_Iterable[int]] = ...) -> None: ...
 
 class ConsumerGroupMetadata(_message.Message):
     __slots__ = ("epoch", "metadata_hash")
@@ -32,7 +30,7 @@ class ConsumerGroupMetadata(_message.Message):
     METADATA_HASH_FIELD_NUMBER: _ClassVar[int]
     epoch: int
     metadata_hash: int
-    def __init__(self, epoch: int | None = ..., metadata_hash: int | None = ...) -> None: ...
+    def __init__(self, epoch: _Optional[int] = ..., metadata_hash: _Optional[int] = ...) -> None: ...
 
 class ConsumerGroupMemberMetadata(_message.Message):
     __slots__ = ("member_id", "instance_id", "rack_id", "client_id", "client_host", "subscribed_topic_names", "subscribed_topic_regex", "server_assignor", "rebalance_timeout_ms")
@@ -54,7 +52,7 @@ class ConsumerGroupMemberMetadata(_message.Message):
     subscribed_topic_regex: str
     server_assignor: str
     rebalance_timeout_ms: int
-    def __init__(self, member_id: str | None = ..., instance_id: str | None = ..., rack_id: str | None = ..., client_id: str | None = ..., client_host: str | None = ..., subscribed_topic_names: _Iterable[str] | None = ..., subscribed_topic_regex: str | None = ..., server_assignor: str | None = ..., rebalance_timeout_ms: int | None = ...) -> None: ...
+    def __init__(self, member_id: _Optional[str] = ..., instance_id: _Optional[str] = ..., rack_id: _Optional[str] = ..., client_id: _Optional[str] = ..., client_host: _Optional[str] = ..., subscribed_topic_names: _Optional[_Iterable[str]] = ..., subscribed_topic_regex: _Optional[str] = ..., server_assignor: _Optional[str] = ..., rebalance_timeout_ms: _Optional[int] = ...) -> None: ...
 
 class ConsumerGroupTargetAssignmentMember(_message.Message):
     __slots__ = ("member_id", "partitions")
@@ -62,7 +60,7 @@ class ConsumerGroupTargetAssignmentMember(_message.Message):
     PARTITIONS_FIELD_NUMBER: _ClassVar[int]
     member_id: str
     partitions: _containers.RepeatedCompositeFieldContainer[PartitionSet]
-    def __init__(self, member_id: str | None = ..., partitions: _Iterable[PartitionSet | _Mapping] | None = ...) -> None: ...
+    def __init__(self, member_id: _Optional[str] = ..., partitions: _Optional[_Iterable[_Union[PartitionSet, _Mapping]]] = ...) -> None: ...
 
 class ConsumerGroupTargetAssignmentMetadata(_message.Message):
     __slots__ = ("assignment_epoch", "timestamp_ms")
@@ -70,7 +68,7 @@ class ConsumerGroupTargetAssignmentMetadata(_message.Message):
     TIMESTAMP_MS_FIELD_NUMBER: _ClassVar[int]
     assignment_epoch: int
     timestamp_ms: int
-    def __init__(self, assignment_epoch: int | None = ..., timestamp_ms: int | None = ...) -> None: ...
+    def __init__(self, assignment_epoch: _Optional[int] = ..., timestamp_ms: _Optional[int] = ...) -> None: ...
 
 class ConsumerGroupCurrentMemberAssignment(_message.Message):
     __slots__ = ("member_id", "member_epoch", "previous_member_epoch", "state", "assigned_partitions", "partitions_pending_revocation")
@@ -86,7 +84,7 @@ class ConsumerGroupCurrentMemberAssignment(_message.Message):
     state: str
     assigned_partitions: _containers.RepeatedCompositeFieldContainer[PartitionEpochs]
     partitions_pending_revocation: _containers.RepeatedCompositeFieldContainer[PartitionSet]
-    def __init__(self, member_id: str | None = ..., member_epoch: int | None = ..., previous_member_epoch: int | None = ..., state: str | None = ..., assigned_partitions: _Iterable[PartitionEpochs | _Mapping] | None = ..., partitions_pending_revocation: _Iterable[PartitionSet | _Mapping] | None = ...) -> None: ...
+    def __init__(self, member_id: _Optional[str] = ..., member_epoch: _Optional[int] = ..., previous_member_epoch: _Optional[int] = ..., state: _Optional[str] = ..., assigned_partitions: _Optional[_Iterable[_Union[PartitionEpochs, _Mapping]]] = ..., partitions_pending_revocation: _Optional[_Iterable[_Union[PartitionSet, _Mapping]]] = ...) -> None: ...
 
 class OffsetCommit(_message.Message):
     __slots__ = ("topic", "partition", "committed_offset", "leader_epoch", "metadata", "commit_timestamp_ms")
@@ -102,7 +100,7 @@ class OffsetCommit(_message.Message):
     leader_epoch: int
     metadata: str
     commit_timestamp_ms: int
-    def __init__(self, topic: str | None = ..., partition: int | None = ..., committed_offset: int | None = ..., leader_epoch: int | None = ..., metadata: str | None = ..., commit_timestamp_ms: int | None = ...) -> None: ...
+    def __init__(self, topic: _Optional[str] = ..., partition: _Optional[int] = ..., committed_offset: _Optional[int] = ..., leader_epoch: _Optional[int] = ..., metadata: _Optional[str] = ..., commit_timestamp_ms: _Optional[int] = ...) -> None: ...
 
 class GroupConfig(_message.Message):
     __slots__ = ("configs",)
@@ -112,10 +110,10 @@ class GroupConfig(_message.Message):
         VALUE_FIELD_NUMBER: _ClassVar[int]
         key: str
         value: str
-        def __init__(self, key: str | None = ..., value: str | None = ...) -> None: ...
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
     CONFIGS_FIELD_NUMBER: _ClassVar[int]
     configs: _containers.ScalarMap[str, str]
-    def __init__(self, configs: _Mapping[str, str] | None = ...) -> None: ...
+    def __init__(self, configs: _Optional[_Mapping[str, str]] = ...) -> None: ...
 
 class GenericRecord(_message.Message):
     __slots__ = ("type", "json")
@@ -123,13 +121,13 @@ class GenericRecord(_message.Message):
     JSON_FIELD_NUMBER: _ClassVar[int]
     type: str
     json: bytes
-    def __init__(self, type: str | None = ..., json: bytes | None = ...) -> None: ...
+    def __init__(self, type: _Optional[str] = ..., json: _Optional[bytes] = ...) -> None: ...
 
 class Tombstone(_message.Message):
     __slots__ = ("kind",)
     KIND_FIELD_NUMBER: _ClassVar[int]
     kind: str
-    def __init__(self, kind: str | None = ...) -> None: ...
+    def __init__(self, kind: _Optional[str] = ...) -> None: ...
 
 class LogRecord(_message.Message):
     __slots__ = ("version", "group_id", "member_id", "topic", "partition", "group_metadata", "member_metadata", "target_member", "target_metadata", "current_assignment", "offset_commit", "group_config", "generic", "tombstone")
@@ -161,4 +159,4 @@ class LogRecord(_message.Message):
     group_config: GroupConfig
     generic: GenericRecord
     tombstone: Tombstone
-    def __init__(self, version: int | None = ..., group_id: str | None = ..., member_id: str | None = ..., topic: str | None = ..., partition: int | None = ..., group_metadata: ConsumerGroupMetadata | _Mapping | None = ..., member_metadata: ConsumerGroupMemberMetadata | _Mapping | None = ..., target_member: ConsumerGroupTargetAssignmentMember | _Mapping | None = ..., target_metadata: ConsumerGroupTargetAssignmentMetadata | _Mapping | None = ..., current_assignment: ConsumerGroupCurrentMemberAssignment | _Mapping | None = ..., offset_commit: OffsetCommit | _Mapping | None = ..., group_config: GroupConfig | _Mapping | None = ..., generic: GenericRecord | _Mapping | None = ..., tombstone: Tombstone | _Mapping | None = ...) -> None: ...
+    def __init__(self, version: _Optional[int] = ..., group_id: _Optional[str] = ..., member_id: _Optional[str] = ..., topic: _Optional[str] = ..., partition: _Optional[int] = ..., group_metadata: _Optional[_Union[ConsumerGroupMetadata, _Mapping]] = ..., member_metadata: _Optional[_Union[ConsumerGroupMemberMetadata, _Mapping]] = ..., target_member: _Optional[_Union[ConsumerGroupTargetAssignmentMember, _Mapping]] = ..., target_metadata: _Optional[_Union[ConsumerGroupTargetAssignmentMetadata, _Mapping]] = ..., current_assignment: _Optional[_Union[ConsumerGroupCurrentMemberAssignment, _Mapping]] = ..., offset_commit: _Optional[_Union[OffsetCommit, _Mapping]] = ..., group_config: _Optional[_Union[GroupConfig, _Mapping]] = ..., generic: _Optional[_Union[GenericRecord, _Mapping]] = ..., tombstone: _Optional[_Union[Tombstone, _Mapping]] = ...) -> None: ...
