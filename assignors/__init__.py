@@ -1,7 +1,11 @@
 """Partition assignors as pure functions: server-side (KIP-848) and client-side (classic protocol).
 
-Look assignors up by name (`get_server_assignor`, `get_classic_assignor`); the classes are exported for
-callers that need non-default parameters (e.g. `LagStickyAssignor(move_threshold=0.05)`).
+Server-side (`get_server_assignor`): `uniform` (default; balanced, sticky), `range` (co-partitioned
+ranges), `lag` (KAFKA-5337, per topic), `lag-sticky` (lag balanced across topics, few moves).
+Client-side (`get_classic_assignor`): `cooperative-sticky`, `roundrobin`, `range`, `lag`.
+The classes are exported for callers that need non-default parameters
+(e.g. `LagStickyAssignor(move_threshold=0.05)`). Each module's docstring explains its algorithm;
+`_balance` holds the shared balancing engine and `_layout` the compact encoding the hot paths use.
 """
 
 from assignors.api import (

@@ -16,6 +16,10 @@ class x group matrix `x[g, k]` (partitions of group g held by class k), then mat
    ceil(load_k / n_k) > floor(load_j / n_j) + 1, move as many units of g from k to j as keep that true
    (units not yet placed move first). Each unit lowers the sum of squared member counts, so this ends,
    and the end state is balanced member by member once each class splits its load floor/ceil.
+   Overlapping subscriptions can still leave a slope (52, 51, 50, 49, 48 around a ring of classes that
+   each share topics with their neighbours), so units are also pushed along the shortest chain of
+   classes from a busiest class to one at least two lower (up to 64 classes). The result is then
+   balanced across the whole group, not only between neighbours.
 3. Materialise: a class giving up units of g releases them from its most loaded members; within a class,
    members get floor or ceil of the class load, the ceil going first to members that already own more
    than the floor, in member order (the constrained seed's rule); members above target release their
@@ -40,6 +44,7 @@ from assignors._layout import BoolArray, I32Array, IntArray, stable_group_order
 FillFn = Callable[[IntArray, IntArray, IntArray, I32Array], None]
 
 _BIG = np.int64(1) << 60
+_MAX_PATH_CLASSES = 64  # chain search costs O(classes^2 x groups) per step; beyond: local balance only
 
 
 def contiguous_fill(incoming: IntArray, members: IntArray, caps: IntArray, owner: I32Array) -> None:
@@ -143,32 +148,112 @@ def _class_targets(
         x[:, 0] += free
         x_free[:, 0] = free
         return x, x_free
+    load = x.sum(axis=0)
     for g in np.lexsort((np.arange(n_groups), eligible.sum(axis=1))).tolist():
         if free[g]:
-            add = _waterfill(x.sum(axis=0), class_size, eligible[g], int(free[g]))
+            add = _waterfill(load, class_size, eligible[g], int(free[g]))
             x[g] += add
             x_free[g] += add
-    rows = np.arange(n_groups)
-    while True:
-        load = x.sum(axis=0)
-        floor = load // class_size
-        ceil = -(-load // class_size)
-        floor_eligible = np.where(eligible, floor[None, :], _BIG)
-        dest = floor_eligible.argmin(axis=1)
-        min_floor = floor_eligible[rows, dest]
-        gap = np.where(x > 0, ceil[None, :] - min_floor[:, None], -1)
-        if gap.max() <= 1:
-            return x, x_free
-        gi, ki = np.nonzero(gap > 1)
-        pick = np.lexsort((ki, gi, -gap[gi, ki], ~(x_free[gi, ki] > 0), -ceil[ki]))[0]
-        g, k = int(gi[pick]), int(ki[pick])
+            load += add
+    while _local_step(x, x_free, eligible, class_size) or (
+        n_classes <= _MAX_PATH_CLASSES and _path_step(x, x_free, eligible, class_size)
+    ):
+        pass
+    return x, x_free
+
+
+def _move(x: IntArray, x_free: IntArray, g: int, k: int, j: int, d: int) -> None:
+    """Move d units of group g from class k to j; units not yet placed in k go first."""
+    from_free = min(d, int(x_free[g, k]))
+    x[g, k] -= d
+    x_free[g, k] -= from_free
+    x[g, j] += d
+    x_free[g, j] += d
+
+
+def _local_step(x: IntArray, x_free: IntArray, eligible: BoolArray, class_size: IntArray) -> bool:
+    """One round of bulk moves between classes sharing a group (step 2), at most one move per class so
+    each uses exact loads; False when none is needed. Busiest classes go first, then units not yet
+    placed, then the widest gap."""
+    load = x.sum(axis=0)
+    floor = load // class_size
+    ceil = -(-load // class_size)
+    floor_eligible = np.where(eligible, floor[None, :], _BIG)
+    dest = floor_eligible.argmin(axis=1)
+    min_floor = floor_eligible[np.arange(len(x)), dest]
+    gap = np.where(x > 0, ceil[None, :] - min_floor[:, None], -1)
+    violating = gap > 1
+    if not violating.any():
+        return False
+    score = np.where(violating, 2 * gap + (x_free > 0), -1)
+    best = score.argmax(axis=0)  # per class: its best group (lowest index on ties)
+    classes = np.flatnonzero(violating.any(axis=0))
+    used = np.zeros(x.shape[1], dtype=np.bool_)
+    for k in classes[np.lexsort((classes, -ceil[classes]))].tolist():
+        g = int(best[k])
         j = int(dest[g])
+        if used[k] or used[j]:
+            continue
+        used[k] = used[j] = True
         d = _max_steps(int(load[k]), int(class_size[k]), int(load[j]), int(class_size[j]), int(x[g, k]))
-        from_free = min(d, int(x_free[g, k]))
-        x[g, k] -= d
-        x_free[g, k] -= from_free
-        x[g, j] += d
-        x_free[g, j] += d
+        _move(x, x_free, g, k, j, d)
+    return True
+
+
+def _path_step(x: IntArray, x_free: IntArray, eligible: BoolArray, class_size: IntArray) -> bool:
+    """Locally balanced classes can still form a slope (52, 51, 50, 49, 48 around a ring of overlapping
+    subscriptions). Push units along the shortest chain k -> ... -> j of classes, each holding a group
+    the next is eligible for, from a busiest class to one at least two lower: the ends even out, the
+    middle keeps its load. Without this a join in such a group ripples around the ring."""
+    load = x.sum(axis=0)
+    floor = load // class_size
+    ceil = -(-load // class_size)
+    if ceil.max() < floor.min() + 2:
+        return False
+    holds = x > 0
+    adjacent = (holds.T.astype(np.float32) @ eligible.astype(np.float32)) > 0  # [u, v]: u can pass to v
+    n_classes = x.shape[1]
+    reach = adjacent.copy()
+    while True:  # transitive closure by squaring: which classes each class can reach at all
+        wider = reach | ((reach.astype(np.float32) @ reach.astype(np.float32)) > 0)
+        if (wider == reach).all():
+            break
+        reach = wider
+    lowest = np.where(reach, floor[None, :], _BIG).min(axis=1)
+    sources = np.flatnonzero(lowest + 2 <= ceil)
+    for k in sources[np.lexsort((sources, -ceil[sources]))].tolist():
+        parent = np.full(n_classes, -1, dtype=np.int64)
+        seen = np.zeros(n_classes, dtype=np.bool_)
+        seen[k] = True
+        frontier = np.zeros(n_classes, dtype=np.bool_)
+        frontier[k] = True
+        while frontier.any():
+            step = adjacent & frontier[:, None]
+            new = step.any(axis=0) & ~seen
+            if not new.any():
+                break
+            parent[new] = step[:, new].argmax(axis=0)
+            seen |= new
+            frontier = new
+        seen[k] = False
+        if not seen.any():
+            continue
+        j = int(np.flatnonzero(seen)[np.argmin(floor[seen])])
+        if floor[j] + 2 > ceil[k]:
+            continue
+        path: list[tuple[int, int, int]] = []  # (group, from, to), from j back to k
+        v = j
+        while v != k:
+            u = int(parent[v])
+            g = int(np.argmax(holds[:, u] & eligible[:, v]))
+            path.append((g, u, v))
+            v = u
+        avail = min(int(x[g, u]) for g, u, _ in path)
+        d = _max_steps(int(load[k]), int(class_size[k]), int(load[j]), int(class_size[j]), avail)
+        for g, u, v in reversed(path):
+            _move(x, x_free, g, u, v, d)
+        return True
+    return False
 
 
 def _max_steps(load_k: int, n_k: int, load_j: int, n_j: int, avail: int) -> int:
@@ -219,12 +304,17 @@ def _release_surplus(
     keep_key: IntArray | None,
 ) -> None:
     """A class gives up units of a group: take them one by one from its currently busiest holder."""
-    safe_owner = np.maximum(owner, 0)
+    n_classes = surplus.shape[1]
+    held = np.flatnonzero(owner >= 0)
+    pair = pgroup[held] * n_classes + member_class[owner[held]]
+    order = np.argsort(pair, kind="stable")
+    held, pair = held[order], pair[order]
     for g, k in zip(*np.nonzero(surplus), strict=True):
-        cand = np.flatnonzero((pgroup == g) & (owner >= 0) & (member_class[safe_owner] == k))
+        key = int(g) * n_classes + int(k)
+        cand = held[np.searchsorted(pair, key) : np.searchsorted(pair, key, side="right")]
         own = owner[cand]
-        key = keep_key[cand] if keep_key is not None else cand
-        order = np.lexsort((-cand, -key, own))  # per member: highest keep_key released first
+        by = keep_key[cand] if keep_key is not None else cand
+        order = np.lexsort((-cand, -by, own))  # per member: highest keep_key released first
         cand, own = cand[order], own[order]
         starts = np.flatnonzero(np.concatenate(([True], own[1:] != own[:-1])))
         ends = np.append(starts[1:], len(cand))

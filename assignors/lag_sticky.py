@@ -9,29 +9,34 @@ Algorithm
 1. Counts: the `uniform` engine (`_balance`) keeps owned partitions up to each member's count target; a
    member over target gives up its highest-lag partitions first.
 2. Fill: unowned partitions, in decreasing lag, go to the member with the fewest partitions placed so
-   far in this fill, then the least total lag (LPT within the count constraint; see `_greedy`).
+   far in this fill, then the least total lag (LPT within the count constraint; see `_greedy`). With
+   rack ids, partitions are matched to same-rack members within each round of equal-count placement.
 3. Refine: repeatedly take the member A with the most lag. If it is within `move_threshold` x mean lag of
-   the mean, stop. Otherwise, among the `candidates` least-loaded members B, find the single move (A at
-   one partition above B, same subscriptions) or swap (counts unchanged) of partitions that brings
-   max(lag A, lag B) closest to their midpoint; apply it only if it lowers max(lag A, lag B) by more
-   than `move_threshold` x mean. If no B offers such a step, A is frozen and the next one is tried.
+   the mean, stop. Otherwise, among the `candidates` least-loaded members B, find the single move (A one
+   partition above B, same subscriptions) or swap (counts unchanged; across subscriptions only between
+   members with equal counts and only partitions both may hold) that brings max(lag A, lag B) closest to
+   their midpoint; apply it only if it lowers max(lag A, lag B) by more than `move_threshold` x mean. If
+   no B offers such a step, A is set aside and the next member is tried; set-aside members are checked
+   again whenever steps were made since. Refinement ignores racks.
 
 Guarantees
 - Every subscribed partition is assigned exactly once, to a subscribed member, and partition counts are
-  balanced by the same rule as `uniform` (within one of each other among members with equal subscriptions).
-- Idempotent: the same group, metadata and lags give back the same assignment (nothing moves).
-- Each refinement step lowers the larger of the two lags involved by more than `move_threshold` x mean, so
-  the sum of squared member lags drops by at least 2 (threshold x mean)^2 per step: refinement ends, and a
-  lag shift smaller than the threshold moves nothing.
-- On return, every member either has lag <= (1 + move_threshold) x mean, or no single move or swap with any
-  of the `candidates` least-loaded members lowers its lag by more than move_threshold x mean.
+  balanced by the same rule as `uniform` (within one of each other among members with equal
+  subscriptions); refinement moves and swaps never change that.
+- Idempotent: the same group, metadata and lags give back the same assignment (nothing moves). Scaling
+  every lag by the same factor moves nothing either: the threshold is relative to the mean.
+- Each refinement step lowers the larger of the two lags involved by more than move_threshold x mean, so
+  the sum of squared member lags drops by at least 2 (move_threshold x mean)^2 per step, which bounds
+  the number of steps (a backstop of 4 x (partitions + members) iterations also applies).
+- On return, every member has lag <= (1 + move_threshold) x mean, or no single move or swap with any of
+  the `candidates` least-loaded members lowers its lag by more than move_threshold x mean.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from assignors._balance import Policy, balance
+from assignors._balance import FillFn, Policy, balance, contiguous_fill
 from assignors._greedy import greedy_rounds
 from assignors._layout import BoolArray, Encoded, I32Array, IntArray, decode, encode_group, lag_vector
 from assignors.api import GroupAssignment, GroupSpec, LagSnapshot, TopicDescriber
@@ -41,15 +46,15 @@ DEFAULT_MOVE_THRESHOLD = 0.02
 
 
 class LagStickyAssignor:
-    """`move_threshold`: fraction of the mean member lag a move or swap must gain (default 2%): higher
-    moves fewer partitions, lower balances more tightly. `candidates`: least-loaded members examined per
-    step."""
+    """`move_threshold`: fraction of the mean member lag a move or swap must gain (default 0.02, i.e. 2%):
+    higher moves fewer partitions, lower balances more tightly. `candidates`: least-loaded members
+    examined per step."""
 
     name = "lag-sticky"
 
     def __init__(self, move_threshold: float = DEFAULT_MOVE_THRESHOLD, candidates: int = 8) -> None:
-        if move_threshold < 0:
-            raise ValueError("move_threshold must be >= 0")
+        if not move_threshold > 0:
+            raise ValueError("move_threshold must be > 0 (a fraction of the mean member lag)")
         if candidates < 1:
             raise ValueError("candidates must be >= 1")
         self.move_threshold = move_threshold
@@ -63,8 +68,11 @@ class LagStickyAssignor:
             return {}
         lags = lag_vector(lag, enc.tindex, enc.counts, enc.base)
         rack = RackInfo.build([s.rack_id for s in enc.specs], topics, enc.topic_ids, enc.base)
-        fill = _LptFill(lags, enc.n_members, rack)
-        policy = Policy(fill=fill, keep_key=lags, fill_order=np.argsort(-lags, kind="stable"))
+        if lags.any():
+            fill: FillFn = _LptFill(lags, enc.n_members, rack)
+            policy = Policy(fill=fill, keep_key=lags, fill_order=np.argsort(-lags, kind="stable"))
+        else:  # no lag information: nothing to balance but counts, so fill like `uniform`
+            policy = Policy(fill=rack.contiguous_fill if rack else contiguous_fill)
         owner = balance(enc.owner, enc.member_class, enc.class_topics, enc.counts, policy)
         if enc.n_partitions:
             _refine(owner, lags, enc, self.move_threshold, self.candidates)

@@ -3,7 +3,9 @@
 Balanced within one partition per eligible member, then as sticky as possible; a balanced assignment is
 returned unchanged. Homogeneous groups take the seed's constrained path (keep owned up to quota, fill from
 unassigned, never steal); heterogeneous groups balance per subscription class (see `_balance`). Unowned
-partitions go out in consecutive runs, so each member's result has few topic entries.
+partitions go out in consecutive runs, so each member's result has few topic entries. With rack ids,
+partitions being handed out go to same-rack members where possible; owned partitions are kept whatever
+their racks, since a move costs more than a cross-rack fetch.
 """
 
 from __future__ import annotations

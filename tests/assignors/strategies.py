@@ -24,34 +24,53 @@ def scenarios(
     draw: st.DrawFn, homogeneous: bool = False, max_members: int = 7, with_racks: bool = True
 ) -> tuple[GroupSpec, StaticTopicDescriber, LagSnapshot]:
     """A group with arbitrary (possibly stale, overlapping or invalid) current assignments, topic metadata
-    that may lack some subscribed topics, optional racks and a lag snapshot."""
+    that may lack some subscribed topics, optional racks and a lag snapshot. Few, large draws: generation
+    dominates the cost of these tests."""
     n_topics = draw(st.integers(1, 5))
     topic_ids = [f"t{i}" for i in range(n_topics)]
-    counts = {t: draw(st.integers(0, 9)) for t in topic_ids}
-    known = {t: c for t, c in counts.items() if draw(st.integers(0, 9)) > 0}  # some topics vanished
+    raw_counts = draw(st.lists(st.integers(-1, 9), min_size=n_topics, max_size=n_topics))
+    known = {t: c for t, c in zip(topic_ids, raw_counts, strict=True) if c >= 0}  # -1: topic vanished
+    total = sum(known.values())
+    racks: dict[str, tuple[frozenset[str], ...]] = {}
     racks_on = with_racks and draw(st.booleans())
-    racks = {
-        t: tuple(frozenset(draw(st.sets(st.sampled_from(RACKS), max_size=2))) for _ in range(c))
-        for t, c in known.items()
-    } if racks_on else {}
+    if racks_on:
+        flat = draw(st.lists(st.sets(st.sampled_from(RACKS), max_size=2), min_size=total, max_size=total))
+        it = iter(flat)
+        racks = {t: tuple(frozenset(next(it)) for _ in range(c)) for t, c in known.items()}
     describer = StaticTopicDescriber(known, racks)
-    common = frozenset(draw(st.sets(st.sampled_from(topic_ids), min_size=1)))
-    members: dict[str, MemberSpec] = {}
-    for i in range(draw(st.integers(1, max_members))):
-        subs = common if homogeneous else frozenset(draw(st.sets(st.sampled_from(topic_ids))))
-        assigned: dict[str, frozenset[int]] = {}
-        for t in draw(st.sets(st.sampled_from(topic_ids))):
-            assigned[t] = frozenset(draw(st.sets(st.integers(0, 10), max_size=4)))
-        rack = draw(st.sampled_from((None, *RACKS))) if racks_on else None
-        members[f"m{i:02d}"] = MemberSpec(subs, assigned, rack_id=rack)
+    topic_sets = st.frozensets(st.sampled_from(topic_ids))
+    common = draw(st.frozensets(st.sampled_from(topic_ids), min_size=1))
+    n_members = draw(st.integers(1, max_members))
+    member_draws = draw(
+        st.lists(
+            st.tuples(
+                topic_sets,
+                st.dictionaries(st.sampled_from(topic_ids), st.frozensets(st.integers(0, 10), max_size=4)),
+                st.sampled_from((None, *RACKS)),
+            ),
+            min_size=n_members,
+            max_size=n_members,
+        )
+    )
+    members = {
+        f"m{i:02d}": MemberSpec(common if homogeneous else subs, assigned, rack if racks_on else None)
+        for i, (subs, assigned, rack) in enumerate(member_draws)
+    }
+    offset_draws = draw(
+        st.lists(
+            st.tuples(st.integers(0, 1000), st.integers(0, 1000), st.integers(-300, 1000)),
+            min_size=total,
+            max_size=total,
+        )
+    )
     offsets = {}
+    it_off = iter(offset_draws)
     for t, c in known.items():
         for p in range(c):
-            if draw(st.integers(0, 4)):
-                end = draw(st.integers(0, 1000))
-                start = draw(st.integers(0, end))
-                committed = draw(st.one_of(st.none(), st.integers(0, end)))
-                offsets[(t, p)] = PartitionOffsets(end, committed, start)
+            end, start, committed = next(it_off)
+            if committed >= -100:  # below: no offsets known for this partition
+                start = min(start, end)
+                offsets[(t, p)] = PartitionOffsets(end, None if committed < 0 else committed, start)
     reset = draw(st.sampled_from(("latest", "earliest")))
     return GroupSpec.of(members), describer, LagSnapshot(offsets, reset)
 

@@ -103,6 +103,7 @@ def test_a_higher_threshold_moves_fewer_partitions() -> None:
     assert moved(first, loose) <= moved(first, tight)
 
 
-def test_threshold_must_not_be_negative() -> None:
-    with pytest.raises(ValueError):
-        LagStickyAssignor(move_threshold=-0.1)
+def test_threshold_must_be_positive() -> None:
+    for bad in (0.0, -0.1):
+        with pytest.raises(ValueError):
+            LagStickyAssignor(move_threshold=bad)
