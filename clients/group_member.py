@@ -13,6 +13,11 @@ Partitions are `(topic_name, partition)` tuples. Revocation is acknowledged (rep
 heartbeat's owned partitions, sent at once) after `on_revoked` returns, or, with `defer_revocation=True`,
 when the application calls `release()`: a Spark driver releases a partition only after its last batch's
 offsets are committed, so no record is processed by two drivers.
+
+Several coordinators: `target` may list addresses ("host1:50051,host2:50051"). When the coordinator answers
+NOT_COORDINATOR (16) or COORDINATOR_NOT_AVAILABLE (15), or cannot be reached, the member asks FindCoordinator
+(the current coordinator first, then each address listed or learned) which instance owns the group and
+continues there; commits, fetches and the leave heartbeat retry the same way within `rpc_timeout_s`.
 """
 
 from __future__ import annotations
@@ -20,9 +25,11 @@ from __future__ import annotations
 import logging
 import random
 import threading
+import time
 import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import Any, TypeVar
 
 import grpc
 
@@ -44,6 +51,13 @@ FENCED_MEMBER_EPOCH = 110
 UNRELEASED_INSTANCE_ID = 111
 FENCED_INSTANCE_ID = 82
 RETRIABLE = {COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR}
+# Answers after which the member asks FindCoordinator where the group is now.
+FIND_COORDINATOR_ON = {COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR}
+# gRPC failures that mean "this coordinator cannot be reached" (the call is retried elsewhere).
+TRANSPORT_ERRORS = {grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED, grpc.StatusCode.CANCELLED}
+FIND_COORDINATOR_TIMEOUT_S = 2.0
+
+R = TypeVar("R")
 
 
 class GroupMemberError(RuntimeError):
@@ -53,6 +67,16 @@ class GroupMemberError(RuntimeError):
         super().__init__(f"error {code}: {message}")
         self.code = code
         self.message = message
+
+
+@dataclass(frozen=True, slots=True)
+class _Route:
+    """The coordinator the member talks to now; replaced whole when the group moves."""
+
+    address: str
+    channel: grpc.Channel
+    stub: Any  # GroupCoordinatorStub
+    owned: bool  # opened here (closed here); False for a channel the application passed in
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,6 +106,7 @@ class GroupMember:
         defer_revocation: bool = False,
         channel: grpc.Channel | None = None,
         rpc_timeout_s: float = 10.0,
+        channel_factory: Callable[[str], grpc.Channel] | None = None,
     ) -> None:
         self.group_id = group_id
         self._topics = tuple(sorted(set(topics)))
@@ -96,9 +121,16 @@ class GroupMember:
         self._on_revoked = on_revoked
         self._on_lost = on_lost
         self._defer_revocation = defer_revocation
-        self._own_channel = channel is None
-        self._channel = channel or grpc.insecure_channel(target)
-        self._stub = pb_grpc.GroupCoordinatorStub(self._channel)
+        # Channels to coordinators FindCoordinator names are opened with `channel_factory` (default insecure).
+        self._channel_factory = channel_factory or grpc.insecure_channel
+        # Addresses to ask FindCoordinator: those given, then every coordinator learned since.
+        self._known = [a.strip() for a in target.split(",") if a.strip()]
+        if not self._known and channel is None:
+            raise ValueError("target names no coordinator address")
+        first = self._known[0] if self._known else target
+        ch = channel or self._channel_factory(first)
+        self._route = _Route(first, ch, pb_grpc.GroupCoordinatorStub(ch), channel is None)
+        self._route_lock = threading.Lock()
         self._rpc_timeout_s = rpc_timeout_s
 
         self._lock = threading.RLock()
@@ -174,7 +206,7 @@ class GroupMember:
                 t = by_topic[topic] = req.topics.add(name=topic)
             t.partitions.add(partition_index=p, committed_offset=off, committed_leader_epoch=-1,
                              committed_metadata=metadata)
-        resp = self._stub.OffsetCommit(req, timeout=self._rpc_timeout_s)
+        resp = self._call(lambda stub, timeout: stub.OffsetCommit(req, timeout=timeout))
         return {(t.name, p.partition_index): p.error_code for t in resp.topics for p in t.partitions}
 
     def fetch_offsets(self, partitions: Iterable[TopicPartition] | None = None) -> dict[TopicPartition, int]:
@@ -187,7 +219,7 @@ class GroupMember:
             req.topics.SetInParent()
             for topic, ps in sorted(wanted.items()):
                 req.topics.topics.add(name=topic, partition_indexes=sorted(ps))
-        resp = self._stub.OffsetFetch(req, timeout=self._rpc_timeout_s)
+        resp = self._call(lambda stub, timeout: stub.OffsetFetch(req, timeout=timeout))
         if resp.error_code:
             raise GroupMemberError(resp.error_code, resp.error_message)
         return {(t.name, p.partition_index): p.committed_offset for t in resp.topics for p in t.partitions}
@@ -206,7 +238,7 @@ class GroupMember:
             if self.instance_id is not None:
                 req.instance_id = self.instance_id
             try:
-                self._stub.ConsumerGroupHeartbeat(req, timeout=self._rpc_timeout_s)
+                self._call(lambda stub, timeout: stub.ConsumerGroupHeartbeat(req, timeout=timeout))
             except grpc.RpcError as e:
                 log.warning("leave of group %s failed: %s", self.group_id, e)
         with self._lock:
@@ -216,8 +248,9 @@ class GroupMember:
             self.member_epoch = 0
         if lost and self._on_revoked is not None:
             self._safe(self._on_revoked, lost)
-        if self._own_channel:
-            self._channel.close()
+        route = self._route
+        if route.owned:
+            route.channel.close()
 
     def __enter__(self) -> GroupMember:
         return self.start()
@@ -229,6 +262,7 @@ class GroupMember:
     def _run(self) -> None:
         backoff = 0.05
         while not self._stopping.is_set():
+            route = self._route
             try:
                 delay = self._heartbeat_once()
                 backoff = 0.05
@@ -236,7 +270,8 @@ class GroupMember:
                 log.info("heartbeat to group %s failed: %s; retrying", self.group_id, e.code())
                 with self._lock:
                     self._send_full = True
-                delay = backoff + random.uniform(0, backoff)
+                moved = e.code() in TRANSPORT_ERRORS and self._find_coordinator(route)
+                delay = 0.0 if moved else backoff + random.uniform(0, backoff)
                 backoff = min(backoff * 2, 2.0)
             except GroupMemberError as e:
                 log.error("member of group %s stopped: %s", self.group_id, e)
@@ -277,7 +312,8 @@ class GroupMember:
 
     def _heartbeat_once(self) -> float:
         req = self._build_request()
-        resp = self._stub.ConsumerGroupHeartbeat(req, timeout=self._rpc_timeout_s)
+        route = self._route
+        resp = route.stub.ConsumerGroupHeartbeat(req, timeout=self._rpc_timeout_s)
         self.heartbeats += 1
         code = resp.error_code
         with self._lock:
@@ -292,6 +328,8 @@ class GroupMember:
         if code in RETRIABLE or code == UNRELEASED_INSTANCE_ID:
             with self._lock:
                 self._send_full = True
+            if code in FIND_COORDINATOR_ON and self._find_coordinator(route):
+                return 0.0
             return max(self.heartbeat_interval_ms / 1000.0, 0.2) if code == UNRELEASED_INSTANCE_ID else 0.2
         raise GroupMemberError(code, resp.error_message)
 
@@ -345,6 +383,66 @@ class GroupMember:
             self._last_sent_owned = None
         if lost and self._on_lost is not None:
             self._safe(self._on_lost, lost)
+
+    # --- finding the coordinator -----------------------------------------------------------------------------
+    def _call(self, rpc: Callable[[Any, float], R]) -> R:
+        """`rpc(stub, timeout)` on the coordinator; where the group is elsewhere (15, 16) or the coordinator is
+        unreachable, find the owner and call again, until `rpc_timeout_s` has passed since the first try."""
+        deadline = time.monotonic() + self._rpc_timeout_s
+        backoff = 0.05
+        while True:
+            route = self._route
+            remaining = deadline - time.monotonic()
+            try:
+                resp = rpc(route.stub, max(remaining, 0.05))
+            except grpc.RpcError as e:
+                if e.code() not in TRANSPORT_ERRORS or time.monotonic() >= deadline:
+                    raise
+            else:
+                if getattr(resp, "error_code", NONE) not in RETRIABLE or time.monotonic() >= deadline:
+                    return resp
+            if not self._find_coordinator(route):
+                time.sleep(max(0.0, min(backoff, deadline - time.monotonic())))
+                backoff = min(backoff * 2, 1.0)
+
+    def _find_coordinator(self, failed: _Route) -> bool:
+        """Ask FindCoordinator on the current coordinator, then on each known address, which instance coordinates
+        the group, and switch to it. True if the member now talks to another coordinator."""
+        with self._route_lock:
+            if self._route is not failed:  # another thread switched meanwhile
+                return True
+            for address in [failed.address, *(a for a in self._known if a != failed.address)]:
+                owner = self._ask_coordinator(address, failed)
+                if owner is None:
+                    continue
+                if owner == failed.address:
+                    return False
+                channel = self._channel_factory(owner)
+                self._route = _Route(owner, channel, pb_grpc.GroupCoordinatorStub(channel), True)
+                if owner not in self._known:
+                    self._known.append(owner)
+                log.info("group %s: coordinator moved from %s to %s", self.group_id, failed.address, owner)
+                if failed.owned:
+                    failed.channel.close()
+                return True
+            return False
+
+    def _ask_coordinator(self, address: str, current: _Route) -> str | None:
+        """The owner FindCoordinator at `address` names for the group, as HOST:PORT; None if it cannot say."""
+        channel = current.channel if address == current.address else self._channel_factory(address)
+        try:
+            resp = pb_grpc.GroupCoordinatorStub(channel).FindCoordinator(
+                pb.FindCoordinatorRequest(keys=[self.group_id]),
+                timeout=min(self._rpc_timeout_s, FIND_COORDINATOR_TIMEOUT_S))
+        except grpc.RpcError:
+            return None
+        finally:
+            if channel is not current.channel:
+                channel.close()
+        for c in resp.coordinators:
+            if c.key == self.group_id and c.error_code == NONE and c.host and c.port:
+                return f"[{c.host}]:{c.port}" if ":" in c.host else f"{c.host}:{c.port}"
+        return None
 
     def _safe(self, cb: Callback, tps: frozenset[TopicPartition]) -> None:
         try:

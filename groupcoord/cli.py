@@ -70,6 +70,23 @@ def cmd_serve(args: argparse.Namespace) -> int:
         return 2
 
     bootstrap = args.bootstrap_servers or kafka.get("bootstrap.servers")
+    if args.state_topic and args.state_dir:
+        print("groupcoord: --state-topic and --state-dir both say where state lives; choose one", file=sys.stderr)
+        return 2
+    if args.state_topic and not (bootstrap or args.embedded_kafka):
+        print("groupcoord: --state-topic needs --bootstrap-servers (or --embedded-kafka)", file=sys.stderr)
+        return 2
+    if args.state_partitions < 1 or args.state_session_timeout_ms < 1:
+        print("groupcoord: --state-partitions and --state-session-timeout-ms must be positive", file=sys.stderr)
+        return 2
+    if args.advertised_listener:
+        from coordinator.runtime.sharding import parse_host_port
+
+        try:
+            parse_host_port(args.advertised_listener)
+        except ValueError as e:
+            print(f"groupcoord: --advertised-listener: {e}", file=sys.stderr)
+            return 2
     embedded = None
     cleanups: list[Any] = []
     metadata_source: Any
@@ -81,6 +98,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
         for name, spec in topics.items():
             count = spec if isinstance(spec, int) else spec[0] if isinstance(spec, tuple) else spec["partitions"]
             embedded.create_topic(name, int(count))
+        if args.state_topic:  # the mock cluster has no CreateTopics API
+            embedded.create_topic(args.state_topic, args.state_partitions)
         bootstrap = embedded.bootstrap_servers
         print(f"embedded Kafka: bootstrap.servers={bootstrap}", flush=True)
         cleanups.append(embedded.close)
@@ -105,9 +124,16 @@ def cmd_serve(args: argparse.Namespace) -> int:
     else:
         metadata_source = StaticMetadataSource(topics)
 
+    kafka_state = None
+    if args.state_topic:
+        from coordinator.runtime.sharding import KafkaStateOptions
+
+        kafka_state = KafkaStateOptions(str(bootstrap), topic=args.state_topic, partitions=args.state_partitions,
+                                        session_timeout_ms=args.state_session_timeout_ms)
     options = ServerOptions(listen=args.listen, metrics_port=args.metrics_port, metrics_host=args.metrics_host,
                             config=config, metadata_source=metadata_source, lag_provider=lag_provider,
-                            gauges=gauges, state_dir=Path(args.state_dir) if args.state_dir else None)
+                            gauges=gauges, state_dir=Path(args.state_dir) if args.state_dir else None,
+                            kafka_state=kafka_state, advertised_listener=args.advertised_listener)
 
     async def main() -> None:
         server = CoordinatorServer(options)
@@ -122,8 +148,13 @@ def cmd_serve(args: argparse.Namespace) -> int:
         print("groupcoord: shutting down", flush=True)
         await server.stop(grace_s=5.0)
 
+    from coordinator.runtime.kafka_log import StateTopicError
+
     try:
         asyncio.run(main())
+    except StateTopicError as e:
+        print(f"groupcoord: {e}", file=sys.stderr)
+        return 2
     finally:
         for cleanup in cleanups:
             cleanup()
@@ -231,7 +262,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    from clients import demo  # type: ignore[attr-defined]
+    from groupcoord import demo
 
     return int(demo.main(args.rest) or 0)
 
@@ -259,6 +290,16 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--embedded-brokers", type=int, default=1, help="brokers of the embedded cluster (default 1)")
     s.add_argument("--state-dir", help="persist groups and offsets here (an append-only log plus snapshots); "
                    "without it state is in memory only and lost on restart")
+    s.add_argument("--state-topic", metavar="NAME",
+                   help="keep groups and offsets in this compacted Kafka topic instead (needs --bootstrap-servers); "
+                   "every instance with the same topic shares the groups, Kafka deciding which instance serves which")
+    s.add_argument("--state-partitions", type=int, default=50, metavar="N",
+                   help="partitions of --state-topic (default 50); must match the topic if it exists")
+    s.add_argument("--state-session-timeout-ms", type=int, default=10_000, metavar="MS",
+                   help="how long a vanished instance keeps its groups before the others take them (default 10000)")
+    s.add_argument("--advertised-listener", metavar="HOST:PORT",
+                   help="the address clients reach this instance on, as FindCoordinator answers it "
+                   "(default: the --listen address)")
     s.add_argument("--metadata-refresh-ms", type=int, default=5000,
                    help="how often to re-read topic metadata from Kafka (default 5000)")
     s.add_argument("--lag-refresh-ms", type=int, default=2000,

@@ -20,7 +20,17 @@ from typing import Any, Protocol
 
 from assignors.api import AssignorError, LagSnapshot, PartitionOffsets
 from assignors.registry import get_server_assignor
-from coordinator.core import admin, offsets
+from coordinator.core import admin, classic_handlers, offsets
+from coordinator.core.classic_messages import (
+    HeartbeatRequest,
+    HeartbeatResponse,
+    JoinGroupRequest,
+    JoinGroupResponse,
+    LeaveGroupRequest,
+    LeaveGroupResponse,
+    SyncGroupRequest,
+    SyncGroupResponse,
+)
 from coordinator.core.config import GROUP_CONFIG_DEFS, BrokerConfig
 from coordinator.core.consumer_group import (
     FIRST_GROUP_EPOCH,
@@ -126,6 +136,7 @@ class GroupCoordinatorShard:
             OffsetCommitTombstone: self.offsets.replay_tombstone,
             GroupConfig: self._replay_group_config,
         }
+        classic_handlers.install(self)
 
     # =====================================================================================================
     # Records
@@ -713,6 +724,21 @@ class GroupCoordinatorShard:
             offsets[(self.metadata.by_name[name].topic_id, p)] = PartitionOffsets(
                 end_offset=end, committed_offset=None if c is None else c.committed_offset, log_start_offset=start)
         return LagSnapshot(offsets=offsets, auto_offset_reset=reset)
+
+    # =====================================================================================================
+    # Classic protocol (rules in classic_group.py / classic_handlers.py)
+    # =====================================================================================================
+    def classic_group_join(self, request: JoinGroupRequest, now: int, token: int) -> Result[JoinGroupResponse | None]:
+        return classic_handlers.join_group(self, request, now, token)
+
+    def classic_group_sync(self, request: SyncGroupRequest, now: int, token: int) -> Result[SyncGroupResponse | None]:
+        return classic_handlers.sync_group(self, request, now, token)
+
+    def classic_group_heartbeat(self, request: HeartbeatRequest, now: int) -> Result[HeartbeatResponse]:
+        return classic_handlers.heartbeat(self, request, now)
+
+    def classic_group_leave(self, request: LeaveGroupRequest, now: int) -> Result[LeaveGroupResponse]:
+        return classic_handlers.leave_group(self, request, now)
 
 
 def _is_empty_classic(group: Any) -> bool:

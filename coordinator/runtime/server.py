@@ -24,10 +24,12 @@ from prometheus_client import start_http_server
 from coordinator.core.config import BrokerConfig
 from coordinator.core.shard import GroupCoordinatorShard, LagProvider
 from coordinator.runtime.executor import BackgroundExecutor
+from coordinator.runtime.kafka_log import KafkaRecordLog
 from coordinator.runtime.log import FileLog
 from coordinator.runtime.metrics import CoordinatorCollector, CoordinatorMetrics
 from coordinator.runtime.runtime import CoordinatorRuntime, MetadataSource, RecordSink
 from coordinator.runtime.service import GroupCoordinatorService
+from coordinator.runtime.sharding import KafkaStateOptions, PartitionOwnership, parse_host_port
 from groupcoord.v1 import coordinator_pb2 as pb
 from groupcoord.v1 import coordinator_pb2_grpc as pb_grpc
 
@@ -47,6 +49,9 @@ class ServerOptions:
     sink: RecordSink | None = None
     metadata_poll_s: float = 1.0
     state_dir: Path | None = None  # persist records here (FileLog); None: in memory only
+    # persist records in a Kafka topic instead, and share the groups with every instance using the same topic
+    kafka_state: KafkaStateOptions | None = None
+    advertised_listener: str | None = None  # HOST:PORT clients reach this instance on; default: the listen address
     extensions: list[Callable[[CoordinatorRuntime, grpc.aio.Server], None]] = field(default_factory=list)
     # extra gauges: name -> (help, read), e.g. the age of the Kafka metadata and lag snapshots
     gauges: dict[str, tuple[str, Callable[[], float]]] = field(default_factory=dict)
@@ -63,6 +68,8 @@ class CoordinatorServer:
         self.health = health.aio.HealthServicer()
         self.log: FileLog | None = None
         self.load_report: Any = None
+        self.kafka_log: KafkaRecordLog | None = None
+        self.ownership: PartitionOwnership | None = None
 
     async def start(self) -> None:
         # Most of what the coordinator allocates per request is acyclic and freed by reference counting;
@@ -79,6 +86,13 @@ class CoordinatorServer:
             shard.metadata = image
         executor = BackgroundExecutor(o.config["group.coordinator.background.threads"], metrics)
         sink = o.sink
+        if o.kafka_state is not None:
+            if o.state_dir is not None or (sink is not None and not isinstance(sink, KafkaRecordLog)):
+                raise ValueError("kafka_state keeps the records in Kafka: set no state_dir, and a sink only if it "
+                                 "is a KafkaRecordLog")
+            self.kafka_log = sink if isinstance(sink, KafkaRecordLog) else o.kafka_state.record_log()
+            sink = self.kafka_log
+            await asyncio.to_thread(self.kafka_log.start)
         if o.state_dir is not None and sink is None:
             sink = FileLog(o.state_dir, o.config["groupcoord.log.fsync"], o.config["groupcoord.log.fsync.interval.ms"])
         if isinstance(sink, FileLog):
@@ -87,6 +101,10 @@ class CoordinatorServer:
         if self.log is not None:
             runtime.snapshot_every = o.config["groupcoord.log.snapshot.records"]
         self.runtime = runtime
+        if self.kafka_log is not None and o.kafka_state is not None:
+            # Routing from the first request on: until Kafka assigns partitions, every group is NOT_COORDINATOR.
+            runtime.router = self.ownership = PartitionOwnership(runtime, self.kafka_log, o.kafka_state)
+            metrics.gauges.update(self.ownership.gauges())
         metrics.gauges.update(o.gauges)
 
         def not_serving(_: Exception) -> None:
@@ -109,6 +127,8 @@ class CoordinatorServer:
             raise OSError(f"cannot listen on {o.listen}")
         host = o.listen.rsplit(":", 1)[0].strip("[]") or "127.0.0.1"
         runtime.advertised = ("127.0.0.1" if host in ("0.0.0.0", "::", "") else host, self.port)
+        if o.advertised_listener:
+            runtime.advertised = parse_host_port(o.advertised_listener)
         await server.start()  # serving already: requests get COORDINATOR_LOAD_IN_PROGRESS until loaded
         self._server = server
         report = await runtime.start(self.log.load if self.log is not None else None)
@@ -117,6 +137,8 @@ class CoordinatorServer:
                      report.snapshot_generation, report.snapshot_records, report.log_records, report.seconds,
                      f"; dropped a torn tail of {report.truncated_bytes} bytes" if report.truncated_bytes else "")
         self.load_report = report
+        if self.ownership is not None:
+            self.ownership.start(runtime.advertised)
         if o.metrics_port is not None:
             http_server, _thread = start_http_server(o.metrics_port, addr=o.metrics_host, registry=metrics.registry)
             self._metrics_http = http_server
@@ -131,8 +153,12 @@ class CoordinatorServer:
         await self.health.enter_graceful_shutdown()
         if self._server is not None:
             await self._server.stop(grace_s)
+        if self.ownership is not None:  # leaving the group hands the partitions off through the runtime
+            await asyncio.to_thread(self.ownership.stop)
         if self.runtime is not None:
             await self.runtime.stop()
+        if self.kafka_log is not None:
+            await asyncio.to_thread(self.kafka_log.close)
         if self._metrics_http is not None:
             self._metrics_http.shutdown()
             self._metrics_http.server_close()

@@ -12,6 +12,14 @@ from typing import Any, TypeVar
 
 import grpc
 
+from coordinator.core.classic_group import CLASSIC_RECORD_TYPES
+from coordinator.core.classic_messages import (
+    HeartbeatRequest,
+    JoinGroupRequest,
+    LeaveGroupRequest,
+    MemberIdentity,
+    SyncGroupRequest,
+)
 from coordinator.core.errors import CoordinatorError, Errors
 from coordinator.core.messages import (
     CommitPartition,
@@ -20,6 +28,7 @@ from coordinator.core.messages import (
     OffsetFetchRequest,
 )
 from coordinator.core.metadata import MetadataImage
+from coordinator.runtime import record_codec
 from coordinator.runtime.runtime import CoordinatorRuntime
 from groupcoord.v1 import coordinator_pb2 as pb
 from groupcoord.v1 import coordinator_pb2_grpc as pb_grpc
@@ -28,6 +37,12 @@ log = logging.getLogger("groupcoord.service")
 
 T = TypeVar("T")
 MAX_ID_LENGTH = 255 * 4  # Kafka ids are strings; keep absurd sizes out of the state and the log
+# SyncGroupRequest has no field for the seed's "the leader transmits an error": a leader that could not compute
+# the assignment sends its (Kafka) error code in this gRPC request metadata key; see `SyncGroup`.
+LEADER_ERROR_METADATA_KEY = "groupcoord-assignment-error"
+
+for _record_type in CLASSIC_RECORD_TYPES:  # the classic group's records travel as GenericRecord
+    record_codec.register_generic(_record_type)
 
 
 def topic_partitions_to_pb(tps: Mapping[str, Iterable[int]], image: MetadataImage) -> list[pb.TopicPartitions]:
@@ -46,6 +61,20 @@ def _owned_from_pb(msg: pb.ConsumerGroupHeartbeatRequest) -> dict[str, frozenset
     for tp in msg.topic_partitions.topics:
         owned.setdefault(tp.topic_id, set()).update(tp.partitions)
     return {t: frozenset(p) for t, p in owned.items()}
+
+
+def _leader_error(context: grpc.aio.ServicerContext) -> Errors:
+    for key, value in context.invocation_metadata() or ():
+        if key == LEADER_ERROR_METADATA_KEY:
+            try:
+                code = int(value)
+            except ValueError:
+                message = f"{LEADER_ERROR_METADATA_KEY} must be a Kafka error code, not {value!r}."
+                raise CoordinatorError(Errors.INVALID_REQUEST, message) from None
+            if code == 0:
+                return Errors.NONE
+            return Errors(code) if code in Errors._value2member_map_ else Errors.UNKNOWN_SERVER_ERROR
+    return Errors.NONE
 
 
 def _check_ids(*values: str) -> None:
@@ -126,6 +155,135 @@ class GroupCoordinatorService(pb_grpc.GroupCoordinatorServicer):
             member_epoch=resp.member_epoch, heartbeat_interval_ms=resp.heartbeat_interval_ms)
         if resp.assignment is not None:
             out.assignment.topic_partitions.extend(topic_partitions_to_pb(resp.assignment, self.shard.metadata))
+        return out
+
+    # --- classic protocol ------------------------------------------------------------------------------------
+    async def _run_parkable(self, name: str, fn: Callable[[int, int], Any], on_error: Callable[[Errors, str], T],
+                            group_id: str) -> Any:
+        """`_run` for JoinGroup/SyncGroup, which may park at the coordinator until other members arrive."""
+        if not self.runtime.loaded:
+            return on_error(Errors.COORDINATOR_LOAD_IN_PROGRESS, "The coordinator is loading its state; retry.")
+        if self.runtime.failed is not None:
+            return on_error(Errors.COORDINATOR_NOT_AVAILABLE,
+                            f"The coordinator's record log failed ({self.runtime.failed}); it must be restarted.")
+        router = self.runtime.router
+        refusal = router(group_id) if router is not None else None
+        if refusal is not None:
+            return on_error(*refusal)
+        try:
+            return await self.runtime.submit_parkable(name, fn)
+        except CoordinatorError as e:
+            return on_error(e.code, e.message)
+        except Exception as e:
+            log.exception("%s failed", name)
+            return on_error(Errors.UNKNOWN_SERVER_ERROR, f"internal error: {type(e).__name__}: {e}")
+
+    async def JoinGroup(self, request: pb.JoinGroupRequest, context: grpc.aio.ServicerContext) -> pb.JoinGroupResponse:
+        def error(code: Errors, message: str) -> pb.JoinGroupResponse:
+            return pb.JoinGroupResponse(error_code=int(code), error_message=message, generation_id=-1,
+                                        member_id=request.member_id)
+
+        try:
+            _check_ids(request.group_id, request.member_id, request.group_instance_id)
+            req = JoinGroupRequest(
+                group_id=request.group_id, member_id=request.member_id, protocol_type=request.protocol_type,
+                protocols=tuple((p.name, bytes(p.metadata)) for p in request.protocols),
+                session_timeout_ms=request.session_timeout_ms, rebalance_timeout_ms=request.rebalance_timeout_ms,
+                instance_id=request.group_instance_id if request.HasField("group_instance_id") else None,
+                reason=request.reason, client_host=context.peer())
+        except CoordinatorError as e:
+            return error(e.code, e.message)
+        resp = await self._run_parkable(
+            "JoinGroup", lambda now, token: self.shard.classic_group_join(req, now, token), error, req.group_id)
+        if isinstance(resp, pb.JoinGroupResponse):
+            return resp
+        out = pb.JoinGroupResponse(error_code=int(resp.error_code), error_message=resp.error_message,
+                                   generation_id=resp.generation_id, leader=resp.leader, member_id=resp.member_id,
+                                   skip_assignment=resp.skip_assignment)
+        if resp.protocol_type is not None:
+            out.protocol_type = resp.protocol_type
+        if resp.protocol_name is not None:
+            out.protocol_name = resp.protocol_name
+        for m in resp.members:
+            member = out.members.add(member_id=m.member_id, metadata=m.metadata)
+            if m.instance_id is not None:
+                member.group_instance_id = m.instance_id
+        return out
+
+    async def SyncGroup(self, request: pb.SyncGroupRequest, context: grpc.aio.ServicerContext) -> pb.SyncGroupResponse:
+        """The leader may report that it could not compute the assignment (the seed's "leader transmits an
+        error") with the metadata key `groupcoord-assignment-error: <Kafka error code>`: the generation is then
+        invalidated and the error goes to every member waiting in SyncGroup."""
+        def error(code: Errors, message: str) -> pb.SyncGroupResponse:
+            return pb.SyncGroupResponse(error_code=int(code), error_message=message)
+
+        try:
+            _check_ids(request.group_id, request.member_id, request.group_instance_id)
+            req = SyncGroupRequest(
+                group_id=request.group_id, generation_id=request.generation_id, member_id=request.member_id,
+                instance_id=request.group_instance_id if request.HasField("group_instance_id") else None,
+                protocol_type=request.protocol_type if request.HasField("protocol_type") else None,
+                protocol_name=request.protocol_name if request.HasField("protocol_name") else None,
+                assignments={a.member_id: bytes(a.assignment) for a in request.assignments},
+                error_code=_leader_error(context))
+        except CoordinatorError as e:
+            return error(e.code, e.message)
+        resp = await self._run_parkable(
+            "SyncGroup", lambda now, token: self.shard.classic_group_sync(req, now, token), error, req.group_id)
+        if isinstance(resp, pb.SyncGroupResponse):
+            return resp
+        out = pb.SyncGroupResponse(error_code=int(resp.error_code), error_message=resp.error_message,
+                                   assignment=resp.assignment)
+        if resp.protocol_type is not None:
+            out.protocol_type = resp.protocol_type
+        if resp.protocol_name is not None:
+            out.protocol_name = resp.protocol_name
+        return out
+
+    async def Heartbeat(self, request: pb.HeartbeatRequest, context: grpc.aio.ServicerContext) -> pb.HeartbeatResponse:
+        def error(code: Errors, message: str) -> pb.HeartbeatResponse:
+            return pb.HeartbeatResponse(error_code=int(code), error_message=message)
+
+        try:
+            _check_ids(request.group_id, request.member_id, request.group_instance_id)
+        except CoordinatorError as e:
+            return error(e.code, e.message)
+        req = HeartbeatRequest(request.group_id, request.generation_id, request.member_id,
+                               request.group_instance_id if request.HasField("group_instance_id") else None)
+        resp = await self._run("Heartbeat", lambda now: self.shard.classic_group_heartbeat(req, now), error,
+                               [req.group_id])
+        if isinstance(resp, pb.HeartbeatResponse):
+            return resp
+        return pb.HeartbeatResponse(error_code=int(resp.error_code), error_message=resp.error_message)
+
+    async def LeaveGroup(self, request: pb.LeaveGroupRequest,
+                         context: grpc.aio.ServicerContext) -> pb.LeaveGroupResponse:
+        def error(code: Errors, message: str) -> pb.LeaveGroupResponse:
+            out = pb.LeaveGroupResponse(error_code=int(code), error_message=message)
+            for m in request.members:
+                member = out.members.add(member_id=m.member_id, error_code=int(code), error_message=message)
+                if m.HasField("group_instance_id"):
+                    member.group_instance_id = m.group_instance_id
+            return out
+
+        try:
+            _check_ids(request.group_id, *(m.member_id for m in request.members),
+                       *(m.group_instance_id for m in request.members))
+        except CoordinatorError as e:
+            return error(e.code, e.message)
+        req = LeaveGroupRequest(request.group_id, tuple(
+            MemberIdentity(m.member_id, m.group_instance_id if m.HasField("group_instance_id") else None, m.reason)
+            for m in request.members))
+        resp = await self._run("LeaveGroup", lambda now: self.shard.classic_group_leave(req, now), error,
+                               [req.group_id])
+        if isinstance(resp, pb.LeaveGroupResponse):
+            return resp
+        out = pb.LeaveGroupResponse(error_code=int(resp.error_code), error_message=resp.error_message)
+        for m in resp.members:
+            member = out.members.add(member_id=m.member_id, error_code=int(m.error_code),
+                                     error_message=m.error_message)
+            if m.instance_id is not None:
+                member.group_instance_id = m.instance_id
         return out
 
     # --- offsets -------------------------------------------------------------------------------------------
@@ -287,7 +445,19 @@ class GroupCoordinatorService(pb_grpc.GroupCoordinatorServicer):
 
     async def FindCoordinator(self, request: pb.FindCoordinatorRequest,
                               context: grpc.aio.ServicerContext) -> pb.FindCoordinatorResponse:
-        """A single instance serves every group: it answers with its own advertised address."""
-        host, port = self.runtime.advertised
-        return pb.FindCoordinatorResponse(coordinators=[
-            pb.Coordinator(key=k, host=host, port=port, node_id=0) for k in request.keys])
+        """A single instance serves every group: it answers with its own advertised address. Instances sharing a
+        Kafka state topic answer with the owner of the group's partition; while no instance owns it (a move in
+        progress), COORDINATOR_NOT_AVAILABLE, and the client asks again."""
+        from coordinator.runtime.sharding import PartitionOwnership
+
+        router = self.runtime.router
+        if not isinstance(router, PartitionOwnership):
+            host, port = self.runtime.advertised
+            return pb.FindCoordinatorResponse(coordinators=[
+                pb.Coordinator(key=k, host=host, port=port, node_id=0) for k in request.keys])
+        out = pb.FindCoordinatorResponse()
+        for key in request.keys:
+            found = router.locate(key)
+            out.coordinators.add(key=key, host=found.host, port=found.port, error_code=int(found.error),
+                                 error_message=found.message, node_id=0 if found.error is Errors.NONE else -1)
+        return out

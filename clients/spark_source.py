@@ -1,0 +1,695 @@
+"""A PySpark streaming source that reads the Kafka partitions a groupcoord consumer group gives this driver.
+
+Usage::
+
+    from clients.spark_source import GroupcoordDataSource
+
+    spark.dataSource.register(GroupcoordDataSource)
+    df = (spark.readStream.format("groupcoord")
+          .option("coordinator", "127.0.0.1:50051").option("group", "orders-app").option("topics", "orders")
+          .option("bootstrap.servers", "127.0.0.1:9092").option("startingOffsets", "earliest")
+          .option("maxOffsetsPerTrigger", 100000)
+          .load())
+    # columns: topic string, partition int, offset long, timestamp timestamp, key binary, value binary
+
+Options:
+
+=========================  =====================================================================================
+``coordinator``            groupcoord address, HOST:PORT (required)
+``group``                  consumer group id (required)
+``topics``                 comma-separated topics to subscribe to (required)
+``bootstrap.servers``      Kafka bootstrap servers (required)
+``maxOffsetsPerTrigger``   at most this many records per micro-batch, split across owned partitions in
+                           proportion to their lag (default: no limit)
+``startingOffsets``        ``earliest`` or ``latest`` (default): where to start a partition the group has no
+                           committed offset for. The start is committed at once, so a later owner resumes there
+``instance.id``            static membership (KIP-345): a stop is then a temporary leave, and the partitions
+                           stay with this instance for the session timeout
+``server.assignor``        server-side assignor to ask for (e.g. ``lag-sticky``, ``uniform``, ``range``)
+``rack.id``                rack of this driver, for rack-aware assignors
+``rebalance.timeout.ms``   how long the coordinator waits for this driver to release revoked partitions
+                           (default 60000; a revoked partition is released after the running batch)
+``fetch.timeout.ms``       a task fails if Kafka does not deliver its ranges within this time (default 60000)
+``tasksPerBatch``          Spark tasks per micro-batch (default 2): the owned partitions' ranges are packed into
+                           at most this many tasks of about equal size; use the driver's core count
+``drain.file``             when this file appears, the source commits its last completed batch, leaves the
+                           group, reads nothing more and creates ``<drain.file>.done``: a clean stop with no
+                           duplicates (``clients.spark_driver`` uses it on SIGTERM)
+``status.file``            the source writes its member id, epoch, partitions and committed offsets here (JSON,
+                           replaced atomically) after every trigger
+``kafka.*``                passed to the confluent-kafka clients without the prefix (e.g. ``kafka.security.protocol``)
+=========================  =====================================================================================
+
+How exactly-once by partition ownership works (the theory of operation):
+
+- The stream reader runs in its own Python process on the driver (started by the driver's JVM, one per query
+  run) and keeps a `GroupMember` there, heartbeating on a thread, with ``defer_revocation=True``.
+- An offset is ``{"topic:partition": [from, to], ...}`` over the partitions owned when the batch was planned;
+  `partitions(start, end)` reads only ``end`` (a pure function of it) and packs the non-empty ranges into
+  ``tasksPerBatch`` Spark tasks. Executors read their ranges with confluent-kafka (assign at the range starts;
+  no Kafka consumer group).
+- Spark calls `latestOffset(start)` for batch N+1 only after batch N (whose end is ``start``) has run and its
+  sink has committed. That call is therefore where batch N is acknowledged: its ``to`` offsets are committed to
+  the coordinator with the member epoch, and only then are the partitions the coordinator asked back released.
+  A revoked partition is never in a batch planned after the revocation arrived, and is released only once its
+  last batch is committed, so the next owner resumes exactly after it (`fetch_offsets` when it gains it).
+  Spark's own `commit(end)` arrives one batch late and is not used.
+- A driver that crashes (SIGKILL) never acknowledges its last batch: the next owner re-reads it, so the only
+  duplicates are the records of a crashed driver's last batch. A driver stopped through ``drain.file`` commits
+  its last batch before leaving: no duplicates.
+- A member that is fenced (``on_lost``) while a batch runs does not commit that batch: another driver may own
+  its partitions already, and a late commit could move their offsets backwards.
+- Spark checkpoints are not the source of truth: positions live in the coordinator. A query restarted from an
+  old checkpoint is refused (the replayed batch may cover partitions another driver owns now): give every run
+  a fresh ``checkpointLocation``.
+- Coordinator or Kafka errors in `latestOffset` are logged and the batch is skipped (``start`` is returned):
+  an exception there would fail the query at once.
+
+Spark calls `latestOffset` on every trigger; use a processing-time trigger (e.g. 1 s) rather than the default
+(which polls continuously and makes the reader call Kafka and the coordinator ~90 times a second).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import signal
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+import grpc
+from confluent_kafka import Consumer, KafkaError, KafkaException
+from confluent_kafka import TopicPartition as KafkaTopicPartition
+from confluent_kafka.admin import AdminClient, OffsetSpec
+from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
+from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMaxRows, SupportsTriggerAvailableNow
+from pyspark.sql.types import (
+    BinaryType,
+    IntegerType,
+    LongType,
+    StringType,
+    StructField,
+    StructType,
+    TimestampType,
+)
+
+from clients.group_member import GroupMember, GroupMemberError
+
+__all__ = ["SCHEMA", "GroupcoordDataSource", "GroupcoordStreamReader", "KafkaRange", "ReadTask", "SourceOptions",
+           "allot", "pack"]
+
+log = logging.getLogger("groupcoord.spark_source")
+
+SCHEMA = StructType([
+    StructField("topic", StringType(), False),
+    StructField("partition", IntegerType(), False),
+    StructField("offset", LongType(), False),
+    StructField("timestamp", TimestampType(), True),
+    StructField("key", BinaryType(), True),
+    StructField("value", BinaryType(), True),
+])
+
+TopicPartition = tuple[str, int]
+Ranges = dict[TopicPartition, tuple[int, int]]  # (from, to): records from <= offset < to
+
+_STARTING = ("earliest", "latest")
+_READER_GROUP_ID = "groupcoord-spark-reader"  # confluent-kafka needs one; assign() never joins it
+
+
+@dataclass(frozen=True, slots=True)
+class SourceOptions:
+    """The source's options, validated once (at `load()`), so a typo fails the query before it starts."""
+
+    coordinator: str
+    group: str
+    topics: tuple[str, ...]
+    bootstrap_servers: str
+    max_offsets_per_trigger: int | None = None
+    starting_offsets: str = "latest"
+    instance_id: str | None = None
+    server_assignor: str | None = None
+    rack_id: str | None = None
+    rebalance_timeout_ms: int = 60_000
+    fetch_timeout_ms: int = 60_000
+    tasks_per_batch: int = 2
+    drain_file: str | None = None
+    status_file: str | None = None
+    kafka: tuple[tuple[str, str], ...] = ()
+
+    @staticmethod
+    def parse(options: Mapping[str, str]) -> SourceOptions:
+        opts = {k.lower(): str(v) for k, v in options.items()}
+
+        def required(name: str) -> str:
+            value = opts.get(name.lower(), "").strip()
+            if not value:
+                raise ValueError(f"groupcoord source: option {name!r} is required")
+            return value
+
+        def integer(name: str, default: int | None, minimum: int) -> int | None:
+            raw = opts.get(name.lower())
+            if raw is None or raw.strip() == "":
+                return default
+            try:
+                value = int(raw)
+            except ValueError:
+                raise ValueError(f"groupcoord source: option {name!r} must be an integer, got {raw!r}") from None
+            if value < minimum:
+                raise ValueError(f"groupcoord source: option {name!r} must be >= {minimum}, got {value}")
+            return value
+
+        topics = tuple(sorted({t.strip() for t in required("topics").split(",") if t.strip()}))
+        starting = opts.get("startingoffsets", "latest").strip().lower()
+        if starting not in _STARTING:
+            raise ValueError(f"groupcoord source: option 'startingOffsets' must be earliest or latest, "
+                             f"got {starting!r}")
+        kafka = tuple(sorted((k[len("kafka."):], v) for k, v in opts.items() if k.startswith("kafka.")))
+        return SourceOptions(
+            coordinator=required("coordinator"),
+            group=required("group"),
+            topics=topics,
+            bootstrap_servers=required("bootstrap.servers"),
+            max_offsets_per_trigger=integer("maxOffsetsPerTrigger", None, 1),
+            starting_offsets=starting,
+            instance_id=opts.get("instance.id") or None,
+            server_assignor=opts.get("server.assignor") or None,
+            rack_id=opts.get("rack.id") or None,
+            rebalance_timeout_ms=integer("rebalance.timeout.ms", 60_000, 1) or 60_000,
+            fetch_timeout_ms=integer("fetch.timeout.ms", 60_000, 1) or 60_000,
+            tasks_per_batch=integer("tasksPerBatch", 2, 1) or 2,
+            drain_file=opts.get("drain.file") or None,
+            status_file=opts.get("status.file") or None,
+            kafka=kafka,
+        )
+
+    def kafka_config(self, **extra: Any) -> dict[str, Any]:
+        # log.connection.close: the mock cluster and idle brokers close connections; that is not worth a line
+        config: dict[str, Any] = {"bootstrap.servers": self.bootstrap_servers, "log.connection.close": False}
+        config.update(dict(self.kafka))
+        config.update(extra)
+        return config
+
+
+class GroupcoordDataSource(DataSource):
+    """``spark.readStream.format("groupcoord")``: see the module docstring for options and guarantees."""
+
+    @classmethod
+    def name(cls) -> str:
+        return "groupcoord"
+
+    def schema(self) -> StructType:
+        return SCHEMA
+
+    def streamReader(self, schema: StructType) -> DataSourceStreamReader:
+        return GroupcoordStreamReader(SourceOptions.parse(self.options), schema)
+
+
+@dataclass(frozen=True, slots=True)
+class KafkaRange:
+    """Records ``start <= offset < end`` of one Kafka partition."""
+
+    topic: str
+    partition: int
+    start: int
+    end: int
+
+
+@dataclass(frozen=True, slots=True)
+class ReadTask(InputPartition):
+    """One Spark task: several ranges, read together by one consumer (a Python task costs ~0.1 s to schedule,
+    far more than reading a few thousand records, so ranges are packed into few tasks)."""
+
+    ranges: tuple[KafkaRange, ...]
+
+
+def pack(ranges: Sequence[KafkaRange], tasks: int) -> list[ReadTask]:
+    """At most `tasks` tasks with about equal record counts (largest range first, into the lightest task)."""
+    bins: list[list[KafkaRange]] = [[] for _ in range(max(1, min(tasks, len(ranges))))]
+    load = [0] * len(bins)
+    for r in sorted(ranges, key=lambda r: (-(r.end - r.start), r.topic, r.partition)):
+        i = load.index(min(load))
+        bins[i].append(r)
+        load[i] += r.end - r.start
+    return [ReadTask(tuple(sorted(b, key=lambda r: (r.topic, r.partition)))) for b in bins if b]
+
+
+# --- offsets as JSON -----------------------------------------------------------------------------------------
+def encode_offset(ranges: Ranges) -> dict[str, list[int]]:
+    """Spark compares offsets as JSON text: build the dict in sorted order so equal offsets serialise equally."""
+    return {f"{t}:{p}": [a, b] for (t, p), (a, b) in sorted(ranges.items())}
+
+
+def decode_offset(offset: Mapping[str, Any] | None) -> Ranges:
+    out: Ranges = {}
+    for key, value in (offset or {}).items():
+        topic, _, partition = key.rpartition(":")
+        out[(topic, int(partition))] = (int(value[0]), int(value[1]))
+    return out
+
+
+def allot(available: Mapping[TopicPartition, int], limit: int | None) -> dict[TopicPartition, int]:
+    """Split `limit` records across partitions in proportion to what each has available (Spark's Kafka source
+    does the same with maxOffsetsPerTrigger); deterministic, and every record of budget is used."""
+    total = sum(available.values())
+    if limit is None or total <= limit:
+        return dict(available)
+    share = {tp: n * limit // total for tp, n in available.items()}
+    left = limit - sum(share.values())
+    for tp in sorted(available, key=lambda tp: (-(available[tp] * limit % total), tp)):
+        if left <= 0:
+            break
+        if share[tp] < available[tp]:
+            share[tp] += 1
+            left -= 1
+    return share
+
+
+# --- the reader ----------------------------------------------------------------------------------------------
+class GroupcoordStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
+    """Runs on the driver (its own process); Spark pickles a planning copy to executors for `read`, so
+    `__init__` only stores options: the member and the Kafka clients start on the first offset call."""
+
+    def __init__(self, options: SourceOptions, schema: StructType) -> None:
+        self.options = options
+        self.schema = schema
+        self._state: _ReaderState | None = None
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"options": self.options, "schema": self.schema, "_state": None}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+
+    def _reader_state(self) -> _ReaderState:
+        if self._state is None:
+            self._state = _ReaderState(self.options)
+        return self._state
+
+    # Spark's calls, all on the reader process's main thread.
+    def initialOffset(self) -> dict[str, Any]:
+        self._reader_state()  # join the group now: the first latestOffset may already find partitions
+        return {}
+
+    def latestOffset(self, start: dict[str, Any], limit: ReadLimit) -> dict[str, Any]:
+        return self._reader_state().latest_offset(start, limit)
+
+    def getDefaultReadLimit(self) -> ReadLimit:
+        n = self.options.max_offsets_per_trigger
+        return ReadMaxRows(n) if n is not None else ReadAllAvailable()
+
+    def prepareForTriggerAvailableNow(self) -> None:
+        self._reader_state().prepare_available_now()
+
+    def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> Sequence[InputPartition]:
+        state = self._reader_state()
+        if end and end != state.issued:
+            raise RuntimeError(
+                "groupcoord source: Spark replays a batch this reader did not plan (a query restarted from an "
+                "existing checkpoint). Partitions may have moved to another driver since, so the batch cannot "
+                "be replayed safely; start the query with a fresh checkpointLocation (offsets live in the "
+                "coordinator).")
+        ranges = [KafkaRange(t, p, a, b) for (t, p), (a, b) in sorted(decode_offset(end).items()) if b > a]
+        return pack(ranges, self.options.tasks_per_batch)
+
+    def read(self, partition: InputPartition) -> Iterator[Any]:
+        assert isinstance(partition, ReadTask)
+        return read_task(self.options, self.schema, partition)
+
+    def commit(self, end: dict[str, Any]) -> None:
+        """Not used: Spark calls it one batch late; batches are acknowledged in `latestOffset` instead."""
+
+    def stop(self) -> None:
+        if self._state is not None:
+            self._state.close()
+            self._state = None
+
+
+class _ReaderState:
+    """The driver-side state of one query run: the group member, a Kafka admin client, and the last offset this
+    reader handed to Spark (`issued`). See the module docstring for the protocol."""
+
+    def __init__(self, options: SourceOptions) -> None:
+        _configure_logging()
+        self.options = options
+        self._lock = threading.Lock()
+        self._losses = 0  # bumped by on_lost (heartbeat thread)
+        self._losses_at_plan = 0
+        self.issued: dict[str, Any] | None = None  # the last end offset returned to Spark
+        self._acked: dict[str, Any] | None = None
+        self._committed: dict[TopicPartition, int] = {}
+        self._available_now: dict[TopicPartition, int] | None = None
+        self._drained = False
+        self.batches = 0
+        self.records_planned = 0
+        self._admin = AdminClient(options.kafka_config(**{"client.id": "groupcoord-spark-source"}))
+        self.member = GroupMember(
+            options.coordinator, options.group, options.topics, instance_id=options.instance_id,
+            rack_id=options.rack_id, server_assignor=options.server_assignor,
+            rebalance_timeout_ms=options.rebalance_timeout_ms, defer_revocation=True, on_lost=self._on_lost)
+        self.member.start()
+        _install_sigterm_handler()
+        log.info("group %s: member %s started for topics %s", options.group, self.member.member_id,
+                 ",".join(options.topics))
+
+    def _on_lost(self, partitions: frozenset[TopicPartition]) -> None:
+        with self._lock:
+            self._losses += 1
+        log.warning("group %s: member %s lost %d partition(s) (fenced); the running batch will not be committed",
+                    self.options.group, self.member.member_id, len(partitions))
+
+    # --- latestOffset ----------------------------------------------------------------------------------------
+    def latest_offset(self, start: dict[str, Any], limit: ReadLimit) -> dict[str, Any]:
+        if self._drained:
+            return start
+        if self.member.fatal_error is not None:
+            raise RuntimeError(f"groupcoord source: the group member stopped: {self.member.fatal_error}")
+        try:
+            done = decode_offset(start) if start == self.issued else {}
+            with self._lock:
+                fenced_since_plan = self._losses != self._losses_at_plan
+                self._losses_at_plan = self._losses
+            if self.issued is not None and start == self.issued and self._acked != start:
+                self.batches += 1
+                self._acked = start
+            if done and not fenced_since_plan:
+                self._acknowledge(done)
+            else:
+                self._release_unread(set())
+            if self._drain_requested():
+                self._drain()
+                return start
+            owned = self.member.assignment()
+            positions = {tp: done[tp][1] for tp in owned if tp in done and not fenced_since_plan}
+            gained = owned - positions.keys()
+            watermarks = self._watermarks(owned, with_log_start=bool(gained))
+            if gained:
+                positions.update(self._start_positions(gained, watermarks))
+            ends = {tp: watermarks[tp][1] for tp in owned if tp in watermarks}
+            if self._available_now is not None:
+                ends = {tp: min(e, self._available_now.get(tp, e)) for tp, e in ends.items()}
+            positions = {tp: pos for tp, pos in positions.items() if tp in ends}
+            available = {tp: max(0, ends[tp] - pos) for tp, pos in positions.items()}
+            budget = limit.max_rows if isinstance(limit, ReadMaxRows) else None
+            take = allot(available, budget)
+            ranges = {tp: (pos, pos + take[tp]) for tp, pos in positions.items()}
+            self._write_status()
+            if not any(b > a for a, b in ranges.values()) and set(ranges) == set(decode_offset(start)):
+                return start  # nothing new and the same partitions: no batch
+            end = encode_offset(ranges)
+            self.issued = end
+            self.records_planned += sum(take.values())
+            return end
+        except (OSError, KafkaException, GroupMemberError, grpc.RpcError) as e:
+            log.warning("group %s: skipping this trigger: %s", self.options.group, e)
+            return start
+
+    def _acknowledge(self, done: Ranges) -> None:
+        """Batch `done` has run: commit its ends, then release the revoked partitions whose ends are committed."""
+        held = self.member.assignment() | self.member.pending_revocation()
+        to_commit = {tp: b for tp, (_, b) in done.items() if tp in held and self._committed.get(tp) != b}
+        failed: set[TopicPartition] = set()
+        if to_commit:
+            errors = self.member.commit_offsets(to_commit)
+            for tp, code in errors.items():
+                if code == 0:
+                    self._committed[tp] = to_commit[tp]
+                else:
+                    failed.add(tp)
+            if failed:
+                log.warning("group %s: commit refused for %s (error codes %s); not releasing them",
+                            self.options.group, sorted(failed), sorted({errors[tp] for tp in failed}))
+        self._release_unread(failed)
+
+    def _release_unread(self, keep: set[TopicPartition]) -> None:
+        """Release every partition pending revocation except `keep`: none is in a running batch (latestOffset
+        runs between batches), and those read in the last batch have just been committed."""
+        pending = self.member.pending_revocation() - keep
+        if pending:
+            self.member.release(pending)
+            for tp in pending:
+                self._committed.pop(tp, None)
+            log.info("group %s: released %s", self.options.group, _fmt(pending))
+
+    def _start_positions(self, gained: frozenset[TopicPartition] | set[TopicPartition],
+                         watermarks: Mapping[TopicPartition, tuple[int, int]]) -> dict[TopicPartition, int]:
+        """Committed offsets of newly owned partitions; `startingOffsets` for those with none, committed at
+        once so that every later owner resumes from the same place."""
+        committed = self.member.fetch_offsets(gained)
+        positions: dict[TopicPartition, int] = {}
+        pin: dict[TopicPartition, int] = {}
+        for tp in gained:
+            if tp not in watermarks:
+                continue
+            log_start, end = watermarks[tp]
+            off = committed.get(tp, -1)
+            if off < 0:
+                off = log_start if self.options.starting_offsets == "earliest" else end
+                pin[tp] = off
+            elif off < log_start:
+                log.warning("group %s: %s committed offset %d is below the log start %d (deleted by retention); "
+                            "resuming at %d", self.options.group, _fmt([tp]), off, log_start, log_start)
+                off = log_start
+            elif off > end:
+                log.warning("group %s: %s committed offset %d is beyond the end %d; resuming at %d",
+                            self.options.group, _fmt([tp]), off, end, end)
+                off = end
+            positions[tp] = off
+        if pin:
+            errors = self.member.commit_offsets(pin)
+            self._committed.update({tp: o for tp, o in pin.items() if errors.get(tp, 0) == 0})
+        else:
+            self._committed.update({tp: o for tp, o in committed.items() if tp in positions and o >= 0})
+        if gained:
+            log.info("group %s: reading %s from %s", self.options.group, _fmt(gained),
+                     ", ".join(f"{t}:{p}@{o}" for (t, p), o in sorted(positions.items())))
+        return positions
+
+    def _watermarks(self, partitions: frozenset[TopicPartition],
+                    with_log_start: bool) -> dict[TopicPartition, tuple[int, int]]:
+        """(log start, end) per partition from one batched ListOffsets per kind (log start only when needed)."""
+        if not partitions:
+            return {}
+        timeout = 10.0
+
+        def list_offsets(spec: Any) -> dict[TopicPartition, int]:
+            request = {KafkaTopicPartition(t, p): spec for t, p in partitions}
+            futures = self._admin.list_offsets(request, request_timeout=timeout)
+            return {(tp.topic, tp.partition): f.result(timeout=timeout).offset for tp, f in futures.items()}
+
+        ends = list_offsets(OffsetSpec.latest())
+        starts = list_offsets(OffsetSpec.earliest()) if with_log_start else {}
+        return {tp: (starts.get(tp, 0), end) for tp, end in ends.items()}
+
+    # --- availableNow, drain, status ---------------------------------------------------------------------------
+    def prepare_available_now(self, join_timeout_s: float = 60.0) -> None:
+        """Read up to the end offsets of now; wait for a first assignment, or the query would end at once."""
+        deadline = time.monotonic() + join_timeout_s
+        while not self.member.assignment() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        metadata = self._admin.list_topics(timeout=10)
+        request = {KafkaTopicPartition(t, p): OffsetSpec.latest() for t in self.options.topics
+                   if t in metadata.topics for p in metadata.topics[t].partitions}
+        futures = self._admin.list_offsets(request, request_timeout=10) if request else {}
+        self._available_now = {(tp.topic, tp.partition): f.result(timeout=10).offset for tp, f in futures.items()}
+
+    def _drain_requested(self) -> bool:
+        return self.options.drain_file is not None and os.path.exists(self.options.drain_file)
+
+    def _drain(self) -> None:
+        """The last batch is committed (`_acknowledge` ran first): leave the group and say so."""
+        log.info("group %s: draining: member %s leaves the group", self.options.group, self.member.member_id)
+        self.member.close()
+        self._drained = True
+        self._write_status()
+        assert self.options.drain_file is not None
+        Path(self.options.drain_file + ".done").write_text(json.dumps({"batches": self.batches}))
+
+    def _write_status(self) -> None:
+        path = self.options.status_file
+        if path is None:
+            return
+        status = self.member.status()
+        doc = {
+            "member_id": status.member_id,
+            "member_epoch": status.member_epoch,
+            "assignment": sorted(f"{t}:{p}" for t, p in status.assignment),
+            "pending_revocation": sorted(f"{t}:{p}" for t, p in status.pending_revocation),
+            "committed": {f"{t}:{p}": o for (t, p), o in sorted(self._committed.items())},
+            "batches": self.batches,
+            "records_planned": self.records_planned,
+            "drained": self._drained,
+            "pid": os.getpid(),
+            "time": time.time(),
+        }
+        _atomic_write(path, json.dumps(doc, sort_keys=True))
+
+    def close(self) -> None:
+        """Query stopped without a drain: leave the group without committing the running batch (it may not have
+        completed), so the next owner re-reads it rather than skipping it."""
+        if not self._drained:
+            self.member.close()
+            self._drained = True
+            with contextlib.suppress(OSError):
+                self._write_status()
+
+
+def _configure_logging() -> None:
+    """The reader process is started by the JVM with no logging set up; its stderr ends up in the driver's.
+    Log this source's and the member's events there (one line each: joined, gained, released, fenced)."""
+    logger = logging.getLogger("groupcoord")
+    if logger.handlers or logging.getLogger().handlers:
+        return
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s [reader %(process)d]: %(message)s"))
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+
+
+def _install_sigterm_handler() -> None:
+    """Spark SIGTERMs the reader process when a query stops, and calls `stop()` only if that unwinds the
+    process (it does not otherwise): turn the signal into SystemExit so the member leaves the group."""
+    if threading.current_thread() is not threading.main_thread():
+        return
+
+    def on_sigterm(signum: int, frame: FrameType | None) -> None:
+        raise SystemExit(0)
+
+    signal.signal(signal.SIGTERM, on_sigterm)
+
+
+def _atomic_write(path: str, text: str) -> None:
+    directory = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(prefix=".status-", dir=directory)
+    try:
+        with os.fdopen(fd, "w") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+def _fmt(tps: Any) -> str:
+    by_topic: dict[str, list[int]] = {}
+    for t, p in sorted(tps):
+        by_topic.setdefault(t, []).append(p)
+    return " ".join(f"{t}:{','.join(map(str, ps))}" for t, ps in by_topic.items()) or "-"
+
+
+# --- executors: reading one range ------------------------------------------------------------------------------
+_consumers: dict[tuple[tuple[str, Any], ...], Any] = {}  # per Python worker process (workers are reused)
+_ARROW_BATCH = 10_000
+
+
+def _consumer(options: SourceOptions) -> Any:
+    config = options.kafka_config(**{
+        "group.id": _READER_GROUP_ID,
+        "enable.auto.commit": False,
+        "enable.auto.offset.store": False,
+        "enable.partition.eof": True,
+        "auto.offset.reset": "earliest",  # a range below the log start (retention) starts at the log start
+        # A task reads up to the end of the log; the fetch that follows would be held by the broker for
+        # fetch.wait.max.ms (500 ms by default), and the next task's fetch waits behind it on the connection.
+        "fetch.wait.max.ms": 10,
+        "client.id": "groupcoord-spark-task",
+    })
+    key = tuple(sorted(config.items()))
+    consumer = _consumers.get(key)
+    if consumer is None:
+        consumer = _consumers[key] = Consumer(config)
+    return consumer
+
+
+def read_task(options: SourceOptions, schema: StructType, task: ReadTask) -> Iterator[Any]:
+    """Records ``start <= offset < end`` of each range of `task`, as Arrow record batches. The partitions are
+    fetched together; one that reaches its end is unassigned at once, so its later records are not fetched."""
+    import pyarrow as pa
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    arrow_schema = to_arrow_schema(schema, timezone="UTC")
+    timestamp_type = arrow_schema.field("timestamp").type
+    active = {(r.topic, r.partition): [r.start, r.end] for r in task.ranges if r.end > r.start}
+    consumer = _consumer(options)
+    consumer.assign([KafkaTopicPartition(t, p, start) for (t, p), (start, _) in active.items()])
+    deadline = time.monotonic() + options.fetch_timeout_ms / 1000
+    topics: list[str] = []
+    partitions: list[int] = []
+    offsets: list[int] = []
+    timestamps: list[int | None] = []
+    keys: list[bytes | None] = []
+    values: list[bytes | None] = []
+    columns = (topics, partitions, offsets, timestamps, keys, values)
+
+    def flush() -> Any:
+        batch = pa.RecordBatch.from_arrays([
+            pa.array(topics, pa.string()),
+            pa.array(partitions, pa.int32()),
+            pa.array(offsets, pa.int64()),
+            pa.array(timestamps, pa.int64()).cast(timestamp_type),
+            pa.array(keys, pa.binary()),
+            pa.array(values, pa.binary()),
+        ], schema=arrow_schema)
+        for column in columns:
+            column.clear()
+        return batch
+
+    def finish(tp: TopicPartition) -> None:
+        del active[tp]
+        consumer.incremental_unassign([KafkaTopicPartition(tp[0], tp[1])])
+
+    try:
+        while active:
+            wanted = sum(end - nxt for nxt, end in active.values())
+            for m in consumer.consume(num_messages=min(wanted, _ARROW_BATCH), timeout=0.5):
+                tp = (m.topic(), m.partition())
+                position = active.get(tp)
+                if position is None:
+                    continue
+                err = m.error()
+                if err is not None:
+                    if err.code() != KafkaError._PARTITION_EOF:
+                        raise KafkaException(err)
+                    if m.offset() >= position[1]:  # compacted or aborted records at the tail: nothing more
+                        finish(tp)
+                    continue
+                off = m.offset()
+                if off < position[0]:
+                    continue
+                if off < position[1]:
+                    kind, ts = m.timestamp()
+                    topics.append(tp[0])
+                    partitions.append(tp[1])
+                    offsets.append(off)
+                    timestamps.append(ts * 1000 if kind != 0 and ts >= 0 else None)  # 0: TIMESTAMP_NOT_AVAILABLE
+                    keys.append(m.key())
+                    values.append(m.value())
+                    position[0] = off + 1
+                if position[0] >= position[1]:
+                    finish(tp)
+            if len(offsets) >= _ARROW_BATCH:
+                yield flush()
+            if active and time.monotonic() > deadline:
+                late = ", ".join(f"{t}:{p} at {nxt} of {end}" for (t, p), (nxt, end) in sorted(active.items()))
+                raise TimeoutError(f"groupcoord source: Kafka did not deliver within {options.fetch_timeout_ms} ms: "
+                                   f"{late}")
+        if offsets:
+            yield flush()
+        consumer.unassign()  # no fetching while the worker waits for its next task
+    except BaseException:
+        # A failed task may leave the consumer mid-fetch; the retry gets a fresh one.
+        for key, c in list(_consumers.items()):
+            if c is consumer:
+                del _consumers[key]
+        with contextlib.suppress(Exception):
+            consumer.close()
+        raise

@@ -1,0 +1,769 @@
+"""Classic group (JoinGroup/SyncGroup) state, records and state machine: the seed's coordinator, in one file.
+
+Theory of operation
+-------------------
+A classic group separates membership from assignment (the seed, "client-side assignment"). The coordinator
+only decides *who* is in a generation and *who leads it*; the leader computes every member's state (for
+consumers, the partition assignment) and the coordinator relays it. A rebalance has two phases:
+
+1. **Joining.** Every member sends JoinGroup with its protocols (name + opaque metadata, in preference
+   order). The requests are *parked* (`Result.parked`) until every member of the previous generation has
+   rejoined, or the rebalance timeout (the largest of the members' `rebalance_timeout_ms`) passes; dynamic
+   members that did not rejoin by then are removed, static members are kept. Completing the phase bumps the
+   *generation*, elects the leader (the previous one if it rejoined, else the first member that did), picks
+   the protocol by vote among the protocols every member supports, persists the generation (a
+   `ClassicGroupMetadata` record in state AwaitingSync, as the seed's step 2) and answers every parked
+   JoinGroup. Only the leader's response carries the members' metadata.
+2. **AwaitingSync.** Every member sends SyncGroup. Followers' requests park until the leader's arrives with
+   the assignment; the assignment is persisted (the same record, in state Stable) and every parked SyncGroup
+   is answered with that member's bytes. A SyncGroup arriving later, in Stable, is answered at once.
+
+Failures all lead back to Joining ("the generation becomes invalid and the members rejoin"): a member whose
+session times out (its heartbeats stop; members parked in JoinGroup/SyncGroup count as alive, except new
+members), a leader that reports an error in SyncGroup (`SyncGroupRequest.error_code`, propagated to the
+parked followers), members that never send SyncGroup within the rebalance timeout, a member that leaves, and
+any JoinGroup while AwaitingSync (the seed: "it must abort any active synchronization and force all members
+to rejoin"; Kafka instead answers an unchanged member with the current generation). In Stable, a JoinGroup
+from the leader or with changed metadata starts a rebalance; an unchanged follower gets the current
+generation back. Heartbeats re-arm the session timer and answer REBALANCE_IN_PROGRESS while Joining or
+AwaitingSync (the signal to rejoin), ILLEGAL_GENERATION for another generation.
+
+A first JoinGroup without a member id gets MEMBER_ID_REQUIRED and a generated id (KIP-394); the member is
+*pending* (it blocks the join phase) until it rejoins with that id or its session expires. A static member
+(KIP-345, `instance_id`) skips that step, survives a join phase it misses, and coming back under a new
+member id in Stable with unchanged protocols takes over its old id's place and assignment without a
+rebalance (the old id is fenced: FENCED_INSTANCE_ID). A new group waits `group.initial.rebalance.delay.ms`
+(extended while members keep arriving, up to the rebalance timeout) before its first join phase completes.
+
+States, and what they are in Kafka's terms (exposed in DescribeGroups, ListGroups and the
+`group_coordinator_groups{type="classic"}` metric)::
+
+    seed / groupcoord   Kafka                 meaning here
+    -----------------   -------------------   ----------------------------------------------------------
+    Down                Empty (Dead)          no members; only the last generation number (and committed
+                                              offsets) remain. A deleted group is removed outright (Kafka's
+                                              Dead is never visible here).
+    Initialize          (loading)             the group's records are being replayed after a failover;
+                                              every request gets COORDINATOR_LOAD_IN_PROGRESS (14).
+    Joining             PreparingRebalance    collecting JoinGroups for the next generation.
+    AwaitingSync        CompletingRebalance   generation complete, waiting for the leader's SyncGroup.
+    Stable              Stable                the leader's state is known; members heartbeat.
+
+The seed also calls a memberless group waiting for its first JoinGroup "Stable"; groupcoord calls that Down,
+as Kafka's Empty, so an operator can tell an idle group from a working one.
+
+What is persisted, and what is not: the records hold exactly Kafka's GroupMetadataValue (generation,
+protocol type and name, leader, members with their metadata and assignment) plus the phase it was written
+in (Down, AwaitingSync or Stable). They are written when a join phase completes, when the leader's
+assignment arrives, and when a static member replaces its old id; replaying them rebuilds those fields, and
+nothing else changes them in AwaitingSync, Stable or Down. The Joining phase itself (who has rejoined,
+pending member ids, parked requests) and the timers are transient, as in the seed: after a failover the
+group comes back in its last persisted phase and members that were rejoining simply rejoin. Every member's
+full protocol list is persisted, not only the chosen protocol's metadata (Kafka's choice), so a replayed
+group votes exactly as the live one did.
+
+Timers are data (`Effects.timers`): "classic-session" per member, "classic-join" and "classic-sync" per
+group. Each carries its deadline in the group too, so a timer that fires after it was re-armed or cancelled
+(the runtime may already have queued it) is recognised as stale and ignored.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from coordinator.core.classic_messages import (
+    JoinGroupResponse,
+    JoinGroupResponseMember,
+    MemberIdentity,
+    MemberResponse,
+    Protocols,
+    SyncGroupRequest,
+    SyncGroupResponse,
+)
+from coordinator.core.errors import CoordinatorError, Errors
+from coordinator.core.messages import DescribedGroup, DescribedMember, ListedGroup
+from coordinator.core.results import CancelTimer, ScheduleTimer, TimerKey, TimerOp
+
+GROUP_TYPE = "classic"
+# Kafka's group.classic.new.member.join.timeout: a new member parked in JoinGroup cannot heartbeat, so a
+# client that gave up is only noticed when this runs out.
+NEW_MEMBER_JOIN_TIMEOUT_MS = 300_000
+
+SESSION_TIMER = "classic-session"
+JOIN_TIMER = "classic-join"
+SYNC_TIMER = "classic-sync"
+
+
+def session_timer(group_id: str, member_id: str) -> TimerKey:
+    return (SESSION_TIMER, group_id, member_id)
+
+
+def join_timer(group_id: str) -> TimerKey:
+    return (JOIN_TIMER, group_id)
+
+
+def sync_timer(group_id: str) -> TimerKey:
+    return (SYNC_TIMER, group_id)
+
+
+class ClassicGroupState(enum.StrEnum):
+    DOWN = "Down"
+    INITIALIZE = "Initialize"
+    STABLE = "Stable"
+    JOINING = "Joining"
+    AWAITING_SYNC = "AwaitingSync"
+
+
+KAFKA_STATE_NAMES: dict[ClassicGroupState, str] = {
+    ClassicGroupState.DOWN: "Empty",
+    ClassicGroupState.INITIALIZE: "Empty",  # Kafka has no loading state per group; it refuses the requests
+    ClassicGroupState.JOINING: "PreparingRebalance",
+    ClassicGroupState.AWAITING_SYNC: "CompletingRebalance",
+    ClassicGroupState.STABLE: "Stable",
+}
+
+
+# --- state and records ---------------------------------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class ClassicGroupMember:
+    """One member, exactly as the group record persists it."""
+
+    member_id: str
+    instance_id: str | None
+    client_id: str
+    client_host: str
+    rebalance_timeout_ms: int
+    session_timeout_ms: int
+    protocols: Protocols
+    assignment: bytes = b""
+
+    def metadata(self, protocol_name: str | None) -> bytes:
+        for name, metadata in self.protocols:
+            if name == protocol_name:
+                return metadata
+        return b""
+
+    def vote(self, candidates: set[str]) -> str:
+        """The member's most preferred protocol among `candidates` (which it must support)."""
+        return next(name for name, _ in self.protocols if name in candidates)
+
+
+@dataclass(frozen=True, slots=True)
+class ClassicGroupMetadata:
+    """The whole group (Kafka's GroupMetadataValue) as of the end of a phase; `state` is that phase."""
+
+    group_id: str
+    protocol_type: str
+    generation: int
+    protocol_name: str | None
+    leader_id: str | None
+    state: str  # Down, AwaitingSync or Stable
+    members: tuple[ClassicGroupMember, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class ClassicGroupMetadataTombstone:
+    group_id: str
+
+
+CLASSIC_RECORD_TYPES: tuple[type, ...] = (ClassicGroupMetadata, ClassicGroupMetadataTombstone)
+
+
+@dataclass(slots=True)
+class Effects:
+    """What a transition asks of the shard: records (written = replayed at once and appended), timers, and
+    answers to parked requests (`(token, response)`, see `Result.completions`)."""
+
+    now: int
+    write: Callable[[Any], None]
+    timers: list[TimerOp]
+    completions: list[tuple[int, Any]]
+    initial_rebalance_delay_ms: int = 0
+
+    def schedule(self, key: TimerKey, deadline_ms: int) -> None:
+        self.timers.append(ScheduleTimer(key, deadline_ms))
+
+    def cancel(self, key: TimerKey) -> None:
+        self.timers.append(CancelTimer(key))
+
+    def answer(self, token: int, response: Any) -> None:
+        self.completions.append((token, response))
+
+
+def _error(code: Errors, message: str) -> CoordinatorError:
+    return CoordinatorError(code, message)
+
+
+# --- the group -------------------------------------------------------------------------------------------------
+@dataclass(slots=True, eq=False)
+class ClassicGroup:
+    group_id: str
+    state: ClassicGroupState = ClassicGroupState.DOWN
+    # Persisted (set by `replay`; changed in memory only while Joining, until the next record).
+    generation: int = 0
+    protocol_type: str | None = None
+    protocol_name: str | None = None
+    leader_id: str | None = None
+    members: dict[str, ClassicGroupMember] = field(default_factory=dict)  # in join order
+    static_members: dict[str, str] = field(default_factory=dict)  # instance id -> member id
+    persisted: ClassicGroupMetadata | None = None  # the last record replayed
+    # Transient (timers and the rebalance in progress; see the module docstring).
+    loaded_state: ClassicGroupState = ClassicGroupState.DOWN  # the state to enter when loading completes
+    pending_members: set[str] = field(default_factory=set)  # got MEMBER_ID_REQUIRED, not yet rejoined
+    awaiting_join: dict[str, int] = field(default_factory=dict)  # member id -> token of its parked JoinGroup
+    awaiting_sync: dict[str, int] = field(default_factory=dict)  # member id -> token of its parked SyncGroup
+    pending_sync: set[str] = field(default_factory=set)  # got this generation's JoinGroup answer, no SyncGroup
+    new_members: set[str] = field(default_factory=set)  # added during the join phase in progress
+    session_deadlines: dict[str, int] = field(default_factory=dict)
+    join_deadline: int | None = None
+    sync_deadline: int | None = None
+    initial_delay: tuple[int, int] | None = None  # (delay, remaining) ms while a new group's delay runs
+    new_member_added: bool = False
+    _protocol_counts: Counter[str] = field(default_factory=Counter)  # protocol name -> members supporting it
+
+    # --- replay: the persisted fields change only here (outside the join phase) -------------------------------
+    def replay(self, r: ClassicGroupMetadata) -> None:
+        self.persisted = r
+        self.generation = r.generation
+        self.protocol_type = r.protocol_type or None
+        self.protocol_name = r.protocol_name
+        self.leader_id = r.leader_id
+        self.members = {}
+        self.static_members = {}
+        self._protocol_counts = Counter()
+        for m in r.members:
+            self._put(m)
+        state = ClassicGroupState(r.state)
+        if self.state is ClassicGroupState.INITIALIZE:
+            self.loaded_state = state
+        else:
+            self.state = state
+
+    def _record(self, state: ClassicGroupState, generation: int, protocol_name: str | None,
+                members: Iterable[ClassicGroupMember]) -> ClassicGroupMetadata:
+        return ClassicGroupMetadata(self.group_id, self.protocol_type or "", generation, protocol_name,
+                                    self.leader_id, state.value, tuple(members))
+
+    def _put(self, member: ClassicGroupMember) -> None:
+        old = self.members.get(member.member_id)
+        if old is not None:
+            self._protocol_counts.subtract(name for name, _ in old.protocols)
+        self.members[member.member_id] = member
+        self._protocol_counts.update(name for name, _ in member.protocols)
+        if member.instance_id is not None:
+            self.static_members[member.instance_id] = member.member_id
+
+    def _pop(self, member_id: str) -> ClassicGroupMember:
+        member = self.members.pop(member_id)
+        self._protocol_counts.subtract(name for name, _ in member.protocols)
+        if member.instance_id is not None and self.static_members.get(member.instance_id) == member_id:
+            del self.static_members[member.instance_id]
+        return member
+
+    # --- queries -------------------------------------------------------------------------------------------------
+    def rebalance_timeout_ms(self) -> int:
+        return max((m.rebalance_timeout_ms for m in self.members.values()), default=0)
+
+    def has_all_members_joined(self) -> bool:
+        return len(self.awaiting_join) == len(self.members) and not self.pending_members
+
+    def is_awaiting_join(self, member_id: str) -> bool:
+        return member_id in self.awaiting_join
+
+    def _candidates(self, excluding: str | None) -> set[str]:
+        """Protocols every member (but `excluding`) supports."""
+        others = len(self.members)
+        own: set[str] = set()
+        member = self.members.get(excluding) if excluding is not None else None
+        if member is not None:
+            own = {name for name, _ in member.protocols}
+            others -= 1
+        return {name for name, n in self._protocol_counts.items() if n > 0 and n - (name in own) == others}
+
+    def supports_protocols(self, protocol_type: str, protocols: Protocols, member_id: str | None = None) -> bool:
+        """Can a member with these protocols be (or stay) in the group? It must speak the group's protocol type
+        and share a protocol with every other member."""
+        others = len(self.members) - (1 if member_id in self.members else 0)
+        if others == 0:
+            return bool(protocol_type) and bool(protocols)
+        if protocol_type != self.protocol_type:
+            return False
+        candidates = self._candidates(member_id)
+        return any(name in candidates for name, _ in protocols)
+
+    def select_protocol(self) -> str:
+        """The seed's vote: each member votes for its most preferred protocol among those all members support;
+        most votes wins, ties go to the leader's preference (deterministic, where the seed says "randomly")."""
+        candidates = self._candidates(None)
+        votes = Counter(m.vote(candidates) for m in self.members.values())
+        best = max(votes.values())
+        tied = {name for name, n in votes.items() if n == best}
+        leader = self.members.get(self.leader_id or "")
+        for name, _ in leader.protocols if leader is not None else ():
+            if name in tied:
+                return name
+        return min(tied)
+
+    def validate_member(self, member_id: str, instance_id: str | None) -> None:
+        if instance_id is not None:
+            holder = self.static_members.get(instance_id)
+            if holder is None:
+                raise _error(Errors.UNKNOWN_MEMBER_ID,
+                             f"Instance {instance_id} is not a member of group {self.group_id}; rejoin.")
+            if holder != member_id:
+                raise _error(Errors.FENCED_INSTANCE_ID,
+                             f"Instance {instance_id} of group {self.group_id} is now held by member {holder}; "
+                             f"member {member_id} was fenced by a newer instance with the same id.")
+        if member_id not in self.members:
+            raise _error(Errors.UNKNOWN_MEMBER_ID,
+                         f"Member {member_id} is not a member of group {self.group_id}; rejoin without a member id.")
+
+    def accepts_joining_member(self, member_id: str, max_size: int) -> bool:
+        """group.max.size: existing members are accepted; new ones up to the limit (Kafka's acceptJoiningMember)."""
+        if self.state is ClassicGroupState.DOWN:
+            return True
+        if self.state is ClassicGroupState.JOINING:
+            return member_id in self.awaiting_join or len(self.awaiting_join) < max_size
+        return member_id in self.members or len(self.members) < max_size
+
+    def _join_response(self, member_id: str, skip_assignment: bool = False) -> JoinGroupResponse:
+        members: tuple[JoinGroupResponseMember, ...] = ()
+        if member_id == self.leader_id:
+            name = self.protocol_name
+            members = tuple(JoinGroupResponseMember(m.member_id, m.instance_id, m.metadata(name))
+                            for m in self.members.values())
+        return JoinGroupResponse(generation_id=self.generation, protocol_type=self.protocol_type,
+                                 protocol_name=self.protocol_name, leader=self.leader_id or "",
+                                 member_id=member_id, members=members, skip_assignment=skip_assignment)
+
+    def _sync_response(self, member_id: str) -> SyncGroupResponse:
+        return SyncGroupResponse(protocol_type=self.protocol_type, protocol_name=self.protocol_name,
+                                 assignment=self.members[member_id].assignment)
+
+    # --- timers ------------------------------------------------------------------------------------------------
+    def _arm_session(self, member_id: str, deadline: int, fx: Effects) -> None:
+        self.session_deadlines[member_id] = deadline
+        fx.schedule(session_timer(self.group_id, member_id), deadline)
+
+    def _disarm_session(self, member_id: str, fx: Effects) -> None:
+        if self.session_deadlines.pop(member_id, None) is not None:
+            fx.cancel(session_timer(self.group_id, member_id))
+
+    def _rearm_session(self, member_id: str, fx: Effects) -> None:
+        self._arm_session(member_id, fx.now + self.members[member_id].session_timeout_ms, fx)
+
+    def _arm_join(self, deadline: int, fx: Effects) -> None:
+        self.join_deadline = deadline
+        fx.schedule(join_timer(self.group_id), deadline)
+
+    def _disarm_join(self, fx: Effects) -> None:
+        if self.join_deadline is not None:
+            self.join_deadline = None
+            fx.cancel(join_timer(self.group_id))
+
+    def _disarm_sync(self, fx: Effects) -> None:
+        if self.sync_deadline is not None:
+            self.sync_deadline = None
+            fx.cancel(sync_timer(self.group_id))
+
+    # --- parking -----------------------------------------------------------------------------------------------
+    def _park_join(self, member_id: str, token: int, fx: Effects) -> None:
+        old = self.awaiting_join.get(member_id)
+        if old is not None and old != token:
+            fx.answer(old, JoinGroupResponse(Errors.REBALANCE_IN_PROGRESS,
+                                             "Superseded by a newer JoinGroup of the same member.",
+                                             member_id=member_id))
+        self.awaiting_join[member_id] = token
+
+    def _park_sync(self, member_id: str, token: int, fx: Effects) -> None:
+        old = self.awaiting_sync.get(member_id)
+        if old is not None and old != token:
+            fx.answer(old, SyncGroupResponse(Errors.REBALANCE_IN_PROGRESS,
+                                             "Superseded by a newer SyncGroup of the same member."))
+        self.awaiting_sync[member_id] = token
+
+    def _answer_syncs(self, fx: Effects, response: Callable[[str], SyncGroupResponse]) -> None:
+        """Answer every parked SyncGroup and re-arm those members' sessions: a session that expired while the
+        member was parked was ignored (it counted as alive), so it needs a new deadline now."""
+        for member_id, token in self.awaiting_sync.items():
+            fx.answer(token, response(member_id))
+            self._rearm_session(member_id, fx)
+        self.awaiting_sync.clear()
+
+    def _synced(self, member_id: str, fx: Effects) -> None:
+        self.pending_sync.discard(member_id)
+        if not self.pending_sync:
+            self._disarm_sync(fx)
+
+    # --- JoinGroup ---------------------------------------------------------------------------------------------
+    def require_member_id(self, member_id: str, session_timeout_ms: int, fx: Effects) -> None:
+        """KIP-394: a new dynamic member gets its id back with MEMBER_ID_REQUIRED and is pending until it rejoins
+        with it (or its session expires); pending members hold up the join phase."""
+        self.pending_members.add(member_id)
+        self._arm_session(member_id, fx.now + session_timeout_ms, fx)
+
+    def add_member(self, member: ClassicGroupMember, protocol_type: str, token: int, fx: Effects) -> None:
+        if self.state is ClassicGroupState.JOINING and self.initial_delay is not None:
+            self.new_member_added = True
+        if not self.members:
+            self.protocol_type = protocol_type
+        self.pending_members.discard(member.member_id)
+        self._put(member)
+        if self.leader_id is None:
+            self.leader_id = member.member_id
+        self.new_members.add(member.member_id)
+        self._park_join(member.member_id, token, fx)
+        self._arm_session(member.member_id, fx.now + NEW_MEMBER_JOIN_TIMEOUT_MS, fx)
+        self._maybe_prepare_rebalance_or_complete_join(fx)
+
+    def rejoin(self, member_id: str, protocol_type: str, protocols: Protocols, rebalance_timeout_ms: int,
+               session_timeout_ms: int, token: int, fx: Effects) -> JoinGroupResponse | None:
+        """An existing member's JoinGroup: the response now, or None when it is parked."""
+        member = self.members[member_id]
+        changed = member.protocols != protocols
+        if self.state is ClassicGroupState.STABLE and member_id != self.leader_id and not changed:
+            return self._join_response(member_id)  # an unchanged follower: the current generation, no rebalance
+        if len(self.members) == 1:
+            self.protocol_type = protocol_type
+        self._put(dataclasses.replace(member, protocols=protocols, rebalance_timeout_ms=rebalance_timeout_ms,
+                                      session_timeout_ms=session_timeout_ms))
+        self._park_join(member_id, token, fx)
+        if self.state is ClassicGroupState.JOINING:
+            self._maybe_complete_join(fx)
+        else:  # AwaitingSync (the seed: any JoinGroup aborts the synchronization), or Stable leader/changed
+            self._prepare_rebalance(fx)
+        return None
+
+    def replace_static_member(self, instance_id: str, new_member_id: str, protocol_type: str, protocols: Protocols,
+                              rebalance_timeout_ms: int, session_timeout_ms: int, client_host: str, token: int,
+                              fx: Effects) -> JoinGroupResponse | None:
+        """KIP-345: a static member restarted (new member id, same instance id). The old id is fenced; in Stable
+        with an unchanged protocol choice it takes over the old id's place and assignment without a rebalance."""
+        old_id = self.static_members[instance_id]
+        old = self.members[old_id]
+        fenced = f"Instance {instance_id} rejoined as member {new_member_id}; member {old_id} is fenced."
+        if old_id in self.awaiting_join:
+            fx.answer(self.awaiting_join.pop(old_id), JoinGroupResponse(Errors.FENCED_INSTANCE_ID, fenced,
+                                                                        member_id=old_id))
+        if old_id in self.awaiting_sync:
+            fx.answer(self.awaiting_sync.pop(old_id), SyncGroupResponse(Errors.FENCED_INSTANCE_ID, fenced))
+        new = dataclasses.replace(old, member_id=new_member_id, protocols=protocols, client_host=client_host,
+                                  rebalance_timeout_ms=rebalance_timeout_ms, session_timeout_ms=session_timeout_ms)
+        order = list(self.members)
+        self._pop(old_id)
+        self._put(new)
+        self.members = {(new_member_id if k == old_id else k): self.members[new_member_id if k == old_id else k]
+                        for k in order}
+        if self.leader_id == old_id:
+            self.leader_id = new_member_id
+        for ids in (self.pending_sync, self.new_members):
+            if old_id in ids:
+                ids.discard(old_id)
+                ids.add(new_member_id)
+        if len(self.members) == 1:
+            self.protocol_type = protocol_type
+        self._disarm_session(old_id, fx)
+        self._arm_session(new_member_id, fx.now + session_timeout_ms, fx)
+        if self.state is ClassicGroupState.STABLE and self.select_protocol() == self.protocol_name:
+            fx.write(self._record(ClassicGroupState.STABLE, self.generation, self.protocol_name,
+                                  self.members.values()))
+            return self._join_response(new_member_id, skip_assignment=new_member_id == self.leader_id)
+        self._park_join(new_member_id, token, fx)
+        if self.state is ClassicGroupState.JOINING:
+            self._maybe_complete_join(fx)
+        else:  # AwaitingSync: the leader may be assigning to the old id; Stable: the protocol choice changes
+            self._prepare_rebalance(fx)
+        return None
+
+    # --- SyncGroup ---------------------------------------------------------------------------------------------
+    def sync(self, request: SyncGroupRequest, token: int, fx: Effects) -> SyncGroupResponse | None:
+        """A validated member's SyncGroup: the response now, or None when it is parked."""
+        member_id = request.member_id
+        if self.state is ClassicGroupState.JOINING:
+            return SyncGroupResponse(Errors.REBALANCE_IN_PROGRESS,
+                                     f"Group {self.group_id} is rebalancing; rejoin.")
+        if self.state is ClassicGroupState.STABLE:
+            self._synced(member_id, fx)
+            return self._sync_response(member_id)
+        if self.state is not ClassicGroupState.AWAITING_SYNC:
+            raise _error(Errors.UNKNOWN_MEMBER_ID, f"Group {self.group_id} has no members; rejoin.")
+        self._park_sync(member_id, token, fx)
+        self._synced(member_id, fx)
+        if member_id != self.leader_id:
+            return None
+        if request.error_code is not Errors.NONE:
+            # The seed: the leader's error invalidates the generation and goes to everyone waiting.
+            error = request.error_code
+            message = (f"The leader {member_id} of group {self.group_id} could not compute the assignment for "
+                       f"generation {self.generation} ({error.name}); rejoin.")
+            self._answer_syncs(fx, lambda _: SyncGroupResponse(error, message))
+            self._prepare_rebalance(fx)
+            return None
+        assigned = [dataclasses.replace(m, assignment=request.assignments.get(mid, b""))
+                    for mid, m in self.members.items()]
+        fx.write(self._record(ClassicGroupState.STABLE, self.generation, self.protocol_name, assigned))
+        self._answer_syncs(fx, self._sync_response)
+        return None
+
+    # --- Heartbeat and LeaveGroup ------------------------------------------------------------------------------
+    def heartbeat(self, member_id: str, fx: Effects) -> Errors:
+        self._rearm_session(member_id, fx)
+        if self.state in (ClassicGroupState.JOINING, ClassicGroupState.AWAITING_SYNC):
+            return Errors.REBALANCE_IN_PROGRESS
+        return Errors.NONE
+
+    def leave(self, identities: Iterable[MemberIdentity], fx: Effects) -> tuple[MemberResponse, ...]:
+        """Batched LeaveGroup (KIP-345): each identity by member id, or by instance id alone (administrative)."""
+        responses: list[MemberResponse] = []
+        left = False
+        for ident in identities:
+            reason = f"left the group ({ident.reason or 'no reason given'})"
+            if not ident.member_id:
+                holder = self.static_members.get(ident.instance_id) if ident.instance_id is not None else None
+                if holder is None:
+                    responses.append(MemberResponse(
+                        ident.member_id, ident.instance_id, Errors.UNKNOWN_MEMBER_ID,
+                        f"Instance {ident.instance_id} is not a member of group {self.group_id}."))
+                    continue
+                self._remove(holder, fx, Errors.UNKNOWN_MEMBER_ID, reason)
+            elif ident.member_id in self.pending_members:
+                self.pending_members.discard(ident.member_id)
+                self._disarm_session(ident.member_id, fx)
+            else:
+                try:
+                    self.validate_member(ident.member_id, ident.instance_id)
+                except CoordinatorError as e:
+                    responses.append(MemberResponse(ident.member_id, ident.instance_id, e.code, e.message))
+                    continue
+                self._remove(ident.member_id, fx, Errors.UNKNOWN_MEMBER_ID, reason)
+            left = True
+            responses.append(MemberResponse(ident.member_id, ident.instance_id))
+        if left:
+            self._after_removal(fx)
+        return tuple(responses)
+
+    # --- transitions -------------------------------------------------------------------------------------------
+    def _maybe_prepare_rebalance_or_complete_join(self, fx: Effects) -> None:
+        if self.state in (ClassicGroupState.STABLE, ClassicGroupState.AWAITING_SYNC, ClassicGroupState.DOWN):
+            self._prepare_rebalance(fx)
+        else:
+            self._maybe_complete_join(fx)
+
+    def _prepare_rebalance(self, fx: Effects) -> None:
+        """Stable/AwaitingSync/Down -> Joining. Parked SyncGroups are told to rejoin."""
+        if self.state is ClassicGroupState.AWAITING_SYNC:
+            message = f"Group {self.group_id} is rebalancing again; rejoin."
+            self._answer_syncs(fx, lambda _: SyncGroupResponse(Errors.REBALANCE_IN_PROGRESS, message))
+        self.pending_sync.clear()
+        self._disarm_sync(fx)
+        initial = self.state is ClassicGroupState.DOWN and fx.initial_rebalance_delay_ms > 0
+        self.state = ClassicGroupState.JOINING
+        if initial:
+            delay = fx.initial_rebalance_delay_ms
+            self.initial_delay = (delay, max(self.rebalance_timeout_ms() - delay, 0))
+            self.new_member_added = False
+            self._arm_join(fx.now + delay, fx)
+        elif self.has_all_members_joined():
+            self._complete_join(fx)
+        else:
+            self._arm_join(fx.now + self.rebalance_timeout_ms(), fx)
+
+    def _maybe_complete_join(self, fx: Effects) -> None:
+        if self.state is ClassicGroupState.JOINING and self.initial_delay is None and self.has_all_members_joined():
+            self._complete_join(fx)
+
+    def _complete_join(self, fx: Effects) -> None:
+        """Joining -> AwaitingSync (or Down): the next generation, its leader and protocol, persisted."""
+        self._disarm_join(fx)
+        self.initial_delay = None
+        self.new_member_added = False
+        for member_id, member in list(self.members.items()):
+            if member_id not in self.awaiting_join and member.instance_id is None:
+                self._remove(member_id, fx, Errors.UNKNOWN_MEMBER_ID, "did not rejoin within the rebalance timeout")
+        if self.members and not self._elect_joined_leader():
+            # Only static members are left and none rejoined: wait for them, or for their sessions to expire.
+            self._arm_join(fx.now + self.rebalance_timeout_ms(), fx)
+            return
+        generation = self.generation + 1
+        if not self.members:
+            fx.write(self._record(ClassicGroupState.DOWN, generation, None, ()))
+            return
+        protocol = self.select_protocol()
+        fx.write(self._record(ClassicGroupState.AWAITING_SYNC, generation, protocol,
+                              (dataclasses.replace(m, assignment=b"") for m in self.members.values())))
+        for member_id in self.members:
+            token = self.awaiting_join.pop(member_id, None)
+            if token is not None:
+                fx.answer(token, self._join_response(member_id))
+            self._rearm_session(member_id, fx)
+            self.pending_sync.add(member_id)
+        self.new_members.clear()
+        self.sync_deadline = fx.now + self.rebalance_timeout_ms()
+        fx.schedule(sync_timer(self.group_id), self.sync_deadline)
+
+    def _elect_joined_leader(self) -> bool:
+        if self.leader_id in self.awaiting_join:
+            return True
+        for member_id in self.members:
+            if member_id in self.awaiting_join:
+                self.leader_id = member_id
+                return True
+        return False
+
+    def _remove(self, member_id: str, fx: Effects, code: Errors, reason: str) -> None:
+        """Take a member out, answering its parked requests (Kafka answers UNKNOWN_MEMBER_ID so a live client
+        rejoins). The leader passes to the next member; the join phase re-elects among those who rejoined."""
+        message = f"Member {member_id} of group {self.group_id} was removed: {reason}."
+        token = self.awaiting_join.pop(member_id, None)
+        if token is not None:
+            fx.answer(token, JoinGroupResponse(code, message))
+        token = self.awaiting_sync.pop(member_id, None)
+        if token is not None:
+            fx.answer(token, SyncGroupResponse(code, message))
+        self._pop(member_id)
+        self.pending_sync.discard(member_id)
+        self.new_members.discard(member_id)
+        self._disarm_session(member_id, fx)
+        if self.leader_id == member_id:
+            self.leader_id = next(iter(self.members), None)
+
+    def _after_removal(self, fx: Effects) -> None:
+        if self.state in (ClassicGroupState.STABLE, ClassicGroupState.AWAITING_SYNC):
+            self._prepare_rebalance(fx)
+        else:
+            self._maybe_complete_join(fx)
+
+    def remove_member(self, member_id: str, fx: Effects, reason: str) -> None:
+        self._remove(member_id, fx, Errors.UNKNOWN_MEMBER_ID, reason)
+        self._after_removal(fx)
+
+    # --- fired timers ------------------------------------------------------------------------------------------
+    def on_session_timeout(self, member_id: str, fx: Effects) -> None:
+        deadline = self.session_deadlines.get(member_id)
+        if deadline is None or fx.now < deadline:
+            return  # re-armed or cancelled after the runtime queued it
+        del self.session_deadlines[member_id]
+        if member_id in self.pending_members:
+            self.pending_members.discard(member_id)
+            self._maybe_complete_join(fx)
+            return
+        if member_id not in self.members:
+            return
+        parked = member_id in self.awaiting_join or member_id in self.awaiting_sync
+        if parked and member_id not in self.new_members:
+            return  # a member parked in JoinGroup/SyncGroup cannot heartbeat: it counts as alive
+        self.remove_member(member_id, fx, "its session timed out")
+
+    def on_join_timeout(self, fx: Effects) -> None:
+        if self.state is not ClassicGroupState.JOINING or self.join_deadline is None or fx.now < self.join_deadline:
+            return
+        self.join_deadline = None
+        if self.initial_delay is not None:
+            delay, remaining = self.initial_delay
+            if self.new_member_added and remaining > 0:
+                # More members arrived during the delay: wait again, within the rebalance timeout.
+                self.new_member_added = False
+                next_delay = min(fx.initial_rebalance_delay_ms, remaining)
+                self.initial_delay = (next_delay, max(remaining - delay, 0))
+                self._arm_join(fx.now + next_delay, fx)
+                return
+        self._complete_join(fx)
+
+    def on_sync_timeout(self, fx: Effects) -> None:
+        if self.sync_deadline is None or fx.now < self.sync_deadline:
+            return
+        self.sync_deadline = None
+        if self.state not in (ClassicGroupState.AWAITING_SYNC, ClassicGroupState.STABLE) or not self.pending_sync:
+            return
+        for member_id in [m for m in self.members if m in self.pending_sync]:
+            self._remove(member_id, fx, Errors.UNKNOWN_MEMBER_ID, "no SyncGroup within the rebalance timeout")
+        self._prepare_rebalance(fx)
+
+    # --- loading -----------------------------------------------------------------------------------------------
+    def timers_after_load(self, now: int) -> list[TimerOp]:
+        """Loading is over: leave Initialize for the persisted phase and arm what the seed arms on entering it
+        (every member's session; in AwaitingSync, every member must sync again within the rebalance timeout).
+        For a group that is not loading, the timers it has armed (nothing changes)."""
+        if self.state is not ClassicGroupState.INITIALIZE:
+            return self._armed_timers()
+        self.state = self.loaded_state
+        fx = Effects(now, _no_writes, [], [])
+        for member_id in self.members:
+            self._rearm_session(member_id, fx)
+        if self.state is ClassicGroupState.AWAITING_SYNC:
+            self.pending_sync = set(self.members)
+            self.sync_deadline = now + self.rebalance_timeout_ms()
+            fx.schedule(sync_timer(self.group_id), self.sync_deadline)
+        return fx.timers
+
+    def _armed_timers(self) -> list[TimerOp]:
+        """The timers a live group has armed, at their deadlines (what `drop_groups` cancels)."""
+        ops: list[TimerOp] = [ScheduleTimer(session_timer(self.group_id, member_id), deadline)
+                              for member_id, deadline in self.session_deadlines.items()]
+        if self.join_deadline is not None:
+            ops.append(ScheduleTimer(join_timer(self.group_id), self.join_deadline))
+        if self.sync_deadline is not None:
+            ops.append(ScheduleTimer(sync_timer(self.group_id), self.sync_deadline))
+        return ops
+
+    # --- what offsets.py, admin.py, snapshot.py and the runtime ask of a group ---------------------------------
+    def validate_offset_commit(self, member_id: str, instance_id: str | None, generation: int) -> None:
+        """Kafka's ClassicGroup.validateOffsetCommit: the committer must be a member of the current generation;
+        during Joining the old generation may still commit (the seed: its chance to clean up), during
+        AwaitingSync nobody may. Generation -1 without a member id is a commit from outside the group, accepted
+        only while it has no members."""
+        if self.state is ClassicGroupState.INITIALIZE:
+            raise _error(Errors.COORDINATOR_LOAD_IN_PROGRESS, f"Group {self.group_id} is loading; retry.")
+        if generation < 0 and self.state is ClassicGroupState.DOWN:
+            return
+        if generation >= 0 or member_id or instance_id is not None:
+            self.validate_member(member_id, instance_id)
+            if generation != self.generation:
+                raise _error(Errors.ILLEGAL_GENERATION,
+                             f"Generation {generation} is not group {self.group_id}'s current generation "
+                             f"{self.generation}; rejoin.")
+        elif self.state is not ClassicGroupState.DOWN:
+            raise _error(Errors.UNKNOWN_MEMBER_ID,
+                         f"Group {self.group_id} has members; commits from outside it are rejected.")
+        if self.state is ClassicGroupState.AWAITING_SYNC:
+            raise _error(Errors.REBALANCE_IN_PROGRESS,
+                         f"Group {self.group_id} is completing a rebalance; commit after SyncGroup.")
+
+    def describe(self) -> DescribedGroup:
+        name = self.protocol_name
+        members = [
+            DescribedMember(
+                member_id=m.member_id, instance_id=m.instance_id, rack_id=None, member_epoch=self.generation,
+                state="", subscribed_topic_names=(), subscribed_topic_regex=None, assignment={},
+                target_assignment={}, partitions_pending_revocation={}, client_id=m.client_id,
+                client_host=m.client_host, member_metadata=m.metadata(name), member_assignment=m.assignment)
+            for m in sorted(self.members.values(), key=lambda m: m.member_id)
+        ]
+        return DescribedGroup(group_id=self.group_id, group_type=GROUP_TYPE, group_state=self.state.value,
+                              group_epoch=self.generation, assignor_name=name or "",
+                              protocol_type=self.protocol_type or "", members=members)
+
+    def listed(self) -> ListedGroup:
+        return ListedGroup(self.group_id, self.protocol_type or "", self.state.value, GROUP_TYPE)
+
+    def is_empty(self) -> bool:
+        return not self.members
+
+    def member_count(self) -> int:
+        return len(self.members)
+
+    def deletion_records(self) -> list[Any]:
+        return [ClassicGroupMetadataTombstone(self.group_id)]
+
+    def snapshot_records(self) -> Iterator[Any]:
+        if self.persisted is not None:
+            yield self.persisted
+
+
+def _no_writes(record: Any) -> None:
+    raise AssertionError(f"no record may be written while loading completes: {record!r}")

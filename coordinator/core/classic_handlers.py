@@ -1,0 +1,297 @@
+"""The classic group protocol's handlers (JoinGroup, SyncGroup, Heartbeat, LeaveGroup), taking the shard.
+
+Each validates its request once, at the edge, finds the classic group (creating it on a first JoinGroup),
+and drives the state machine of `classic_group.py`. Records go through `shard._write` (replayed at once,
+appended by the runtime); JoinGroup and SyncGroup may park (`Result.parked`) and be answered later through
+another operation's `completions`.
+
+A group id is either classic or consumer (KIP-848), as in Kafka before mixed groups:
+
+- classic requests for a consumer group get GROUP_ID_NOT_FOUND, except a JoinGroup whose protocol type a
+  consumer group could never accept (anything but "consumer"): INCONSISTENT_GROUP_PROTOCOL. A consumer group
+  with no members is converted by a first JoinGroup (Kafka's online downgrade), as the shard converts an empty
+  classic group for a ConsumerGroupHeartbeat.
+- classic requests for a group that does not exist get UNKNOWN_MEMBER_ID (the client drops its member id
+  and joins afresh), except a first JoinGroup, which creates it.
+
+Mixed groups (classic members in a consumer group) would plug in where `_group_for_join` refuses a consumer
+group with members: that is the one place the two protocols meet.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from coordinator.core.classic_group import (
+    JOIN_TIMER,
+    SESSION_TIMER,
+    SYNC_TIMER,
+    ClassicGroup,
+    ClassicGroupMember,
+    ClassicGroupMetadata,
+    ClassicGroupMetadataTombstone,
+    ClassicGroupState,
+    Effects,
+)
+from coordinator.core.classic_messages import (
+    UNKNOWN_MEMBER_ID,
+    HeartbeatRequest,
+    HeartbeatResponse,
+    JoinGroupRequest,
+    JoinGroupResponse,
+    LeaveGroupRequest,
+    LeaveGroupResponse,
+    MemberResponse,
+    SyncGroupRequest,
+    SyncGroupResponse,
+)
+from coordinator.core.consumer_group import ConsumerGroup
+from coordinator.core.errors import CoordinatorError, Errors
+from coordinator.core.records import ConsumerGroupMetadataTombstone
+from coordinator.core.results import Result, TimerKey
+
+if TYPE_CHECKING:
+    from coordinator.core.shard import GroupCoordinatorShard
+
+CONSUMER_PROTOCOL_TYPE = "consumer"
+
+
+def install(shard: GroupCoordinatorShard) -> None:
+    """Plug the classic group's records and timers into the shard's replay and timer paths."""
+    shard.register_replayer(ClassicGroupMetadata, lambda r: _replay_metadata(shard, r))
+    shard.register_replayer(ClassicGroupMetadataTombstone, lambda r: _replay_tombstone(shard, r))
+    for kind in (SESSION_TIMER, JOIN_TIMER, SYNC_TIMER):
+        shard.register_timer_handler(kind, lambda key, now: on_timer(shard, key, now))
+
+
+# --- replay ------------------------------------------------------------------------------------------------------
+def _replay_metadata(shard: GroupCoordinatorShard, r: ClassicGroupMetadata) -> None:
+    group = shard.groups.get(r.group_id)
+    if not isinstance(group, ClassicGroup):
+        # Live handlers create the group before writing its first record, so a group that replay has to
+        # create is being loaded: Initialize until `timers_after_load` ends the load.
+        group = ClassicGroup(r.group_id, state=ClassicGroupState.INITIALIZE)
+        shard.groups[r.group_id] = group
+    group.replay(r)
+
+
+def _replay_tombstone(shard: GroupCoordinatorShard, r: ClassicGroupMetadataTombstone) -> None:
+    if isinstance(shard.groups.get(r.group_id), ClassicGroup):
+        del shard.groups[r.group_id]
+
+
+def _effects(shard: GroupCoordinatorShard, result: Result[Any], now: int) -> Effects:
+    return Effects(now, lambda record: shard._write(result, record), result.timers, result.completions,
+                   shard.config["group.initial.rebalance.delay.ms"])
+
+
+# --- lookup --------------------------------------------------------------------------------------------------------
+def _existing_group(shard: GroupCoordinatorShard, group_id: str) -> ClassicGroup:
+    if not group_id:
+        raise CoordinatorError(Errors.INVALID_GROUP_ID, "group_id can't be empty.")
+    group = shard.groups.get(group_id)
+    if group is None:
+        raise CoordinatorError(Errors.UNKNOWN_MEMBER_ID,
+                               f"Classic group {group_id} does not exist; join it without a member id.")
+    if not isinstance(group, ClassicGroup):
+        raise CoordinatorError(Errors.GROUP_ID_NOT_FOUND,
+                               f"Group {group_id} is a consumer group (KIP-848), not a classic group.")
+    _check_loaded(group)
+    return group
+
+
+def _check_loaded(group: ClassicGroup) -> None:
+    if group.state is ClassicGroupState.INITIALIZE:
+        raise CoordinatorError(Errors.COORDINATOR_LOAD_IN_PROGRESS,
+                               f"Group {group.group_id} is still loading after a coordinator failover; retry.")
+
+
+def _group_for_join(shard: GroupCoordinatorShard, r: JoinGroupRequest, result: Result[Any]) -> ClassicGroup:
+    group = shard.groups.get(r.group_id)
+    if isinstance(group, ClassicGroup):
+        _check_loaded(group)
+        return group
+    if isinstance(group, ConsumerGroup):
+        if group.members:
+            if r.protocol_type == CONSUMER_PROTOCOL_TYPE:
+                raise CoordinatorError(Errors.GROUP_ID_NOT_FOUND,
+                                       f"Group {r.group_id} is a consumer group (KIP-848) with members; classic "
+                                       "members cannot join it (mixed groups are not supported yet).")
+            raise CoordinatorError(Errors.INCONSISTENT_GROUP_PROTOCOL,
+                                   f"Group {r.group_id} is a consumer group (KIP-848); it cannot take members of "
+                                   f"protocol type {r.protocol_type!r}.")
+        if r.member_id != UNKNOWN_MEMBER_ID:
+            raise CoordinatorError(Errors.GROUP_ID_NOT_FOUND,
+                                   f"Group {r.group_id} is an empty consumer group; join without a member id.")
+        shard._write(result, ConsumerGroupMetadataTombstone(r.group_id))  # Kafka's online downgrade
+    elif r.member_id != UNKNOWN_MEMBER_ID:
+        raise CoordinatorError(Errors.UNKNOWN_MEMBER_ID,
+                               f"Classic group {r.group_id} does not exist; join it without a member id.")
+    group = ClassicGroup(r.group_id)
+    shard.groups[r.group_id] = group
+    # Persist that the group exists and is classic (Kafka writes an empty GroupMetadataValue too).
+    shard._write(result, ClassicGroupMetadata(r.group_id, "", 0, None, None, ClassicGroupState.DOWN.value, ()))
+    return group
+
+
+# --- JoinGroup -----------------------------------------------------------------------------------------------------
+def join_group(shard: GroupCoordinatorShard, request: JoinGroupRequest, now: int,
+               token: int) -> Result[JoinGroupResponse | None]:
+    result: Result[JoinGroupResponse | None] = Result(None)
+    try:
+        _validate_join(shard, request)
+        group = _group_for_join(shard, request, result)
+        response = _join(shard, group, request, token, _effects(shard, result, now))
+    except CoordinatorError as e:
+        result.response = JoinGroupResponse(e.code, e.message, member_id=request.member_id)
+        return result
+    if response is None:
+        result.parked = True
+    else:
+        result.response = response
+    return result
+
+
+def _validate_join(shard: GroupCoordinatorShard, r: JoinGroupRequest) -> None:
+    if not r.group_id:
+        raise CoordinatorError(Errors.INVALID_GROUP_ID, "group_id can't be empty.")
+    low, high = shard.config["group.min.session.timeout.ms"], shard.config["group.max.session.timeout.ms"]
+    if not low <= r.session_timeout_ms <= high:
+        raise CoordinatorError(Errors.INVALID_SESSION_TIMEOUT,
+                               f"session_timeout_ms {r.session_timeout_ms} is outside [{low}, {high}] "
+                               "(group.min.session.timeout.ms, group.max.session.timeout.ms).")
+    if r.instance_id is not None and not r.instance_id:
+        raise CoordinatorError(Errors.INVALID_REQUEST, "group_instance_id can't be empty when set.")
+    if not r.protocol_type or not r.protocols:
+        raise CoordinatorError(Errors.INCONSISTENT_GROUP_PROTOCOL,
+                               "A JoinGroup must name its protocol type and at least one protocol.")
+    names = [name for name, _ in r.protocols]
+    if len(set(names)) != len(names) or not all(names):
+        raise CoordinatorError(Errors.INVALID_REQUEST, f"protocol names must be non-empty and distinct: {names}.")
+
+
+def _join(shard: GroupCoordinatorShard, group: ClassicGroup, r: JoinGroupRequest, token: int,
+          fx: Effects) -> JoinGroupResponse | None:
+    rebalance_timeout_ms = r.rebalance_timeout_ms if r.rebalance_timeout_ms > 0 else r.session_timeout_ms
+    max_size = shard.config["group.max.size"]
+    if not group.accepts_joining_member(r.member_id, max_size):
+        if r.member_id in group.members:
+            group.remove_member(r.member_id, fx, "the group is over group.max.size")
+        return JoinGroupResponse(Errors.GROUP_MAX_SIZE_REACHED,
+                                 f"Group {r.group_id} already has group.max.size={max_size} members.")
+    inconsistent = CoordinatorError(
+        Errors.INCONSISTENT_GROUP_PROTOCOL,
+        f"Protocol type {r.protocol_type!r} with protocols {[n for n, _ in r.protocols]} is incompatible with "
+        f"group {r.group_id} (protocol type {group.protocol_type!r}; every member must share a protocol).")
+
+    if r.member_id == UNKNOWN_MEMBER_ID:
+        replaced = group.static_members.get(r.instance_id) if r.instance_id is not None else None
+        if not group.supports_protocols(r.protocol_type, r.protocols, replaced):
+            raise inconsistent
+        member_id = shard.member_id_factory()
+        if r.instance_id is None:
+            group.require_member_id(member_id, r.session_timeout_ms, fx)
+            return JoinGroupResponse(Errors.MEMBER_ID_REQUIRED,
+                                     "Join again with the member id in this response (KIP-394).", member_id=member_id)
+        if replaced is not None:
+            return group.replace_static_member(r.instance_id, member_id, r.protocol_type, r.protocols,
+                                               rebalance_timeout_ms, r.session_timeout_ms, r.client_host, token, fx)
+        group.add_member(_new_member(r, member_id, rebalance_timeout_ms), r.protocol_type, token, fx)
+        return None
+
+    if r.member_id in group.pending_members and r.instance_id is None:
+        if not group.supports_protocols(r.protocol_type, r.protocols):
+            raise inconsistent
+        group.add_member(_new_member(r, r.member_id, rebalance_timeout_ms), r.protocol_type, token, fx)
+        return None
+    group.validate_member(r.member_id, r.instance_id)
+    if not group.supports_protocols(r.protocol_type, r.protocols, r.member_id):
+        raise inconsistent
+    return group.rejoin(r.member_id, r.protocol_type, r.protocols, rebalance_timeout_ms, r.session_timeout_ms,
+                        token, fx)
+
+
+def _new_member(r: JoinGroupRequest, member_id: str, rebalance_timeout_ms: int) -> ClassicGroupMember:
+    return ClassicGroupMember(member_id, r.instance_id, r.client_id, r.client_host, rebalance_timeout_ms,
+                              r.session_timeout_ms, r.protocols)
+
+
+# --- SyncGroup -----------------------------------------------------------------------------------------------------
+def sync_group(shard: GroupCoordinatorShard, request: SyncGroupRequest, now: int,
+               token: int) -> Result[SyncGroupResponse | None]:
+    result: Result[SyncGroupResponse | None] = Result(None)
+    try:
+        group = _existing_group(shard, request.group_id)
+        group.validate_member(request.member_id, request.instance_id)
+        if request.generation_id != group.generation:
+            raise CoordinatorError(Errors.ILLEGAL_GENERATION,
+                                   f"Generation {request.generation_id} is not group {group.group_id}'s current "
+                                   f"generation {group.generation}; rejoin.")
+        if _inconsistent(request.protocol_type, group.protocol_type) \
+                or _inconsistent(request.protocol_name, group.protocol_name):
+            raise CoordinatorError(Errors.INCONSISTENT_GROUP_PROTOCOL,
+                                   f"SyncGroup names protocol {request.protocol_type}/{request.protocol_name}; the "
+                                   f"group's is {group.protocol_type}/{group.protocol_name}.")
+        response = group.sync(request, token, _effects(shard, result, now))
+    except CoordinatorError as e:
+        result.response = SyncGroupResponse(e.code, e.message)
+        return result
+    if response is None:
+        result.parked = True
+    else:
+        result.response = response
+    return result
+
+
+def _inconsistent(sent: str | None, group_value: str | None) -> bool:
+    return sent is not None and group_value is not None and sent != group_value
+
+
+# --- Heartbeat -----------------------------------------------------------------------------------------------------
+def heartbeat(shard: GroupCoordinatorShard, request: HeartbeatRequest, now: int) -> Result[HeartbeatResponse]:
+    result: Result[HeartbeatResponse] = Result(HeartbeatResponse())
+    try:
+        group = _existing_group(shard, request.group_id)
+        group.validate_member(request.member_id, request.instance_id)
+        if request.generation_id != group.generation:
+            raise CoordinatorError(Errors.ILLEGAL_GENERATION,
+                                   f"Generation {request.generation_id} is not group {group.group_id}'s current "
+                                   f"generation {group.generation}; rejoin.")
+        code = group.heartbeat(request.member_id, _effects(shard, result, now))
+    except CoordinatorError as e:
+        result.response = HeartbeatResponse(e.code, e.message)
+        return result
+    if code is Errors.REBALANCE_IN_PROGRESS:
+        result.response = HeartbeatResponse(code, f"Group {group.group_id} is rebalancing; rejoin.")
+    return result
+
+
+# --- LeaveGroup ----------------------------------------------------------------------------------------------------
+def leave_group(shard: GroupCoordinatorShard, request: LeaveGroupRequest, now: int) -> Result[LeaveGroupResponse]:
+    result: Result[LeaveGroupResponse] = Result(LeaveGroupResponse())
+    try:
+        if not request.members:
+            raise CoordinatorError(Errors.INVALID_REQUEST, "LeaveGroup needs at least one member.")
+        group = _existing_group(shard, request.group_id)
+    except CoordinatorError as e:
+        result.response = LeaveGroupResponse(e.code, e.message, tuple(
+            MemberResponse(m.member_id, m.instance_id, e.code, e.message) for m in request.members))
+        return result
+    result.response = LeaveGroupResponse(members=group.leave(request.members, _effects(shard, result, now)))
+    return result
+
+
+# --- timers --------------------------------------------------------------------------------------------------------
+def on_timer(shard: GroupCoordinatorShard, key: TimerKey, now: int) -> Result[None]:
+    result: Result[None] = Result(None)
+    group = shard.groups.get(key[1])
+    if not isinstance(group, ClassicGroup) or group.state is ClassicGroupState.INITIALIZE:
+        return result  # the group is gone, converted, or not yet loaded (its timers are armed after the load)
+    fx = _effects(shard, result, now)
+    if key[0] == SESSION_TIMER:
+        group.on_session_timeout(key[2], fx)
+    elif key[0] == JOIN_TIMER:
+        group.on_join_timeout(fx)
+    else:
+        group.on_sync_timeout(fx)
+    return result

@@ -1,0 +1,88 @@
+"""Groups divided over the partitions of the state topic, as Kafka divides them over `__consumer_offsets`.
+
+A group belongs to partition `state_partition(group_id, P)`; whoever owns that partition is the group's
+coordinator. When an instance loses a partition it forgets the groups there (`drop_groups`): nothing is
+written, the records stay in the topic for the next owner, whose replay is the only way the state comes back.
+When it gains one, it replays the partition and arms the timers of those groups only
+(`timers_after_partition_load`): re-arming every group's session timer would postpone the fencing of members
+of groups it already served.
+
+Kafka hashes with Java's `String.hashCode`; we use CRC-32 of the UTF-8 bytes: stable across processes and
+Python versions (unlike `hash`, which is salted per process), and the same in any language.
+"""
+
+from __future__ import annotations
+
+import zlib
+from collections.abc import Callable
+from typing import Any
+
+from coordinator.core.consumer_group import ConsumerGroup
+from coordinator.core.records import ConsumerGroupMetadataTombstone, GroupConfig, OffsetCommitTombstone
+from coordinator.core.results import CancelTimer, Result
+from coordinator.core.shard import rebalance_timer, session_timer
+from coordinator.core.snapshot import timers_after_load
+
+GroupPredicate = Callable[[str], bool]
+
+
+def state_partition(group_id: str, partitions: int) -> int:
+    """The state-topic partition holding `group_id`'s records (and so deciding its coordinator)."""
+    return zlib.crc32(group_id.encode("utf-8")) % partitions
+
+
+def in_partitions(partitions: int, owned: frozenset[int] | set[int]) -> GroupPredicate:
+    """A predicate for the groups whose state partition is one of `owned`."""
+    return lambda group_id: state_partition(group_id, partitions) in owned
+
+
+def known_group_ids(shard: Any) -> set[str]:
+    """Every group id the shard holds anything for: groups, committed offsets, config overrides."""
+    return set(shard.groups) | set(shard.offsets.group_ids()) | set(shard.group_configs)
+
+
+def drop_groups(shard: Any, predicate: GroupPredicate) -> Result[list[str]]:
+    """Forget every group matching `predicate`: its group object, committed offsets and config overrides.
+
+    Applied through the shard's own deletion path (tombstones replayed in memory only, never written), so a
+    consumer group is marked deleted and an assignor run still in flight for it is discarded on completion.
+    The result cancels the timers of the dropped consumer groups' members (and of other group types, the
+    timers they would arm after a load); its response lists the dropped group ids.
+    """
+    dropped = sorted(g for g in known_group_ids(shard) if predicate(g))
+    result: Result[list[str]] = Result(dropped)
+    epochs: dict[tuple[str, str], int] = shard._rebalance_timer_epochs
+    for group_id in dropped:
+        group = shard.groups.get(group_id)
+        if isinstance(group, ConsumerGroup):
+            for member_id in group.members:
+                result.timers.append(CancelTimer(session_timer(group_id, member_id)))
+                result.timers.append(CancelTimer(rebalance_timer(group_id, member_id)))
+                epochs.pop((group_id, member_id), None)
+        elif group is not None:
+            after_load = getattr(group, "timers_after_load", None)
+            if after_load is not None:
+                result.timers.extend(CancelTimer(t.key) for t in after_load(0))
+        if group is not None:
+            shard.replay(ConsumerGroupMetadataTombstone(group_id))
+        for topic, partition in list(shard.offsets.committed(group_id)):
+            shard.replay(OffsetCommitTombstone(group_id, topic, partition))
+        if group_id in shard.group_configs:
+            shard.replay(GroupConfig(group_id, {}))
+    return result
+
+
+class _ShardView:
+    """The shard seen through a group filter: `timers_after_load` then arms timers for those groups only."""
+
+    def __init__(self, shard: Any, predicate: GroupPredicate) -> None:
+        self._shard = shard
+        self.groups = {g: v for g, v in shard.groups.items() if predicate(g)}
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._shard, name)
+
+
+def timers_after_partition_load(shard: Any, predicate: GroupPredicate, now: int) -> Result[None]:
+    """The timers to arm after replaying the groups matching `predicate` (see `timers_after_load`)."""
+    return timers_after_load(_ShardView(shard, predicate), now)

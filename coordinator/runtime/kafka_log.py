@@ -1,0 +1,298 @@
+"""The record log in a compacted Kafka topic: the role `FileLog` plays on local disk, the way Kafka's group
+coordinator keeps its state in `__consumer_offsets`.
+
+Layout. A group's records go to partition `state_partition(group_id, P)` (see `coordinator.core.partitioning`),
+so one partition holds everything about a group, in order, and whoever owns the partition coordinates the
+group. The message key names what the record is about, as `__consumer_offsets` keys do: the record kind, the
+group id, and the member id or the topic-partition (`["offset_commit","g","orders",3]`, JSON so no id can
+make two keys collide). A later record with the same key supersedes the earlier one completely, so
+compaction (`cleanup.policy=compact`) keeps exactly what replay needs. Tombstone records (a member left, an
+offset deleted) are written as ordinary values under the key of what they delete: compaction keeps the
+tombstone, which replay then applies. No null-valued keys are produced: the record set has no tombstone for
+every key of a group (the target-assignment metadata has none), so dropping a group's tombstone could let an
+older record of another key bring the group back on replay. The value is the encoded record (`record_codec`).
+
+Writing. An idempotent producer (`enable.idempotence=true`, `acks=all`) keeps each partition in order without
+duplicates across retries; `linger.ms` batches the records of concurrent operations. `append` returns an
+awaitable completed from the delivery callbacks (a thread polls the producer), so a response leaves only once
+every broker in the ISR has its records. A failed delivery fails the awaitable: the runtime then fails stop.
+
+Reading. `load_partition` reads one partition from its beginning to the high watermark taken at the start,
+with a plain consumer (assign, no group): the owner of a partition is its only writer, so that is everything.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import threading
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from concurrent.futures import Future
+from dataclasses import dataclass
+from typing import Any
+
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from coordinator.core import records as r
+from coordinator.core.partitioning import state_partition
+from coordinator.runtime import record_codec
+
+log = logging.getLogger("groupcoord.kafka_log")
+
+# The key kind of each record type: a tombstone shares the kind of what it deletes, so compaction keeps it.
+_KEY_KIND: dict[type, str] = {
+    r.ConsumerGroupMetadata: "group_metadata",
+    r.ConsumerGroupMetadataTombstone: "group_metadata",
+    r.ConsumerGroupMemberMetadata: "member_metadata",
+    r.ConsumerGroupMemberMetadataTombstone: "member_metadata",
+    r.ConsumerGroupTargetAssignmentMember: "target_member",
+    r.ConsumerGroupTargetAssignmentMemberTombstone: "target_member",
+    r.ConsumerGroupTargetAssignmentMetadata: "target_metadata",
+    r.ConsumerGroupCurrentMemberAssignment: "current_assignment",
+    r.ConsumerGroupCurrentMemberAssignmentTombstone: "current_assignment",
+    r.OffsetCommit: "offset_commit",
+    r.OffsetCommitTombstone: "offset_commit",
+    r.GroupConfig: "group_config",
+}
+
+
+def record_key(record: Any) -> bytes:
+    """The compaction key: kind, group id, then member id or topic and partition when the record has them.
+    Other record types (e.g. the classic group's) are keyed by their type name the same way."""
+    parts: list[str | int] = [_KEY_KIND.get(type(record), type(record).__name__), record.group_id]
+    for name in ("member_id", "topic", "partition"):
+        value = getattr(record, name, None)
+        if value is not None:
+            parts.append(value)
+    return json.dumps(parts, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+class StateTopicError(RuntimeError):
+    """The state topic is missing and cannot be created, or has another partition count than configured."""
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionLoad:
+    partition: int
+    records: int
+    end_offset: int  # the high watermark the load read up to
+    seconds: float
+
+
+class _Delivery:
+    """One `append`: completes when every record is acknowledged, or fails with the first error."""
+
+    __slots__ = ("future", "_remaining", "_lock")
+
+    def __init__(self, count: int) -> None:
+        self.future: Future[None] = Future()
+        self._remaining = count
+        self._lock = threading.Lock()
+
+    def on_delivery(self, err: KafkaError | None, msg: Any) -> None:
+        with self._lock:
+            if self.future.done():
+                return
+            if err is not None:
+                self.future.set_exception(KafkaException(err))
+                return
+            self._remaining -= 1
+            if self._remaining == 0:
+                self.future.set_result(None)
+
+
+class KafkaRecordLog:
+    """The runtime's record sink (see `RecordSink`) on a Kafka topic, plus per-partition loading."""
+
+    def __init__(self, bootstrap_servers: str, topic: str, partitions: int, *, client_id: str = "groupcoord",
+                 linger_ms: int = 5, delivery_timeout_ms: int = 30_000, create_topic: bool = True,
+                 client_config: Mapping[str, Any] | None = None, producer_config: Mapping[str, Any] | None = None,
+                 consumer_config: Mapping[str, Any] | None = None,
+                 encode: Callable[[Any], bytes] = record_codec.encode,
+                 decode: Callable[[bytes], Any] = record_codec.decode) -> None:
+        if partitions < 1:
+            raise ValueError(f"the state topic needs at least one partition, got {partitions}")
+        self.bootstrap_servers = bootstrap_servers
+        self.topic = topic
+        self.partitions = partitions
+        self.client_id = client_id
+        self.create_topic = create_topic
+        # Settings for every client (security, e.g. SASL/SSL); producer_config and consumer_config add to them.
+        self._client_config: dict[str, Any] = {"bootstrap.servers": bootstrap_servers, **(client_config or {})}
+        self._producer_config: dict[str, Any] = {
+            **self._client_config, "client.id": client_id, "enable.idempotence": True,
+            "acks": "all", "linger.ms": linger_ms, "delivery.timeout.ms": delivery_timeout_ms,
+            **(producer_config or {})}
+        self._consumer_config: dict[str, Any] = {
+            **self._client_config, "client.id": f"{client_id}-loader",
+            # A consumer needs a group id; this one never joins it nor commits (assign only).
+            "group.id": f"{client_id}-loader", "enable.auto.commit": False, "enable.partition.eof": True,
+            "auto.offset.reset": "earliest", "fetch.wait.max.ms": 50, **(consumer_config or {})}
+        self._encode = encode
+        self._decode = decode
+        self._producer: Producer | None = None
+        self._poller: threading.Thread | None = None
+        self._closed = threading.Event()
+        self._outstanding: set[Future[None]] = set()
+        self._outstanding_lock = threading.Lock()
+        self.appended_records = 0
+
+    # --- lifecycle --------------------------------------------------------------------------------------------
+    def start(self) -> None:
+        """Check (or create) the topic, then start the producer and its polling thread. Blocking."""
+        producer = Producer(self._producer_config)
+        try:
+            self._check_topic(producer)
+        except BaseException:
+            producer.close()
+            raise
+        self._producer = producer
+        self._poller = threading.Thread(target=self._poll, name="groupcoord-kafka-log", daemon=True)
+        self._poller.start()
+
+    def _check_topic(self, producer: Producer) -> None:
+        # All topics, not this one: asking a broker for one topic's metadata may auto-create it (with the
+        # broker's default partition count, which would then disagree with ours).
+        metadata = producer.list_topics(timeout=10)
+        topic = metadata.topics.get(self.topic)
+        if topic is None or topic.error is not None:
+            if not self.create_topic:
+                raise StateTopicError(f"state topic {self.topic!r} does not exist; create it with "
+                                      f"{self.partitions} partitions and cleanup.policy=compact")
+            self._create_topic()
+            return
+        if len(topic.partitions) != self.partitions:
+            raise StateTopicError(
+                f"state topic {self.topic!r} has {len(topic.partitions)} partitions but {self.partitions} are "
+                "configured: every instance must use the topic's partition count (groups are placed by "
+                "hash mod partitions)")
+
+    def _create_topic(self) -> None:
+        admin = AdminClient({**self._client_config, "client.id": self.client_id})
+        new = NewTopic(self.topic, num_partitions=self.partitions, config={"cleanup.policy": "compact"})
+        try:
+            admin.create_topics([new], request_timeout=15)[self.topic].result(timeout=20)
+        except KafkaException as e:
+            if e.args and e.args[0].code() == KafkaError.TOPIC_ALREADY_EXISTS:
+                return
+            raise StateTopicError(f"cannot create state topic {self.topic!r} ({self.partitions} partitions, "
+                                  f"cleanup.policy=compact): {e}; create it yourself") from e
+        except Exception as e:  # a timeout: e.g. a cluster without the CreateTopics API
+            raise StateTopicError(f"cannot create state topic {self.topic!r}: {type(e).__name__}: {e}; "
+                                  f"create it with {self.partitions} partitions and cleanup.policy=compact") from e
+        log.info("created state topic %s with %d partitions (cleanup.policy=compact)", self.topic, self.partitions)
+
+    def _poll(self) -> None:
+        producer = self._producer
+        assert producer is not None
+        while not self._closed.is_set():
+            producer.poll(0.05)
+
+    def close(self, timeout_s: float = 10.0) -> None:
+        """Deliver what is queued (up to `timeout_s`), stop polling; appends still undelivered fail."""
+        producer = self._producer
+        if producer is None or self._closed.is_set():
+            return
+        self._closed.set()
+        if self._poller is not None:
+            self._poller.join(timeout=5)
+        remaining = producer.flush(timeout_s)
+        if remaining:
+            log.error("%d record(s) were not delivered to %s before closing", remaining, self.topic)
+            producer.purge()
+            producer.flush(0)
+        producer.close()
+        for future in self.pending():
+            if not future.done():
+                future.set_exception(RuntimeError("the Kafka record log closed before delivery"))
+
+    # --- appending --------------------------------------------------------------------------------------------
+    def partition_of(self, group_id: str) -> int:
+        return state_partition(group_id, self.partitions)
+
+    def append(self, records: list[Any]) -> Awaitable[None] | None:
+        """Produce `records` (called on the event loop); the awaitable completes when all are acknowledged."""
+        producer = self._producer
+        if producer is None or self._closed.is_set():
+            raise RuntimeError("the Kafka record log is not started or is closed")
+        if not records:
+            return None
+        delivery = _Delivery(len(records))
+        with self._outstanding_lock:
+            self._outstanding.add(delivery.future)
+        delivery.future.add_done_callback(self._forget)
+        for record in records:
+            key, value = record_key(record), self._encode(record)
+            partition = state_partition(record.group_id, self.partitions)
+            while True:
+                try:
+                    producer.produce(self.topic, value=value, key=key, partition=partition,
+                                     on_delivery=delivery.on_delivery)
+                    break
+                except BufferError:  # the local queue is full: the polling thread drains it
+                    time.sleep(0.005)
+                except KafkaException as e:
+                    if not delivery.future.done():
+                        delivery.future.set_exception(e)
+                    return asyncio.wrap_future(delivery.future)
+        self.appended_records += len(records)
+        return asyncio.wrap_future(delivery.future)
+
+    def _forget(self, future: Future[None]) -> None:
+        with self._outstanding_lock:
+            self._outstanding.discard(future)
+
+    def pending(self) -> list[Future[None]]:
+        """The appends not yet acknowledged (a handoff waits for them before the next owner loads)."""
+        with self._outstanding_lock:
+            return list(self._outstanding)
+
+    # --- loading ----------------------------------------------------------------------------------------------
+    def load_partition(self, partition: int, apply: Callable[[Any], None], timeout_s: float = 60.0) -> PartitionLoad:
+        """Read `partition` from its beginning up to its current high watermark, passing each decoded record to
+        `apply` in order. Blocking; raises on a record it cannot decode or after `timeout_s`."""
+        started = time.monotonic()
+        consumer = Consumer(self._consumer_config)
+        count = 0
+        try:
+            _, high = consumer.get_watermark_offsets(TopicPartition(self.topic, partition), timeout=timeout_s)
+            if high > 0:
+                consumer.assign([TopicPartition(self.topic, partition, OFFSET_BEGINNING)])
+                count = self._read_until(consumer, partition, high, apply, started + timeout_s)
+        finally:
+            consumer.close()
+        return PartitionLoad(partition, count, high, time.monotonic() - started)
+
+    def _read_until(self, consumer: Consumer, partition: int, high: int, apply: Callable[[Any], None],
+                    deadline: float) -> int:
+        count = 0
+        while True:
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"loading {self.topic}-{partition} did not reach offset {high} in time")
+            for msg in consumer.consume(1000, timeout=0.2):
+                err = msg.error()
+                if err is not None:
+                    if err.code() == KafkaError._PARTITION_EOF:
+                        return count
+                    if err.fatal() or not err.retriable():
+                        raise KafkaException(err)
+                    continue
+                offset = msg.offset()
+                if offset is None:
+                    continue
+                if offset >= high:
+                    return count
+                value = msg.value()
+                if value is not None:  # a null value only tells compaction to drop the key
+                    try:
+                        record = self._decode(value)
+                    except record_codec.RecordDecodeError as e:
+                        raise record_codec.RecordDecodeError(
+                            f"{self.topic}-{partition} offset {offset}: {e}") from None
+                    apply(record)
+                    count += 1
+                if offset >= high - 1:
+                    return count

@@ -1,0 +1,364 @@
+"""Several coordinator instances share the groups, and Kafka decides who serves which.
+
+Theory of operation. The state topic has P partitions and a group lives in partition hash(group_id) mod P
+(`coordinator.core.partitioning`). The instances are members of one Kafka consumer group subscribed to the
+state topic ("groupcoord-coordinators.<topic>"): Kafka's group protocol, not ours, hands each partition to
+exactly one live instance, and moves it when an instance joins, leaves or stops heartbeating
+(`session.timeout.ms`). The cooperative-sticky assignor moves only the partitions that must move, so an
+instance joining does not make every group unavailable. The consumer never reads (its partitions are paused):
+membership is all it is for.
+
+Per partition, on this instance (all of it on the runtime's event loop, so it is ordered with every request):
+
+    not owned --assigned--> LOADING --replayed--> OWNED --revoked/lost--> not owned
+
+- assigned (`on_assign`): mark LOADING (requests for its groups get COORDINATOR_LOAD_IN_PROGRESS), read the
+  partition from the topic on a worker thread, replay it into the shard as one operation on the event queue
+  (the same replay as any other load), arm those groups' timers, mark OWNED: serve.
+- revoked (`on_revoke`, and `on_lost` when the session expired): stop routing to its groups (NOT_COORDINATOR),
+  queue an operation that drops them from the shard (a barrier: every operation queued before it has handed
+  its records to the producer), wait until those records are acknowledged, then let the rebalance continue.
+  Kafka gives the partition to the next owner only after this callback returns, so the next owner's replay
+  sees every record this instance acknowledged.
+
+Directory. Each owner commits, in the coordinators' group, an offset for each partition it is assigned whose
+metadata is its advertised `host:port` (an OffsetCommit under the group's generation: Kafka rejects it from an
+instance that is no longer a member). `FindCoordinator` answers from those commits, read periodically with
+`list_consumer_group_offsets`. (librdkafka's mock cluster, which the tests run on, implements neither
+DescribeGroups nor ConsumerGroupDescribe, so members' client ids and assignments cannot be described there.)
+An entry can be stale for a moment after a move: a client that reaches an instance no longer owning the
+group gets NOT_COORDINATOR and asks again.
+
+Not fenced: an instance cut off from the group (it will get `on_lost`) can still append records it had queued
+until it notices; Kafka fences such a zombie with the partition's producer epoch, which this does not do.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import enum
+import functools
+import logging
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, KafkaException, TopicPartition
+from confluent_kafka.admin import AdminClient
+
+from coordinator.core.errors import Errors
+from coordinator.core.partitioning import drop_groups, in_partitions, state_partition, timers_after_partition_load
+from coordinator.core.results import Result
+from coordinator.runtime.kafka_log import KafkaRecordLog
+from coordinator.runtime.runtime import CoordinatorRuntime
+
+log = logging.getLogger("groupcoord.sharding")
+
+
+def parse_host_port(value: str) -> tuple[str, int]:
+    """`host:port` or `[v6]:port` -> (host, port); raises ValueError with the offending text."""
+    host, sep, port = value.rpartition(":")
+    host = host.strip("[]")
+    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise ValueError(f"expected HOST:PORT, got {value!r}")
+    return host, int(port)
+
+
+def format_host_port(host: str, port: int) -> str:
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+
+@dataclass(frozen=True, slots=True)
+class KafkaStateOptions:
+    """Records in a Kafka topic; groups sharded over every instance configured with the same topic."""
+
+    bootstrap_servers: str
+    topic: str = "__groupcoord_state"
+    partitions: int = 50  # Kafka's offsets.topic.num.partitions; must equal the topic's partition count
+    group_id: str | None = None  # the coordinators' consumer group; default "groupcoord-coordinators.<topic>"
+    session_timeout_ms: int = 10_000  # how long a dead instance keeps its partitions
+    heartbeat_interval_ms: int | None = None  # default: a fifth of the session timeout
+    directory_refresh_ms: int = 1_000
+    load_timeout_s: float = 60.0
+    linger_ms: int = 5
+    create_topic: bool = True  # create it (compacted) when missing; the mock cluster cannot: tests create it
+    client_config: Mapping[str, Any] = field(default_factory=dict)  # for every Kafka client (e.g. SASL/SSL)
+    producer_config: Mapping[str, Any] = field(default_factory=dict)  # the record log's producer
+    consumer_config: Mapping[str, Any] = field(default_factory=dict)  # the coordinators' group member
+
+    @property
+    def coordinators_group(self) -> str:
+        return self.group_id or f"groupcoord-coordinators.{self.topic}"
+
+    def record_log(self, client_id: str = "groupcoord") -> KafkaRecordLog:
+        return KafkaRecordLog(self.bootstrap_servers, self.topic, self.partitions, client_id=client_id,
+                              linger_ms=self.linger_ms, create_topic=self.create_topic,
+                              client_config=self.client_config, producer_config=self.producer_config)
+
+
+class PartitionState(enum.Enum):
+    LOADING = "loading"
+    OWNED = "owned"
+
+
+@dataclass(frozen=True, slots=True)
+class Located:
+    """FindCoordinator's answer for one group: an address, or why there is none yet."""
+
+    host: str = ""
+    port: int = 0
+    error: Errors = Errors.NONE
+    message: str = ""
+
+
+class PartitionOwnership:
+    """The router of the runtime (call it with a group id), the directory for FindCoordinator, and this
+    instance's membership in the coordinators' consumer group."""
+
+    def __init__(self, runtime: CoordinatorRuntime, record_log: KafkaRecordLog, options: KafkaStateOptions) -> None:
+        self.runtime = runtime
+        self.log = record_log
+        self.options = options
+        self.partitions = options.partitions
+        self.topic = options.topic
+        # Event-loop state: read by the router, changed only by coroutines and operations on the loop.
+        self._state: dict[int, PartitionState] = {}
+        self._epochs: dict[int, int] = {}  # bumped on every gain and loss: a load finishing late sees it moved
+        self._tasks: set[asyncio.Task[None]] = set()
+        # Replaced whole by the directory thread: partition -> (host, port) of the owner that claimed it.
+        self._directory: dict[int, tuple[str, int]] = {}
+        self._advertised = ("", 0)
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._consumer: Consumer | None = None
+        self._stopping = threading.Event()
+        self._threads: list[threading.Thread] = []
+        self._unclaimed: set[int] = set()  # assigned partitions not yet recorded in the directory (polling thread)
+
+    # --- routing (event loop) ----------------------------------------------------------------------------------
+    def __call__(self, group_id: str) -> tuple[Errors, str] | None:
+        p = state_partition(group_id, self.partitions)
+        state = self._state.get(p)
+        if state is PartitionState.OWNED:
+            return None
+        if state is PartitionState.LOADING:
+            return (Errors.COORDINATOR_LOAD_IN_PROGRESS,
+                    f"Partition {p} of {self.topic}, which holds group {group_id}, is loading; retry.")
+        return (Errors.NOT_COORDINATOR,
+                f"This instance does not own partition {p} of {self.topic}, which holds group {group_id}; "
+                "ask FindCoordinator.")
+
+    def locate(self, group_id: str) -> Located:
+        """Who coordinates `group_id`: this instance if it owns (or is loading) the group's partition, else the
+        instance that last claimed it in the directory."""
+        p = state_partition(group_id, self.partitions)
+        if p in self._state:
+            return Located(*self._advertised)
+        owner = self._directory.get(p)
+        if owner is None or owner == self._advertised:  # never claimed, or our own claim from before a move
+            return Located(error=Errors.COORDINATOR_NOT_AVAILABLE,
+                           message=f"No instance owns partition {p} of {self.topic} (group {group_id}) yet; retry.")
+        return Located(*owner)
+
+    def owned(self) -> dict[int, PartitionState]:
+        return dict(self._state)
+
+    def count(self, state: PartitionState) -> float:
+        """For the metrics gauges (read from the scrape thread: a snapshot of the dict, never iterated live)."""
+        return float(sum(1 for s in list(self._state.values()) if s is state))
+
+    def gauges(self) -> dict[str, tuple[str, Callable[[], float]]]:
+        return {f"groupcoord_state_partitions_{state.value}": (
+            f"Partitions of the state topic this instance holds, {state.value}", functools.partial(self.count, state))
+            for state in PartitionState}
+
+    def directory(self) -> dict[int, tuple[str, int]]:
+        return dict(self._directory)
+
+    # --- lifecycle ---------------------------------------------------------------------------------------------
+    def start(self, advertised: tuple[str, int]) -> None:
+        """Join the coordinators' group (call on the event loop, after the runtime started)."""
+        self._loop = asyncio.get_running_loop()
+        self._advertised = advertised
+        o = self.options
+        session = o.session_timeout_ms
+        heartbeat = o.heartbeat_interval_ms or max(100, session // 5)
+        self._consumer = Consumer({
+            "bootstrap.servers": o.bootstrap_servers, **o.client_config, "group.id": o.coordinators_group,
+            "client.id": format_host_port(*advertised), "partition.assignment.strategy": "cooperative-sticky",
+            "session.timeout.ms": session, "heartbeat.interval.ms": heartbeat, "enable.auto.commit": False,
+            "auto.offset.reset": "latest", **o.consumer_config})
+        self._consumer.subscribe([self.topic], on_assign=self._on_assign, on_revoke=self._on_revoke,
+                                 on_lost=self._on_lost)
+        for target, name in ((self._poll, "groupcoord-ownership"), (self._refresh_directory, "groupcoord-directory")):
+            thread = threading.Thread(target=target, name=name, daemon=True)
+            thread.start()
+            self._threads.append(thread)
+
+    def stop(self) -> None:
+        """Leave the coordinators' group: Kafka hands this instance's partitions to the others at once, after
+        `on_revoke` has dropped them here. Blocking; call from a thread other than the event loop's."""
+        self._stopping.set()
+        for thread in self._threads:
+            thread.join(timeout=60)
+        self._threads.clear()
+        loop = self._loop
+        if loop is not None and not loop.is_closed():
+            loop.call_soon_threadsafe(self._cancel_loads)
+
+    def _cancel_loads(self) -> None:
+        for task in list(self._tasks):
+            task.cancel()
+
+    def _poll(self) -> None:
+        consumer = self._consumer
+        assert consumer is not None
+        next_claim = 0.0
+        try:
+            while not self._stopping.is_set():
+                msg = consumer.poll(0.1)  # serves the rebalance callbacks; partitions are paused
+                if msg is not None and msg.error() is not None:
+                    log.warning("coordinators' group: %s", msg.error())
+                if self._unclaimed and time.monotonic() >= next_claim:
+                    next_claim = time.monotonic() + (0 if self._claim(consumer) else 0.2)
+        finally:
+            consumer.close()  # revokes what we own (on_revoke runs here) and leaves the group
+
+    def _claim(self, consumer: Consumer) -> bool:
+        """Record this instance as the owner of the assigned partitions in the directory. The commit carries the
+        group generation, so it fails while a rebalance is in progress (retried) and from an ex-member."""
+        partitions = sorted(self._unclaimed)
+        claim = format_host_port(*self._advertised)
+        try:
+            consumer.commit(offsets=[TopicPartition(self.topic, p, 0, metadata=claim) for p in partitions],
+                            asynchronous=False)
+        except KafkaException as e:
+            log.debug("recording ownership of partitions %s in the directory failed (%s); retrying", partitions, e)
+            return False
+        self._unclaimed.difference_update(partitions)
+        return True
+
+    # --- rebalance callbacks (the polling thread) --------------------------------------------------------------
+    def _on_assign(self, consumer: Consumer, tps: list[TopicPartition]) -> None:
+        consumer.incremental_assign(tps)
+        if not tps:
+            return
+        consumer.pause(tps)
+        partitions = sorted(tp.partition for tp in tps)
+        log.info("assigned state partitions %s: loading", partitions)
+        self._call_on_loop(self._gain(partitions), wait=False)
+        self._unclaimed.update(partitions)  # claimed by the polling loop once the rebalance completes
+
+    def _on_revoke(self, consumer: Consumer, tps: list[TopicPartition]) -> None:
+        self._hand_off(tps, "revoked")
+        consumer.incremental_unassign(tps)
+
+    def _on_lost(self, consumer: Consumer, tps: list[TopicPartition]) -> None:
+        self._hand_off(tps, "lost")
+        consumer.incremental_unassign(tps)
+
+    def _hand_off(self, tps: list[TopicPartition], why: str) -> None:
+        if not tps:
+            return
+        partitions = sorted(tp.partition for tp in tps)
+        self._unclaimed.difference_update(partitions)
+        log.info("state partitions %s %s: handing their groups off", partitions, why)
+        self._call_on_loop(self._lose(partitions), wait=True)
+
+    def _call_on_loop(self, coro: Any, wait: bool) -> None:
+        loop = self._loop
+        if loop is None or loop.is_closed():
+            coro.close()
+            return
+        future = asyncio.run_coroutine_threadsafe(coro, loop)
+        if wait:
+            try:
+                future.result(timeout=60)
+            except Exception:
+                log.exception("handing off state partitions failed")
+
+    # --- gaining and losing partitions (event loop) ------------------------------------------------------------
+    async def _gain(self, partitions: list[int]) -> None:
+        for p in partitions:
+            epoch = self._epochs[p] = self._epochs.get(p, 0) + 1
+            self._state[p] = PartitionState.LOADING
+            task = asyncio.create_task(self._load(p, epoch), name=f"groupcoord-load-{p}")
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+
+    async def _load(self, p: int, epoch: int) -> None:
+        backoff = 0.2
+        while self._epochs.get(p) == epoch and not self._stopping.is_set():
+            records: list[Any] = []
+            try:
+                report = await asyncio.to_thread(self.log.load_partition, p, records.append,
+                                                 self.options.load_timeout_s)
+                applied = await self.runtime.submit(f"load-partition-{p}",
+                                                    functools.partial(self._apply_load, p, epoch, records))
+            except Exception:
+                log.exception("loading state partition %d failed; retrying in %.1f s", p, backoff)
+                await self.runtime.submit(f"unload-partition-{p}", lambda now: self._drop([p]))
+                await asyncio.sleep(backoff)
+                backoff = min(backoff * 2, 5.0)
+                continue
+            if applied:
+                log.info("state partition %d loaded: %d records up to offset %d in %.2f s", p, report.records,
+                         report.end_offset, report.seconds)
+            return
+
+    def _apply_load(self, p: int, epoch: int, records: list[Any], now: int) -> Result[bool]:
+        """Replay partition `p` (an operation on the event queue) unless it moved away meanwhile."""
+        if self._epochs.get(p) != epoch or self._state.get(p) is not PartitionState.LOADING:
+            return Result(False)
+        mine = in_partitions(self.partitions, {p})
+        stale = drop_groups(self.runtime.shard, mine)  # nothing, unless an earlier load failed half-way
+        for record in records:
+            self.runtime.shard.replay(record)
+        armed = timers_after_partition_load(self.runtime.shard, mine, now)
+        self._state[p] = PartitionState.OWNED
+        return Result(True, timers=stale.timers + armed.timers)
+
+    def _drop(self, partitions: list[int]) -> Result[list[str]]:
+        return drop_groups(self.runtime.shard, in_partitions(self.partitions, set(partitions)))
+
+    async def _lose(self, partitions: list[int]) -> None:
+        for p in partitions:
+            self._epochs[p] = self._epochs.get(p, 0) + 1
+            self._state.pop(p, None)  # from now on the router answers NOT_COORDINATOR
+        dropped = await self.runtime.submit("drop-partitions", lambda now: self._drop(partitions))
+        pending = [asyncio.wrap_future(f) for f in self.log.pending()]
+        if pending:
+            await asyncio.gather(*pending, return_exceptions=True)
+        log.info("state partitions %s handed off: dropped %d group(s)", partitions, len(dropped))
+
+    # --- directory (its own thread) ----------------------------------------------------------------------------
+    def _refresh_directory(self) -> None:
+        o = self.options
+        admin = AdminClient({"bootstrap.servers": o.bootstrap_servers, **o.client_config,
+                             "client.id": f"{format_host_port(*self._advertised)}-directory"})
+        request = [ConsumerGroupTopicPartitions(o.coordinators_group,
+                                                [TopicPartition(self.topic, p) for p in range(self.partitions)])]
+        interval = o.directory_refresh_ms / 1000
+        while True:
+            try:
+                result = admin.list_consumer_group_offsets(request, request_timeout=max(interval, 5.0))
+                committed = result[o.coordinators_group].result()
+            except Exception as e:
+                log.warning("reading the coordinators' directory failed: %s", e)
+                committed = None
+            if committed is not None:
+                self._directory = self._parse_directory(committed.topic_partitions or [])
+            if self._stopping.wait(interval):
+                return
+
+    @staticmethod
+    def _parse_directory(committed: list[TopicPartition]) -> dict[int, tuple[str, int]]:
+        directory: dict[int, tuple[str, int]] = {}
+        for tp in committed:
+            if tp.offset >= 0 and tp.metadata:
+                try:
+                    directory[tp.partition] = parse_host_port(tp.metadata)
+                except ValueError:
+                    log.warning("directory entry for partition %d is not HOST:PORT: %r", tp.partition, tp.metadata)
+        return directory

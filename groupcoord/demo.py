@@ -1,0 +1,643 @@
+"""`groupcoord demo`: Kafka, the coordinator and Spark drivers sharing a topic, end to end, on real components.
+
+What runs (all on 127.0.0.1, all stopped at the end, the embedded Kafka last):
+
+1. the embedded Kafka (librdkafka's mock cluster) in this process, with a topic of 24 partitions, and a producer
+   thread writing to it at skewed rates (partition weights follow 1/rank, ranks shuffled with a fixed seed);
+2. the coordinator, ``groupcoord serve --bootstrap-servers ...``, as a subprocess, with ``lag-sticky`` as its
+   default assignor and short heartbeats;
+3. Spark driver processes (``python -m clients.spark_driver``, local mode, small memory) that consume the
+   partitions the group gives them and aggregate per key into Parquet. Two start; a third is added once they
+   are stable; then the first is stopped (SIGTERM: it commits its last batch and leaves).
+
+At each rebalance it prints a table of members (partitions, lag = Kafka end offset - committed offset,
+records processed) and the lag spread (max - min member lag) of the live ``lag-sticky`` assignment next to
+what the ``range`` assignor gives on the same lag snapshot (computed with `assignors.RangeAssignor`). At the
+end it stops producing, waits for the drivers to catch up, stops them and prints a summary: records produced
+and processed, duplicates (counted from the Parquet batch files), the time of each rebalance and the lag
+spread under both assignors.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import random
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+__all__ = ["CoordinatorProcess", "GroupMonitor", "SkewedProducer", "free_port", "main"]
+
+DEMO_MARKER = ".groupcoord-demo"
+Offsets = dict[int, tuple[int, int, int | None]]  # partition -> (log start, end, committed or None)
+GROUP = "demo"
+
+
+# --- the producer ----------------------------------------------------------------------------------------------
+class SkewedProducer:
+    """Produces to every partition of a topic on a thread, partition `p` at `rate * weight[p]` records/s.
+
+    Weights follow 1/rank (Zipf, exponent `skew`), with ranks shuffled by `seed` so that hot partitions are
+    spread over the partition numbers rather than stacked at the low ones (which would handicap `range`).
+    Keys are drawn from `keys` distinct values, so per-key aggregates have something to count.
+    """
+
+    def __init__(self, bootstrap_servers: str, topic: str, partitions: int, rate: float, *, skew: float = 1.0,
+                 keys: int = 100, value_bytes: int = 64, seed: int = 7) -> None:
+        from confluent_kafka import Producer
+
+        rng = random.Random(seed)
+        ranks = list(range(1, partitions + 1))
+        rng.shuffle(ranks)
+        raw = [1.0 / r**skew for r in ranks]
+        total = sum(raw)
+        self.topic = topic
+        self.weights = [w / total for w in raw]
+        self.rate = rate
+        self.keys = [f"key-{i:03d}".encode() for i in range(keys)]
+        self.value = b"x" * value_bytes
+        self.produced = [0] * partitions
+        self.errors = 0
+        self._producer: Any = Producer({"bootstrap.servers": bootstrap_servers, "linger.ms": 20,
+                                   "client.id": "groupcoord-demo-producer", "log.connection.close": False})
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="demo-producer", daemon=True)
+        self._rng = random.Random(seed + 1)
+
+    def start(self) -> SkewedProducer:
+        self._thread.start()
+        return self
+
+    def _on_delivery(self, err: Any, msg: Any) -> None:
+        if err is not None:
+            self.errors += 1
+
+    def _run(self) -> None:
+        owed = [0.0] * len(self.weights)
+        last = time.monotonic()
+        while not self._stop.wait(0.02):
+            now = time.monotonic()
+            dt, last = now - last, now
+            for p, w in enumerate(self.weights):
+                owed[p] += self.rate * w * dt
+                n = int(owed[p])
+                owed[p] -= n
+                for _ in range(n):
+                    key = self.keys[self._rng.randrange(len(self.keys))]
+                    self._producer.produce(self.topic, key=key, value=self.value, partition=p,
+                                           on_delivery=self._on_delivery)
+                self.produced[p] += n
+            self._producer.poll(0)
+
+    def stop(self) -> None:
+        """Stop producing and wait until every record is acknowledged."""
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join(10)
+        if self._producer is not None:
+            self._producer.flush(30)
+            self._producer = None  # destroyed now, not when collected: it must not outlive the cluster
+
+
+# --- the coordinator subprocess ----------------------------------------------------------------------------------
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class CoordinatorProcess:
+    """``groupcoord serve`` as a child process; its output goes to `log_path`."""
+
+    def __init__(self, bootstrap_servers: str, log_path: Path, settings: Mapping[str, Any]) -> None:
+        self.port = free_port()
+        self.address = f"127.0.0.1:{self.port}"
+        argv = [sys.executable, "-m", "groupcoord", "serve", "--listen", self.address,
+                "--bootstrap-servers", bootstrap_servers, "--metadata-refresh-ms", "1000", "--lag-refresh-ms", "1000"]
+        for k, v in settings.items():
+            argv += ["--set", f"{k}={v}"]
+        self._log = open(log_path, "ab")  # noqa: SIM115 (closed in stop)
+        self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=self._log, stderr=subprocess.STDOUT,
+                                     start_new_session=True)
+
+    def wait_ready(self, timeout_s: float = 30.0) -> None:
+        import grpc
+        from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+        deadline = time.monotonic() + timeout_s
+        with grpc.insecure_channel(self.address) as channel:
+            stub = health_pb2_grpc.HealthStub(channel)
+            while True:
+                if self.proc.poll() is not None:
+                    raise RuntimeError(f"the coordinator exited with code {self.proc.returncode}")
+                try:
+                    resp = stub.Check(health_pb2.HealthCheckRequest(service=""), timeout=1)
+                    if resp.status == health_pb2.HealthCheckResponse.SERVING:
+                        return
+                except grpc.RpcError:
+                    pass
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"the coordinator did not serve on {self.address} within {timeout_s:.0f} s")
+                time.sleep(0.2)
+
+    def stop(self, timeout_s: float = 15.0) -> None:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout_s)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(5)
+        self._log.close()
+
+
+# --- watching the group --------------------------------------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class MemberView:
+    member_id: str
+    epoch: int
+    state: str
+    assignment: frozenset[int]  # partitions of the demo topic
+    target: frozenset[int]
+
+
+@dataclass(frozen=True, slots=True)
+class GroupView:
+    state: str
+    group_epoch: int
+    assignment_epoch: int
+    assignor: str
+    topic_id: str
+    members: tuple[MemberView, ...]
+
+    @property
+    def reconciled(self) -> bool:
+        return self.state == "STABLE" and all(m.assignment == m.target for m in self.members)
+
+
+@dataclass
+class LagSample:
+    at: float
+    spread_live: int
+    spread_range: int
+    total: int
+
+
+class GroupMonitor:
+    """DescribeGroups, OffsetFetch and Kafka end offsets, turned into member lags and assignor comparisons."""
+
+    def __init__(self, coordinator: str, bootstrap_servers: str, topic: str, partitions: int) -> None:
+        import grpc
+        from confluent_kafka.admin import AdminClient
+
+        from groupcoord.v1 import coordinator_pb2_grpc as pb_grpc
+
+        self.topic = topic
+        self.partitions = partitions
+        self._channel = grpc.insecure_channel(coordinator)
+        self._stub = pb_grpc.GroupCoordinatorStub(self._channel)
+        self._admin: Any = AdminClient({"bootstrap.servers": bootstrap_servers, "client.id": "groupcoord-demo-monitor",
+                                   "log.connection.close": False})
+
+    def close(self) -> None:
+        self._channel.close()
+        self._admin = None  # destroyed now: it must not outlive the cluster
+
+    def describe(self) -> GroupView | None:
+        from groupcoord.v1 import coordinator_pb2 as pb
+
+        resp = self._stub.DescribeGroups(pb.DescribeGroupsRequest(group_ids=[GROUP]), timeout=5)
+        g = resp.groups[0] if resp.groups else None
+        if g is None or g.error_code:
+            return None
+        topic_id = ""
+
+        def parts(tps: Any) -> frozenset[int]:
+            nonlocal topic_id
+            out: set[int] = set()
+            for t in tps:
+                if t.topic_name == self.topic or not t.topic_name:
+                    topic_id = topic_id or t.topic_id
+                    out.update(t.partitions)
+            return frozenset(out)
+
+        members = tuple(sorted((MemberView(m.member_id, m.member_epoch, m.state, parts(m.assignment),
+                                           parts(m.target_assignment)) for m in g.members),
+                               key=lambda m: m.member_id))
+        return GroupView(g.group_state, g.group_epoch, g.assignment_epoch, g.assignor_name, topic_id, members)
+
+    def offsets(self) -> dict[int, tuple[int, int, int | None]]:
+        """partition -> (log start, end, committed or None)."""
+        from confluent_kafka import TopicPartition
+        from confluent_kafka.admin import OffsetSpec
+
+        from groupcoord.v1 import coordinator_pb2 as pb
+
+        def list_offsets(spec: Any) -> dict[int, int]:
+            futures = self._admin.list_offsets({TopicPartition(self.topic, p): spec for p in range(self.partitions)},
+                                               request_timeout=5)
+            return {tp.partition: f.result(timeout=5).offset for tp, f in futures.items()}
+
+        ends = list_offsets(OffsetSpec.latest())
+        starts = list_offsets(OffsetSpec.earliest())
+        resp = self._stub.OffsetFetch(pb.OffsetFetchRequest(group_id=GROUP, member_epoch=-1), timeout=5)
+        committed = {p.partition_index: p.committed_offset for t in resp.topics if t.name == self.topic
+                     for p in t.partitions if p.committed_offset >= 0}
+        return {p: (starts.get(p, 0), ends.get(p, 0), committed.get(p)) for p in range(self.partitions)}
+
+    @staticmethod
+    def lag_of(offsets: Mapping[int, tuple[int, int, int | None]], partitions: frozenset[int]) -> int:
+        total = 0
+        for p in partitions:
+            start, end, committed = offsets[p]
+            total += max(0, end - max(committed if committed is not None else start, start))
+        return total
+
+    def spreads(self, view: GroupView, offsets: Mapping[int, tuple[int, int, int | None]]) -> tuple[int, int]:
+        """(max - min member lag) for the live assignment and for `range` on the same members and lags."""
+        from assignors import GroupSpec, LagSnapshot, MemberSpec, PartitionOffsets, RangeAssignor, StaticTopicDescriber
+
+        if not view.members or not view.topic_id:
+            return 0, 0
+        live = [self.lag_of(offsets, m.assignment) for m in view.members]
+        tid = view.topic_id
+        spec = GroupSpec.of({m.member_id: MemberSpec(frozenset({tid}), {tid: m.target}) for m in view.members})
+        lag = LagSnapshot({(tid, p): PartitionOffsets(end, committed, start)
+                           for p, (start, end, committed) in offsets.items()}, auto_offset_reset="earliest")
+        ranged = RangeAssignor().assign(spec, StaticTopicDescriber({tid: self.partitions}), lag)
+        by_range = [self.lag_of(offsets, ranged.get(m.member_id, {}).get(tid, frozenset())) for m in view.members]
+        return max(live) - min(live), max(by_range) - min(by_range)
+
+    def set_auto_offset_reset_earliest(self) -> None:
+        """Lag-aware assignors count a partition with no committed offset as its whole log, as the drivers read
+        it (`startingOffsets=earliest`)."""
+        from groupcoord.v1 import coordinator_pb2 as pb
+
+        req = pb.AlterGroupConfigsRequest(group_id=GROUP)
+        req.configs.add(name="consumer.auto.offset.reset", value="earliest")
+        with contextlib.suppress(Exception):
+            self._stub.AlterGroupConfigs(req, timeout=5)
+
+
+# --- the demo ------------------------------------------------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class Plan:
+    partitions: int = 24
+    rate: float = 1500.0
+    steady_s: float = 30.0
+    start_timeout_s: float = 150.0
+    catch_up_timeout_s: float = 60.0
+    max_offsets_per_trigger: int = 4000
+    trigger_ms: int = 1000
+    driver_memory: str = "512m"
+
+    @staticmethod
+    def quick() -> Plan:
+        return Plan(rate=1000.0, steady_s=8.0, start_timeout_s=120.0, catch_up_timeout_s=45.0)
+
+
+@dataclass
+class Rebalance:
+    epoch: int
+    cause: str
+    started: float
+    seconds: float | None = None
+    members: int = 0
+
+
+@dataclass
+class Demo:
+    plan: Plan
+    output: Path
+    out: Callable[[str], None]
+    t0: float = field(default_factory=time.monotonic)
+    drivers: dict[str, Any] = field(default_factory=dict)
+    rebalances: list[Rebalance] = field(default_factory=list)
+    samples: list[LagSample] = field(default_factory=list)
+    _last_epoch: int = -1
+    _pending: Rebalance | None = None
+    _cause: str = "drivers joined"
+    _last_members: frozenset[str] = frozenset()
+    _last_sample: float = 0.0
+
+    def say(self, text: str) -> None:
+        self.out(f"[{time.monotonic() - self.t0:6.1f}s] {text}")
+
+    def names(self) -> dict[str, str]:
+        """member id -> driver name, from the drivers' status files."""
+        out: dict[str, str] = {}
+        for name, d in self.drivers.items():
+            mid = d.status().get("member_id")
+            if mid:
+                out[str(mid)] = name
+        return out
+
+    def poll(self, monitor: GroupMonitor) -> GroupView | None:
+        """One look at the group: notice rebalances, time them, print a table when one completes."""
+        view = monitor.describe()
+        if view is None:
+            return None
+        now = time.monotonic()
+        members = frozenset(m.member_id for m in view.members)
+        if view.group_epoch != self._last_epoch:
+            names = self.names()
+            joined = sorted(names.get(m, m[:8]) for m in members - self._last_members)
+            left = sorted(names.get(m, m[:8]) for m in self._last_members - members)
+            causes = ([f"{' '.join(joined)} joined"] if joined else []) + ([f"{' '.join(left)} left"] if left else [])
+            cause = ", ".join(causes) or "subscription or metadata changed"
+            if self._pending is None:
+                self._pending = Rebalance(view.group_epoch, cause, now)
+                self.say(f"rebalance: group epoch {view.group_epoch} ({cause})")
+            else:
+                self._pending.epoch = view.group_epoch
+                if causes:
+                    self._pending.cause += f", {cause}"
+            self._last_epoch = view.group_epoch
+            self._last_members = members
+        if self._pending is not None and view.reconciled and view.assignment_epoch >= self._pending.epoch:
+            self._pending.seconds = now - self._pending.started
+            self._pending.members = len(view.members)
+            self.rebalances.append(self._pending)
+            self.say(f"rebalance to epoch {self._pending.epoch} done in {self._pending.seconds:.1f} s "
+                     f"({self._pending.cause}); assignor {view.assignor or '-'}")
+            self._pending = None
+            self.table(monitor, view)
+        elif now - self._last_sample >= 5.0 and view.reconciled and view.members:
+            self.sample(monitor, view)
+        return view
+
+    def sample(self, monitor: GroupMonitor, view: GroupView) -> tuple[Offsets, LagSample]:
+        offsets = monitor.offsets()
+        live, ranged = monitor.spreads(view, offsets)
+        s = LagSample(time.monotonic() - self.t0, live, ranged, sum(GroupMonitor.lag_of(offsets, m.assignment)
+                                                                     for m in view.members))
+        self.samples.append(s)
+        self._last_sample = time.monotonic()
+        return offsets, s
+
+    def table(self, monitor: GroupMonitor, view: GroupView) -> None:
+        offsets, s = self.sample(monitor, view)
+        names = self.names()
+        rows = []
+        for m in sorted(view.members, key=lambda m: names.get(m.member_id, m.member_id)):
+            name = names.get(m.member_id, m.member_id[:8])
+            records = self.drivers[name].progress().get("records", 0) if name in self.drivers else 0
+            rows.append([name, str(m.epoch), str(len(m.assignment)), _compact(m.assignment),
+                         str(GroupMonitor.lag_of(offsets, m.assignment)), str(records)])
+        for line in _table(rows, ["MEMBER", "EPOCH", "#", "PARTITIONS", "LAG", "RECORDS"]).splitlines():
+            self.out("    " + line)
+        self.out(f"    lag spread (max-min member lag): lag-sticky {s.spread_live}, "
+                 f"range on the same snapshot {s.spread_range}; total lag {s.total}")
+
+    def wait(self, monitor: GroupMonitor, seconds: float, until: Callable[[GroupView | None], bool] | None = None,
+             what: str = "") -> bool:
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            view = self.poll(monitor)
+            if until is not None and until(view):
+                return True
+            for name, d in self.drivers.items():
+                if not d.alive() and d.progress().get("state") not in ("stopped", "draining"):
+                    raise RuntimeError(f"driver {name} exited unexpectedly (code {d.proc.returncode}); "
+                                       f"see {d.output / 'driver.log'}")
+            time.sleep(0.25)
+        if until is not None:
+            raise RuntimeError(f"timed out after {seconds:.0f} s waiting for {what}")
+        return True
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _compact(parts: frozenset[int]) -> str:
+    """0,1,2,5,7,8 -> 0-2,5,7-8"""
+    out: list[str] = []
+    ps = sorted(parts)
+    i = 0
+    while i < len(ps):
+        j = i
+        while j + 1 < len(ps) and ps[j + 1] == ps[j] + 1:
+            j += 1
+        out.append(str(ps[i]) if i == j else f"{ps[i]}-{ps[j]}")
+        i = j + 1
+    return ",".join(out) or "-"
+
+
+def _table(rows: list[list[str]], headers: list[str]) -> str:
+    widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(headers)]
+    lines = ["  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True))]
+    lines += ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)) for r in rows]
+    return "\n".join(lines)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="groupcoord demo", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="Needs Java 17 (Spark) and pyspark + pyarrow (the 'spark' or 'dev' extras). The default run takes "
+               "about 3-4 minutes on 2 cores, --quick about 2.")
+    p.add_argument("--quick", action="store_true", help="shorter phases and a lower rate (about 2 minutes)")
+    p.add_argument("--output", default="demo-output",
+                   help="directory for Parquet outputs and logs (default demo-output; replaced on each run)")
+    p.add_argument("--rate", type=float, default=None, help="records/s produced in total (default 1500, quick 1000)")
+    p.add_argument("--steady", type=float, default=None,
+                   help="seconds to run between membership changes (default 30, quick 8)")
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(list(argv or []))
+    plan = Plan.quick() if args.quick else Plan()
+    if args.rate is not None:
+        plan = Plan(**{**_asdict(plan), "rate": args.rate})
+    if args.steady is not None:
+        plan = Plan(**{**_asdict(plan), "steady_s": args.steady})
+    output = Path(args.output).resolve()
+    if output.exists() and any(output.iterdir()):
+        if not (output / DEMO_MARKER).exists():
+            print(f"groupcoord demo: {output} exists and was not made by the demo; choose another --output",
+                  file=sys.stderr)
+            return 2
+        shutil.rmtree(output)
+    output.mkdir(parents=True, exist_ok=True)
+    (output / DEMO_MARKER).write_text("made by groupcoord demo; replaced by the next run\n")
+
+    def on_sigterm(signum: int, frame: FrameType | None) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, on_sigterm)
+    try:
+        return _run(plan, output)
+    except KeyboardInterrupt:
+        print("groupcoord demo: interrupted; everything it started has been stopped", file=sys.stderr)
+        return 130
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _asdict(plan: Plan) -> dict[str, Any]:
+    return {f: getattr(plan, f) for f in plan.__dataclass_fields__}
+
+
+def _run(plan: Plan, output: Path) -> int:
+    from clients.spark_driver import DriverProcess, batch_ranges, coverage, process_tree
+    from groupcoord.embedded_kafka import EmbeddedKafka
+
+    def out(line: str) -> None:
+        print(line, flush=True)
+
+    demo = Demo(plan, output, out)
+    topic = "events"
+    kafka = EmbeddedKafka(topics={topic: plan.partitions})
+    producer: SkewedProducer | None = None
+    coordinator: CoordinatorProcess | None = None
+    monitor: GroupMonitor | None = None
+    rc = 1
+    try:
+        demo.say(f"embedded Kafka at {kafka.bootstrap_servers}: topic {topic} with {plan.partitions} partitions")
+        producer = SkewedProducer(kafka.bootstrap_servers, topic, plan.partitions, plan.rate).start()
+        hot = sorted(range(plan.partitions), key=lambda p: -producer.weights[p])[:3]
+        demo.say(f"producing {plan.rate:.0f} records/s, skewed: hottest partitions "
+                 + ", ".join(f"{p} ({producer.weights[p] * plan.rate:.0f}/s)" for p in hot)
+                 + f", coldest {min(producer.weights) * plan.rate:.0f}/s")
+        coordinator = CoordinatorProcess(kafka.bootstrap_servers, output / "coordinator.log", {
+            "group.consumer.assignors": "lag-sticky,uniform,range",
+            "group.consumer.min.heartbeat.interval.ms": 100,
+            "group.consumer.heartbeat.interval.ms": 500,
+            "group.consumer.min.session.timeout.ms": 1000,
+            "group.consumer.session.timeout.ms": 10000,
+            "group.consumer.assignment.interval.ms": 500,
+        })
+        coordinator.wait_ready()
+        demo.say(f"coordinator serving on {coordinator.address} (assignors lag-sticky,uniform,range)")
+        monitor = GroupMonitor(coordinator.address, kafka.bootstrap_servers, topic, plan.partitions)
+        monitor.set_auto_offset_reset_earliest()
+
+        def driver(name: str, *extra: str) -> Any:
+            d = DriverProcess(name, output / name, [*extra,
+                "--coordinator", coordinator.address if coordinator else "", "--group", GROUP, "--topic", topic,
+                "--bootstrap-servers", kafka.bootstrap_servers, "--starting-offsets", "earliest",
+                "--server-assignor", "lag-sticky", "--sink", "aggregate", "--trigger-ms", str(plan.trigger_ms),
+                "--max-offsets-per-trigger", str(plan.max_offsets_per_trigger), "--master", "local[1]",
+                "--driver-memory", plan.driver_memory]).start()
+            demo.drivers[name] = d
+            return d
+
+        def members_are(n: int) -> Callable[[GroupView | None], bool]:
+            def check(view: GroupView | None) -> bool:
+                return (view is not None and len(view.members) == n and view.reconciled
+                        and demo._pending is None)
+            return check
+
+        def processing(*names: str) -> Callable[[GroupView | None], bool]:
+            def check(view: GroupView | None) -> bool:
+                return all(demo.drivers[n].progress().get("records", 0) > 0 for n in names)
+            return check
+
+        demo.say("starting Spark drivers d1, d2 and d3 (local[1], spark.driver.memory "
+                 f"{plan.driver_memory}); d1 and d2 join when Spark is up, d3 waits to be added")
+        go = output / "d3-go"
+        driver("d1")
+        driver("d2")
+        driver("d3", "--wait-for", str(go))
+        demo.wait(monitor, plan.start_timeout_s, members_are(2), "d1 and d2 to join")
+        demo.wait(monitor, plan.start_timeout_s, processing("d1", "d2"), "d1 and d2 to process records")
+        demo.wait(monitor, plan.steady_s)
+        demo.wait(monitor, plan.start_timeout_s, lambda _: demo.drivers["d3"].progress().get("state") == "waiting",
+                  "d3's Spark to start")
+        demo.say("adding d3 to the group")
+        go.write_text("go\n")
+        demo.wait(monitor, plan.start_timeout_s, members_are(3), "d3 to join")
+        demo.wait(monitor, plan.steady_s)
+        demo.say("stopping d1 (SIGTERM: it commits its last batch, then leaves)")
+        stopping = threading.Thread(target=demo.drivers["d1"].terminate, name="stop-d1", daemon=True)
+        stopping.start()
+        demo.wait(monitor, plan.start_timeout_s, members_are(2), "d1 to leave")
+        demo.wait(monitor, plan.steady_s)
+        stopping.join(60)
+        demo.say("stopping the producer; waiting for d2 and d3 to catch up")
+        producer.stop()
+
+        def caught_up(view: GroupView | None) -> bool:
+            assert monitor is not None
+            offsets = monitor.offsets()
+            return all(c is not None and c >= end for _, end, c in offsets.values())
+
+        demo.wait(monitor, plan.catch_up_timeout_s, caught_up, "the drivers to catch up")
+        demo.say("all records committed; stopping d2 and d3")
+        stoppers = [threading.Thread(target=d.terminate, daemon=True) for d in demo.drivers.values()]
+        for t in stoppers:
+            t.start()
+        for t in stoppers:
+            t.join(90)
+        _summary(demo, monitor, producer, batch_ranges, coverage, output)
+        rc = 0
+    finally:
+        for d in demo.drivers.values():
+            with contextlib.suppress(Exception):
+                d.terminate(30)
+        if producer is not None:
+            with contextlib.suppress(Exception):
+                producer.stop()
+        if monitor is not None:
+            monitor.close()
+        if coordinator is not None:
+            coordinator.stop()
+        leftovers = [p for p in process_tree(os.getpid()) if p != os.getpid() and _alive(p)]
+        for pid in leftovers:  # none expected; never leave anything running
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
+        kafka.close()  # last: every reader of it has stopped
+        demo.say("stopped: drivers, coordinator, producer, embedded Kafka"
+                 + (f" (killed {len(leftovers)} leftover processes)" if leftovers else ""))
+    return rc
+
+
+def _summary(demo: Demo, monitor: GroupMonitor, producer: SkewedProducer, batch_ranges: Any, coverage: Any,
+             output: Path) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    offsets = monitor.offsets()
+    produced = {(monitor.topic, p): (start, end) for p, (start, end, _) in offsets.items()}
+    cov = coverage(batch_ranges([d.output for d in demo.drivers.values()]), produced)
+    out = demo.out
+    out("")
+    out("summary")
+    out(f"  records produced {cov.produced}, processed {cov.processed}, missing {cov.missing}, "
+        f"duplicates {cov.duplicates} (no driver crashed, so 0 is expected)")
+    per_driver = ", ".join(f"{n} {d.progress().get('records', 0)}" for n, d in demo.drivers.items())
+    out(f"  per driver: {per_driver}")
+    out("  rebalances (group epoch bump -> every member holds its target):")
+    for r in demo.rebalances:
+        out(f"    epoch {r.epoch:<3} {r.seconds or 0:5.1f} s  {r.members} member(s)  {r.cause}")
+    if demo.samples:
+        live = [s.spread_live for s in demo.samples]
+        ranged = [s.spread_range for s in demo.samples]
+        out(f"  lag spread, max-min member lag over {len(live)} samples (records): "
+            f"lag-sticky mean {sum(live) / len(live):.0f} max {max(live)}; "
+            f"range on the same snapshots mean {sum(ranged) / len(ranged):.0f} max {max(ranged)}")
+    files = [p for d in demo.drivers.values() for p in sorted((d.output / "batches").glob("*.parquet"))]
+    if files:
+        table = pa.concat_tables([pq.read_table(p, columns=["key", "records"]) for p in files])
+        totals = table.group_by("key").aggregate([("records", "sum")]).sort_by([("records_sum", "descending")])
+        top = totals.slice(0, 3).to_pylist()
+        out(f"  per-key aggregates: {totals.num_rows} keys in {len(files)} Parquet batch files under {output}; "
+            "top: " + ", ".join(f"{r['key'].decode()}={r['records_sum']}" for r in top))

@@ -1,0 +1,146 @@
+"""The Kafka record log: where records go, how they are keyed, and that replaying the topic rebuilds the state."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import pytest
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, TopicPartition
+
+from clients.group_member import GroupMember
+from coordinator.core import records as r
+from coordinator.core.partitioning import state_partition
+from coordinator.core.snapshot import snapshot_records
+from coordinator.runtime import record_codec
+from coordinator.runtime.kafka_log import KafkaRecordLog, StateTopicError
+from coordinator.runtime.server import ServerThread
+from groupcoord.embedded_kafka import EmbeddedKafka
+from groupcoord.v1 import coordinator_pb2 as pb
+
+from .conftest import PARTITIONS, STATE_TOPIC, partitions_served, start_instance, stub, wait_for
+
+
+def raw_messages(kafka: EmbeddedKafka, partition: int) -> list[tuple[bytes, bytes]]:
+    consumer = Consumer({"bootstrap.servers": kafka.bootstrap_servers, "group.id": "test-reader",
+                         "enable.auto.commit": False, "enable.partition.eof": True})
+    consumer.assign([TopicPartition(STATE_TOPIC, partition, OFFSET_BEGINNING)])
+    out: list[tuple[bytes, bytes]] = []
+    try:
+        while True:
+            msg = consumer.poll(5)
+            assert msg is not None, "no end of partition"
+            err = msg.error()
+            if err is not None and err.code() == KafkaError._PARTITION_EOF:
+                return out
+            assert err is None, err
+            key, value = msg.key(), msg.value()
+            assert key is not None and value is not None
+            out.append((key, value))
+    finally:
+        consumer.close()
+
+
+def state_of(instance: ServerThread) -> set[bytes]:
+    async def read() -> set[bytes]:
+        runtime = instance.server.runtime
+        assert runtime is not None
+        return {record_codec.encode(rec) for rec in snapshot_records(runtime.shard)}
+
+    result: set[bytes] = instance.call(read())
+    return result
+
+
+def test_each_record_goes_to_its_groups_partition_keyed_like_consumer_offsets(kafka: EmbeddedKafka) -> None:
+    log = KafkaRecordLog(kafka.bootstrap_servers, STATE_TOPIC, PARTITIONS, create_topic=False)
+    log.start()
+    records = [
+        r.ConsumerGroupMetadata("orders-app", 3, 7),
+        r.ConsumerGroupMemberMetadataTombstone("orders-app", "member-1"),
+        r.OffsetCommit("orders-app", "orders", 5, 42, -1, "", 1000),
+        r.OffsetCommitTombstone("billing", "orders", 2),
+        r.GroupConfig("billing", {"consumer.session.timeout.ms": 20000}),
+    ]
+
+    async def append() -> None:
+        pending = log.append(records)
+        assert pending is not None
+        await pending
+
+    try:
+        asyncio.run(append())
+    finally:
+        log.close()
+
+    by_partition: dict[int, list[tuple[bytes, bytes]]] = {}
+    for p in {state_partition("orders-app", PARTITIONS), state_partition("billing", PARTITIONS)}:
+        by_partition[p] = raw_messages(kafka, p)
+    orders_app = by_partition[state_partition("orders-app", PARTITIONS)]
+    billing = [m for m in by_partition[state_partition("billing", PARTITIONS)] if json.loads(m[0])[1] == "billing"]
+    assert [json.loads(k) for k, _ in orders_app if json.loads(k)[1] == "orders-app"] == [
+        ["group_metadata", "orders-app"],
+        ["member_metadata", "orders-app", "member-1"],  # a tombstone shares the key of what it deletes
+        ["offset_commit", "orders-app", "orders", 5],
+    ]
+    assert [json.loads(k) for k, _ in billing] == [["offset_commit", "billing", "orders", 2],
+                                                   ["group_config", "billing"]]
+    assert [record_codec.decode(v) for _, v in billing] == records[3:]
+
+
+def test_load_partition_replays_a_partition_in_order_up_to_its_high_watermark(kafka: EmbeddedKafka) -> None:
+    log = KafkaRecordLog(kafka.bootstrap_servers, STATE_TOPIC, PARTITIONS, create_topic=False)
+    log.start()
+    commits = [r.OffsetCommit("g", "orders", p % 3, 10 * p, -1, "", p) for p in range(50)]
+
+    async def append() -> None:
+        for c in commits:
+            pending = log.append([c])
+            assert pending is not None
+            await pending
+
+    try:
+        asyncio.run(append())
+        replayed: list[object] = []
+        report = log.load_partition(state_partition("g", PARTITIONS), replayed.append)
+    finally:
+        log.close()
+    assert replayed == commits
+    assert report.records == 50 and report.end_offset == 50
+
+
+def test_a_state_topic_with_another_partition_count_is_refused(kafka: EmbeddedKafka) -> None:
+    log = KafkaRecordLog(kafka.bootstrap_servers, STATE_TOPIC, PARTITIONS + 1, create_topic=False)
+    with pytest.raises(StateTopicError, match="has 6 partitions but 7 are configured"):
+        log.start()
+
+
+def test_a_fresh_instance_replays_the_topic_to_the_same_members_assignments_offsets_and_configs(
+        kafka: EmbeddedKafka) -> None:
+    first = start_instance(kafka)
+    try:
+        wait_for(lambda: partitions_served([first]), "the instance owns every partition")
+        members = [GroupMember(first.address, group, ["orders"], rpc_timeout_s=5)
+                   for group in ("app-a", "app-b") for _ in range(2)]
+        for m in members:
+            m.start()
+        wait_for(lambda: all(len(m.assignment()) == 6 for m in members), "the members converge")
+        for i, m in enumerate(members):
+            assert set(m.commit_offsets({tp: 100 + i for tp in m.assignment()}).values()) == {0}
+        channel, coordinator = stub(first.address)
+        altered = coordinator.AlterGroupConfigs(pb.AlterGroupConfigsRequest(group_id="app-b", configs=[
+            pb.AlterableConfig(name="consumer.session.timeout.ms", value="30000")]), timeout=5)
+        assert altered.error_code == 0
+        channel.close()
+        for m in members:
+            m.close(leave=False)
+        before = state_of(first)
+    finally:
+        first.stop()
+    assert len(before) > 10
+
+    fresh = start_instance(kafka)
+    try:
+        wait_for(lambda: partitions_served([fresh]), "the fresh instance loads every partition")
+        assert state_of(fresh) == before
+    finally:
+        fresh.stop()

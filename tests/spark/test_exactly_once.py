@@ -1,0 +1,105 @@
+"""Exactly-once by partition ownership, counted on real Spark drivers.
+
+Two Spark driver processes share a topic through the coordinator while a producer writes to it; one driver
+leaves cleanly (SIGTERM) while a third starts, and then one crashes (SIGKILL of its whole process tree) in
+the middle of the stream. Every produced record must appear in the drivers' outputs; a record may appear
+twice only if it belongs to the crashed driver's last batch, which it processed but could not commit.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import Counter
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+from confluent_kafka import TopicPartition
+from confluent_kafka.admin import AdminClient, OffsetSpec
+
+from clients.spark_driver import DriverProcess, batch_ranges, coverage
+from groupcoord.demo import SkewedProducer
+from groupcoord.embedded_kafka import EmbeddedKafka
+
+from .conftest import LaunchDriver, wait_until
+
+pytestmark = [pytest.mark.spark, pytest.mark.timeout(420)]
+
+TOPIC = "counted"
+PARTITIONS = 6
+GROUP = "counting"
+DRIVER_ARGS = ("--sink", "rows", "--starting-offsets", "earliest", "--trigger-ms", "500",
+               "--max-offsets-per-trigger", "1500")
+
+
+def _end_offsets(kafka: EmbeddedKafka) -> dict[tuple[str, int], tuple[int, int]]:
+    admin = AdminClient({"bootstrap.servers": kafka.bootstrap_servers})
+    ends = admin.list_offsets({TopicPartition(TOPIC, p): OffsetSpec.latest() for p in range(PARTITIONS)})
+    return {(tp.topic, tp.partition): (0, f.result(timeout=10).offset) for tp, f in ends.items()}
+
+
+def _owns(driver: DriverProcess) -> set[str]:
+    return set(driver.status().get("assignment", []))
+
+
+def _rows(outputs: list[Path]) -> list[tuple[str, str, int, int]]:
+    """(driver, batch file, partition, offset) of every record written."""
+    out = []
+    for output in outputs:
+        for path in sorted((output / "batches").glob("*.parquet")):
+            table = pq.read_table(path, columns=["partition", "offset"])
+            out += [(output.name, path.name, p, o) for p, o in zip(table.column("partition").to_pylist(),
+                                                                  table.column("offset").to_pylist(), strict=True)]
+    return out
+
+
+def test_every_record_is_processed_and_only_a_crashed_drivers_last_batch_is_duplicated(
+        kafka: EmbeddedKafka, launch_driver: LaunchDriver) -> None:
+    kafka.create_topic(TOPIC, PARTITIONS)
+    producer = SkewedProducer(kafka.bootstrap_servers, TOPIC, PARTITIONS, rate=600, keys=20).start()
+    try:
+        a = launch_driver("a", GROUP, TOPIC, *DRIVER_ARGS)
+        b = launch_driver("b", GROUP, TOPIC, *DRIVER_ARGS)
+        wait_until(lambda: all(_owns(d) and d.progress().get("records", 0) > 0 for d in (a, b)), 240,
+                   "drivers a and b to share the topic and process records", (a, b))
+
+        # b leaves cleanly while c starts: a takes b's partitions, then gives some to c (cooperatively).
+        leaving = threading.Thread(target=b.terminate, name="stop-b")
+        leaving.start()
+        c = launch_driver("c", GROUP, TOPIC, *DRIVER_ARGS)
+        leaving.join(90)
+        assert b.proc is not None and b.proc.returncode == 0, "b did not stop cleanly"
+        assert b.progress().get("state") == "stopped"
+        wait_until(lambda: bool(_owns(a)) and bool(_owns(c)) and c.progress().get("records", 0) > 0, 240,
+                   "drivers a and c to share the topic and process records", (a, c))
+
+        # a crashes mid-stream: right after it completed a batch, while it runs the next.
+        seen = a.progress().get("batches", 0)
+        wait_until(lambda: a.progress().get("batches", 0) > seen, 60, "a to complete another batch", (a, c))
+        a.kill()
+        wait_until(lambda: len(_owns(c)) == PARTITIONS, 60, "c to own every partition after a's session timed out",
+                   (c,))
+    finally:
+        producer.stop()
+
+    produced = _end_offsets(kafka)
+    wait_until(lambda: all(c.status().get("committed", {}).get(f"{t}:{p}", -1) >= end
+                           for (t, p), (_, end) in produced.items()), 120, "c to commit every record", (c,))
+    assert c.terminate() == 0
+
+    outputs = [a.output, b.output, c.output]
+    cov = coverage(batch_ranges(outputs), produced)
+    rows = _rows(outputs)
+    copies = Counter((p, o) for _, _, p, o in rows)
+    duplicated = {k for k, n in copies.items() if n > 1}
+    a_batches = sorted({f for d, f, _, _ in rows if d == "a"})
+    a_last = {(p, o) for d, f, p, o in rows if d == "a" and f == a_batches[-1]}
+    print(f"\nproduced {cov.produced}, processed {cov.processed}, missing {cov.missing}, "
+          f"duplicates {cov.duplicates} (a's last batch: {len(a_last)} records)")
+
+    assert cov.produced > 0 and cov.missing == 0, cov.gaps
+    assert len(copies) == cov.produced  # nothing outside what was produced
+    assert all(n <= 2 for n in copies.values())
+    assert duplicated <= a_last, sorted(duplicated - a_last)[:10]
+    assert cov.duplicates == len(duplicated)
+    assert all(d.progress().get("records", 0) > 0 for d in (a, b, c))
