@@ -33,6 +33,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any, Self
 
 import grpc
 
@@ -137,6 +138,7 @@ class ClassicMembership:
         self.phase = Phase.UNJOINED
         self._need_join = True
         self._rejoin_requests = 0  # request_rejoin() calls: one arriving during a rebalance is not lost
+        self._inflight: Any = None  # the grpc future the protocol thread waits on
         self._last_ok = 0.0  # time.monotonic() when the last successful heartbeat/sync was *sent*
         self.fatal_error: ClassicMemberError | None = None
         self.rebalances = 0
@@ -163,7 +165,7 @@ class ClassicMembership:
         """The member is closing (before its LeaveGroup): give back what it holds. Not called by `kill`."""
 
     # --- public API ------------------------------------------------------------------------------------------------
-    def start(self) -> ClassicMembership:
+    def start(self) -> Self:
         self._thread = threading.Thread(target=self._run, name=f"groupcoord-classic-{self.group_id}", daemon=True)
         self._thread.start()
         return self
@@ -198,14 +200,34 @@ class ClassicMembership:
                                       timeout=self._rpc_timeout_s)
             except grpc.RpcError as e:
                 log.warning("leave of group %s failed: %s", self.group_id, e.code())
+        self._cancel_inflight()
         self._stop_thread()
 
     def kill(self) -> None:
         """Stop like a crashed process: no LeaveGroup, in-flight calls cut; the session timeout notices."""
         self._stopping.set()
         self._wake.set()
-        self._channel.close()
+        self._cancel_inflight()
         self._stop_thread()
+
+    def _cancel_inflight(self) -> None:
+        """Cut the call the protocol thread waits in (a JoinGroup may be parked for a rebalance timeout)."""
+        with self._lock:
+            inflight = self._inflight
+        if inflight is not None:
+            inflight.cancel()
+
+    def _call(self, method: Any, request: Any, timeout: float, metadata: list[tuple[str, str]] | None = None) -> Any:
+        future = method.future(request, timeout=timeout, metadata=metadata or None)
+        with self._lock:
+            self._inflight = future
+        try:
+            if self._stopping.is_set():
+                future.cancel()
+            return future.result()
+        finally:
+            with self._lock:
+                self._inflight = None
 
     def _stop_thread(self) -> None:
         if self._thread is not None and self._thread is not threading.current_thread():
@@ -224,10 +246,11 @@ class ClassicMembership:
                     need_join = self._need_join
                 delay = self._join_and_sync() if need_join else self._heartbeat_once()
                 backoff = 0.05
-            except grpc.RpcError as e:
+            except (grpc.RpcError, grpc.FutureCancelledError) as e:
                 if self._stopping.is_set():
                     return
-                log.info("member %s of group %s: %s; retrying", self.member_id, self.group_id, e.code())
+                code = e.code() if isinstance(e, grpc.RpcError) else "cancelled"
+                log.info("member %s of group %s: %s; retrying", self.member_id, self.group_id, code)
                 delay = backoff + random.uniform(0, backoff)
                 backoff = min(backoff * 2, 2.0)
             except ClassicMemberError as e:
@@ -258,7 +281,7 @@ class ClassicMembership:
             rejoin_requests = self._rejoin_requests
         if self._stopping.is_set():
             return 0.0
-        response = self._stub.JoinGroup(request, timeout=self.rebalance_timeout_ms / 1000 + self._rpc_timeout_s)
+        response = self._call(self._stub.JoinGroup, request, self.rebalance_timeout_ms / 1000 + self._rpc_timeout_s)
         code = response.error_code
         if code == MEMBER_ID_REQUIRED:
             with self._lock:
@@ -292,8 +315,8 @@ class ClassicMembership:
                 log.error("leader %s of group %s could not assign: %s", self.member_id, self.group_id, e)
                 metadata.append((ASSIGNMENT_ERROR_METADATA_KEY, str(e.code)))
         sent = time.monotonic()
-        response = self._stub.SyncGroup(request, timeout=self.rebalance_timeout_ms / 1000 + self._rpc_timeout_s,
-                                        metadata=metadata or None)
+        response = self._call(self._stub.SyncGroup, request, self.rebalance_timeout_ms / 1000 + self._rpc_timeout_s,
+                              metadata)
         if response.error_code != NONE:
             return self._on_error("SyncGroup", response.error_code, response.error_message)
         rejoin = self._on_synced(protocol, bytes(response.assignment))
@@ -312,7 +335,7 @@ class ClassicMembership:
             if self.instance_id is not None:
                 request.group_instance_id = self.instance_id
         sent = time.monotonic()
-        response = self._stub.Heartbeat(request, timeout=self._rpc_timeout_s)
+        response = self._call(self._stub.Heartbeat, request, self._rpc_timeout_s)
         if response.error_code == NONE:
             with self._lock:
                 self._last_ok = sent

@@ -74,6 +74,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--instance-id", default=None, help="static membership: a stop is then a temporary leave")
     p.add_argument("--max-records", type=int, default=None, help="drain and exit after this many records")
     p.add_argument("--duration", type=float, default=None, help="drain and exit after this many seconds")
+    p.add_argument("--batch-delay-ms", type=int, default=0,
+                   help="sleep this long after writing each batch, before it counts as done: simulates slow "
+                        "processing, and gives a test a window to crash a driver between writing and committing")
     p.add_argument("--wait-for", default=None, metavar="FILE",
                    help="start Spark and load the source, then wait for FILE to exist before starting the query "
                         "(joining the group): lets a launcher have a driver ready to join at a chosen moment")
@@ -251,6 +254,8 @@ def _start_query(df: Any, args: argparse.Namespace, output: Path, run: str, chec
         progress.last_batch_id = batch_id
         progress.save(output)
         log.info("%s: batch %d: %d records (total %d)", progress.name, batch_id, records, progress.records)
+        if args.batch_delay_ms > 0:
+            time.sleep(args.batch_delay_ms / 1000)
 
     return (df.writeStream.foreachBatch(write_batch)
             .trigger(processingTime=f"{args.trigger_ms} milliseconds")

@@ -377,6 +377,8 @@ class _ReaderState:
             with self._lock:
                 fenced_since_plan = self._losses != self._losses_at_plan
                 self._losses_at_plan = self._losses
+            if fenced_since_plan:
+                self._committed.clear()  # another member may have committed since: ask the coordinator again
             if self.issued is not None and start == self.issued and self._acked != start:
                 self.batches += 1
                 self._acked = start
@@ -463,11 +465,10 @@ class _ReaderState:
                             self.options.group, _fmt([tp]), off, end, end)
                 off = end
             positions[tp] = off
+        self._committed.update({tp: o for tp, o in committed.items() if tp in positions and tp not in pin and o >= 0})
         if pin:
             errors = self.member.commit_offsets(pin)
             self._committed.update({tp: o for tp, o in pin.items() if errors.get(tp, 0) == 0})
-        else:
-            self._committed.update({tp: o for tp, o in committed.items() if tp in positions and o >= 0})
         if gained:
             log.info("group %s: reading %s from %s", self.options.group, _fmt(gained),
                      ", ".join(f"{t}:{p}@{o}" for (t, p), o in sorted(positions.items())))

@@ -25,8 +25,12 @@ parked followers), members that never send SyncGroup within the rebalance timeou
 any JoinGroup while AwaitingSync (the seed: "it must abort any active synchronization and force all members
 to rejoin"; Kafka instead answers an unchanged member with the current generation). In Stable, a JoinGroup
 from the leader or with changed metadata starts a rebalance; an unchanged follower gets the current
-generation back. Heartbeats re-arm the session timer and answer REBALANCE_IN_PROGRESS while Joining or
-AwaitingSync (the signal to rejoin), ILLEGAL_GENERATION for another generation.
+generation back. (The seed lets a leader push a new assignment with SyncGroup in Stable when topic metadata
+changes; as in Kafka, the leader rejoins instead, and a SyncGroup in Stable just returns the assignment.)
+`group.max.size` caps the members; a new member beyond it gets GROUP_MAX_SIZE_REACHED. Heartbeats re-arm
+the session timer and answer ILLEGAL_GENERATION for another generation, and REBALANCE_IN_PROGRESS while
+Joining (the signal to rejoin) or AwaitingSync (the seed; Kafka's coordinator answers NONE there, and a
+client already holding its JoinGroup answer ignores the error, as Kafka's does, and goes on to SyncGroup).
 
 A first JoinGroup without a member id gets MEMBER_ID_REQUIRED and a generated id (KIP-394); the member is
 *pending* (it blocks the join phase) until it rejoins with that id or its session expires. A static member
@@ -40,9 +44,9 @@ States, and what they are in Kafka's terms (exposed in DescribeGroups, ListGroup
 
     seed / groupcoord   Kafka                 meaning here
     -----------------   -------------------   ----------------------------------------------------------
-    Down                Empty (Dead)          no members; only the last generation number (and committed
-                                              offsets) remain. A deleted group is removed outright (Kafka's
-                                              Dead is never visible here).
+    Down                Empty                 no members; only the last generation number (and committed
+                                              offsets) remain. A deleted group is removed outright, so
+                                              Kafka's Dead is never visible.
     Initialize          (loading)             the group's records are being replayed after a failover;
                                               every request gets COORDINATOR_LOAD_IN_PROGRESS (14).
     Joining             PreparingRebalance    collecting JoinGroups for the next generation.
@@ -52,8 +56,8 @@ States, and what they are in Kafka's terms (exposed in DescribeGroups, ListGroup
 The seed also calls a memberless group waiting for its first JoinGroup "Stable"; groupcoord calls that Down,
 as Kafka's Empty, so an operator can tell an idle group from a working one.
 
-What is persisted, and what is not: the records hold exactly Kafka's GroupMetadataValue (generation,
-protocol type and name, leader, members with their metadata and assignment) plus the phase it was written
+What is persisted, and what is not: the records hold what Kafka's GroupMetadataValue holds (generation,
+protocol type and name, leader, members with their metadata and assignment) plus the phase they were written
 in (Down, AwaitingSync or Stable). They are written when a join phase completes, when the leader's
 assignment arrives, and when a static member replaces its old id; replaying them rebuilds those fields, and
 nothing else changes them in AwaitingSync, Stable or Down. The Joining phase itself (who has rejoined,
@@ -119,9 +123,10 @@ class ClassicGroupState(enum.StrEnum):
     AWAITING_SYNC = "AwaitingSync"
 
 
+# Kafka's names (ClassicGroupState) for ours. Initialize has none: Kafka has no group state while a partition
+# loads, it refuses the requests (COORDINATOR_LOAD_IN_PROGRESS), as we do. Kafka's Dead is never visible here.
 KAFKA_STATE_NAMES: dict[ClassicGroupState, str] = {
     ClassicGroupState.DOWN: "Empty",
-    ClassicGroupState.INITIALIZE: "Empty",  # Kafka has no loading state per group; it refuses the requests
     ClassicGroupState.JOINING: "PreparingRebalance",
     ClassicGroupState.AWAITING_SYNC: "CompletingRebalance",
     ClassicGroupState.STABLE: "Stable",
@@ -271,9 +276,6 @@ class ClassicGroup:
 
     def has_all_members_joined(self) -> bool:
         return len(self.awaiting_join) == len(self.members) and not self.pending_members
-
-    def is_awaiting_join(self, member_id: str) -> bool:
-        return member_id in self.awaiting_join
 
     def _candidates(self, excluding: str | None) -> set[str]:
         """Protocols every member (but `excluding`) supports."""

@@ -37,6 +37,7 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaExcepti
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from coordinator.core import records as r
+from coordinator.core.classic_group import ClassicGroupMetadata, ClassicGroupMetadataTombstone
 from coordinator.core.partitioning import state_partition
 from coordinator.runtime import record_codec
 
@@ -56,6 +57,8 @@ _KEY_KIND: dict[type, str] = {
     r.OffsetCommit: "offset_commit",
     r.OffsetCommitTombstone: "offset_commit",
     r.GroupConfig: "group_config",
+    ClassicGroupMetadata: "classic_group",
+    ClassicGroupMetadataTombstone: "classic_group",  # same key as the record it deletes, so compaction drops both
 }
 
 

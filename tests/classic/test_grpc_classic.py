@@ -170,9 +170,12 @@ def test_eager_consumers_converge_and_rebalance_when_one_leaves(classic_server: 
 
 def test_a_leader_election_group_fails_over_when_its_writer_is_killed(classic_server: ServerThread) -> None:
     elected: list[tuple[str, int]] = []
-    members = [LeaderElection(classic_server.address, "writers", f"node-{i}",
-                              on_elected=lambda epoch, i=i: elected.append((f"node-{i}", epoch)), **TIMING)
-               for i in range(3)]
+
+    def recorder(identity: str) -> Callable[[int], None]:
+        return lambda epoch: elected.append((identity, epoch))
+
+    members = [LeaderElection(classic_server.address, "writers", f"node-{i}", on_elected=recorder(f"node-{i}"),
+                              **TIMING) for i in range(3)]
 
     def one_writer(live: list[LeaderElection]) -> str | None:
         writers = [m.identity for m in live if m.is_writer()]
@@ -275,3 +278,28 @@ def test_a_classic_group_is_reloaded_from_the_log_after_a_restart(tmp_path: Path
         assert group.members[0].member_assignment  # the leader's assignment was persisted
     finally:
         srv.stop()
+
+
+def test_closing_a_member_whose_join_group_is_parked_cuts_the_call(classic_server: ServerThread) -> None:
+    stub = pb_grpc.GroupCoordinatorStub(grpc.insecure_channel(classic_server.address))
+    protocols = [pb.JoinGroupRequestProtocol(name="range", metadata=b"")]
+
+    def join(member_id: str) -> pb.JoinGroupResponse:
+        return stub.JoinGroup(pb.JoinGroupRequest(
+            group_id="parked", member_id=member_id, protocol_type="consumer", session_timeout_ms=60_000,
+            rebalance_timeout_ms=60_000, protocols=protocols), timeout=10)
+
+    silent = join(join("").member_id)  # a member that will never rejoin: the next join phase waits for it
+    stub.SyncGroup(pb.SyncGroupRequest(group_id="parked", generation_id=silent.generation_id,
+                                       member_id=silent.member_id), timeout=10)
+    static = ClassicGroupMember(classic_server.address, "parked", ["orders"], partitions={"orders": 24},
+                                assignors=("range",), instance_id="host-1", session_timeout_ms=60_000,
+                                rebalance_timeout_ms=60_000).start()
+
+    def parked() -> bool:
+        (group,) = stub.DescribeGroups(pb.DescribeGroupsRequest(group_ids=["parked"]), timeout=10).groups
+        return group.group_state == "Joining" and len(group.members) == 2
+
+    wait_until(parked, what="the static member's JoinGroup to be parked")
+    static.close()
+    assert static._thread is not None and not static._thread.is_alive()

@@ -78,7 +78,7 @@ def test_a_static_member_restarting_during_awaiting_sync_fences_the_old_id_and_r
 
 def test_a_static_member_that_misses_a_join_phase_stays_in_the_group_a_dynamic_one_does_not() -> None:
     ctx = ClassicContext(group_max_session_timeout_ms=120_000)
-    s_call = ctx.join("", instance_id="host-s", session_timeout_ms=60_000)
+    ctx.join("", instance_id="host-s", session_timeout_ms=60_000)
     d_id, d_call = ctx.join_new(session_timeout_ms=60_000)
     l_id, l_call = ctx.join_new(session_timeout_ms=60_000)
     ctx.advance(2 * INITIAL_DELAY_MS)
