@@ -28,6 +28,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from coordinator.core.records import PartitionEpochs, Partitions
 
@@ -100,6 +101,8 @@ class ConsumerGroup:
     last_assignor: str = ""
     deleted: bool = False
     metadata_image_seen: object = None  # the metadata image the metadata hash was last checked against
+    # member id -> (member, target, image, MemberSpec): lets build_spec reuse unchanged members' specs
+    spec_cache: dict[str, tuple[Any, Any, Any, Any]] = field(default_factory=dict)
 
     @property
     def effective_target_epoch(self) -> int:

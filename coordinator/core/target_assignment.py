@@ -68,16 +68,28 @@ def subscribed_topic_ids(
 def build_spec(
     group: ConsumerGroup, image: MetadataImage, resolve_regex: Callable[[str], frozenset[str]]
 ) -> GroupSpec:
-    members = {
-        mid: MemberSpec(
-            subscribed_topic_ids=subscribed_topic_ids(m, image, resolve_regex),
-            assigned_partitions=group.target_assignment.get(mid, {}) if group.target_assignment_epoch else {},
-            rack_id=m.rack_id,
-            instance_id=m.instance_id,
-        )
-        for mid, m in group.members.items()
-    }
+    """Snapshot the group for the assignor. Runs on the event loop for every assignor run, so each member's
+    `MemberSpec` is cached and rebuilt only when the member, its target or the metadata image was replaced
+    (all three are immutable values, so identity tells)."""
+    cache = group.spec_cache
+    members: dict[str, MemberSpec] = {}
+    for mid, m in group.members.items():
+        target = group.target_assignment.get(mid, _EMPTY) if group.target_assignment_epoch else _EMPTY
+        hit = cache.get(mid)
+        if hit is not None and hit[0] is m and hit[1] is target and hit[2] is image:
+            members[mid] = hit[3]
+            continue
+        spec = MemberSpec(subscribed_topic_ids=subscribed_topic_ids(m, image, resolve_regex),
+                          assigned_partitions=target, rack_id=m.rack_id, instance_id=m.instance_id)
+        cache[mid] = (m, target, image, spec)
+        members[mid] = spec
+    if len(cache) > len(members):
+        for mid in [k for k in cache if k not in members]:
+            del cache[mid]
     return GroupSpec.of(members)
+
+
+_EMPTY: Partitions = {}
 
 
 def reconcile_result_with_group(
@@ -104,9 +116,12 @@ def target_records(
     """Records for the members whose target changed, then the metadata with epoch and finish time."""
     records: list[object] = []
     for member_id in group.members:
-        new = _normalise(new_target.get(member_id, {}))
-        old = _normalise(group.target_assignment.get(member_id, {}))
-        if new != old or member_id not in group.target_assignment:
+        raw_new = new_target.get(member_id, _EMPTY)
+        raw_old = group.target_assignment.get(member_id)
+        if raw_old is not None and (raw_new is raw_old or raw_new == raw_old):
+            continue  # fast path: assignors hand back unchanged members' partitions as they were given
+        new = _normalise(raw_new)
+        if raw_old is None or new != _normalise(raw_old):
             records.append(ConsumerGroupTargetAssignmentMember(group.group_id, member_id, new))
     records.append(ConsumerGroupTargetAssignmentMetadata(group.group_id, assignment_epoch, finished_at_ms))
     return records

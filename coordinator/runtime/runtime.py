@@ -128,7 +128,13 @@ class CoordinatorRuntime:
         """Queue an operation and wait for its response (released after its records are durable)."""
         assert self._loop is not None and self._queue is not None, "runtime not started"
         future: asyncio.Future[Any] = self._loop.create_future()
-        self._queue.put_nowait(_Op(name, fn, time.perf_counter(), future))
+        op = _Op(name, fn, time.perf_counter(), future)
+        if self._queue.empty():
+            # Nothing is waiting, so running it now keeps the order and saves the hop through the queue (the
+            # event loop runs one operation at a time either way).
+            self._execute(op)  # an exception (a bug) reaches the caller, which answers with an error
+        else:
+            self._queue.put_nowait(op)
         return await future
 
     async def submit_parkable(self, name: str, fn: Callable[[int, int], Result[Any]]) -> Any:
@@ -154,42 +160,48 @@ class CoordinatorRuntime:
     async def _process(self) -> None:
         assert self._queue is not None
         queue = self._queue
-        metrics = self.metrics
         while True:
             op = await queue.get()
-            started = time.perf_counter()
-            metrics.event_queue_time.record((started - op.enqueued) * 1000)
             try:
-                result = op.fn(self.clock())
+                self._execute(op)
             except Exception as e:  # a bug: answer this request with an error, keep serving the rest
                 log.exception("operation %s failed", op.name)
                 if op.future is not None and not op.future.done():
                     op.future.set_exception(e)
-                continue
-            self._apply(result)
-            pending = self.sink.append(result.records) if result.records else None
-            replies: list[tuple[asyncio.Future[Any], Any]] = []
-            if op.future is not None:
-                if result.parked:
-                    self._parked[op.token] = op.future
-                else:
-                    replies.append((op.future, result.response))
-            for token, response in result.completions:
-                parked = self._parked.pop(token, None)
-                if parked is not None:
-                    replies.append((parked, response))
-            for future, response in replies:
-                if pending is None:
-                    if not future.done():
-                        future.set_result(response)
-                else:
-                    asyncio.ensure_future(self._respond_when_durable(pending, future, response))
-            elapsed = time.perf_counter() - started
-            metrics.event_processing_time.record(elapsed * 1000)
-            metrics.event_idle.add_busy(elapsed)
-            if self.snapshot_every and getattr(self.sink, "records_since_snapshot", 0) >= self.snapshot_every \
-                    and self._snapshot_task is None:
-                self._start_snapshot()
+
+    def _execute(self, op: _Op) -> Awaitable[None] | None:
+        """Run one operation on the shard and route its outcome: timers and tasks armed, records appended,
+        replies (its own and those of parked requests it completes) released once the records are durable.
+        Returns the append's awaitable (None when nothing needed to become durable). Raises what `fn` raised."""
+        metrics = self.metrics
+        started = time.perf_counter()
+        metrics.event_queue_time.record((started - op.enqueued) * 1000)
+        result = op.fn(self.clock())
+        self._apply(result)
+        pending = self.sink.append(result.records) if result.records else None
+        replies: list[tuple[asyncio.Future[Any], Any]] = []
+        if op.future is not None:
+            if result.parked:
+                self._parked[op.token] = op.future
+            else:
+                replies.append((op.future, result.response))
+        for token, response in result.completions:
+            parked = self._parked.pop(token, None)
+            if parked is not None:
+                replies.append((parked, response))
+        for future, response in replies:
+            if pending is None:
+                if not future.done():
+                    future.set_result(response)
+            else:
+                asyncio.ensure_future(self._respond_when_durable(pending, future, response))
+        elapsed = time.perf_counter() - started
+        metrics.event_processing_time.record(elapsed * 1000)
+        metrics.event_idle.add_busy(elapsed)
+        if self.snapshot_every and getattr(self.sink, "records_since_snapshot", 0) >= self.snapshot_every \
+                and self._snapshot_task is None:
+            self._start_snapshot()
+        return pending
 
     def _start_snapshot(self) -> None:
         """Rotate the log and write the current state as a snapshot in the background (KIP-less compaction:
