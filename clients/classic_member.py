@@ -26,6 +26,7 @@ counts a member parked there as alive, so no heartbeats are needed meanwhile.
 
 from __future__ import annotations
 
+import abc
 import enum
 import logging
 import random
@@ -108,7 +109,7 @@ class JoinedMember:
     metadata: bytes
 
 
-class ClassicMembership:
+class ClassicMembership(abc.ABC):
     """The generic classic-protocol member; subclasses give the protocol type its meaning."""
 
     protocol_type: str = ""
@@ -144,25 +145,29 @@ class ClassicMembership:
         self.rebalances = 0
 
     # --- hooks ---------------------------------------------------------------------------------------------------
+    @abc.abstractmethod
     def _protocols(self) -> list[tuple[str, bytes]]:
-        raise NotImplementedError
+        """The (protocol name, metadata) pairs this member supports, in preference order."""
 
     def _prepare_join(self) -> None:
         """Called before every JoinGroup (eager consumers revoke here, a writer steps down)."""
+        return None  # optional hook: nothing to do by default
 
+    @abc.abstractmethod
     def _assign(self, protocol_name: str, members: list[JoinedMember]) -> dict[str, bytes]:
         """Leader only: every member's state. Raise `AssignmentError` to invalidate the generation."""
-        raise NotImplementedError
 
+    @abc.abstractmethod
     def _on_synced(self, protocol_name: str, state: bytes) -> bool:
         """This member's state for the new generation; True asks for another rebalance at once."""
-        raise NotImplementedError
 
     def _on_lost(self) -> None:
         """The generation is gone (fenced, removed, unknown): drop whatever it gave this member."""
+        return None  # optional hook: nothing to do by default
 
     def _on_close(self) -> None:
         """The member is closing (before its LeaveGroup): give back what it holds. Not called by `kill`."""
+        return None  # optional hook: nothing to do by default
 
     # --- public API ------------------------------------------------------------------------------------------------
     def start(self) -> Self:
