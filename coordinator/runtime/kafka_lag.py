@@ -28,10 +28,11 @@ from concurrent.futures import Future
 from typing import Any
 
 from confluent_kafka import IsolationLevel, KafkaError, KafkaException, TopicPartition
-from confluent_kafka.admin import AdminClient, OffsetSpec
+from confluent_kafka.admin import OffsetSpec
 
 from assignors.api import LagSnapshot, PartitionOffsets
 from coordinator.core.metadata import MetadataImage
+from coordinator.runtime.kafka_common import FailureStreak, admin_client, check_intervals
 
 __all__ = ["KafkaLagSource", "TopicPartitionKey", "build_lag_snapshot", "partitions_of"]
 
@@ -65,33 +66,20 @@ class KafkaLagSource:
         client_config: Mapping[str, Any] | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        if refresh_interval_s <= 0:
-            raise ValueError(f"refresh_interval_s must be > 0, got {refresh_interval_s}")
-        if request_timeout_s <= 0:
-            raise ValueError(f"request_timeout_s must be > 0, got {request_timeout_s}")
+        check_intervals(refresh_interval_s, request_timeout_s)
         self.refresh_interval_s = refresh_interval_s
         self.request_timeout_s = request_timeout_s
         self._partitions = partitions
         self._isolation_level = isolation_level
         self._clock = clock
-        config: dict[str, Any] = {
-            "bootstrap.servers": bootstrap_servers,
-            "client.id": "groupcoord-lag",
-            # librdkafka's per-connection-attempt log lines go to a child logger operators can silence;
-            # this module logs once per failure streak.
-            "logger": logging.getLogger(f"{__name__}.librdkafka"),
-        }
-        config.update(client_config or {})
-        self._admin = AdminClient(config)
+        self._admin = admin_client(bootstrap_servers, "groupcoord-lag", __name__, client_config)
 
         self._cache: dict[TopicPartitionKey, tuple[int, int]] = {}  # replaced whole, never mutated
         self._interest: set[TopicPartitionKey] = set()
         self._warm_topics: set[str] = set()  # topics already in the client's metadata cache
         self._interest_lock = threading.Lock()
         self._refresh_lock = threading.Lock()
-        self._last_ok_monotonic: float | None = None
-        self._failure_streak = 0
-        self._failure_since: float | None = None
+        self._failures = FailureStreak("kafka offsets refresh", log, clock)
         self._stopping = False
         self._wake = threading.Event()
         self._thread: threading.Thread | None = None
@@ -117,7 +105,7 @@ class KafkaLagSource:
     def snapshot_age_seconds(self) -> float:
         """Seconds since the last refresh that fetched every partition of interest; infinity before one.
         A partial refresh (one leader unreachable) updates the partitions it got but not this age."""
-        last = self._last_ok_monotonic
+        last = self._failures.last_ok
         return math.inf if last is None else max(0.0, self._clock() - last)
 
     # --- refreshing ------------------------------------------------------------------------------------
@@ -231,24 +219,10 @@ class KafkaLagSource:
         return offset
 
     def _record_success(self) -> None:
-        now = self._clock()
-        if self._failure_streak:
-            since = self._failure_since if self._failure_since is not None else now
-            log.info(
-                "kafka offsets refresh recovered after %d failed attempt(s) over %.1f s",
-                self._failure_streak, now - since,
-            )
-        self._failure_streak = 0
-        self._failure_since = None
-        self._last_ok_monotonic = now
+        self._failures.success()
 
     def _record_failure(self, reason: str) -> None:
-        self._failure_streak += 1
-        if self._failure_streak == 1:
-            self._failure_since = self._clock()
-            log.warning("kafka offsets refresh failed, keeping the previous offsets: %s", reason)
-        else:
-            log.debug("kafka offsets refresh failed again (%d in a row): %s", self._failure_streak, reason)
+        self._failures.failure("keeping the previous offsets", reason)
 
 
 def build_lag_snapshot(

@@ -36,9 +36,9 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException, TopicCollection
-from confluent_kafka.admin import AdminClient
 
 from coordinator.core.metadata import EMPTY_IMAGE, MetadataImage, TopicMetadata, topic_id_for_name
+from coordinator.runtime.kafka_common import FailureStreak, admin_client, check_intervals
 
 __all__ = ["KafkaMetadataSource", "kafka_uuid_to_str"]
 
@@ -77,33 +77,20 @@ class KafkaMetadataSource:
         clock: Callable[[], float] = time.monotonic,
         wall_clock: Callable[[], float] = time.time,
     ) -> None:
-        if refresh_interval_s <= 0:
-            raise ValueError(f"refresh_interval_s must be > 0, got {refresh_interval_s}")
-        if request_timeout_s <= 0:
-            raise ValueError(f"request_timeout_s must be > 0, got {request_timeout_s}")
+        check_intervals(refresh_interval_s, request_timeout_s)
         self.refresh_interval_s = refresh_interval_s
         self.request_timeout_s = request_timeout_s
         self._clock = clock
         self._wall_clock = wall_clock
-        config: dict[str, Any] = {
-            "bootstrap.servers": bootstrap_servers,
-            "client.id": "groupcoord-metadata",
-            # librdkafka's own log lines (one per failed connection attempt during an outage) go to a
-            # child logger that operators can silence; this module logs once per failure streak.
-            "logger": logging.getLogger(f"{__name__}.librdkafka"),
-        }
-        config.update(client_config or {})
-        self._admin = AdminClient(config)
+        self._admin = admin_client(bootstrap_servers, "groupcoord-metadata", __name__, client_config)
 
         self._image: MetadataImage = EMPTY_IMAGE
         self._callbacks: list[Callable[[MetadataImage], None]] = []
         self._callbacks_lock = threading.Lock()
         # One refresh at a time. Reentrant so that a callback may itself call refresh_now().
         self._refresh_lock = threading.RLock()
-        self._last_ok_monotonic: float | None = None
+        self._failures = FailureStreak("kafka metadata refresh", log, clock)
         self.last_refresh_ok_ms: int | None = None  # epoch ms of the last successful refresh
-        self._failure_streak = 0
-        self._failure_since: float | None = None
         self._warned_no_describe = False
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -115,7 +102,7 @@ class KafkaMetadataSource:
 
     def age_seconds(self) -> float:
         """Seconds since the last successful refresh; infinity before the first one."""
-        last = self._last_ok_monotonic
+        last = self._failures.last_ok
         return math.inf if last is None else max(0.0, self._clock() - last)
 
     def on_change(self, callback: Callable[[MetadataImage], None]) -> None:
@@ -172,28 +159,11 @@ class KafkaMetadataSource:
                 log.exception("metadata on_change callback %r failed", callback)
 
     def _record_success(self) -> None:
-        now = self._clock()
-        if self._failure_streak:
-            since = self._failure_since if self._failure_since is not None else now
-            log.info(
-                "kafka metadata refresh recovered after %d failed attempt(s) over %.1f s",
-                self._failure_streak, now - since,
-            )
-        self._failure_streak = 0
-        self._failure_since = None
-        self._last_ok_monotonic = now
+        self._failures.success()
         self.last_refresh_ok_ms = int(self._wall_clock() * 1000)
 
     def _record_failure(self, exc: Exception) -> None:
-        self._failure_streak += 1
-        if self._failure_streak == 1:
-            self._failure_since = self._clock()
-            log.warning(
-                "kafka metadata refresh failed, keeping the previous image (%d topics): %s",
-                len(self._image.by_name), exc,
-            )
-        else:
-            log.debug("kafka metadata refresh failed again (%d in a row): %s", self._failure_streak, exc)
+        self._failures.failure(f"keeping the previous image ({len(self._image.by_name)} topics)", exc)
 
     # --- fetching ------------------------------------------------------------------------------------
     def _fetch(self) -> MetadataImage:
