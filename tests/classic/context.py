@@ -27,10 +27,11 @@ from coordinator.core.classic_messages import (
 )
 from coordinator.core.config import BrokerConfig
 from coordinator.core.errors import Errors
-from coordinator.core.results import CancelTimer, Result, ScheduleTimer, TimerKey
+from coordinator.core.results import Result, TimerKey
 from coordinator.core.shard import GroupCoordinatorShard
 from coordinator.core.snapshot import snapshot_records, timers_after_load
 from tests.core.context import START_MS, image_of
+from tests.virtual_clock import VirtualClock
 
 SESSION_MS = 10_000
 REBALANCE_MS = 30_000
@@ -51,7 +52,7 @@ class Call:
     token: int
 
 
-class ClassicContext:
+class ClassicContext(VirtualClock):
     def __init__(self, **config: Any) -> None:
         raw = dict(CLASSIC_CONFIG)
         raw.update({k.replace("_", "."): v for k, v in config.items()})
@@ -67,12 +68,7 @@ class ClassicContext:
 
     # --- plumbing ----------------------------------------------------------------------------------------
     def apply(self, result: Result[Any], token: int | None = None) -> Any:
-        self.records.extend(result.records)
-        for t in result.timers:
-            if isinstance(t, ScheduleTimer):
-                self.timers[t.key] = t.deadline_ms
-            elif isinstance(t, CancelTimer):
-                self.timers.pop(t.key, None)
+        self.record(result)
         if token is not None and not result.parked:
             self._answer(token, result.response)
         for done, response in result.completions:
@@ -82,19 +78,6 @@ class ClassicContext:
     def _answer(self, token: int, response: Any) -> None:
         assert token not in self.answers, f"request {token} answered twice"
         self.answers[token] = response
-
-    def advance(self, ms: int) -> None:
-        """Move the virtual clock, firing due timers in deadline order."""
-        end = self.now + ms
-        while True:
-            due = sorted((d, k) for k, d in self.timers.items() if d <= end)
-            if not due:
-                break
-            deadline, key = due[0]
-            del self.timers[key]
-            self.now = max(self.now, deadline)
-            self.apply(self.shard.on_timer(key, self.now))
-        self.now = end
 
     def answer(self, call: Call) -> Any:
         """The response to `call`, or None while it is parked."""

@@ -20,9 +20,10 @@ from coordinator.core.config import BrokerConfig
 from coordinator.core.consumer_group import ConsumerGroup, ConsumerGroupMember, MemberState
 from coordinator.core.messages import ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse
 from coordinator.core.metadata import MetadataImage, TopicMetadata, topic_id_for_name
-from coordinator.core.results import CancelTimer, Result, ScheduleTimer, TimerKey
+from coordinator.core.results import Result, TimerKey
 from coordinator.core.shard import GroupCoordinatorShard
 from coordinator.core.target_assignment import AssignorCompletion, AssignorRun
+from tests.virtual_clock import VirtualClock
 
 START_MS = 1_000_000
 
@@ -44,7 +45,7 @@ def tid(topic: str) -> str:
     return topic_id_for_name(topic)
 
 
-class CoreContext:
+class CoreContext(VirtualClock):
     def __init__(self, topics: Mapping[str, int] | None = None, *, auto_complete_runs: bool = True,
                  overrides: Mapping[str, Any] | None = None, **config: Any) -> None:
         raw = dict(FAST_CONFIG)
@@ -62,12 +63,7 @@ class CoreContext:
 
     # --- plumbing ----------------------------------------------------------------------------------------
     def apply(self, result: Result[Any]) -> Any:
-        self.records.extend(result.records)
-        for t in result.timers:
-            if isinstance(t, ScheduleTimer):
-                self.timers[t.key] = t.deadline_ms
-            elif isinstance(t, CancelTimer):
-                self.timers.pop(t.key, None)
+        self.record(result)
         self.pending_runs.extend(result.tasks)
         if self.auto_complete_runs and result.tasks:
             self.complete_runs()
@@ -94,19 +90,6 @@ class CoreContext:
                                             get_server_assignor(run.assignor_name).assign(run.spec, run.topics,
                                                                                           run.lag))
         self.apply(self.shard.on_assignment_complete(completion, self.now))
-
-    def advance(self, ms: int) -> None:
-        """Move the virtual clock, firing due timers in deadline order."""
-        end = self.now + ms
-        while True:
-            due = sorted((d, k) for k, d in self.timers.items() if d <= end)
-            if not due:
-                break
-            deadline, key = due[0]
-            del self.timers[key]
-            self.now = max(self.now, deadline)
-            self.apply(self.shard.on_timer(key, self.now))
-        self.now = end
 
     def tid(self, topic: str) -> str:
         return topic_id_for_name(topic)

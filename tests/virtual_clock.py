@@ -1,0 +1,43 @@
+"""The runtime's part in core tests: a virtual clock and the timers the shard arms, fired in order."""
+
+from __future__ import annotations
+
+import abc
+from typing import Any
+
+from coordinator.core.results import CancelTimer, Result, ScheduleTimer, TimerKey
+
+
+class VirtualClock(abc.ABC):
+    """Mixed into the test contexts; they provide `shard`, `now`, `records` and `apply(result)`."""
+
+    shard: Any
+    now: int
+    timers: dict[TimerKey, int]
+    records: list[Any]
+
+    def record(self, result: Result[Any]) -> None:
+        """Keep the records and arm/cancel the timers of a result."""
+        self.records.extend(result.records)
+        for t in result.timers:
+            if isinstance(t, ScheduleTimer):
+                self.timers[t.key] = t.deadline_ms
+            elif isinstance(t, CancelTimer):
+                self.timers.pop(t.key, None)
+
+    @abc.abstractmethod
+    def apply(self, result: Result[Any]) -> Any:
+        """Route a result the context's way (each context keeps its own extras: runs, parked answers)."""
+
+    def advance(self, ms: int) -> None:
+        """Move the virtual clock, firing due timers in deadline order."""
+        end = self.now + ms
+        while True:
+            due = sorted((d, k) for k, d in self.timers.items() if d <= end)
+            if not due:
+                break
+            deadline, key = due[0]
+            del self.timers[key]
+            self.now = max(self.now, deadline)
+            self.apply(self.shard.on_timer(key, self.now))
+        self.now = end
