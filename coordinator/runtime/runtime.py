@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from coordinator.core.consumer_group import ConsumerGroup
-from coordinator.core.errors import Errors
+from coordinator.core.errors import CoordinatorError, Errors
 from coordinator.core.metadata import MetadataImage
 from coordinator.core.results import CancelTimer, Result, ScheduleTimer
 from coordinator.core.shard import GroupCoordinatorShard
@@ -26,6 +26,7 @@ from coordinator.core.snapshot import snapshot_records, timers_after_load
 from coordinator.core.target_assignment import AssignorCompletion, AssignorRun
 from coordinator.runtime.executor import BackgroundExecutor
 from coordinator.runtime.metrics import CoordinatorMetrics
+from coordinator.runtime.record_codec import RecordTooLargeError
 from coordinator.runtime.timers import TimerQueue
 
 log = logging.getLogger("groupcoord.runtime")
@@ -35,9 +36,17 @@ def wall_clock_ms() -> int:
     return time.time_ns() // 1_000_000
 
 
+def _too_large(op_name: str, e: RecordTooLargeError) -> CoordinatorError:
+    """Kafka's coordinator answers a log append refused as too large with INVALID_COMMIT_OFFSET_SIZE for an
+    offset commit and UNKNOWN_SERVER_ERROR for other operations."""
+    code = Errors.INVALID_COMMIT_OFFSET_SIZE if op_name.startswith("OffsetCommit") else Errors.UNKNOWN_SERVER_ERROR
+    return CoordinatorError(code, f"not written: {e}")
+
+
 class RecordSink(Protocol):
-    """Where records go before a response leaves. `append` returns None when the records are already
-    durable, or an awaitable that completes when they are."""
+    """Where records go before a response leaves. `append` takes one operation's records (written as a unit)
+    and returns None when they are already durable, or an awaitable that completes when they are. It raises
+    `RecordTooLargeError`, writing nothing, for an operation its loader could not read back."""
 
     def append(self, records: list[Any]) -> Awaitable[None] | None: ...
 
@@ -178,7 +187,12 @@ class CoordinatorRuntime:
         metrics.event_queue_time.record((started - op.enqueued) * 1000)
         result = op.fn(self.clock())
         self._apply(result)
-        pending = self.sink.append(result.records) if result.records else None
+        refused: RecordTooLargeError | None = None
+        try:
+            pending = self.sink.append(result.records) if result.records else None
+        except RecordTooLargeError as e:  # nothing was written; every reply of this operation gets the error
+            pending, refused = None, e
+            log.error("operation %s refused: %s (groups %s)", op.name, e, ", ".join(sorted(e.group_ids))[:200])
         replies: list[tuple[asyncio.Future[Any], Any]] = []
         if op.future is not None:
             if result.parked:
@@ -190,7 +204,10 @@ class CoordinatorRuntime:
             if parked is not None:
                 replies.append((parked, response))
         for future, response in replies:
-            if pending is None:
+            if refused is not None:
+                if not future.done():
+                    future.set_exception(_too_large(op.name, refused))
+            elif pending is None:
                 if not future.done():
                     future.set_result(response)
             else:
