@@ -24,6 +24,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from coordinator.core import records as r
+from coordinator.core.classic_group import CLASSIC_RECORD_TYPES
 from coordinator.core.config import GROUP_CONFIG_DEFS, render_value
 from coordinator.core.config import _coerce as coerce_config_value
 from groupcoord.records.v1 import records_pb2 as pb
@@ -128,6 +129,10 @@ _GENERIC: dict[str, type] = {}
 def register_generic(cls: type) -> None:
     """Let records of dataclass `cls` be persisted as GenericRecord."""
     _GENERIC[cls.__name__] = cls
+
+
+for _record_type in CLASSIC_RECORD_TYPES:  # so every reader of the log (the server, `groupcoord log`) knows them
+    register_generic(_record_type)
 
 
 def encode(record: Any) -> bytes:
