@@ -382,6 +382,38 @@ class FileLog:
             self.fsyncs += 1
             self._last_fsync = now
 
+    def durable_records(self, group_ids: frozenset[str]) -> list[Any]:
+        """The records of `group_ids` as a load would replay them, once every queued append is written (the
+        runtime rolls a refused operation's groups back to this). Blocking."""
+        with self._lock:
+            while self._pending:
+                self._lock.wait(0.01)
+            with self._io_lock:
+                if self._file is not None:
+                    self._file.flush()
+        for attempt in range(3):  # a snapshot written meanwhile removes the logs it covers: read again
+            try:
+                return self._read_groups(group_ids)
+            except FileNotFoundError:
+                if attempt == 2:
+                    raise
+        raise AssertionError("unreachable")
+
+    def _read_groups(self, group_ids: frozenset[str]) -> list[Any]:
+        out: list[Any] = []
+
+        def keep(records: list[Any]) -> None:
+            out.extend(rec for rec in records if getattr(rec, "group_id", None) in group_ids)
+
+        snapshots = self._gens(".snapshot")
+        snapshot_gen = snapshots[-1] if snapshots else 0
+        if snapshots:
+            keep(read_snapshot(self._path(snapshot_gen, ".snapshot"), self._decode)[0])
+        for gen in self._gens(".log"):
+            if gen > snapshot_gen:
+                scan_file(self._path(gen, ".log"), self._decode_operation, keep)
+        return out
+
     # --- snapshots --------------------------------------------------------------------------------------------
     def rotate(self) -> int:
         """Start a new log generation (call between operations); returns the generation a snapshot of the

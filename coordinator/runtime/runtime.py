@@ -24,6 +24,7 @@ from coordinator.core.results import CancelTimer, Result, ScheduleTimer
 from coordinator.core.shard import GroupCoordinatorShard
 from coordinator.core.snapshot import snapshot_records, timers_after_load
 from coordinator.core.target_assignment import AssignorCompletion, AssignorRun
+from coordinator.runtime import rollback
 from coordinator.runtime.executor import BackgroundExecutor
 from coordinator.runtime.metrics import CoordinatorMetrics
 from coordinator.runtime.record_codec import RecordTooLargeError
@@ -186,13 +187,14 @@ class CoordinatorRuntime:
         started = time.perf_counter()
         metrics.event_queue_time.record((started - op.enqueued) * 1000)
         result = op.fn(self.clock())
-        self._apply(result)
         refused: RecordTooLargeError | None = None
         try:
             pending = self.sink.append(result.records) if result.records else None
         except RecordTooLargeError as e:  # nothing was written; every reply of this operation gets the error
             pending, refused = None, e
-            log.error("operation %s refused: %s (groups %s)", op.name, e, ", ".join(sorted(e.group_ids))[:200])
+            self._roll_back(op.name, e)
+        else:
+            self._apply(result)
         replies: list[tuple[asyncio.Future[Any], Any]] = []
         if op.future is not None:
             if result.parked:
@@ -219,6 +221,17 @@ class CoordinatorRuntime:
                 and self._snapshot_task is None:
             self._start_snapshot()
         return pending
+
+    def _roll_back(self, name: str, error: RecordTooLargeError) -> None:
+        """The log refused the operation: put the groups it touched back to what the log holds (their timers
+        and offloaded runs are not armed). Blocking: it reads the log; this happens only on a refusal."""
+        groups = ", ".join(sorted(error.group_ids))[:200]
+        log.error("operation %s refused: %s (groups %s); reloading them from the log", name, error, groups)
+        read = getattr(self.sink, "durable_records", None)
+        if read is None:
+            self._fail(error)
+            return
+        self._apply(rollback.reset_groups(self.shard, error.group_ids, read(error.group_ids), self.clock()))
 
     def _start_snapshot(self) -> None:
         """Rotate the log and write the current state as a snapshot in the background (KIP-less compaction:

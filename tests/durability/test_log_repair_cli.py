@@ -77,6 +77,12 @@ def test_a_flipped_byte_mid_log_keeps_serve_down_until_log_repair_yes_truncates_
         proc.wait(timeout=30)
 
 
+def describe(port: int, group: str) -> pb.DescribedGroup:
+    with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
+        return pb_grpc.GroupCoordinatorStub(channel).DescribeGroups(
+            pb.DescribeGroupsRequest(group_ids=[group]), timeout=10).groups[0]
+
+
 def join(stub: pb_grpc.GroupCoordinatorStub, metadata: bytes, results: list[int]) -> None:
     request = pb.JoinGroupRequest(group_id="huge", session_timeout_ms=30_000, rebalance_timeout_ms=30_000,
                                   protocol_type="consumer",
@@ -116,6 +122,8 @@ def test_an_oversized_classic_group_is_refused_and_a_later_commit_survives_kill_
                                                                                committed_leader_epoch=-1)])]),
                 timeout=10)
         assert resp.topics[0].partitions[0].error_code == 0
+        before = describe(port, "huge")
+        assert len(before.members) == 0  # the refused join left nothing behind: memory is what the log holds
         channel.close()
         proc.send_signal(signal.SIGKILL)
         proc.wait(timeout=30)
@@ -125,6 +133,9 @@ def test_an_oversized_classic_group_is_refused_and_a_later_commit_survives_kill_
         proc = subprocess.Popen(serve_args(port, tmp_path), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         wait_serving(port)
         assert fetch(port, "after") == {3: 77}
+        after = describe(port, "huge")
+        assert (after.group_state, after.group_epoch, len(after.members)) == (
+            before.group_state, before.group_epoch, 0)
     finally:
         proc.send_signal(signal.SIGTERM)
         proc.wait(timeout=30)
