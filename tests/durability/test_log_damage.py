@@ -149,3 +149,29 @@ def test_log_check_of_an_intact_directory_exits_zero(tmp_path: Path) -> None:
     done = groupcoord("log", "check", str(tmp_path))
     assert done.returncode == 0, done.stdout + done.stderr
     assert "5 operations (frames), 10 records" in done.stdout and done.stdout.strip().endswith("intact")
+
+
+def test_a_damaged_snapshot_stops_the_load_and_repair_refuses_to_guess(tmp_path: Path) -> None:
+    log = FileLog(tmp_path)
+    log.load(lambda rec: None)
+    log.append_sync([commit(1)])
+    generation = log.rotate()
+    log.write_snapshot(generation, [commit(1), commit(2)])
+    log.close()
+    (snapshot,) = tmp_path.glob("*.snapshot")
+    data = bytearray(snapshot.read_bytes())
+    data[10] ^= 0x01
+    snapshot.write_bytes(bytes(data))
+    with pytest.raises(LogCorruptError) as e:
+        FileLog(tmp_path).load(lambda rec: None)
+    assert e.value.path == snapshot and e.value.offset == 0
+    check = groupcoord("log", "check", str(tmp_path))
+    assert check.returncode == 1 and "CORRUPT at byte 0 (checksum mismatch)" in check.stdout
+    repair = groupcoord("log", "repair", str(tmp_path), "--yes")
+    assert repair.returncode == 1 and repair.stderr.count("\n") == 1 and "restore the directory" in repair.stderr
+    assert snapshot.read_bytes() == bytes(data)
+
+
+def test_log_check_of_a_directory_without_logs_says_so_in_one_line(tmp_path: Path) -> None:
+    done = groupcoord("log", "check", str(tmp_path))
+    assert done.returncode == 2 and done.stderr.count("\n") == 1 and "no *.log or *.snapshot" in done.stderr

@@ -123,6 +123,21 @@ def test_an_operation_over_the_producers_message_max_bytes_is_refused_and_nothin
         r.OffsetCommit("big", "orders", 0, 5, -1, "", 1)]
 
 
+def test_messages_of_one_record_from_before_operations_still_load(kafka: EmbeddedKafka) -> None:
+    from confluent_kafka import Producer
+
+    old = [r.OffsetCommit("legacy", "orders", p, 10 + p, -1, "", 1) for p in range(3)]
+    partition = state_partition("legacy", PARTITIONS)
+    producer = Producer({"bootstrap.servers": kafka.bootstrap_servers})
+    for rec in old:
+        producer.produce(STATE_TOPIC, key=b"k", value=record_codec.encode(rec), partition=partition)
+    assert producer.flush(10) == 0
+    log = KafkaRecordLog(kafka.bootstrap_servers, STATE_TOPIC, PARTITIONS, create_topic=False)
+    replayed: list[object] = []
+    log.load_partition(partition, replayed.append)
+    assert [x for x in replayed if getattr(x, "group_id", "") == "legacy"] == old
+
+
 def test_load_partition_replays_a_partition_in_order_up_to_its_high_watermark(kafka: EmbeddedKafka) -> None:
     log = KafkaRecordLog(kafka.bootstrap_servers, STATE_TOPIC, PARTITIONS, create_topic=False)
     log.start()
