@@ -333,7 +333,10 @@ class FileLog:
 
     def append_sync(self, records: Iterable[Any]) -> None:
         """Append one operation and wait (for tools and tests outside an event loop)."""
-        data = self._operation_frame(list(records))
+        records = list(records)
+        if not records:
+            return
+        data = self._operation_frame(records)
         future: Future[None] = Future()
         with self._lock:
             self._pending.append((data, future))
