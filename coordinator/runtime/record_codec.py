@@ -72,6 +72,9 @@ def decode_operation(payload: bytes, decode_record: Callable[[bytes], Any] | Non
     if len(payload) < _OP_HEADER.size:
         raise RecordDecodeError("operation header is cut short")
     _, count = _OP_HEADER.unpack_from(payload, 0)
+    if count == 1 and len(payload) >= _OP_HEADER.size + _LEN.size and \
+            _LEN.unpack_from(payload, _OP_HEADER.size)[0] == len(payload) - _OP_HEADER.size - _LEN.size:
+        return [decode_record(payload[_OP_HEADER.size + _LEN.size:])]  # the common case: one record
     pos, out = _OP_HEADER.size, []
     for _ in range(count):
         if pos + _LEN.size > len(payload):
