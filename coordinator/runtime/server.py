@@ -27,6 +27,7 @@ from coordinator.core.shard import GroupCoordinatorShard, LagProvider
 from coordinator.runtime.executor import BackgroundExecutor
 from coordinator.runtime.kafka_log import KafkaRecordLog
 from coordinator.runtime.log import FileLog
+from coordinator.runtime.malformed import add_guarded
 from coordinator.runtime.metrics import CoordinatorCollector, CoordinatorMetrics
 from coordinator.runtime.runtime import CoordinatorRuntime, MetadataSource, RecordSink
 from coordinator.runtime.service import GroupCoordinatorService
@@ -118,8 +119,14 @@ class CoordinatorServer:
         runtime.on_failure.append(not_serving)
         metrics.register(CoordinatorCollector(metrics, runtime.snapshot))
 
-        server = grpc.aio.server(options=[("grpc.so_reuseport", 0)])
-        pb_grpc.add_GroupCoordinatorServicer_to_server(GroupCoordinatorService(runtime), server)
+        # The transport's bounds come first: a request over socket.request.max.bytes is refused by gRPC
+        # (RESOURCE_EXHAUSTED) before a byte of it is parsed; responses are bounded the same way.
+        server = grpc.aio.server(options=[
+            ("grpc.so_reuseport", 0),
+            ("grpc.max_receive_message_length", o.config["socket.request.max.bytes"]),
+            ("grpc.max_send_message_length", o.config["groupcoord.response.max.bytes"]),
+        ])
+        add_guarded(pb_grpc.add_GroupCoordinatorServicer_to_server, GroupCoordinatorService(runtime), server)
         health_pb2_grpc.add_HealthServicer_to_server(self.health, server)
         reflection.enable_server_reflection(
             (SERVICE_NAME, health_pb2.DESCRIPTOR.services_by_name["Health"].full_name, reflection.SERVICE_NAME),
