@@ -160,7 +160,8 @@ class GroupCoordinatorService(pb_grpc.GroupCoordinatorServicer):
                                                      member_epoch=request.member_epoch)
 
         try:
-            _check_ids(request.group_id)
+            # Kafka validates a ConsumerGroupHeartbeat's fields with INVALID_REQUEST, the group id included
+            limits.check_length("group_id", request.group_id)
             _owned_count(request)
             limits.check_heartbeat(
                 request.member_id, request.instance_id if request.HasField("instance_id") else None,
@@ -452,37 +453,54 @@ class GroupCoordinatorService(pb_grpc.GroupCoordinatorServicer):
         def invalid(group_id: str, code: Errors, message: str) -> pb.DescribedGroup:
             return pb.DescribedGroup(group_id=group_id, error_code=int(code), error_message=message)
 
-        groups = await self._run_chunked("DescribeGroups", list(request.group_ids), self.shard.describe_groups,
-                                         invalid, self._described_to_pb)
+        ids = list(request.group_ids)
+        over = (f"the response would exceed groupcoord.response.max.bytes="
+                f"{self.runtime.shard.config['groupcoord.response.max.bytes']}; describe fewer groups per request.")
+        # room kept for an error entry per id, so that the response with its refusals still fits
+        budget = [self.runtime.shard.config["groupcoord.response.max.bytes"] - 1024
+                  - sum(min(len(g), limits.ID_MAX_CHARS) + len(over) + 16 for g in ids)]
+
+        def convert(described: list[Any]) -> list[pb.DescribedGroup]:
+            """Stop converting once the response would exceed groupcoord.response.max.bytes: a request naming
+            one large classic group 10,000 times must not build gigabytes before gRPC refuses to send them."""
+            out = []
+            for g in described:
+                if budget[0] < 0:
+                    out.append(invalid(g.group_id, Errors.INVALID_REQUEST, over))
+                    continue
+                dg = self._described_to_pb(g)
+                budget[0] -= dg.ByteSize()
+                out.append(dg if budget[0] >= 0 else invalid(g.group_id, Errors.INVALID_REQUEST, over))
+            return out
+
+        groups = await self._run_chunked("DescribeGroups", ids, self.shard.describe_groups,
+                                         invalid, convert)
         return pb.DescribeGroupsResponse(groups=groups)
 
-    def _described_to_pb(self, described: list[Any]) -> list[pb.DescribedGroup]:
+    def _described_to_pb(self, g: Any) -> pb.DescribedGroup:
         image = self.shard.metadata
-        out = []
-        for g in described:
-            dg = pb.DescribedGroup(
-                group_id=g.group_id, error_code=int(g.error_code), error_message=g.error_message,
-                group_type=g.group_type, group_state=g.group_state, group_epoch=g.group_epoch,
-                assignment_epoch=g.assignment_epoch, assignor_name=g.assignor_name, protocol_type=g.protocol_type,
-                assignment_timestamp_ms=g.assignment_timestamp_ms)
-            for m in g.members:
-                dm = dg.members.add(
-                    member_id=m.member_id, member_epoch=m.member_epoch, state=m.state,
-                    subscribed_topic_names=list(m.subscribed_topic_names), client_id=m.client_id,
-                    client_host=m.client_host, member_metadata=m.member_metadata,
-                    member_assignment=m.member_assignment)
-                if m.instance_id is not None:
-                    dm.instance_id = m.instance_id
-                if m.rack_id is not None:
-                    dm.rack_id = m.rack_id
-                if m.subscribed_topic_regex is not None:
-                    dm.subscribed_topic_regex = m.subscribed_topic_regex
-                dm.assignment.extend(topic_partitions_to_pb(m.assignment, image))
-                dm.target_assignment.extend(topic_partitions_to_pb(m.target_assignment, image))
-                dm.partitions_pending_revocation.extend(
-                    topic_partitions_to_pb(m.partitions_pending_revocation, image))
-            out.append(dg)
-        return out
+        dg = pb.DescribedGroup(
+            group_id=g.group_id, error_code=int(g.error_code), error_message=g.error_message,
+            group_type=g.group_type, group_state=g.group_state, group_epoch=g.group_epoch,
+            assignment_epoch=g.assignment_epoch, assignor_name=g.assignor_name, protocol_type=g.protocol_type,
+            assignment_timestamp_ms=g.assignment_timestamp_ms)
+        for m in g.members:
+            dm = dg.members.add(
+                member_id=m.member_id, member_epoch=m.member_epoch, state=m.state,
+                subscribed_topic_names=list(m.subscribed_topic_names), client_id=m.client_id,
+                client_host=m.client_host, member_metadata=m.member_metadata,
+                member_assignment=m.member_assignment)
+            if m.instance_id is not None:
+                dm.instance_id = m.instance_id
+            if m.rack_id is not None:
+                dm.rack_id = m.rack_id
+            if m.subscribed_topic_regex is not None:
+                dm.subscribed_topic_regex = m.subscribed_topic_regex
+            dm.assignment.extend(topic_partitions_to_pb(m.assignment, image))
+            dm.target_assignment.extend(topic_partitions_to_pb(m.target_assignment, image))
+            dm.partitions_pending_revocation.extend(
+                topic_partitions_to_pb(m.partitions_pending_revocation, image))
+        return dg
 
     async def ListGroups(self, request: pb.ListGroupsRequest,
                          context: grpc.aio.ServicerContext) -> pb.ListGroupsResponse:
