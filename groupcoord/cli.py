@@ -93,12 +93,6 @@ def cmd_serve(args: argparse.Namespace) -> int:
     raw: dict[str, Any] = {}
     topics: dict[str, Any] = {}
     kafka: dict[str, Any] = {}
-    listen_host, listen_port = _listen_port("--listen", args.listen)
-    if args.metrics_port is not None and not 0 <= args.metrics_port < 65536:
-        raise CliError(f"--metrics-port expects a port in 1..65535 (or 0: any free port), got {args.metrics_port}")
-    _check_free("--listen", listen_host, listen_port)
-    if args.metrics_port:
-        _check_free("--metrics-port", args.metrics_host, args.metrics_port)
     if args.config:
         raw, topics, kafka = load_config_file(Path(args.config))
     raw.update(_parse_set(args.set or []))
@@ -129,6 +123,17 @@ def cmd_serve(args: argparse.Namespace) -> int:
         except ValueError as e:
             print(f"groupcoord: --advertised-listener: {e}", file=sys.stderr)
             return 2
+    try:
+        listen_host, listen_port = _listen_port("--listen", args.listen)
+        if args.metrics_port is not None and not 0 <= args.metrics_port < 65536:
+            raise CliError(f"--metrics-port expects a port in 1..65535 (or 0: any free port), "
+                           f"got {args.metrics_port}")
+    except CliError as e:
+        print(f"groupcoord: {e}", file=sys.stderr)
+        return 2
+    _check_free("--listen", listen_host, listen_port)
+    if args.metrics_port:
+        _check_free("--metrics-port", args.metrics_host, args.metrics_port)
     embedded = None
     cleanups: list[Any] = []
     metadata_source: Any
