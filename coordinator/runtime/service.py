@@ -60,10 +60,11 @@ def topic_partitions_to_pb(tps: Mapping[str, Iterable[int]], image: MetadataImag
 def _owned_from_pb(msg: pb.ConsumerGroupHeartbeatRequest) -> dict[str, frozenset[int]] | None:
     if not msg.HasField("topic_partitions"):
         return None
-    owned: dict[str, set[int]] = {}
+    owned: dict[str, frozenset[int]] = {}
     for tp in msg.topic_partitions.topics:
-        owned.setdefault(tp.topic_id, set()).update(tp.partitions)
-    return {t: frozenset(p) for t, p in owned.items()}
+        seen = owned.get(tp.topic_id)
+        owned[tp.topic_id] = frozenset(tp.partitions) if seen is None else seen.union(tp.partitions)
+    return owned
 
 
 def _leader_error(context: grpc.aio.ServicerContext) -> Errors:
@@ -421,15 +422,17 @@ class GroupCoordinatorService(pb_grpc.GroupCoordinatorServicer):
 
     # --- administration --------------------------------------------------------------------------------------
     async def _run_chunked(self, name: str, ids: list[str], fn: Callable[[list[str], int], Any],
-                           invalid: Callable[[str, Errors, str], T], convert: Callable[[Any], list[T]]) -> list[T]:
+                           invalid: Callable[[str, Errors, str], T], convert: Callable[[Any], list[T]],
+                           target: Any) -> None:
         """An admin request over many group ids, as one queued operation per `ADMIN_CHUNK_GROUP_IDS` ids with a
         yield to the loop between chunks, so that no single request holds the event loop for long (Kafka gives
         no snapshot across groups either). Over `ADMIN_MAX_GROUP_IDS` ids, the whole request is refused; an id
-        over the length limit gets INVALID_GROUP_ID on its own. Results keep the order of `ids`."""
+        over the length limit gets INVALID_GROUP_ID on its own. Results go into the response's repeated field
+        `target` chunk by chunk (no final copy of them all), in the order of `ids`."""
         if len(ids) > limits.ADMIN_MAX_GROUP_IDS:
             message = f"{len(ids)} group ids in one request; at most {limits.ADMIN_MAX_GROUP_IDS} are accepted."
-            return [invalid(_echo(g), Errors.INVALID_REQUEST, message) for g in ids]
-        out: list[T] = []
+            target.extend(invalid(_echo(g), Errors.INVALID_REQUEST, message) for g in ids)
+            return
         step = limits.ADMIN_CHUNK_GROUP_IDS
         for start in range(0, len(ids), step):
             if start:
@@ -442,11 +445,9 @@ class GroupCoordinatorService(pb_grpc.GroupCoordinatorServicer):
                 results = ([invalid(g, resp.code, resp.message) for g in valid] if isinstance(resp, _Refused)
                            else convert(resp))
             it = iter(results)
-            for g in chunk:
-                out.append(next(it) if len(g) <= limits.ID_MAX_CHARS else invalid(
-                    _echo(g), Errors.INVALID_GROUP_ID,
-                    f"group_id of {len(g)} characters is longer than {limits.ID_MAX_CHARS}."))
-        return out
+            target.extend(next(it) if len(g) <= limits.ID_MAX_CHARS else invalid(
+                _echo(g), Errors.INVALID_GROUP_ID,
+                f"group_id of {len(g)} characters is longer than {limits.ID_MAX_CHARS}.") for g in chunk)
 
     async def DescribeGroups(self, request: pb.DescribeGroupsRequest,
                              context: grpc.aio.ServicerContext) -> pb.DescribeGroupsResponse:
@@ -473,9 +474,9 @@ class GroupCoordinatorService(pb_grpc.GroupCoordinatorServicer):
                 out.append(dg if budget[0] >= 0 else invalid(g.group_id, Errors.INVALID_REQUEST, over))
             return out
 
-        groups = await self._run_chunked("DescribeGroups", ids, self.shard.describe_groups,
-                                         invalid, convert)
-        return pb.DescribeGroupsResponse(groups=groups)
+        out = pb.DescribeGroupsResponse()
+        await self._run_chunked("DescribeGroups", ids, self.shard.describe_groups, invalid, convert, out.groups)
+        return out
 
     def _described_to_pb(self, g: Any) -> pb.DescribedGroup:
         image = self.shard.metadata
@@ -526,10 +527,11 @@ class GroupCoordinatorService(pb_grpc.GroupCoordinatorServicer):
         def invalid(group_id: str, code: Errors, message: str) -> pb.DeletableGroupResult:
             return pb.DeletableGroupResult(group_id=group_id, error_code=int(code), error_message=message)
 
-        results = await self._run_chunked(
-            "DeleteGroups", list(request.group_ids), self.shard.delete_groups, invalid,
-            lambda resp: [invalid(r.group_id, r.error_code, r.error_message) for r in resp])
-        return pb.DeleteGroupsResponse(results=results)
+        out = pb.DeleteGroupsResponse()
+        await self._run_chunked("DeleteGroups", list(request.group_ids), self.shard.delete_groups, invalid,
+                                lambda resp: [invalid(r.group_id, r.error_code, r.error_message) for r in resp],
+                                out.results)
+        return out
 
     async def DescribeGroupConfigs(self, request: pb.DescribeGroupConfigsRequest,
                                    context: grpc.aio.ServicerContext) -> pb.DescribeGroupConfigsResponse:
@@ -542,9 +544,10 @@ class GroupCoordinatorService(pb_grpc.GroupCoordinatorServicer):
                 configs=[pb.ConfigEntry(name=c.name, value=c.value, is_default=c.is_default) for c in r.configs])
                 for r in resp]
 
-        results = await self._run_chunked("DescribeGroupConfigs", list(request.group_ids),
-                                          self.shard.describe_group_configs, invalid, convert)
-        return pb.DescribeGroupConfigsResponse(results=results)
+        out = pb.DescribeGroupConfigsResponse()
+        await self._run_chunked("DescribeGroupConfigs", list(request.group_ids), self.shard.describe_group_configs,
+                                invalid, convert, out.results)
+        return out
 
     async def AlterGroupConfigs(self, request: pb.AlterGroupConfigsRequest,
                                 context: grpc.aio.ServicerContext) -> pb.AlterGroupConfigsResponse:
