@@ -22,7 +22,7 @@ from typing import Any
 
 DEFAULT_SERVER = "127.0.0.1:50051"
 ADMIN_TIMEOUT_S = 10
-ADMIN_MAX_RESPONSE_BYTES = 8 * 1024 * 1024  # the server's default groupcoord.response.max.bytes
+ADMIN_MAX_RESPONSE_BYTES = 4 * 1024 * 1024  # the server's default groupcoord.response.max.bytes
 
 
 class CliError(Exception):

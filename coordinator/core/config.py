@@ -127,7 +127,7 @@ BROKER_CONFIG_DEFS: dict[str, ConfigDef] = {
         ConfigDef("socket.request.max.bytes", int, 4 * 1024 * 1024,
                   "The largest gRPC request the server reads (Kafka's default is 100 MiB; gRPC's is 4 MiB).",
                   1024, INT32_MAX),
-        ConfigDef("groupcoord.response.max.bytes", int, 8 * 1024 * 1024,
+        ConfigDef("groupcoord.response.max.bytes", int, 4 * 1024 * 1024,
                   "The largest gRPC response the server sends.", 1024, INT32_MAX),
         # The local state log (`serve --state-dir`); groupcoord's own names.
         ConfigDef("groupcoord.log.fsync", str, "always",

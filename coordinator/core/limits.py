@@ -25,10 +25,10 @@ REGEX_MAX_CHARS = 1024  # subscribed_topic_regex
 ECHO_MAX_CHARS = 64  # the most of any input an error message quotes
 
 # --- counts per request ----------------------------------------------------------------------------------
-SUBSCRIPTION_MAX_TOPICS = 10_000  # topic names in one subscription
-OWNED_MAX_PARTITIONS = 100_000  # topic-partitions in one heartbeat's owned list
+SUBSCRIPTION_MAX_TOPICS = 2_000  # topic names in one subscription
+OWNED_MAX_PARTITIONS = 50_000  # topic-partitions in one heartbeat's owned list
 ADMIN_MAX_GROUP_IDS = 1_000  # DescribeGroups, DeleteGroups, DescribeGroupConfigs, FindCoordinator
-ADMIN_CHUNK_GROUP_IDS = 100  # ids handled per queued operation: other groups' requests run in between
+ADMIN_CHUNK_GROUP_IDS = 25  # ids handled per queued operation: other groups' requests run in between
 LIST_FILTERS_MAX = 16  # ListGroups states_filter / types_filter entries
 ALTER_MAX_CONFIGS = 64  # configs in one AlterGroupConfigs
 OFFSETS_MAX_PARTITIONS = 2_000  # partitions in one OffsetCommit or OffsetFetch
