@@ -272,7 +272,7 @@ class GroupCoordinatorService(pb_grpc.GroupCoordinatorServicer):
             _check_ids(request.group_id, request.member_id, request.group_instance_id)
             limits.check_length("protocol_type", request.protocol_type)
             limits.check_length("protocol_name", request.protocol_name)
-            limits.check_count("assignments", len(request.assignments), limits.LEAVE_MAX_MEMBERS * 10)
+            limits.check_count("assignments", len(request.assignments), limits.SYNC_MAX_ASSIGNMENTS)
             req = SyncGroupRequest(
                 group_id=request.group_id, generation_id=request.generation_id, member_id=request.member_id,
                 instance_id=request.group_instance_id if request.HasField("group_instance_id") else None,
@@ -581,13 +581,20 @@ class GroupCoordinatorService(pb_grpc.GroupCoordinatorServicer):
             return pb.FindCoordinatorResponse(coordinators=[
                 pb.Coordinator(key=_echo(k), error_code=int(Errors.INVALID_REQUEST), error_message=message,
                                node_id=-1) for k in request.keys])
+        too_long = f"a group id is at most {limits.ID_MAX_CHARS} characters."
         router = self.runtime.router
         if not isinstance(router, PartitionOwnership):
             host, port = self.runtime.advertised
             return pb.FindCoordinatorResponse(coordinators=[
-                pb.Coordinator(key=k, host=host, port=port, node_id=0) for k in request.keys])
+                pb.Coordinator(key=k, host=host, port=port, node_id=0) if len(k) <= limits.ID_MAX_CHARS else
+                pb.Coordinator(key=_echo(k), error_code=int(Errors.INVALID_GROUP_ID), error_message=too_long,
+                               node_id=-1) for k in request.keys])
         out = pb.FindCoordinatorResponse()
         for key in request.keys:
+            if len(key) > limits.ID_MAX_CHARS:
+                out.coordinators.add(key=_echo(key), error_code=int(Errors.INVALID_GROUP_ID), error_message=too_long,
+                                     node_id=-1)
+                continue
             found = router.locate(key)
             out.coordinators.add(key=key, host=found.host, port=found.port, error_code=int(found.error),
                                  error_message=found.message, node_id=0 if found.error is Errors.NONE else -1)

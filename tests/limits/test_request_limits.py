@@ -199,3 +199,11 @@ def test_describing_one_large_group_many_times_stops_at_the_response_budget(
     refused = [g for g in resp.groups if g.error_code == INVALID_REQUEST]
     assert len(described) + len(refused) == ADMIN_MAX_GROUP_IDS
     assert "groupcoord.response.max.bytes" in refused[0].error_message
+
+
+def test_find_coordinator_refuses_oversized_keys_and_too_many_keys(stub: pb_grpc.GroupCoordinatorStub) -> None:
+    resp = stub.FindCoordinator(pb.FindCoordinatorRequest(keys=["ok", "k" * 1_000_000]), timeout=10)
+    assert [c.error_code for c in resp.coordinators] == [0, INVALID_GROUP_ID]
+    assert len(resp.coordinators[1].key) < ECHO_BUDGET
+    many = stub.FindCoordinator(pb.FindCoordinatorRequest(keys=["k"] * (ADMIN_MAX_GROUP_IDS + 1)), timeout=10)
+    assert all(c.error_code == INVALID_REQUEST for c in many.coordinators)
