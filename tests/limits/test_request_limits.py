@@ -3,6 +3,8 @@ count cap, and an oversized request gets Kafka's error code before anything is w
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from collections.abc import Iterator
 
 import grpc
@@ -199,6 +201,23 @@ def test_describing_one_large_group_many_times_stops_at_the_response_budget(
     refused = [g for g in resp.groups if g.error_code == INVALID_REQUEST]
     assert len(described) + len(refused) == ADMIN_MAX_GROUP_IDS
     assert "groupcoord.response.max.bytes" in refused[0].error_message
+
+
+def test_the_cli_reads_the_largest_legal_classic_group(server: ServerThread,
+                                                       stub: pb_grpc.GroupCoordinatorStub) -> None:
+    members = []
+    for _ in range(2):  # 2 x 45 kB of metadata: near this server's message.max.bytes (100 kB)
+        first = stub.JoinGroup(_join("cli-large", metadata=b"c" * 45_000), timeout=10)
+        assert first.error_code == 79, first.error_message
+        members.append(first.member_id)
+        try:
+            stub.JoinGroup(_join("cli-large", member_id=first.member_id, metadata=b"c" * 45_000), timeout=0.5)
+        except grpc.RpcError as parked:
+            assert parked.code() == grpc.StatusCode.DEADLINE_EXCEEDED
+    result = subprocess.run([sys.executable, "-m", "groupcoord", "groups", "describe", "cli-large", "--json",
+                             "--server", server.address], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert all(m in result.stdout for m in members)
 
 
 def test_find_coordinator_refuses_oversized_keys_and_too_many_keys(stub: pb_grpc.GroupCoordinatorStub) -> None:
