@@ -79,6 +79,9 @@ def _check_free(flag: str, host: str, port: int) -> None:
         raise CliError(f"{flag}: cannot resolve {_short(host)}: {e.strerror}") from None
     family, kind, proto, _, sockaddr = infos[0]
     with socket.socket(family, kind, proto) as s:
+        # SO_REUSEADDR as the gRPC server sets it: TIME_WAIT connections left by a killed predecessor do not
+        # make the port "in use", a listening socket still does.
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             s.bind(sockaddr)
         except OSError as e:
