@@ -120,6 +120,10 @@ class GroupCoordinatorShard:
         self.stats = CoreStats()
         self._run_ids = itertools.count(1)
         self._rebalance_timer_epochs: dict[tuple[str, str], int] = {}
+        # The deadline each consumer-group timer is armed for. The runtime pops a due timer and queues its
+        # operation; a heartbeat queued before it may re-arm the timer meanwhile, so the operation checks
+        # this deadline when it runs, as Kafka's timer callbacks check the member's current deadline.
+        self.timer_deadlines: dict[TimerKey, int] = {}
         self._regex_cache: dict[str, frozenset[str]] = {}
         self._regex_cache_image: MetadataImage | None = None
         self._replayers: dict[type, Callable[[Any], None]] = {
@@ -431,8 +435,7 @@ class GroupCoordinatorShard:
             if reconciled is not member:
                 self._write(result, _current_assignment_record(group.group_id, reconciled))
                 self._maybe_arm_rebalance_timer(group, member, reconciled, now, result)
-        result.timers.append(ScheduleTimer(session_timer(group.group_id, member_id),
-                                           now + self.session_timeout_ms(group.group_id)))
+        self.arm_timer(result, session_timer(group.group_id, member_id), now + self.session_timeout_ms(group.group_id))
 
         send_assignment = (
             joining or lost_response or _is_full_request(r)
@@ -471,7 +474,7 @@ class GroupCoordinatorShard:
                                         state=MemberState.STABLE, assigned_partitions={},
                                         partitions_pending_revocation={})
             self._write(result, _current_assignment_record(group.group_id, fresh))
-            result.timers.append(CancelTimer(rebalance_timer(group.group_id, member_id)))
+            self.cancel_timer(result, rebalance_timer(group.group_id, member_id))
         return group.members[member_id]
 
     def _replace_static_member(self, group: ConsumerGroup, old: ConsumerGroupMember, new_id: str,
@@ -537,10 +540,10 @@ class GroupCoordinatorShard:
         if after.state is MemberState.UNREVOKED_PARTITIONS:
             if before.state is not MemberState.UNREVOKED_PARTITIONS or before.member_epoch != after.member_epoch:
                 self._rebalance_timer_epochs[key] = after.member_epoch
-                result.timers.append(ScheduleTimer(rebalance_timer(*key), now + after.rebalance_timeout_ms))
+                self.arm_timer(result, rebalance_timer(*key), now + after.rebalance_timeout_ms)
         elif before.state is MemberState.UNREVOKED_PARTITIONS:
             self._rebalance_timer_epochs.pop(key, None)
-            result.timers.append(CancelTimer(rebalance_timer(*key)))
+            self.cancel_timer(result, rebalance_timer(*key))
 
     # --- leaving ------------------------------------------------------------------------------------------
     def _leave(self, r: ConsumerGroupHeartbeatRequest, now: int) -> Result[ConsumerGroupHeartbeatResponse]:
@@ -564,9 +567,9 @@ class GroupCoordinatorShard:
             left = dataclasses.replace(member, member_epoch=LEAVE_GROUP_STATIC_MEMBER_EPOCH,
                                        previous_member_epoch=member.member_epoch)
             self._write(result, _current_assignment_record(group.group_id, left))
-            result.timers.append(ScheduleTimer(session_timer(group.group_id, member.member_id),
-                                               now + self.session_timeout_ms(group.group_id)))
-            result.timers.append(CancelTimer(rebalance_timer(group.group_id, member.member_id)))
+            self.arm_timer(result, session_timer(group.group_id, member.member_id),
+                           now + self.session_timeout_ms(group.group_id))
+            self.cancel_timer(result, rebalance_timer(group.group_id, member.member_id))
         else:
             self._remove_member_records(group, member, result, bump_epoch=True)
             self.stats.members_left += 1
@@ -581,20 +584,39 @@ class GroupCoordinatorShard:
         if mid in group.target_assignment:
             self._write(result, ConsumerGroupTargetAssignmentMemberTombstone(gid, mid))
         self._write(result, ConsumerGroupMemberMetadataTombstone(gid, mid))
-        result.timers.append(CancelTimer(session_timer(gid, mid)))
-        result.timers.append(CancelTimer(rebalance_timer(gid, mid)))
+        self.cancel_timer(result, session_timer(gid, mid))
+        self.cancel_timer(result, rebalance_timer(gid, mid))
         self._rebalance_timer_epochs.pop((gid, mid), None)
         if bump_epoch:
             new_hash = self._subscription_hash(group)
             self._write(result, ConsumerGroupMetadata(gid, max(group.group_epoch + 1, FIRST_GROUP_EPOCH), new_hash))
 
     # --- timers ------------------------------------------------------------------------------------------
+    def arm_timer(self, result: Result[Any], key: TimerKey, deadline_ms: int) -> None:
+        self.timer_deadlines[key] = deadline_ms
+        result.timers.append(ScheduleTimer(key, deadline_ms))
+
+    def cancel_timer(self, result: Result[Any], key: TimerKey) -> None:
+        self.timer_deadlines.pop(key, None)
+        result.timers.append(CancelTimer(key))
+
+    def _timer_due(self, key: TimerKey, now: int) -> bool:
+        """True (and disarmed) if `key` is armed and its current deadline has passed; False for a stale timer
+        whose operation was queued before a heartbeat re-armed or a removal cancelled it."""
+        deadline = self.timer_deadlines.get(key)
+        if deadline is None or now < deadline:
+            return False
+        del self.timer_deadlines[key]
+        return True
+
     def on_timer(self, key: TimerKey, now: int) -> Result[None]:
         """A timer the runtime armed has fired: session expiry or rebalance timeout fences the member."""
         result: Result[None] = Result(None)
         kind = key[0]
         if kind in ("session", "rebalance"):
             _, group_id, member_id = key
+            if not self._timer_due(key, now):
+                return result
             group = self.groups.get(group_id)
             if not isinstance(group, ConsumerGroup):
                 return result

@@ -20,7 +20,7 @@ from coordinator.core.records import (
     ConsumerGroupTargetAssignmentMetadata,
     GroupConfig,
 )
-from coordinator.core.results import Result, ScheduleTimer
+from coordinator.core.results import Result
 
 
 def snapshot_records(shard: Any) -> Iterator[Any]:
@@ -56,11 +56,10 @@ def timers_after_load(shard: Any, now: int) -> Result[None]:
         if isinstance(group, ConsumerGroup):
             session_ms = shard.session_timeout_ms(group.group_id)
             for m in group.members.values():
-                result.timers.append(ScheduleTimer(session_timer(group.group_id, m.member_id), now + session_ms))
+                shard.arm_timer(result, session_timer(group.group_id, m.member_id), now + session_ms)
                 if m.state is MemberState.UNREVOKED_PARTITIONS:
                     shard._rebalance_timer_epochs[(group.group_id, m.member_id)] = m.member_epoch
-                    result.timers.append(ScheduleTimer(rebalance_timer(group.group_id, m.member_id),
-                                                       now + m.rebalance_timeout_ms))
+                    shard.arm_timer(result, rebalance_timer(group.group_id, m.member_id), now + m.rebalance_timeout_ms)
         else:
             after_load = getattr(group, "timers_after_load", None)
             if after_load is not None:
