@@ -116,6 +116,9 @@ BROKER_CONFIG_DEFS: dict[str, ConfigDef] = {
         *_interval_defs("consumer", ""),
         *_interval_defs("share", _RESERVED),
         *_interval_defs("streams", _RESERVED),
+        ConfigDef("group.consumer.regex.refresh.interval.ms", int, 600000,
+                  "How often the topics matching a group's subscribed regexes are resolved again (they are also "
+                  "resolved when topic metadata changes).", 10000),
         ConfigDef("offset.metadata.max.bytes", int, 4096, "Maximum size of an offset commit's metadata.", 0),
         # The local state log (`serve --state-dir`); groupcoord's own names.
         ConfigDef("groupcoord.log.fsync", str, "always",

@@ -90,6 +90,22 @@ class ConsumerGroupCurrentMemberAssignmentTombstone:
 
 
 @dataclass(frozen=True, slots=True)
+class ConsumerGroupRegularExpression:
+    """Kafka's ConsumerGroupRegularExpressionValue: the topics a subscribed regex resolved to, and when."""
+
+    group_id: str
+    regex: str
+    topics: tuple[str, ...]
+    timestamp_ms: int
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerGroupRegularExpressionTombstone:
+    group_id: str
+    regex: str
+
+
+@dataclass(frozen=True, slots=True)
 class OffsetCommit:
     group_id: str
     topic: str

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
-import re
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
@@ -40,6 +39,7 @@ from coordinator.core.consumer_group import (
     ConsumerGroupMember,
     InflightAssignment,
     MemberState,
+    RegexResolutionInflight,
 )
 from coordinator.core.errors import CoordinatorError, Errors
 from coordinator.core.messages import (
@@ -64,6 +64,8 @@ from coordinator.core.records import (
     ConsumerGroupMemberMetadataTombstone,
     ConsumerGroupMetadata,
     ConsumerGroupMetadataTombstone,
+    ConsumerGroupRegularExpression,
+    ConsumerGroupRegularExpressionTombstone,
     ConsumerGroupTargetAssignmentMember,
     ConsumerGroupTargetAssignmentMemberTombstone,
     ConsumerGroupTargetAssignmentMetadata,
@@ -82,6 +84,7 @@ from coordinator.core.target_assignment import (
     subscribed_topic_ids,
     target_records,
 )
+from coordinator.core.topic_regex import RegexResolution, RegexResolutionCompletion, compile_topic_regex
 
 LAG_AWARE_ASSIGNORS = frozenset({"lag", "lag-sticky"})
 
@@ -124,8 +127,6 @@ class GroupCoordinatorShard:
         # operation; a heartbeat queued before it may re-arm the timer meanwhile, so the operation checks
         # this deadline when it runs, as Kafka's timer callbacks check the member's current deadline.
         self.timer_deadlines: dict[TimerKey, int] = {}
-        self._regex_cache: dict[str, frozenset[str]] = {}
-        self._regex_cache_image: MetadataImage | None = None
         self._replayers: dict[type, Callable[[Any], None]] = {
             ConsumerGroupMetadata: self._replay_group_metadata,
             ConsumerGroupMetadataTombstone: self._replay_group_tombstone,
@@ -139,6 +140,8 @@ class GroupCoordinatorShard:
             OffsetCommit: self.offsets.replay_commit,
             OffsetCommitTombstone: self.offsets.replay_tombstone,
             GroupConfig: self._replay_group_config,
+            ConsumerGroupRegularExpression: self._replay_regex,
+            ConsumerGroupRegularExpressionTombstone: self._replay_regex_tombstone,
         }
         classic_handlers.install(self)
 
@@ -219,6 +222,19 @@ class GroupCoordinatorShard:
         if isinstance(group, ConsumerGroup):
             group.remove_member(r.member_id)
 
+    def _replay_regex(self, r: ConsumerGroupRegularExpression) -> None:
+        group = self._consumer_group(r.group_id)
+        group.resolved_regexes[r.regex] = frozenset(r.topics)
+        group.regex_resolved_ms[r.regex] = r.timestamp_ms
+        group.spec_cache.clear()  # members' subscribed topic ids depend on the resolution
+
+    def _replay_regex_tombstone(self, r: ConsumerGroupRegularExpressionTombstone) -> None:
+        group = self.groups.get(r.group_id)
+        if isinstance(group, ConsumerGroup):
+            group.resolved_regexes.pop(r.regex, None)
+            group.regex_resolved_ms.pop(r.regex, None)
+            group.spec_cache.clear()
+
     def _replay_group_config(self, r: GroupConfig) -> None:
         if r.configs:
             self.group_configs[r.group_id] = dict(r.configs)
@@ -257,22 +273,10 @@ class GroupCoordinatorShard:
     # =====================================================================================================
     # Metadata
     # =====================================================================================================
-    def resolve_regex(self, pattern: str) -> frozenset[str]:
-        """Topic names fully matching `pattern` (Python `re`), cached per metadata image."""
-        if self._regex_cache_image is not self.metadata:
-            self._regex_cache = {}
-            self._regex_cache_image = self.metadata
-        hit = self._regex_cache.get(pattern)
-        if hit is None:
-            rx = re.compile(pattern)
-            hit = frozenset(n for n in self.metadata.by_name if not n.startswith("__") and rx.fullmatch(n))
-            self._regex_cache[pattern] = hit
-        return hit
-
     def _subscription_hash(self, group: ConsumerGroup) -> int:
         names = group.subscribed_topic_names()
         for rx in group.regexes():
-            names.update(self.resolve_regex(rx))
+            names.update(group.resolved_topics(rx))
         return self.metadata.topics_hash(names)
 
     def on_metadata_update(self, image: MetadataImage, now: int) -> Result[None]:
@@ -283,6 +287,7 @@ class GroupCoordinatorShard:
         for group in list(self.groups.values()):
             if not isinstance(group, ConsumerGroup) or not group.members:
                 continue
+            self._maybe_resolve_regexes(group, now, result)
             new_hash = self._subscription_hash(group)
             if new_hash != group.metadata_hash:
                 self._write(result, ConsumerGroupMetadata(group.group_id, group.group_epoch + 1, new_hash))
@@ -351,11 +356,9 @@ class GroupCoordinatorShard:
                 f"server_assignor {r.server_assignor!r} is not supported; supported: "
                 f"{', '.join(self.config['group.consumer.assignors'])}.")
         if r.subscribed_topic_regex is not None:
-            try:
-                re.compile(r.subscribed_topic_regex)
-            except re.error as e:
-                raise CoordinatorError(Errors.INVALID_REGULAR_EXPRESSION,
-                                       f"subscribed_topic_regex {r.subscribed_topic_regex!r} is invalid: {e}") from None
+            if not r.subscribed_topic_regex:
+                raise invalid("subscribed_topic_regex can't be empty when set.")
+            compile_topic_regex(r.subscribed_topic_regex)
 
     def _existing_consumer_group(self, group_id: str) -> ConsumerGroup:
         group = self.groups.get(group_id)
@@ -412,6 +415,9 @@ class GroupCoordinatorShard:
         if is_new or updated is not member:
             self._write(result, _member_metadata_record(group.group_id, updated))
             member = group.members[member_id]
+        if subscription_changed:
+            self._drop_unused_regexes(group, result)
+        self._maybe_resolve_regexes(group, now, result)
         if bump or group.metadata_image_seen is not self.metadata:
             new_hash = self._subscription_hash(group)
             group.metadata_image_seen = self.metadata
@@ -426,7 +432,7 @@ class GroupCoordinatorShard:
         target_epoch = group.effective_target_epoch
         reconciled = member
         if member.state is not MemberState.STABLE or member.member_epoch != target_epoch or subscription_changed:
-            subscribed = subscribed_topic_ids(member, self.metadata, self.resolve_regex)
+            subscribed = subscribed_topic_ids(member, self.metadata, group.resolved_topics)
             owner = group.partition_owner
             reconciled = reconcile(
                 member, target_epoch, group.target_for(member_id), subscribed,
@@ -588,8 +594,62 @@ class GroupCoordinatorShard:
         self.cancel_timer(result, rebalance_timer(gid, mid))
         self._rebalance_timer_epochs.pop((gid, mid), None)
         if bump_epoch:
+            self._drop_unused_regexes(group, result)
             new_hash = self._subscription_hash(group)
             self._write(result, ConsumerGroupMetadata(gid, max(group.group_epoch + 1, FIRST_GROUP_EPOCH), new_hash))
+
+    # --- regex subscriptions (resolved in the background, KIP-848) -----------------------------------------
+    def regex_refresh_interval_ms(self) -> int:
+        return int(self.config["group.consumer.regex.refresh.interval.ms"])
+
+    def _maybe_resolve_regexes(self, group: ConsumerGroup, now: int, result: Result[Any]) -> None:
+        """Ask the runtime to resolve the group's regexes off the request path when one is new, the metadata
+        image changed since the last resolution, or `group.consumer.regex.refresh.interval.ms` passed (Kafka's
+        GroupMetadataManager.maybeUpdateRegularExpressions). One resolution per group at a time."""
+        if group.regex_inflight is not None:
+            return
+        regexes = group.regexes()
+        if not regexes:
+            return
+        if (all(rx in group.resolved_regexes for rx in regexes)
+                and group.regex_image_seen is self.metadata
+                and now - group.regex_refreshed_ms < self.regex_refresh_interval_ms()):
+            return
+        run_id = next(self._run_ids)
+        group.regex_inflight = RegexResolutionInflight(run_id, self.metadata)
+        result.tasks.append(RegexResolution(group.group_id, run_id, tuple(sorted(regexes)),
+                                            tuple(self.metadata.by_name)))
+        self.stats.regex_resolutions += 1
+
+    def on_regex_resolution_complete(self, completion: RegexResolutionCompletion, now: int) -> Result[None]:
+        """A background resolution finished: persist what changed and bump the group epoch if the group's
+        subscribed topics changed, so the next heartbeat assigns the new topics."""
+        result: Result[None] = Result(None)
+        group = self.groups.get(completion.group_id)
+        if not isinstance(group, ConsumerGroup) or group.regex_inflight is None \
+                or group.regex_inflight.run_id != completion.run_id:
+            return result
+        group.regex_image_seen = group.regex_inflight.image
+        group.regex_inflight = None
+        group.regex_refreshed_ms = now
+        subscribed = group.regexes()
+        for regex, topics in sorted(completion.resolved.items()):
+            if regex in subscribed and group.resolved_regexes.get(regex) != topics:
+                self._write(result, ConsumerGroupRegularExpression(group.group_id, regex, tuple(sorted(topics)), now))
+        if result.records and group.members:
+            new_hash = self._subscription_hash(group)
+            if new_hash != group.metadata_hash:
+                self._write(result, ConsumerGroupMetadata(group.group_id, max(group.group_epoch + 1,
+                                                                              FIRST_GROUP_EPOCH), new_hash))
+                self.stats.metadata_bumps += 1
+        if group.regex_image_seen is not self.metadata:  # the metadata moved on meanwhile
+            self._maybe_resolve_regexes(group, now, result)
+        return result
+
+    def _drop_unused_regexes(self, group: ConsumerGroup, result: Result[Any]) -> None:
+        subscribed = group.regexes()
+        for regex in sorted(set(group.resolved_regexes) - subscribed):
+            self._write(result, ConsumerGroupRegularExpressionTombstone(group.group_id, regex))
 
     # --- timers ------------------------------------------------------------------------------------------
     def arm_timer(self, result: Result[Any], key: TimerKey, deadline_ms: int) -> None:
@@ -679,7 +739,7 @@ class GroupCoordinatorShard:
             self.stats.assignor_skipped_interval += 1
             return
         assignor_name = choose_assignor(group, self.config["group.consumer.assignors"])
-        spec = build_spec(group, self.metadata, self.resolve_regex)
+        spec = build_spec(group, self.metadata, group.resolved_topics)
         lag = self._lag_snapshot(group, assignor_name, spec)
         epoch = group.group_epoch
         if self.offload_enabled(group.group_id):

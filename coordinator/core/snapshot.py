@@ -16,6 +16,7 @@ from coordinator.core.records import (
     ConsumerGroupCurrentMemberAssignment,
     ConsumerGroupMemberMetadata,
     ConsumerGroupMetadata,
+    ConsumerGroupRegularExpression,
     ConsumerGroupTargetAssignmentMember,
     ConsumerGroupTargetAssignmentMetadata,
     GroupConfig,
@@ -30,6 +31,9 @@ def snapshot_records(shard: Any) -> Iterator[Any]:
         if isinstance(group, ConsumerGroup):
             gid = group.group_id
             yield ConsumerGroupMetadata(gid, group.group_epoch, group.metadata_hash)
+            for regex, topics in group.resolved_regexes.items():
+                yield ConsumerGroupRegularExpression(gid, regex, tuple(sorted(topics)),
+                                                     group.regex_resolved_ms.get(regex, 0))
             for m in group.members.values():
                 yield ConsumerGroupMemberMetadata(
                     gid, m.member_id, m.instance_id, m.rack_id, m.client_id, m.client_host, m.subscribed_topic_names,

@@ -1,4 +1,4 @@
-"""The background executor that runs offloaded assignor runs (KIP-1263), with its metrics.
+"""The background executor: offloaded assignor runs (KIP-1263) and regex resolutions, with its metrics.
 
 `group.coordinator.background.threads` workers. Assignors are pure functions of immutable snapshots, so a
 run needs no lock and cannot corrupt coordinator state; its result goes back through the event queue.
@@ -14,6 +14,7 @@ from concurrent.futures import ThreadPoolExecutor
 from assignors.api import AssignorError
 from assignors.registry import get_server_assignor
 from coordinator.core.target_assignment import AssignorCompletion, AssignorRun
+from coordinator.core.topic_regex import RegexResolution, RegexResolutionCompletion
 from coordinator.runtime.metrics import CoordinatorMetrics
 
 log = logging.getLogger("groupcoord.executor")
@@ -48,6 +49,26 @@ class BackgroundExecutor:
             done(completion)
 
         self._pool.submit(task)
+
+    def submit_regex(self, task: RegexResolution, done: Callable[[RegexResolutionCompletion], None]) -> None:
+        """Resolve a group's regexes against every topic on a worker (RE2: linear in each name), so neither a
+        hostile pattern nor many topics hold the event loop."""
+        submitted = time.perf_counter()
+
+        def run() -> None:
+            started = time.perf_counter()
+            self._metrics.background_queue_time.record((started - submitted) * 1000)
+            try:
+                completion = task.run()
+            except Exception:  # a bug must not kill the worker; the group keeps its last resolution
+                log.exception("regex resolution crashed for group %s", task.group_id)
+                completion = RegexResolutionCompletion(task.group_id, task.run_id, {})
+            elapsed = time.perf_counter() - started
+            self._metrics.background_processing_time.record(elapsed * 1000)
+            self._metrics.background_idle.add_busy(elapsed)
+            done(completion)
+
+        self._pool.submit(run)
 
     def shutdown(self) -> None:
         self._pool.shutdown(wait=True, cancel_futures=True)

@@ -72,6 +72,10 @@ def register_generic(cls: type) -> None:
     _GENERIC[cls.__name__] = cls
 
 
+for _regex_record in (r.ConsumerGroupRegularExpression, r.ConsumerGroupRegularExpressionTombstone):
+    register_generic(_regex_record)
+
+
 def encode(record: Any) -> bytes:
     out = pb.LogRecord(version=VERSION, group_id=getattr(record, "group_id", ""))
     t = type(record)
