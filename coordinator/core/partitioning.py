@@ -67,6 +67,7 @@ def drop_groups(shard: Any, predicate: GroupPredicate) -> Result[list[str]]:
             shard.replay(ConsumerGroupMetadataTombstone(group_id))
         for topic, partition in list(shard.offsets.committed(group_id)):
             shard.replay(OffsetCommitTombstone(group_id, topic, partition))
+        shard.empty_since.pop(group_id, None)
         if group_id in shard.group_configs:
             shard.replay(GroupConfig(group_id, {}))
     return result

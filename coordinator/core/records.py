@@ -124,6 +124,20 @@ class OffsetCommitTombstone:
 
 
 @dataclass(frozen=True, slots=True)
+class GroupEmptySince:
+    """When the group last became empty (Kafka's currentStateTimestamp): KIP-211 counts offset retention from
+    it. Persisted so that replay expires exactly what the live coordinator expired."""
+
+    group_id: str
+    timestamp_ms: int
+
+
+@dataclass(frozen=True, slots=True)
+class GroupEmptySinceTombstone:
+    group_id: str
+
+
+@dataclass(frozen=True, slots=True)
 class GroupConfig:
     """The group's dynamic config overrides, whole (an empty mapping deletes them all)."""
 

@@ -15,11 +15,11 @@ from __future__ import annotations
 import dataclasses
 import itertools
 from collections.abc import Callable, Mapping
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from assignors.api import AssignorError, LagSnapshot, PartitionOffsets
 from assignors.registry import get_server_assignor
-from coordinator.core import admin, classic_handlers, offsets
+from coordinator.core import admin, classic_handlers, offsets, retention
 from coordinator.core.classic_messages import (
     HeartbeatRequest,
     HeartbeatResponse,
@@ -70,6 +70,8 @@ from coordinator.core.records import (
     ConsumerGroupTargetAssignmentMemberTombstone,
     ConsumerGroupTargetAssignmentMetadata,
     GroupConfig,
+    GroupEmptySince,
+    GroupEmptySinceTombstone,
     OffsetCommit,
     OffsetCommitTombstone,
 )
@@ -87,6 +89,7 @@ from coordinator.core.target_assignment import (
 from coordinator.core.topic_regex import RegexResolution, RegexResolutionCompletion, compile_topic_regex
 
 LAG_AWARE_ASSIGNORS = frozenset({"lag", "lag-sticky"})
+R = TypeVar("R", bound=Result[Any])
 
 
 class LagProvider(Protocol):
@@ -127,6 +130,8 @@ class GroupCoordinatorShard:
         # operation; a heartbeat queued before it may re-arm the timer meanwhile, so the operation checks
         # this deadline when it runs, as Kafka's timer callbacks check the member's current deadline.
         self.timer_deadlines: dict[TimerKey, int] = {}
+        self.empty_since: dict[str, int] = {}  # group id -> when it last became empty (GroupEmptySince records)
+        self.retention_pending: list[str] = []  # groups the running retention check has still to visit
         self._replayers: dict[type, Callable[[Any], None]] = {
             ConsumerGroupMetadata: self._replay_group_metadata,
             ConsumerGroupMetadataTombstone: self._replay_group_tombstone,
@@ -142,6 +147,8 @@ class GroupCoordinatorShard:
             GroupConfig: self._replay_group_config,
             ConsumerGroupRegularExpression: self._replay_regex,
             ConsumerGroupRegularExpressionTombstone: self._replay_regex_tombstone,
+            GroupEmptySince: self._replay_empty_since,
+            GroupEmptySinceTombstone: self._replay_empty_since_tombstone,
         }
         classic_handlers.install(self)
 
@@ -235,6 +242,12 @@ class GroupCoordinatorShard:
             group.regex_resolved_ms.pop(r.regex, None)
             group.spec_cache.clear()
 
+    def _replay_empty_since(self, r: GroupEmptySince) -> None:
+        self.empty_since[r.group_id] = r.timestamp_ms
+
+    def _replay_empty_since_tombstone(self, r: GroupEmptySinceTombstone) -> None:
+        self.empty_since.pop(r.group_id, None)
+
     def _replay_group_config(self, r: GroupConfig) -> None:
         if r.configs:
             self.group_configs[r.group_id] = dict(r.configs)
@@ -312,6 +325,7 @@ class GroupCoordinatorShard:
                 error_code=e.code, error_message=e.message, member_id=request.member_id,
                 member_epoch=request.member_epoch))
         self.stats.count_heartbeat(result.response.error_code)
+        retention.note_membership(self, request.group_id, now, result)
         return result
 
     def _validate_heartbeat(self, r: ConsumerGroupHeartbeatRequest) -> None:
@@ -670,31 +684,40 @@ class GroupCoordinatorShard:
         return True
 
     def on_timer(self, key: TimerKey, now: int) -> Result[None]:
-        """A timer the runtime armed has fired: session expiry or rebalance timeout fences the member."""
+        """A timer the runtime armed has fired: session expiry or rebalance timeout fences the member; the
+        retention check expires offsets; other group types handle their own kinds."""
         result: Result[None] = Result(None)
         kind = key[0]
         if kind in ("session", "rebalance"):
-            _, group_id, member_id = key
-            if not self._timer_due(key, now):
-                return result
-            group = self.groups.get(group_id)
-            if not isinstance(group, ConsumerGroup):
-                return result
-            member = group.members.get(member_id)
-            if member is None:
-                return result
-            if kind == "rebalance":
-                expected = self._rebalance_timer_epochs.pop((group_id, member_id), None)
-                if member.state is not MemberState.UNREVOKED_PARTITIONS or expected != member.member_epoch:
-                    return result
-                self.stats.members_fenced_rebalance += 1
-            else:
-                self.stats.members_fenced_session += 1
-            self._remove_member_records(group, member, result, bump_epoch=True)
+            if self._timer_due(key, now):
+                result = self._fence_on_timer(kind, key[1], key[2])
+        elif key == retention.RETENTION_TIMER:
+            return retention.on_retention_timer(self, now) if self._timer_due(key, now) else result
         else:
             handler = self._timer_handlers.get(kind)
-            if handler is not None:
-                return handler(key, now)
+            if handler is None:
+                return result
+            result = handler(key, now)
+        if len(key) > 1:
+            retention.note_membership(self, key[1], now, result)
+        return result
+
+    def _fence_on_timer(self, kind: str, group_id: str, member_id: str) -> Result[None]:
+        result: Result[None] = Result(None)
+        group = self.groups.get(group_id)
+        if not isinstance(group, ConsumerGroup):
+            return result
+        member = group.members.get(member_id)
+        if member is None:
+            return result
+        if kind == "rebalance":
+            expected = self._rebalance_timer_epochs.pop((group_id, member_id), None)
+            if member.state is not MemberState.UNREVOKED_PARTITIONS or expected != member.member_epoch:
+                return result
+            self.stats.members_fenced_rebalance += 1
+        else:
+            self.stats.members_fenced_session += 1
+        self._remove_member_records(group, member, result, bump_epoch=True)
         return result
 
     _timer_handlers: dict[str, Callable[[TimerKey, int], Result[None]]] = {}
@@ -706,7 +729,14 @@ class GroupCoordinatorShard:
     # Offsets and administration (rules in offsets.py / admin.py; the shard is the single entry point)
     # =====================================================================================================
     def offset_commit(self, request: OffsetCommitRequest, now: int) -> Result[OffsetCommitResponse]:
-        return offsets.handle_offset_commit(self, request, now)
+        result = offsets.handle_offset_commit(self, request, now)
+        if result.records:
+            retention.ensure_timer(self, now, result)
+        return result
+
+    def _noting_membership(self, result: R, group_id: str, now: int) -> R:
+        retention.note_membership(self, group_id, now, result)
+        return result
 
     def offset_fetch(self, request: OffsetFetchRequest, now: int) -> Result[OffsetFetchResponse]:
         return offsets.handle_offset_fetch(self, request, now)
@@ -811,16 +841,16 @@ class GroupCoordinatorShard:
     # Classic protocol (rules in classic_group.py / classic_handlers.py)
     # =====================================================================================================
     def classic_group_join(self, request: JoinGroupRequest, now: int, token: int) -> Result[JoinGroupResponse | None]:
-        return classic_handlers.join_group(self, request, now, token)
+        return self._noting_membership(classic_handlers.join_group(self, request, now, token), request.group_id, now)
 
     def classic_group_sync(self, request: SyncGroupRequest, now: int, token: int) -> Result[SyncGroupResponse | None]:
-        return classic_handlers.sync_group(self, request, now, token)
+        return self._noting_membership(classic_handlers.sync_group(self, request, now, token), request.group_id, now)
 
     def classic_group_heartbeat(self, request: HeartbeatRequest, now: int) -> Result[HeartbeatResponse]:
-        return classic_handlers.heartbeat(self, request, now)
+        return self._noting_membership(classic_handlers.heartbeat(self, request, now), request.group_id, now)
 
     def classic_group_leave(self, request: LeaveGroupRequest, now: int) -> Result[LeaveGroupResponse]:
-        return classic_handlers.leave_group(self, request, now)
+        return self._noting_membership(classic_handlers.leave_group(self, request, now), request.group_id, now)
 
 
 def _is_empty_classic(group: Any) -> bool:

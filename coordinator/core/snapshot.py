@@ -20,6 +20,7 @@ from coordinator.core.records import (
     ConsumerGroupTargetAssignmentMember,
     ConsumerGroupTargetAssignmentMetadata,
     GroupConfig,
+    GroupEmptySince,
 )
 from coordinator.core.results import Result
 
@@ -50,12 +51,17 @@ def snapshot_records(shard: Any) -> Iterator[Any]:
             yield from group.snapshot_records()
     for group_id in shard.offsets.group_ids():
         yield from shard.offsets.committed(group_id).values()
+    for group_id, since in shard.empty_since.items():
+        yield GroupEmptySince(group_id, since)
 
 
 def timers_after_load(shard: Any, now: int) -> Result[None]:
+    from coordinator.core.retention import ensure_timer
     from coordinator.core.shard import rebalance_timer, session_timer
 
     result: Result[None] = Result(None)
+    if shard.groups or shard.offsets.group_ids():
+        ensure_timer(shard, now, result)
     for group in shard.groups.values():
         if isinstance(group, ConsumerGroup):
             session_ms = shard.session_timeout_ms(group.group_id)

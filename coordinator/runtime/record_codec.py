@@ -72,8 +72,9 @@ def register_generic(cls: type) -> None:
     _GENERIC[cls.__name__] = cls
 
 
-for _regex_record in (r.ConsumerGroupRegularExpression, r.ConsumerGroupRegularExpressionTombstone):
-    register_generic(_regex_record)
+for _record in (r.ConsumerGroupRegularExpression, r.ConsumerGroupRegularExpressionTombstone, r.GroupEmptySince,
+                r.GroupEmptySinceTombstone):
+    register_generic(_record)
 
 
 def encode(record: Any) -> bytes:

@@ -201,7 +201,8 @@ def shard_state(shard: GroupCoordinatorShard) -> dict[str, Any]:
             "state": group.state(),
         }
     offsets = {gid: dict(shard.offsets.committed(gid)) for gid in shard.offsets.group_ids()}
-    return {"groups": groups, "offsets": offsets, "configs": dict(shard.group_configs)}
+    return {"groups": groups, "offsets": offsets, "configs": dict(shard.group_configs),
+            "empty_since": dict(shard.empty_since)}
 
 
 def check_group_invariants(group: ConsumerGroup) -> None:
