@@ -22,7 +22,7 @@ from coordinator.core.records import GroupEmptySince, GroupEmptySinceTombstone, 
 from coordinator.core.results import Result, TimerKey
 
 RETENTION_TIMER: TimerKey = ("offsets-retention",)
-BATCH_GROUPS = 1000  # groups per timer operation; the rest continue in the next operation
+BATCH_GROUPS = 500  # groups per timer operation; the rest continue in the next operation
 
 
 def is_empty(group: Any) -> bool:
@@ -52,12 +52,14 @@ def on_retention_timer(shard: Any, now: int) -> Result[None]:
     result: Result[None] = Result(None)
     pending: list[str] = shard.retention_pending
     if not pending:
-        pending.extend(sorted(set(shard.groups) | set(shard.offsets.group_ids()), reverse=True))
+        # The groups as of now, visited from the end (a group in both lists is visited twice: harmless).
+        pending.extend(shard.offsets.group_ids())
+        pending.extend(shard.groups)
     for _ in range(min(BATCH_GROUPS, len(pending))):
         cleanup_group(shard, pending.pop(), now, result)
     if pending:
         shard.arm_timer(result, RETENTION_TIMER, now)  # continue after the operations queued meanwhile
-    elif shard.groups or shard.offsets.group_ids():
+    elif shard.groups or shard.offsets:
         shard.arm_timer(result, RETENTION_TIMER, now + int(shard.config["offsets.retention.check.interval.ms"]))
     return result
 

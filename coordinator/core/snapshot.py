@@ -60,7 +60,7 @@ def timers_after_load(shard: Any, now: int) -> Result[None]:
     from coordinator.core.shard import rebalance_timer, session_timer
 
     result: Result[None] = Result(None)
-    if shard.groups or shard.offsets.group_ids():
+    if shard.groups or shard.offsets:
         ensure_timer(shard, now, result)
     for group in shard.groups.values():
         if isinstance(group, ConsumerGroup):
