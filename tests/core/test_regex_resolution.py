@@ -52,7 +52,7 @@ def test_re2j_syntax_kafka_users_write_is_accepted() -> None:
 
 def test_patterns_re2_rejects_get_invalid_regular_expression_without_echoing_them() -> None:
     ctx = CoreContext({"foo": 1})
-    for pattern in ["(?<=a)b", "(a)\\1", "[", "x{1001}", "(" * 100_000]:
+    for pattern in ["(?<=a)b", "(a)\\1", "[", "x{1001}", "(" * 100_000, "\\pL{500}"]:
         r = ctx.join("a", subscribed_topic_regex=pattern)
         assert r.error_code is Errors.INVALID_REGULAR_EXPRESSION, pattern[:20]
         assert int(Errors.INVALID_REGULAR_EXPRESSION) == 128

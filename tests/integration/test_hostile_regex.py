@@ -82,6 +82,13 @@ def test_hostile_regex_does_not_delay_another_groups_heartbeats() -> None:
                 started = time.perf_counter()
                 health.Check(health_pb2.HealthCheckRequest(service=""), timeout=30)
                 request_times.append(time.perf_counter() - started)
+            for _ in range(20):  # expensive for RE2 to reject (a large program); a repeat costs nothing
+                started = time.perf_counter()
+                r = stub.ConsumerGroupHeartbeat(pb.ConsumerGroupHeartbeatRequest(
+                    group_id="hostile-invalid", member_epoch=0, rebalance_timeout_ms=5000,
+                    subscribed_topic_regex="\\pL{500}", topic_partitions=pb.TopicPartitionsList()), timeout=10)
+                request_times.append(time.perf_counter() - started)
+                assert r.error_code == 128  # INVALID_REGULAR_EXPRESSION
             # A member subscribed only by regex gets its partitions once the background resolution lands.
             regex_member = join(stub, "by-regex", regex="orders.*")
             deadline = time.monotonic() + 20
