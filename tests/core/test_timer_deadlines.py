@@ -43,3 +43,20 @@ def test_session_timer_fires_when_its_deadline_holds() -> None:
     ctx.advance(45_000)
     assert "a" not in ctx.group().members
     assert ctx.shard.stats.members_fenced_session == 1
+
+
+def test_a_popped_rebalance_timer_does_not_fence_a_member_revoking_again_at_a_newer_epoch() -> None:
+    ctx = CoreContext({"foo": 6}, group_consumer_assignors="range")
+    ctx.join("a", subscribed_topic_names=("foo",), rebalance_timeout_ms=3000)
+    ctx.join("b", subscribed_topic_names=("foo",))
+    ctx.heartbeat(member_id="a", member_epoch=2, topic_partitions=ctx.tps(foo=range(6)))  # a must revoke 3..5
+    key = ("rebalance", "grp", "a")
+    ctx.now = ctx.timers.pop(key)  # due and popped by the runtime; its operation is queued ...
+    # ... meanwhile a revokes in time, c joins, and a must revoke again at a newer epoch (a fresh deadline).
+    ctx.heartbeat(member_id="a", member_epoch=2, topic_partitions=ctx.tps(foo={0, 1, 2}))
+    ctx.join("c", subscribed_topic_names=("foo",))
+    a = ctx.member("a")
+    ctx.heartbeat(member_id="a", member_epoch=a.member_epoch, topic_partitions=a.assigned_sets())
+    assert ctx.member("a").state.value == "UNREVOKED_PARTITIONS" and ctx.timers[key] > ctx.now
+    ctx.apply(ctx.shard.on_timer(key, ctx.now))  # the stale operation runs
+    assert "a" in ctx.group().members and ctx.shard.stats.members_fenced_rebalance == 0
