@@ -19,7 +19,7 @@ from typing import Any, Protocol, TypeVar
 
 from assignors.api import AssignorError, LagSnapshot, PartitionOffsets
 from assignors.registry import get_server_assignor
-from coordinator.core import admin, classic_handlers, offsets, retention
+from coordinator.core import admin, classic_handlers, offsets, regex_subscriptions, retention
 from coordinator.core.classic_messages import (
     HeartbeatRequest,
     HeartbeatResponse,
@@ -39,7 +39,6 @@ from coordinator.core.consumer_group import (
     ConsumerGroupMember,
     InflightAssignment,
     MemberState,
-    RegexResolutionInflight,
 )
 from coordinator.core.errors import CoordinatorError, Errors
 from coordinator.core.messages import (
@@ -86,7 +85,7 @@ from coordinator.core.target_assignment import (
     subscribed_topic_ids,
     target_records,
 )
-from coordinator.core.topic_regex import RegexResolution, RegexResolutionCompletion, compile_topic_regex
+from coordinator.core.topic_regex import RegexResolutionCompletion, compile_topic_regex
 
 LAG_AWARE_ASSIGNORS = frozenset({"lag", "lag-sticky"})
 R = TypeVar("R", bound=Result[Any])
@@ -612,58 +611,15 @@ class GroupCoordinatorShard:
             new_hash = self._subscription_hash(group)
             self._write(result, ConsumerGroupMetadata(gid, max(group.group_epoch + 1, FIRST_GROUP_EPOCH), new_hash))
 
-    # --- regex subscriptions (resolved in the background, KIP-848) -----------------------------------------
-    def regex_refresh_interval_ms(self) -> int:
-        return int(self.config["group.consumer.regex.refresh.interval.ms"])
-
+    # --- regex subscriptions (rules in regex_subscriptions.py) ---------------------------------------------
     def _maybe_resolve_regexes(self, group: ConsumerGroup, now: int, result: Result[Any]) -> None:
-        """Ask the runtime to resolve the group's regexes off the request path when one is new, the metadata
-        image changed since the last resolution, or `group.consumer.regex.refresh.interval.ms` passed (Kafka's
-        GroupMetadataManager.maybeUpdateRegularExpressions). One resolution per group at a time."""
-        if group.regex_inflight is not None:
-            return
-        regexes = group.regexes()
-        if not regexes:
-            return
-        if (all(rx in group.resolved_regexes for rx in regexes)
-                and group.regex_image_seen is self.metadata
-                and now - group.regex_refreshed_ms < self.regex_refresh_interval_ms()):
-            return
-        run_id = next(self._run_ids)
-        group.regex_inflight = RegexResolutionInflight(run_id, self.metadata)
-        result.tasks.append(RegexResolution(group.group_id, run_id, tuple(sorted(regexes)),
-                                            tuple(self.metadata.by_name)))
-        self.stats.regex_resolutions += 1
+        regex_subscriptions.maybe_resolve(self, group, now, result)
 
     def on_regex_resolution_complete(self, completion: RegexResolutionCompletion, now: int) -> Result[None]:
-        """A background resolution finished: persist what changed and bump the group epoch if the group's
-        subscribed topics changed, so the next heartbeat assigns the new topics."""
-        result: Result[None] = Result(None)
-        group = self.groups.get(completion.group_id)
-        if not isinstance(group, ConsumerGroup) or group.regex_inflight is None \
-                or group.regex_inflight.run_id != completion.run_id:
-            return result
-        group.regex_image_seen = group.regex_inflight.image
-        group.regex_inflight = None
-        group.regex_refreshed_ms = now
-        subscribed = group.regexes()
-        for regex, topics in sorted(completion.resolved.items()):
-            if regex in subscribed and group.resolved_regexes.get(regex) != topics:
-                self._write(result, ConsumerGroupRegularExpression(group.group_id, regex, tuple(sorted(topics)), now))
-        if result.records and group.members:
-            new_hash = self._subscription_hash(group)
-            if new_hash != group.metadata_hash:
-                self._write(result, ConsumerGroupMetadata(group.group_id, max(group.group_epoch + 1,
-                                                                              FIRST_GROUP_EPOCH), new_hash))
-                self.stats.metadata_bumps += 1
-        if group.regex_image_seen is not self.metadata:  # the metadata moved on meanwhile
-            self._maybe_resolve_regexes(group, now, result)
-        return result
+        return regex_subscriptions.on_resolution_complete(self, completion, now)
 
     def _drop_unused_regexes(self, group: ConsumerGroup, result: Result[Any]) -> None:
-        subscribed = group.regexes()
-        for regex in sorted(set(group.resolved_regexes) - subscribed):
-            self._write(result, ConsumerGroupRegularExpressionTombstone(group.group_id, regex))
+        regex_subscriptions.drop_unused(self, group, result)
 
     # --- timers ------------------------------------------------------------------------------------------
     def arm_timer(self, result: Result[Any], key: TimerKey, deadline_ms: int) -> None:
