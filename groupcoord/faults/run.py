@@ -54,6 +54,10 @@ class Report:
     def violations(self) -> int:
         return len(self.findings.violations)
 
+    @property
+    def not_converged(self) -> int:
+        return self.findings.by_kind().get("not_converged", 0)
+
     def worst_convergence(self) -> tuple[float, str]:
         return max(self.convergence_s, default=(0.0, "-"))
 
@@ -147,7 +151,7 @@ def figures(report: Report) -> str:
         f"  violations                     {len(f.violations)}",
         *(f"    {k:<28} {f.by_kind().get(k, 0)}" for k in ("double_ownership", "lost_commit", "not_converged")),
         f"  lost by design (stateless restart; not violations) {f.lost_by_design} partition offsets",
-        f"  worst time to converge         {worst:.2f} s ({where})",
+        f"  worst time to converge         {worst:.2f} s ({where}); {report.not_converged} step(s) did not converge",
         f"  members stopped on a fatal client error {report.fatal_member_errors}",
     ]
     if f.violations:
