@@ -45,6 +45,7 @@ class Report:
     steps: int = 0
     faults: Counter[str] = field(default_factory=Counter)
     convergence_s: list[tuple[float, str]] = field(default_factory=list)
+    step_starts: list[tuple[float, str]] = field(default_factory=list)  # (monotonic time, fault kind)
     findings: Findings = field(default_factory=Findings)
     fatal_member_errors: int = 0
     elapsed_s: float = 0.0
@@ -57,6 +58,14 @@ class Report:
     @property
     def not_converged(self) -> int:
         return self.findings.by_kind().get("not_converged", 0)
+
+    def violations_by_fault(self) -> Counter[tuple[str, str]]:
+        """(violation kind, the fault of the step in which it began) -> count."""
+        out: Counter[tuple[str, str]] = Counter()
+        for v in self.findings.violations:
+            fault = next((k for t, k in reversed(self.step_starts) if t <= v.t), "start")
+            out[(v.kind, fault)] += 1
+        return out
 
     def worst_convergence(self) -> tuple[float, str]:
         return max(self.convergence_s, default=(0.0, "-"))
@@ -119,6 +128,7 @@ def run(opts: Options, out: TextIO = sys.stdout) -> Report:
         while (opts.steps and n < opts.steps) or (not opts.steps and time.monotonic() < end):
             n += 1
             step = step_of(n)
+            report.step_starts.append((time.monotonic(), step.fault.value))
             inject(cluster, step)
             report.steps = n
             report.faults[step.fault.value] += 1
@@ -155,6 +165,9 @@ def figures(report: Report) -> str:
         f"  members stopped on a fatal client error {report.fatal_member_errors}",
     ]
     if f.violations:
+        lines.append("violations by the fault of the step in which they began:")
+        by_fault = sorted(report.violations_by_fault().items())
+        lines.extend(f"  {kind} during {fault}: {n}" for (kind, fault), n in by_fault)
         lines.append("first violations:")
         lines.extend(f"  {v.kind}: {v.detail}" for v in f.violations[:10])
         lines.append(f"history and process logs kept in {report.workdir}")
