@@ -20,7 +20,7 @@ from groupcoord.faults.run import Options, figures, run
 @pytest.mark.timeout(600)
 def test_short_fault_run_injects_every_fault_kind_and_finds_no_violation(tmp_path: Path) -> None:
     out = io.StringIO()
-    report = run(Options(seed=7, steps=len(Fault), converge_timeout_s=20.0, workdir=tmp_path,
+    report = run(Options(seed=7, steps=len(Fault), converge_timeout_s=30.0, workdir=tmp_path,
                          stop_on_violation=True), out=out)
     text = out.getvalue() + "\n" + figures(report)
     assert report.findings.acknowledged_commits > 0, text
