@@ -10,7 +10,7 @@ from __future__ import annotations
 import random
 import signal
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
@@ -49,12 +49,16 @@ class Step:
         return f"{self.fault}{who} for {self.duration_s:.1f} s{extra}"
 
 
-def schedule(seed: int, members: int, session_s: float) -> Callable[[int], Step]:
-    """`step(n)` for n = 1, 2, ...; the same seed gives the same steps."""
+def schedule(seed: int, members: int, session_s: float,
+             faults: Sequence[Fault] = tuple(Fault)) -> Callable[[int], Step]:
+    """`step(n)` for n = 1, 2, ...; the same seed (and `faults`) gives the same steps."""
     rng = random.Random(seed)
-    first = list(Fault)
+    first = [f for f in Fault if f in faults]
+    if not first:
+        raise ValueError("no fault kind to inject")
     rng.shuffle(first)
-    kinds, weights = list(WEIGHTS), list(WEIGHTS.values())
+    kinds = [f for f in WEIGHTS if f in faults]
+    weights = [WEIGHTS[f] for f in kinds]
     cache: list[Step] = []
 
     def draw(n: int) -> Step:

@@ -37,6 +37,7 @@ class Options:
     converge_timeout_s: float = 30.0
     pause_s: float = 0.5  # normal operation between steps
     stop_on_violation: bool = False
+    faults: tuple[Fault, ...] = tuple(Fault)
     workdir: Path | None = None
 
 
@@ -117,7 +118,7 @@ def run(opts: Options, out: TextIO = sys.stdout) -> Report:
     workdir = opts.workdir or Path(tempfile.mkdtemp(prefix="groupcoord-faults-"))
     report.workdir = str(workdir)
     cluster = Cluster(workdir, opts.members, opts.partitions, opts.timing)
-    step_of = schedule(opts.seed, opts.members, opts.timing.session_timeout_ms / 1000)
+    step_of = schedule(opts.seed, opts.members, opts.timing.session_timeout_ms / 1000, opts.faults)
     say(f"seed {opts.seed}: {opts.members} members, topic t:{opts.partitions}, session "
         f"{opts.timing.session_timeout_ms} ms, heartbeat {opts.timing.heartbeat_interval_ms} ms; workdir {workdir}")
     try:
@@ -187,13 +188,21 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--converge-timeout-s", type=float, default=30.0)
     p.add_argument("--workdir", type=Path, help="keep the state dir, history.jsonl and logs here")
     p.add_argument("--stop-on-violation", action="store_true", help="stop after the step that found the first one")
+    p.add_argument("--faults", default=",".join(f.value for f in Fault),
+                   help="comma-separated fault kinds to inject (default: all): " + ", ".join(f.value for f in Fault))
     args = p.parse_args(argv)
     if args.members < 1 or args.partitions < 1 or args.steps < 0:
         p.error("--members and --partitions must be positive, --steps not negative")
+    try:
+        faults = tuple(Fault(name.strip()) for name in args.faults.split(",") if name.strip())
+    except ValueError:
+        p.error(f"--faults: one of {', '.join(f.value for f in Fault)}, comma-separated")
+    if not faults:
+        p.error("--faults names no fault kind")
     timing = Timing(session_timeout_ms=args.session_timeout_ms, heartbeat_interval_ms=args.heartbeat_interval_ms)
     opts = Options(seed=args.seed, minutes=args.minutes, steps=args.steps, members=args.members,
                    partitions=args.partitions, timing=timing, converge_timeout_s=args.converge_timeout_s,
-                   workdir=args.workdir, stop_on_violation=args.stop_on_violation)
+                   workdir=args.workdir, stop_on_violation=args.stop_on_violation, faults=faults)
     report = run(opts)
     print(figures(report), flush=True)
     return 1 if report.violations else 0

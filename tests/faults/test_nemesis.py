@@ -23,3 +23,9 @@ def test_pauses_and_silences_outlast_the_session() -> None:
         if s.fault in (Fault.COORDINATOR_PAUSE, Fault.MEMBER_PAUSE, Fault.PROXY_SILENCE):
             assert s.duration_s > 3.0
         assert 0 <= s.target < 4
+
+
+def test_a_restricted_schedule_injects_only_the_kinds_asked_for() -> None:
+    kinds = (Fault.PROXY_DROP, Fault.MEMBER_KILL)
+    step = schedule(2, 4, 3.0, kinds)
+    assert {step(n).fault for n in range(1, 50)} == set(kinds)
