@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import shutil
+import signal
 import sys
 import tempfile
 import time
@@ -140,8 +141,10 @@ def run(opts: Options, out: TextIO = sys.stdout) -> Report:
                 say("stopping at the first violation (--stop-on-violation)")
                 break
             time.sleep(opts.pause_s)
-        report.fatal_member_errors = sum(m.fatal for m in cluster.members)
+    except KeyboardInterrupt:
+        say("interrupted: the figures cover the steps completed")
     finally:
+        report.fatal_member_errors = sum(m.fatal for m in cluster.members)
         cluster.close()
         report.elapsed_s = time.monotonic() - started
         if opts.workdir is None and not report.violations:
@@ -175,6 +178,10 @@ def figures(report: Report) -> str:
     return "\n".join(lines)
 
 
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="groupcoord faults", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -203,7 +210,13 @@ def main(argv: list[str] | None = None) -> int:
     opts = Options(seed=args.seed, minutes=args.minutes, steps=args.steps, members=args.members,
                    partitions=args.partitions, timing=timing, converge_timeout_s=args.converge_timeout_s,
                    workdir=args.workdir, stop_on_violation=args.stop_on_violation, faults=faults)
-    report = run(opts)
+    # SIGTERM stops the run like Ctrl-C does, so that the processes it started are killed on the way out.
+    signal.signal(signal.SIGTERM, _interrupt)
+    try:
+        report = run(opts)
+    except RuntimeError as e:  # the coordinator did not come up: say so in one line
+        print(f"groupcoord faults: {e}", file=sys.stderr)
+        return 2
     print(figures(report), flush=True)
     return 1 if report.violations else 0
 
