@@ -5,6 +5,7 @@
     groupcoord groups describe my-group                    # members, epochs, assignments
     groupcoord config set my-group consumer.assignment.interval.ms=0
     groupcoord simulate                                    # KIP-1263 rebalance-time tables
+    groupcoord faults --minutes 30                         # the fault-injection suite's figures
 """
 
 from __future__ import annotations
@@ -466,10 +467,14 @@ def build_parser() -> argparse.ArgumentParser:
                        add_help=False)
     d.add_argument("rest", nargs=argparse.REMAINDER)
     d.set_defaults(fn=cmd_demo)
+
+    f = sub.add_parser("faults", help="the fault-injection suite: kill -9, SIGSTOP, proxy faults; prints figures",
+                       add_help=False)
+    f.add_argument("rest", nargs=argparse.REMAINDER)
     return p
 
 
-PASS_THROUGH = {"simulate": "coordinator.simulation", "demo": "groupcoord.demo"}
+PASS_THROUGH = {"simulate": "coordinator.simulation", "demo": "groupcoord.demo", "faults": "groupcoord.faults.run"}
 
 
 def _subcommand_index(argv: list[str]) -> int | None:
