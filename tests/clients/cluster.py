@@ -33,10 +33,11 @@ def wait_until(cond: Callable[[], bool], timeout: float, what: str) -> None:
 
 
 class Coordinator:
-    """`groupcoord serve` without a state dir; `settings` are `--set` pairs (low timeouts for fast tests)."""
+    """`groupcoord serve` (with a state dir only when given); `settings` are `--set` pairs (low timeouts)."""
 
-    def __init__(self, settings: dict[str, int], topics: str = "orders:12") -> None:
+    def __init__(self, settings: dict[str, int], topics: str = "orders:12", state_dir: str | None = None) -> None:
         self.port = free_port()
+        self._state_dir = state_dir
         self.address = f"127.0.0.1:{self.port}"
         self._settings = settings
         self._topics = topics
@@ -45,6 +46,8 @@ class Coordinator:
     def start(self) -> Coordinator:
         args = [sys.executable, "-m", "groupcoord", "--log-level", "WARNING", "serve", "--listen", self.address,
                 "--topic", self._topics]
+        if self._state_dir is not None:
+            args += ["--state-dir", self._state_dir]
         for k, v in self._settings.items():
             args += ["--set", f"{k}={v}"]
         self.proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
