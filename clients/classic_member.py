@@ -58,7 +58,14 @@ from clients.consumer_protocol import (
     encode_assignment,
     encode_subscription,
 )
-from clients.lease import CHANNEL_OPTIONS, MIN_HEARTBEAT_DEADLINE_S, jittered_backoff_s, lease_duration_s
+from clients.lease import (
+    BACKOFF_BASE_S,
+    BACKOFF_MAX_S,
+    CHANNEL_OPTIONS,
+    LeaseTimers,
+    jittered_backoff_s,
+    lease_duration_s,
+)
 from groupcoord.v1 import coordinator_pb2 as pb
 from groupcoord.v1 import coordinator_pb2_grpc as pb_grpc
 
@@ -88,8 +95,6 @@ RETRIABLE = frozenset({COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE, 
 # Configuration errors a retry cannot fix: release, stop, report.
 FATAL_ERRORS = frozenset({INCONSISTENT_GROUP_PROTOCOL, INVALID_SESSION_TIMEOUT, GROUP_AUTHORIZATION_FAILED,
                           UNSUPPORTED_VERSION, INVALID_REQUEST, GROUP_MAX_SIZE_REACHED, FENCED_INSTANCE_ID})
-BACKOFF_BASE_S = 0.05
-BACKOFF_MAX_S = 2.0
 # The coordinator's gRPC metadata key for a leader that could not compute the assignment (SyncGroupRequest has
 # no field for it): the generation is invalidated and the other members rejoin.
 ASSIGNMENT_ERROR_METADATA_KEY = "groupcoord-assignment-error"
@@ -128,7 +133,7 @@ class JoinedMember:
     metadata: bytes
 
 
-class ClassicMembership(abc.ABC):
+class ClassicMembership(LeaseTimers, abc.ABC):
     """The generic classic-protocol member; subclasses give the protocol type its meaning."""
 
     protocol_type: str = ""
@@ -313,36 +318,21 @@ class ClassicMembership(abc.ABC):
             except Exception:
                 log.exception("on_fatal_error callback failed")
 
-    def _lease_expires_at(self) -> float | None:
+    def lease_expires_at(self) -> float | None:
+        """The `time.monotonic()` at which what this member holds counts as lost unless a heartbeat succeeds."""
         with self._lock:
             if self._last_ok is None:
                 return None
             return self._last_ok + lease_duration_s(self.session_timeout_ms, self.heartbeat_interval_ms)
 
     def _expire_lease(self) -> None:
-        expires = self._lease_expires_at()
+        expires = self.lease_expires_at()
         if expires is not None and time.monotonic() >= expires:
             log.warning("member %s of group %s: no successful heartbeat within its lease; rejoining",
                         self.member_id, self.group_id)
             self._lose()
             with self._lock:
                 self._need_join = True
-
-    def _until_lease_end(self, delay: float) -> float:
-        expires = self._lease_expires_at()
-        return delay if expires is None else max(0.0, min(delay, expires - time.monotonic()))
-
-    def _retry_delay(self) -> float:
-        """Unreachable coordinator or 14/15/16: retry within one heartbeat interval (at most 1 s)."""
-        cap = min(max(self.heartbeat_interval_ms / 1000, BACKOFF_BASE_S), 1.0)
-        return jittered_backoff_s(self._failures, BACKOFF_BASE_S, cap)
-
-    def _heartbeat_deadline(self) -> float:
-        deadline = min(self._rpc_timeout_s, max(self.heartbeat_interval_ms / 1000, MIN_HEARTBEAT_DEADLINE_S))
-        expires = self._lease_expires_at()
-        if expires is not None:
-            deadline = min(deadline, max(expires - time.monotonic(), 0.05))
-        return deadline
 
     def _reconnect(self) -> None:
         """A fresh channel after a transport failure: it connects on the next call instead of waiting out
@@ -490,12 +480,10 @@ class ClassicMembership(abc.ABC):
             return self.phase is Phase.STABLE and not self._stopping.is_set() and self._lease_unexpired()
 
     def _lease_unexpired(self) -> bool:
-        expires = self._lease_expires_at()
+        expires = self.lease_expires_at()
         return expires is not None and time.monotonic() < expires
 
-    def lease_expires_at(self) -> float | None:
-        """The `time.monotonic()` at which what this member holds counts as lost unless a heartbeat succeeds."""
-        return self._lease_expires_at()
+
 
 
 class ClassicGroupMember(ClassicMembership):

@@ -48,8 +48,10 @@ from typing import Any, TypeVar
 import grpc
 
 from clients.lease import (
+    BACKOFF_BASE_S,
+    BACKOFF_MAX_S,
     CHANNEL_OPTIONS,
-    MIN_HEARTBEAT_DEADLINE_S,
+    LeaseTimers,
     jittered_backoff_s,
     lease_duration_s,
 )
@@ -91,8 +93,6 @@ FIND_COORDINATOR_ON = {COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR}
 # gRPC failures that mean "this coordinator cannot be reached" (the call is retried elsewhere).
 TRANSPORT_ERRORS = {grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED, grpc.StatusCode.CANCELLED}
 FIND_COORDINATOR_TIMEOUT_S = 2.0
-REJOIN_BACKOFF_BASE_S = 0.05
-REJOIN_BACKOFF_MAX_S = 2.0
 
 R = TypeVar("R")
 
@@ -125,7 +125,7 @@ class MemberStatus:
     last_error: int
 
 
-class GroupMember:
+class GroupMember(LeaseTimers):
     def __init__(
         self,
         target: str,
@@ -381,26 +381,6 @@ class GroupMember:
                         self.member_id, self.group_id)
             self._lose_all()
 
-    def _until_lease_end(self, delay: float) -> float:
-        """`delay`, cut short so the heartbeat thread is awake when the lease runs out."""
-        expires = self.lease_expires_at()
-        if expires is None:
-            return delay
-        return max(0.0, min(delay, expires - time.monotonic()))
-
-    def _retry_delay(self) -> float:
-        """After a transport failure or 14/15/16: retry within one heartbeat interval (at most 1 s)."""
-        cap = min(max(self.heartbeat_interval_ms / 1000, REJOIN_BACKOFF_BASE_S), 1.0)
-        return jittered_backoff_s(self._failures, REJOIN_BACKOFF_BASE_S, cap)
-
-    def _heartbeat_deadline(self) -> float:
-        """Per-RPC deadline: about a heartbeat interval, and never past the lease."""
-        deadline = min(self._rpc_timeout_s, max(self.heartbeat_interval_ms / 1000, MIN_HEARTBEAT_DEADLINE_S))
-        expires = self.lease_expires_at()
-        if expires is not None:
-            deadline = min(deadline, max(expires - time.monotonic(), 0.05))
-        return deadline
-
     def _reconnect(self, failed: _Route) -> None:
         """Replace a channel this member opened after a transport failure: a fresh channel connects on the next
         call instead of waiting out gRPC's reconnect backoff, and drops a connection that went silent."""
@@ -478,7 +458,7 @@ class GroupMember:
             self._rejoin_not_before = time.monotonic() + hold
         if self._failures <= 1:
             return 0.0
-        return jittered_backoff_s(self._failures - 1, REJOIN_BACKOFF_BASE_S, REJOIN_BACKOFF_MAX_S)
+        return jittered_backoff_s(self._failures - 1, BACKOFF_BASE_S, BACKOFF_MAX_S)
 
     def _on_success(self, req: pb.ConsumerGroupHeartbeatRequest, resp: pb.ConsumerGroupHeartbeatResponse,
                     sent: float) -> float:

@@ -19,12 +19,16 @@ and also replace a channel after a transport failure, so they reconnect on their
 from __future__ import annotations
 
 import random
+import time
 
 # Kafka's default group.consumer.session.timeout.ms: used until the coordinator has said its own.
 DEFAULT_SESSION_TIMEOUT_MS = 45_000
 # Heartbeat RPC deadline floor: short enough that a silent network never holds the heartbeat thread past its
 # lease, long enough for a loaded coordinator to answer.
 MIN_HEARTBEAT_DEADLINE_S = 0.5
+# Backoff after failures: jittered, doubling from 50 ms; rejoins after an error back off to at most 2 s.
+BACKOFF_BASE_S = 0.05
+BACKOFF_MAX_S = 2.0
 
 CHANNEL_OPTIONS: list[tuple[str, int]] = [
     ("grpc.initial_reconnect_backoff_ms", 100),
@@ -48,3 +52,34 @@ def jittered_backoff_s(failures: int, base_s: float, cap_s: float) -> float:
     """Exponential backoff for the `failures`-th consecutive failure (1-based), jittered to [d/2, d]."""
     d = min(cap_s, base_s * 2 ** max(failures - 1, 0))
     return random.uniform(d / 2, d)
+
+
+class LeaseTimers:
+    """The timing rules GroupMember and the classic members share: retry soon, never sleep or wait on an RPC
+    past the lease (so the thread is awake to call `on_lost` when it runs out)."""
+
+    heartbeat_interval_ms: int
+    _rpc_timeout_s: float
+    _failures: int  # consecutive failures
+
+    def lease_expires_at(self) -> float | None:
+        """The `time.monotonic()` at which what the member holds counts as lost; None while it holds nothing."""
+        raise NotImplementedError
+
+    def _until_lease_end(self, delay: float) -> float:
+        """`delay`, cut short so the thread is awake when the lease runs out."""
+        expires = self.lease_expires_at()
+        return delay if expires is None else max(0.0, min(delay, expires - time.monotonic()))
+
+    def _retry_delay(self) -> float:
+        """Unreachable coordinator or 14/15/16: retry within one heartbeat interval (at most 1 s)."""
+        cap = min(max(self.heartbeat_interval_ms / 1000, BACKOFF_BASE_S), 1.0)
+        return jittered_backoff_s(self._failures, BACKOFF_BASE_S, cap)
+
+    def _heartbeat_deadline(self) -> float:
+        """Per-RPC deadline: about a heartbeat interval, and never past the lease."""
+        deadline = min(self._rpc_timeout_s, max(self.heartbeat_interval_ms / 1000, MIN_HEARTBEAT_DEADLINE_S))
+        expires = self.lease_expires_at()
+        if expires is not None:
+            deadline = min(deadline, max(expires - time.monotonic(), 0.05))
+        return deadline

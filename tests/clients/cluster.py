@@ -55,16 +55,17 @@ class Coordinator:
         return self
 
     def wait_serving(self) -> None:
-        with grpc.insecure_channel(self.address) as channel:
-            stub = pb_grpc.GroupCoordinatorStub(channel)
-            deadline = time.monotonic() + 30
-            while time.monotonic() < deadline:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            # A fresh channel per try: a reused one would wait out gRPC's reconnect backoff and notice late.
+            with grpc.insecure_channel(self.address) as channel:
                 try:
-                    if stub.ListGroups(pb.ListGroupsRequest(), timeout=1).error_code == 0:
+                    if pb_grpc.GroupCoordinatorStub(channel).ListGroups(pb.ListGroupsRequest(),
+                                                                        timeout=1).error_code == 0:
                         return
                 except grpc.RpcError:
                     pass
-                time.sleep(0.02)
+            time.sleep(0.01)
         raise AssertionError("coordinator did not come up")
 
     def kill(self) -> None:
