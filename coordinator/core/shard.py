@@ -465,6 +465,7 @@ class GroupCoordinatorShard:
             member_epoch=reconciled.member_epoch,
             heartbeat_interval_ms=self.heartbeat_interval_ms(group.group_id),
             assignment=reconciled.assigned_sets() if send_assignment else None,
+            session_timeout_ms=self.session_timeout_ms(group.group_id),
         )
         return result
 
