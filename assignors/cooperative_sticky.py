@@ -1,44 +1,44 @@
-"""`cooperative-sticky` (client-side, classic protocol): the constrained cooperative sticky assignor.
+"""`cooperative-sticky` (client-side, classic protocol): Kafka's CooperativeStickyAssignor.
 
-Kafka's general sticky algorithm took 2.5 minutes for 2,100 consumers x 2,100 partitions; when everyone
-subscribes to the same topics, the constrained algorithm of the seed does it in a few linear passes: with
-N members and P partitions each member gets floor(P/N) or ceil(P/N); members keep owned partitions up to
-that quota, and the rest are filled in partition order (t0p0, t1p0, ..., t0p1, ...) so that consecutive
-partition numbers, and therefore data, spread across members. Different subscriptions take the general
-path of the same engine (`_balance`), which balances among the members subscribed to each topic.
+When every member subscribes to the same topics (the common case), the answer is exactly Kafka's
+constrained algorithm (`_kafka_sticky`): members keep owned partitions up to quota in Kafka's order, and
+unowned partitions go round-robin over the members, sorted by topic then partition, so consecutive
+partitions of a topic spread over members. It runs in a few linear passes: 2,100 consumers x 2,100
+partitions take milliseconds, where Kafka's general algorithm took minutes. Different subscriptions take
+the balancing engine of `_balance` instead of Kafka's general algorithm: balanced and sticky, with the
+same claims, but not Kafka's exact choice among balanced answers.
 
-Ownership comes from the members' subscriptions. Only members of the highest generation are sticky
-(older generations were fenced and their claims may be stale); a partition claimed by two members of the
-highest generation is kept by neither. In cooperative mode a partition given to a member that does not
-claim it, while another member still does, is withheld for this rebalance: its holder revokes it,
-rejoins, and the follow-up rebalance assigns it (KIP-429). Keeping a partition one claims is not an
-addition, so it is never withheld, even if a stale member claims it too. In eager mode members revoked
-everything before joining: nothing is claimed and nothing is withheld.
+Ownership comes from the members' subscriptions and is settled as Kafka settles it: per partition, the
+highest generation wins, claims of lower generations that nobody contests stay sticky, and a partition
+claimed twice in one generation is kept by neither. In cooperative mode a partition that changes owner is
+withheld for this round (CooperativeStickyAssignor.adjustAssignment): its holder revokes it, rejoins,
+and the follow-up rebalance assigns it (KIP-429). On top of Kafka, a claimed partition only ever goes to
+its single highest-generation claimant in the round: that member may still be consuming it. In eager
+mode members revoked everything before joining, and nothing is withheld.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Mapping
 
 import numpy as np
 
-from assignors._balance import Policy, balance, contiguous_fill
-from assignors._layout import (
-    BoolArray,
-    I32Array,
-    IntArray,
-    claim_arrays,
-    stable_group_order,
-    subscription_filter,
-    topic_layout,
+from assignors._balance import Policy, balance
+from assignors._kafka_sticky import (
+    JavaMapOrder,
+    constrained_assign,
+    java_sorted,
+    resolve_claims,
+    withheld_unless_newest_claimant,
 )
+from assignors._layout import BoolArray, I32Array, IntArray, claim_arrays, stable_group_order, topic_layout
 from assignors.api import PartitionOffsets
 from assignors.classic import COOPERATIVE, EAGER, ClassicAssignment, ClassicSubscription
-from assignors.rack import RackInfo
 
 
 class CooperativeStickyAssignor:
-    """`cooperative=False` returns the sticky target without withholding (the plain sticky assignor)."""
+    """`cooperative=False` returns the sticky target without withholding (Kafka's StickyAssignor
+    protocol: eager)."""
 
     name = "cooperative-sticky"
     supported_protocols: tuple[str, ...] = (COOPERATIVE, EAGER)
@@ -53,7 +53,7 @@ class CooperativeStickyAssignor:
         lag: Mapping[tuple[str, int], PartitionOffsets] | None = None,
         auto_offset_reset: str = "latest",
     ) -> ClassicAssignment:
-        member_ids = sorted(subscriptions)
+        member_ids = java_sorted(list(subscriptions))
         subs = [subscriptions[m] for m in member_ids]
         out: ClassicAssignment = {m: [] for m in member_ids}
         if not subs:
@@ -66,42 +66,57 @@ class CooperativeStickyAssignor:
         tids, tindex, counts, base = topic_layout(frozenset().union(*class_subs), partitions_per_topic)
         if not tids:
             return out
-        class_topics = np.zeros((len(class_subs), len(tids)), dtype=np.bool_)
-        for k, sub in enumerate(class_subs):
-            class_topics[k, [tindex[t] for t in sub if t in tindex]] = True
+        total = int(base[-1])
+        gen = np.asarray([s.generation for s in subs], dtype=np.int64)
+        glob, claimant, _ = claim_arrays([_by_topic(s.owned_partitions) for s in subs], tindex, counts, base)
+        order = JavaMapOrder(list(subscriptions))
+        owned, multi = resolve_claims(glob, claimant, gen, total, member_ids, order)
 
-        owned = [_by_topic(s.owned_partitions) for s in subs]
-        newest = max(s.generation for s in subs)
-        sticky_claims = [owned[i] if s.generation == newest else {} for i, s in enumerate(subs)]
-        owner = _owner_without_conflicts(
-            sticky_claims, tindex, counts, base, subscription_filter(member_class, class_topics)
-        )
-
-        ptopic = np.repeat(np.arange(len(tids), dtype=np.int64), counts)
-        local = np.arange(int(base[-1]), dtype=np.int64) - base[ptopic]
-        partition_major = np.lexsort((ptopic, local))
-        rack = RackInfo.build([s.rack_id for s in subs], _Describer(partitions_per_topic), tids, base)
-        policy = Policy(fill=rack.contiguous_fill if rack else contiguous_fill, fill_order=partition_major)
-        target = balance(owner, member_class, class_topics, counts, policy)
+        if len(class_subs) == 1:
+            target, transferring = constrained_assign(owned, multi, len(subs), counts, member_ids, order)
+        else:
+            class_topics = np.zeros((len(class_subs), len(tids)), dtype=np.bool_)
+            for k, sub in enumerate(class_subs):
+                class_topics[k, [tindex[t] for t in sub if t in tindex]] = True
+            target = _general_assign(owned, multi, member_class, class_topics, counts)
+            transferring = np.zeros(total, dtype=np.bool_)
 
         if self.cooperative:
-            claimed, claimant, _ = claim_arrays(owned, tindex, counts, base)
-            target[_withheld(target, claimed, claimant)] = -1
+            transferring |= withheld_unless_newest_claimant(target, glob, claimant, gen)
+            target[transferring] = -1
         _fill_lists(out, member_ids, tids, base, target)
         return out
 
 
-class _Describer:
-    """Classic subscriptions carry no replica racks; rack matching then has nothing to match."""
+def _general_assign(
+    owned: I32Array,
+    multi: BoolArray,
+    member_class: I32Array,
+    class_topics: BoolArray,
+    counts: IntArray,
+) -> I32Array:
+    """Different subscriptions: keep settled claims on topics the owner still subscribes, then balance.
+    Unowned partitions go out as Kafka's general path hands them out: topics with the fewest potential
+    consumers first (then by name), each partition to the least-loaded eligible member (then by id)."""
+    owner = owned.copy()
+    owner[multi] = -1
+    ptopic = np.repeat(np.arange(len(counts), dtype=np.int64), counts)
+    held = owner >= 0
+    gone = np.zeros(len(owner), dtype=np.bool_)
+    gone[held] = ~class_topics[member_class[owner[held]], ptopic[held]]
+    owner[gone] = -1
+    consumers = np.bincount(member_class, minlength=class_topics.shape[0]) @ class_topics.astype(np.int64)
+    fill_order = np.lexsort((np.arange(len(owner)), consumers[ptopic]))
+    policy = Policy(fill=_least_loaded_fill, fill_order=fill_order)
+    return balance(owner, member_class, class_topics, counts, policy)
 
-    def __init__(self, counts: Mapping[str, int]) -> None:
-        self._counts = counts
 
-    def partition_count(self, topic_id: str) -> int:
-        return self._counts.get(topic_id, -1)
-
-    def partition_racks(self, topic_id: str, partition: int) -> frozenset[str]:
-        return frozenset()
+def _least_loaded_fill(incoming: IntArray, members: IntArray, caps: IntArray, owner: I32Array) -> None:
+    """Each partition in turn to the member with the fewest partitions, ties by id (member index)."""
+    current = np.bincount(owner[owner >= 0], minlength=int(members.max()) + 1)[members]
+    slot = np.repeat(np.arange(len(members), dtype=np.int64), caps)
+    level = current[slot] + np.arange(len(slot), dtype=np.int64) - np.repeat(np.cumsum(caps) - caps, caps)
+    owner[incoming] = members[slot[np.lexsort((members[slot], level))]].astype(np.int32)
 
 
 def _by_topic(pairs: tuple[tuple[str, int], ...]) -> dict[str, list[int]]:
@@ -109,35 +124,6 @@ def _by_topic(pairs: tuple[tuple[str, int], ...]) -> dict[str, list[int]]:
     for t, p in pairs:
         out.setdefault(t, []).append(p)
     return out
-
-
-def _owner_without_conflicts(
-    claims: Sequence[Mapping[str, Collection[int]]],
-    tindex: Mapping[str, int],
-    counts: IntArray,
-    base: IntArray,
-    allowed: Callable[[I32Array, IntArray], BoolArray],
-) -> I32Array:
-    total = int(base[-1])
-    owner = np.full(total, -1, dtype=np.int32)
-    glob, member, _ = claim_arrays(claims, tindex, counts, base, allowed)
-    if len(glob):
-        times = np.bincount(glob, minlength=total)
-        single = times[glob] == 1
-        owner[glob[single]] = member[single]
-    return owner
-
-
-def _withheld(target: I32Array, claimed: IntArray, claimant: I32Array) -> IntArray:
-    """Partitions added to a member that another member still claims (Kafka's leader rejects a
-    cooperative assignment that adds a partition some member is revoking in the same round)."""
-    total = len(target)
-    kept = np.zeros(total, dtype=np.bool_)
-    other = np.zeros(total, dtype=np.bool_)
-    mine = target[claimed] == claimant
-    kept[claimed[mine]] = True
-    other[claimed[~mine]] = True
-    return np.flatnonzero(other & ~kept)
 
 
 def _fill_lists(
