@@ -77,12 +77,15 @@ def resolve_claims(
     glob: IntArray,
     member: I32Array,
     generation: IntArray,
+    field_generation: IntArray,
     total: int,
     member_ids: Sequence[str],
     order: JavaMapOrder,
 ) -> tuple[I32Array, BoolArray]:
     """Claims (global partition, member) -> the owner each partition keeps (-1: none) and the partitions
-    claimed by several members of one generation (see module docstring)."""
+    claimed by several members of one generation (see module docstring). Kafka compares a claimant's
+    generation as its member data reads it (`generation`: from user data for v0/v1 subscriptions) with
+    the current holder's subscription field (`field_generation`: -1 when absent)."""
     owner = np.full(total, -1, dtype=np.int32)
     multi = np.zeros(total, dtype=np.bool_)
     if len(glob) == 0:
@@ -95,7 +98,7 @@ def resolve_claims(
     cg, cm = glob[~single].tolist(), member[~single].tolist()
     keys = {m: order.key(member_ids[m]) for m in set(cm)}
     claims = sorted(zip(cg, cm, strict=True), key=lambda c: (c[0], keys[c[1]]))
-    gen = generation.tolist()
+    gen, held_gen = generation.tolist(), field_generation.tolist()
     i = 0
     while i < len(claims):
         p = claims[i][0]
@@ -106,10 +109,10 @@ def resolve_claims(
             i += 1
             if m == mapped:  # a member listing a partition twice still claims it once
                 continue
-            if gen[m] == gen[mapped]:
+            if gen[m] == held_gen[mapped]:
                 multi[p] = True
                 holder, mapped = -1, m
-            elif gen[m] > gen[mapped]:
+            elif gen[m] > held_gen[mapped]:
                 holder = mapped = m
         owner[p] = holder
     return owner, multi

@@ -20,6 +20,7 @@ mode members revoked everything before joining, and nothing is withheld.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from itertools import chain, repeat
 
 import numpy as np
 
@@ -31,7 +32,7 @@ from assignors._kafka_sticky import (
     resolve_claims,
     withheld_unless_newest_claimant,
 )
-from assignors._layout import BoolArray, I32Array, IntArray, claim_arrays, stable_group_order, topic_layout
+from assignors._layout import BoolArray, I32Array, IntArray, stable_group_order, topic_layout
 from assignors.api import PartitionOffsets
 from assignors.classic import COOPERATIVE, EAGER, ClassicAssignment, ClassicSubscription
 
@@ -54,23 +55,22 @@ class CooperativeStickyAssignor:
         auto_offset_reset: str = "latest",
     ) -> ClassicAssignment:
         member_ids = java_sorted(list(subscriptions))
-        subs = [subscriptions[m] for m in member_ids]
+        subs = list(map(subscriptions.__getitem__, member_ids))
         out: ClassicAssignment = {m: [] for m in member_ids}
         if not subs:
             return out
-        index: dict[frozenset[str], int] = {}
-        member_class = np.asarray(
-            [index.setdefault(frozenset(s.topics), len(index)) for s in subs], dtype=np.int32
-        )
-        class_subs = list(index)
+        member_class, class_subs = _subscription_classes(subs)
         tids, tindex, counts, base = topic_layout(frozenset().union(*class_subs), partitions_per_topic)
         if not tids:
             return out
         total = int(base[-1])
-        gen = np.asarray([s.generation for s in subs], dtype=np.int64)
-        glob, claimant, _ = claim_arrays([_by_topic(s.owned_partitions) for s in subs], tindex, counts, base)
+        glob, claimant = _claims(subs, tindex, counts, base)
+        gen = field_gen = np.zeros(0, dtype=np.int64)  # generations matter only for claims
+        if len(glob):
+            field_gen = np.asarray([max(s.generation, -1) for s in subs], dtype=np.int64)
+            gen = np.asarray([_member_generation(s) for s in subs], dtype=np.int64)
         order = JavaMapOrder(list(subscriptions))
-        owned, multi = resolve_claims(glob, claimant, gen, total, member_ids, order)
+        owned, multi = resolve_claims(glob, claimant, gen, field_gen, total, member_ids, order)
 
         if len(class_subs) == 1:
             target, transferring = constrained_assign(owned, multi, len(subs), counts, member_ids, order)
@@ -119,11 +119,42 @@ def _least_loaded_fill(incoming: IntArray, members: IntArray, caps: IntArray, ow
     owner[incoming] = members[slot[np.lexsort((members[slot], level))]].astype(np.int32)
 
 
-def _by_topic(pairs: tuple[tuple[str, int], ...]) -> dict[str, list[int]]:
-    out: dict[str, list[int]] = {}
-    for t, p in pairs:
-        out.setdefault(t, []).append(p)
-    return out
+def _member_generation(s: ClassicSubscription) -> int:
+    """CooperativeStickyAssignor.memberData: the subscription's generation (v2+), else the int32 that
+    cooperative-sticky puts in its user data (v0/v1); -1 when neither is there or it does not parse."""
+    if s.generation >= 0:
+        return s.generation
+    if len(s.user_data) >= 4:
+        return int.from_bytes(s.user_data[:4], "big", signed=True)
+    return -1
+
+
+def _subscription_classes(subs: list[ClassicSubscription]) -> tuple[I32Array, list[frozenset[str]]]:
+    """Members with the same set of topics form a class. Equal tuples are matched first: hashing a tuple
+    is much cheaper than building a frozenset per member."""
+    by_tuple: dict[tuple[str, ...], int] = {}
+    tuple_of = [by_tuple.setdefault(s.topics, len(by_tuple)) for s in subs]
+    index: dict[frozenset[str], int] = {}
+    class_of_tuple = np.asarray([index.setdefault(frozenset(t), len(index)) for t in by_tuple], dtype=np.int32)
+    return class_of_tuple[np.asarray(tuple_of, dtype=np.int64)], list(index)
+
+
+def _claims(
+    subs: list[ClassicSubscription], tindex: Mapping[str, int], counts: IntArray, base: IntArray
+) -> tuple[IntArray, I32Array]:
+    """Every owned partition of an existing subscribed topic as (global partition, member) arrays, in
+    member order; the loops stay in C (map, chain, zip)."""
+    owned = [s.owned_partitions for s in subs]
+    per_member = np.fromiter(map(len, owned), dtype=np.int64, count=len(owned))
+    n = int(per_member.sum())
+    if n == 0:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int32)
+    topics, parts = zip(*chain.from_iterable(owned), strict=True)
+    ti = np.fromiter(map(tindex.get, topics, repeat(-1)), dtype=np.int64, count=n)
+    local = np.fromiter(parts, dtype=np.int64, count=n)
+    member = np.repeat(np.arange(len(subs), dtype=np.int32), per_member)
+    ok = (ti >= 0) & (local >= 0) & (local < counts[ti])
+    return base[ti[ok]] + local[ok], member[ok]
 
 
 def _fill_lists(
@@ -137,7 +168,7 @@ def _fill_lists(
     parts, own = parts[order], own[order]
     topic = np.searchsorted(base, parts, side="right") - 1
     pairs = list(zip(map(tids.__getitem__, topic.tolist()), (parts - base[topic]).tolist(), strict=True))
-    starts = np.flatnonzero(np.concatenate(([True], own[1:] != own[:-1]))).tolist()
-    ends = starts[1:] + [len(parts)]
-    for s, e in zip(starts, ends, strict=True):
-        out[member_ids[int(own[s])]] = pairs[s:e]
+    starts = np.flatnonzero(np.concatenate(([True], own[1:] != own[:-1])))
+    ends = np.append(starts[1:], len(parts))
+    runs = map(pairs.__getitem__, map(slice, starts.tolist(), ends.tolist()))
+    out.update(zip(map(member_ids.__getitem__, own[starts].tolist()), runs, strict=True))

@@ -3,12 +3,13 @@
 //
 // Input, one case per block:   case
 //                              topic <name> <partitions>
-//                              member <id> <generation> <topic,topic|-> <topic:partition,...|->
+//                              member <id> <generation> <topic,topic|-> <topic:partition,...|-> <user-data generation|->
 //                              end
 // Output per case: one line per member in input order, "<id> <topic:partition,...|->", then "end".
 // Subscriptions go into a HashMap in input order, as ConsumerCoordinator.onLeaderElected builds them.
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
+import java.nio.ByteBuffer;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.HashMap;
@@ -47,7 +48,12 @@ public class KafkaStickyOracle {
                             int i = tp.lastIndexOf(':');
                             owned.add(new TopicPartition(tp.substring(0, i), Integer.parseInt(tp.substring(i + 1))));
                         }
-                    subs.put(f[1], new Subscription(ts, null, owned, Integer.parseInt(f[2]), Optional.empty()));
+                    ByteBuffer userData = null;
+                    if (!f[5].equals("-")) {  // what CooperativeStickyAssignor.subscriptionUserData writes
+                        userData = ByteBuffer.allocate(4).putInt(Integer.parseInt(f[5]));
+                        userData.flip();
+                    }
+                    subs.put(f[1], new Subscription(ts, userData, owned, Integer.parseInt(f[2]), Optional.empty()));
                     order.add(f[1]);
                     break;
                 case "end":

@@ -196,12 +196,16 @@ def test_kafka_testAllConsumersHaveOwnedPartitionInvalidatedWhenClaimedByMultipl
     assert is_fully_balanced(verify_validity_and_balance(counts, subs, out))
 
 
+def v1(topics: Iterable[str], owned: Iterable[TP], generation: int = GENERATION_ID) -> ClassicSubscription:
+    """Kafka's `buildSubscriptionV1`: no generation field; cooperative-sticky's user data carries it."""
+    return ClassicSubscription(tuple(topics), tuple(owned), DEFAULT_GENERATION, user_data=generation.to_bytes(4, "big"))
+
+
 def test_kafka_testAssignorWithOldVersionSubscriptions() -> None:
-    # v1 subscriptions carry the generation in cooperative-sticky's user data; decoded, it is generation 1
     counts = {"topic1": 3}
     subs = {
-        "consumer1": v2(["topic1"], [("topic1", 0)]),
-        "consumer2": v2(["topic1"], [("topic1", 1)]),
+        "consumer1": v1(["topic1"], [("topic1", 0)]),
+        "consumer2": v1(["topic1"], [("topic1", 1)]),
         "consumer3": v2(["topic1"], []),
     }
     out = COOP.assign(counts, subs)
@@ -211,6 +215,14 @@ def test_kafka_testAssignorWithOldVersionSubscriptions() -> None:
         "consumer3": tps(("topic1", 2)),
     }
     assert is_fully_balanced(verify_validity_and_balance(counts, subs, out))
+
+
+def test_the_generation_of_a_v1_subscription_is_read_from_its_user_data() -> None:
+    counts = {"t": 2}
+    for order in (("old-client", "new-client"), ("new-client", "old-client")):
+        given = {"old-client": v1(["t"], [("t", 0)], 3), "new-client": v2(["t"], [("t", 0), ("t", 1)], 2)}
+        out = COOP.assign(counts, {m: given[m] for m in order})
+        assert ("t", 0) not in out["new-client"]  # the old client claims it from generation 3
 
 
 # --- AbstractStickyAssignorTest ---------------------------------------------------------------------
