@@ -46,6 +46,13 @@ def as_sets(assignment: Mapping[str, list[TP]]) -> dict[str, set[TP]]:
     return {m: set(ps) for m, ps in assignment.items()}
 
 
+def transferring(counts: Mapping[str, int], subs: Subs) -> dict[TP, str]:
+    """Kafka's `partitionsTransferringOwnership`: what the sticky target gives a member and the
+    cooperative round withholds from it."""
+    target, now = PLAIN.assign(counts, subs), COOP.assign(counts, subs)
+    return {tp: m for m, ps in target.items() for tp in set(ps) - set(now[m])}
+
+
 def is_fully_balanced(assignment: Mapping[str, list[TP]]) -> bool:
     sizes = [len(ps) for ps in assignment.values()]
     return max(sizes) - min(sizes) <= 1
@@ -246,6 +253,7 @@ def test_kafka_testOneConsumerNonexistentTopic() -> None:
 def test_kafka_testOneConsumerOneTopic() -> None:
     counts = {"topic": 3}
     subs = {"consumer": sub(["topic"])}
+    assert transferring(counts, subs) == {}
     out = COOP.assign(counts, subs)
     assert as_sets(out) == {"consumer": tps(("topic", 0), ("topic", 1), ("topic", 2))}
     assert is_fully_balanced(verify_validity_and_balance(counts, subs, out))
@@ -254,6 +262,7 @@ def test_kafka_testOneConsumerOneTopic() -> None:
 def test_kafka_testOnlyAssignsPartitionsFromSubscribedTopics() -> None:
     counts = {"topic": 2}
     subs = {"consumer": v2(["topic"], [("topic", 0), ("topic", 1), ("other", 0), ("other", 1)])}
+    assert transferring(counts, subs) == {}
     out = COOP.assign(counts, subs)
     assert as_sets(out) == {"consumer": tps(("topic", 0), ("topic", 1))}
     assert is_fully_balanced(verify_validity_and_balance(counts, subs, out))
@@ -301,6 +310,7 @@ def test_kafka_testMultipleConsumersMixedTopicSubscriptions() -> None:
 def test_kafka_testTwoConsumersTwoTopicsSixPartitions() -> None:
     counts = {"topic1": 3, "topic2": 3}
     subs = {"consumer1": sub(["topic1", "topic2"]), "consumer2": sub(["topic1", "topic2"])}
+    assert transferring(counts, subs) == {}
     out = COOP.assign(counts, subs)
     assert as_sets(out) == {
         "consumer1": tps(("topic1", 0), ("topic1", 2), ("topic2", 1)),
@@ -316,6 +326,7 @@ def test_kafka_testConsumerOwningMinQuotaExpectedMaxQuota() -> None:
         "consumer1": v2(both, [("topic1", 0), ("topic2", 1)]),
         "consumer2": v2(both, [("topic1", 1), ("topic2", 2)]),
     }
+    assert transferring(counts, subs) == {}
     out = COOP.assign(counts, subs)
     assert as_sets(out) == {
         "consumer1": tps(("topic1", 0), ("topic2", 1), ("topic2", 0)),
@@ -332,6 +343,7 @@ def test_kafka_testMaxQuotaConsumerMoreThanNumExpectedMaxCapacityMembers() -> No
         "consumer2": v2(both, [("topic1", 1), ("topic2", 1)]),
         "consumer3": v2(both, []),
     }
+    assert transferring(counts, subs) == {("topic2", 0): "consumer3"}
     out = COOP.assign(counts, subs)
     # Kafka's HashMap visits consumer2 before consumer1: consumer2 keeps maxQuota, consumer1 revokes
     # topic2-0, which is transferring to consumer3 and withheld this round
@@ -357,6 +369,7 @@ def test_kafka_testAllConsumersAreUnderMinQuota() -> None:
         "consumer2": v2(both, [("topic1", 1)]),
         "consumer3": v2(both, []),
     }
+    assert transferring(counts, subs) == {}
     out = COOP.assign(counts, subs)
     final = verify_validity_and_balance(counts, subs, out)
     assert as_sets(final) == {
@@ -376,6 +389,7 @@ def test_kafka_testAddRemoveConsumerOneTopic() -> None:
     out = verify_validity_and_balance(counts, subs, out)
 
     subs = {"consumer1": v2(["topic"], out["consumer1"]), "consumer2": v2(["topic"], [])}
+    assert transferring(counts, subs) == {("topic", 2): "consumer2"}
     out = COOP.assign(counts, subs)
     assert as_sets(out) == {"consumer1": tps(("topic", 0), ("topic", 1)), "consumer2": set()}  # topic-2 moves
     out = verify_validity_and_balance(counts, subs, out)
@@ -426,6 +440,9 @@ def test_kafka_testAddRemoveTwoConsumersTwoTopics() -> None:
     out = verify_validity_and_balance(counts, subs, out)
 
     subs = {m: v2(both, out.get(m, [])) for m in ("consumer1", "consumer2", "consumer3", "consumer4")}
+    assert transferring(counts, subs) == {
+        ("topic1", 2): "consumer3", ("topic2", 3): "consumer3", ("topic2", 2): "consumer4"
+    }
     out = COOP.assign(counts, subs)
     # transferring: topic1-2 and topic2-3 to consumer3, topic2-2 to consumer4; withheld this round
     assert as_sets(out) == {
@@ -666,6 +683,7 @@ def test_kafka_testAllConsumersReachExpectedQuotaAndAreConsideredFilled() -> Non
         "consumer2": v2(["topic"], [("topic", 2)]),
         "consumer3": v2(["topic"], []),
     }
+    assert transferring(counts, subs) == {}
     out = COOP.assign(counts, subs)
     assert as_sets(out) == {
         "consumer1": tps(("topic", 0), ("topic", 1)),
@@ -680,6 +698,7 @@ def test_kafka_testOwnedPartitionsAreInvalidatedForConsumerWithStaleGeneration()
     both = ["topic", "topic2"]
     claimed = [("topic", 0), ("topic", 2), ("topic2", 1)]
     subs = {"consumer1": v2(both, claimed, 10), "consumer2": v2(both, claimed, 9)}
+    assert transferring(counts, subs) == {}
     out = COOP.assign(counts, subs)
     assert as_sets(out) == {
         "consumer1": set(claimed),
@@ -693,6 +712,7 @@ def test_kafka_testOwnedPartitionsAreInvalidatedForConsumerWithNoGeneration() ->
     both = ["topic", "topic2"]
     claimed = [("topic", 0), ("topic", 2), ("topic2", 1)]
     subs = {"consumer1": v2(both, claimed, 10), "consumer2": v2(both, claimed, DEFAULT_GENERATION)}
+    assert transferring(counts, subs) == {}
     out = COOP.assign(counts, subs)
     assert as_sets(out) == {
         "consumer1": set(claimed),
@@ -708,8 +728,9 @@ def test_kafka_testPartitionsTransferringOwnershipIncludeThePartitionClaimedByMu
         "consumer2": v2(["topic"], [("topic", 0), ("topic", 2)]),
         "consumer3": v2(["topic"], []),
     }
+    assert transferring(counts, subs) == {("topic", 0): "consumer3"}
     out = COOP.assign(counts, subs)
-    assert out["consumer3"] == []  # topic-0 is transferring to consumer3
+    assert out["consumer3"] == []
     final = verify_validity_and_balance(counts, subs, out)
     assert as_sets(final) == {
         "consumer1": tps(("topic", 1)),
@@ -727,6 +748,7 @@ def test_kafka_testEnsurePartitionsAssignedToHighestGeneration() -> None:
         "consumer2": v2(three, [("topic", 1), ("topic2", 1), ("topic3", 1)], 9),
         "consumer3": v2(three, [("topic2", 1), ("topic3", 0), ("topic3", 2)], 8),
     }
+    assert transferring(counts, subs) == {}
     out = COOP.assign(counts, subs)
     assert as_sets(out) == {
         "consumer1": tps(("topic", 0), ("topic2", 0), ("topic3", 0)),
@@ -745,6 +767,7 @@ def test_kafka_testNoReassignmentOnCurrentMembers() -> None:
         "consumer3": v2(four, [("topic3", 2), ("topic2", 2), ("topic1", 1)], 8),
         "consumer4": v2(four, [("topic3", 1), ("topic", 1), ("topic", 2)], 7),
     }
+    assert transferring(counts, subs) == {}
     out = COOP.assign(counts, subs)
     assert set(out["consumer1"]) == tps(("topic1", 2), ("topic2", 1), ("topic3", 0))
     assert all(set(out[m]) == set(subs[m].owned_partitions) for m in ("consumer2", "consumer3", "consumer4"))
@@ -758,6 +781,7 @@ def test_kafka_testOwnedPartitionsAreInvalidatedForConsumerWithMultipleGeneratio
         "consumer1": v2(both, [("topic", 0), ("topic2", 1), ("topic", 1)], 10),
         "consumer2": v2(both, [("topic", 0), ("topic2", 1), ("topic2", 2)], 8),
     }
+    assert transferring(counts, subs) == {}
     out = COOP.assign(counts, subs)
     assert as_sets(out) == {
         "consumer1": tps(("topic", 0), ("topic2", 1), ("topic", 1)),
