@@ -15,6 +15,8 @@ import random
 from collections.abc import Iterable, Mapping
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from assignors.classic import ClassicAssignment, ClassicSubscription
 from assignors.cooperative_sticky import CooperativeStickyAssignor
@@ -891,3 +893,144 @@ def test_kafka_sticky_testAssignmentWithConflictingPreviousGenerations(all_equal
     # the cooperative round gives no member a partition a newer claimant still holds
     coop = COOP.assign(counts, subs)
     assert not set(coop["consumer1"]) & (set(c2_owned) | set(c3_owned))
+
+
+# --- a line-by-line transcription of Kafka's constrained path, to pin the vectorised one --------------
+# scripts/kafka_sticky_diff.py compares against Kafka's own jar; this keeps the suite free of a JVM.
+
+
+def _java_hash(s: str) -> int:
+    h = 0
+    for ch in s:  # BMP ids here: one UTF-16 code unit per character
+        h = (31 * h + ord(ch)) & 0xFFFFFFFF
+    return h
+
+
+def _hashmap_order(ids: list[str]) -> list[str]:
+    capacity = 16
+    while len(ids) > capacity * 3 // 4:
+        capacity *= 2
+    return sorted(ids, key=lambda m: ((_java_hash(m) ^ (_java_hash(m) >> 16)) & (capacity - 1), ids.index(m)))
+
+
+def _member_data_generation(s: ClassicSubscription) -> int:
+    if s.generation >= 0:
+        return s.generation
+    return int.from_bytes(s.user_data[:4], "big", signed=True) if len(s.user_data) >= 4 else -1
+
+
+def kafka_constrained_reference(counts: Mapping[str, int], subs: Subs) -> tuple[dict[str, list[TP]], dict[TP, str]]:
+    """allSubscriptionsEqual + ConstrainedAssignmentBuilder (non-rack), statement by statement: the
+    target assignment and partitionsTransferringOwnership."""
+    order = _hashmap_order(list(subs))
+    all_topics = {t for s in subs.values() for t in s.topics if counts.get(t, 0) > 0}
+    owned: dict[str, list[TP]] = {}
+    previous: dict[TP, str] = {}
+    multi: set[TP] = set()
+    for m in order:
+        g = _member_data_generation(subs[m])
+        owned[m] = []
+        for tp in dict.fromkeys(subs[m].owned_partitions):
+            if tp[0] not in all_topics or not 0 <= tp[1] < counts[tp[0]]:
+                continue
+            other = previous.get(tp)
+            if other is None:
+                owned[m].append(tp)
+                previous[tp] = m
+                continue
+            other_g = max(subs[other].generation, -1)
+            if g == other_g:
+                multi.add(tp)
+                if tp in owned[other]:
+                    owned[other].remove(tp)
+                previous[tp] = m
+            elif g > other_g:
+                owned[m].append(tp)
+                if tp in owned[other]:
+                    owned[other].remove(tp)
+                previous[tp] = m
+    total = sum(counts[t] for t in all_topics)
+    n = len(subs)
+    min_q, max_q, expected = total // n, -(-total // n), total % n
+    current = 0
+    assignment: dict[str, list[TP]] = {m: [] for m in subs}
+    assigned: set[TP] = set()
+    maybe_revoked: dict[TP, str] = {}
+    under: list[str] = []
+    exact: list[str] = []
+    for m in order:
+        mine = [tp for tp in sorted(owned[m], key=lambda tp: (tp[1], tp[0])) if tp not in multi]
+        if len(mine) < min_q:
+            keep = mine
+            under.append(m)
+        elif len(mine) >= max_q and current < expected:
+            current += 1
+            if current == expected:
+                exact.clear()
+            keep = mine[:max_q]
+        else:
+            keep = mine[:min_q]
+            if current < expected:
+                exact.append(m)
+        assignment[m] += keep
+        assigned |= set(keep)
+        for tp in mine[len(keep):]:
+            maybe_revoked[tp] = m
+    unassigned = [(t, p) for t in sorted(all_topics) for p in range(counts[t]) if (t, p) not in assigned]
+    under.sort()
+    exact.sort()
+    transferring: dict[TP, str] = {}
+    i = 0  # a LinkedList iterator over `under`, with remove()
+    for tp in unassigned:
+        if i < len(under):
+            c = under[i]
+            i += 1
+        elif not under:
+            c = exact.pop(0)
+        else:
+            i = 1
+            c = under[0]
+        assignment[c].append(tp)
+        if (tp in maybe_revoked and maybe_revoked[tp] != c) or tp in multi:
+            transferring[tp] = c
+        if len(assignment[c]) == min_q:
+            i -= 1
+            under.pop(i)
+            exact.append(c)
+        elif len(assignment[c]) == max_q:
+            current += 1
+    return assignment, transferring
+
+
+@st.composite
+def equal_subscription_groups(draw: st.DrawFn) -> tuple[dict[str, int], Subs]:
+    topics = [f"topic{i}" for i in range(draw(st.integers(1, 3)))]
+    counts = {t: draw(st.integers(1, 9)) for t in topics}
+    every = [(t, p) for t in topics for p in range(counts[t])]
+    shape = draw(st.sampled_from(["consumer{}", "c{}", "member-{}-x", "{}"]))
+    ids = draw(st.lists(st.integers(0, 60).map(shape.format), min_size=1, max_size=20, unique=True))
+    subs: Subs = {}
+    for m in ids:
+        generation = draw(st.sampled_from([-1, 1, 2, 2, 3]))
+        user_data = b""
+        if generation == -1 and draw(st.booleans()):
+            user_data = draw(st.integers(1, 3)).to_bytes(4, "big")
+        owned = draw(st.lists(st.sampled_from(every), max_size=6, unique=True))
+        subs[m] = ClassicSubscription(tuple(topics), tuple(owned), generation, user_data=user_data)
+    return counts, subs
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(group=equal_subscription_groups())
+def test_equal_subscriptions_give_exactly_kafkas_constrained_answer(group: tuple[dict[str, int], Subs]) -> None:
+    counts, subs = group
+    target, kafka_transferring = kafka_constrained_reference(counts, subs)
+    assert as_sets(PLAIN.assign(counts, subs)) == as_sets(target)
+    newest: dict[TP, str | None] = {}
+    for tp in {tp for s in subs.values() for tp in s.owned_partitions}:
+        gens = sorted((_member_data_generation(s), m) for m, s in subs.items() if tp in s.owned_partitions)
+        newest[tp] = None if len(gens) > 1 and gens[-1][0] == gens[-2][0] else gens[-1][1]
+    withheld = {tp for tp, m in kafka_transferring.items()}
+    withheld |= {tp for m, ps in target.items() for tp in ps if tp in newest and newest[tp] != m}
+    expected = {m: {tp for tp in ps if tp not in withheld} for m, ps in target.items()}
+    assert as_sets(COOP.assign(counts, subs)) == expected
