@@ -193,11 +193,12 @@ def withheld_unless_newest_claimant(
     if len(glob) == 0:
         return out
     g = generation[member]
-    srt = np.lexsort((-g, glob))  # per partition, highest generation first
+    srt = np.lexsort((member, -g, glob))  # per partition, highest generation first
     sg, sm, sgen = glob[srt], member[srt], g[srt]
     first = np.concatenate(([True], sg[1:] != sg[:-1]))
     top = np.repeat(sgen[first], np.diff(np.append(np.flatnonzero(first), len(sg))))
-    at_top = sgen == top
+    repeated = np.concatenate(([False], (sg[1:] == sg[:-1]) & (sm[1:] == sm[:-1])))  # listed twice
+    at_top = (sgen == top) & ~repeated
     top_count = np.bincount(sg[at_top], minlength=total)
     newest = np.full(total, -1, dtype=np.int32)
     lead = first & (top_count[sg] == 1)

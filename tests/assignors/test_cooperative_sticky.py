@@ -165,3 +165,11 @@ def test_a_member_leaving_frees_its_partitions_at_once() -> None:
 def test_registered_under_its_kafka_name_with_both_protocols() -> None:
     assignor = get_classic_assignor("cooperative-sticky")
     assert assignor.supported_protocols == ("cooperative", "eager")
+
+
+def test_a_member_listing_a_partition_twice_keeps_it() -> None:
+    subs = {
+        "c1": ClassicSubscription(("t",), (("t", 0), ("t", 0)), generation=3),
+        "c2": ClassicSubscription(("t",), (("t", 1),), generation=3),
+    }
+    assert COOP.assign({"t": 2}, subs) == {"c1": [("t", 0)], "c2": [("t", 1)]}
