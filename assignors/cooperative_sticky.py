@@ -4,9 +4,10 @@ When every member subscribes to the same topics (the common case), the answer is
 constrained algorithm (`_kafka_sticky`): members keep owned partitions up to quota in Kafka's order, and
 unowned partitions go round-robin over the members, sorted by topic then partition, so consecutive
 partitions of a topic spread over members. It runs in a few linear passes: 2,100 consumers x 2,100
-partitions take milliseconds, where Kafka's general algorithm took minutes. Different subscriptions take
-the balancing engine of `_balance` instead of Kafka's general algorithm: balanced and sticky, with the
-same claims, but not Kafka's exact choice among balanced answers.
+partitions take milliseconds, where Kafka's general algorithm took minutes. With different
+subscriptions, unowned partitions go out as Kafka's general path hands them out; when that leaves the
+group unbalanced, the balancing engine of `_balance` takes over from Kafka's sequence of moves: balanced
+and sticky, with the same claims, but not always Kafka's choice among balanced answers.
 
 Ownership comes from the members' subscriptions and is settled as Kafka settles it: per partition, the
 highest generation wins, claims of lower generations that nobody contests stay sticky, and a partition
@@ -19,12 +20,13 @@ mode members revoked everything before joining, and nothing is withheld.
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Mapping
 from itertools import chain, repeat
 
 import numpy as np
 
-from assignors._balance import Policy, balance
+from assignors._balance import Policy, _is_balanced, balance
 from assignors._kafka_sticky import (
     JavaMapOrder,
     constrained_assign,
@@ -78,7 +80,7 @@ class CooperativeStickyAssignor:
             class_topics = np.zeros((len(class_subs), len(tids)), dtype=np.bool_)
             for k, sub in enumerate(class_subs):
                 class_topics[k, [tindex[t] for t in sub if t in tindex]] = True
-            target = _general_assign(owned, multi, member_class, class_topics, counts)
+            target = _general_assign(owned, member_class, class_topics, counts)
             transferring = np.zeros(total, dtype=np.bool_)
 
         if self.cooperative:
@@ -90,16 +92,16 @@ class CooperativeStickyAssignor:
 
 def _general_assign(
     owned: I32Array,
-    multi: BoolArray,
     member_class: I32Array,
     class_topics: BoolArray,
     counts: IntArray,
 ) -> I32Array:
-    """Different subscriptions: keep settled claims on topics the owner still subscribes, then balance.
-    Unowned partitions go out as Kafka's general path hands them out: topics with the fewest potential
-    consumers first (then by name), each partition to the least-loaded eligible member (then by id)."""
+    """Different subscriptions: keep settled claims on topics the owner still subscribes, then hand out
+    the rest as Kafka's general path does (topics with the fewest potential consumers first, then by
+    name; each partition to the least-loaded subscribed member, then by id). When that is balanced, it
+    is Kafka's answer (Kafka moves nothing then); otherwise `_balance` balances from the kept claims,
+    where Kafka would run its own sequence of moves."""
     owner = owned.copy()
-    owner[multi] = -1
     ptopic = np.repeat(np.arange(len(counts), dtype=np.int64), counts)
     held = owner >= 0
     gone = np.zeros(len(owner), dtype=np.bool_)
@@ -107,8 +109,42 @@ def _general_assign(
     owner[gone] = -1
     consumers = np.bincount(member_class, minlength=class_topics.shape[0]) @ class_topics.astype(np.int64)
     fill_order = np.lexsort((np.arange(len(owner)), consumers[ptopic]))
+    if len(owner) * class_topics.shape[0] <= _GREEDY_WORK:
+        greedy = _greedy_fill(owner, member_class, class_topics, ptopic, fill_order)
+        size = np.bincount(greedy, minlength=len(member_class)).astype(np.int64)
+        base = np.concatenate(([0], np.cumsum(counts)))
+        if _is_balanced(greedy, size, member_class, class_topics, base):
+            return greedy
     policy = Policy(fill=_least_loaded_fill, fill_order=fill_order)
     return balance(owner, member_class, class_topics, counts, policy)
+
+
+_GREEDY_WORK = 4_000_000  # partitions x subscription classes; beyond, go straight to `_balance`
+
+
+def _greedy_fill(
+    owner: I32Array, member_class: I32Array, class_topics: BoolArray, ptopic: IntArray, fill_order: IntArray
+) -> I32Array:
+    """AbstractStickyAssignor.maybeAssign: unowned partitions in `fill_order`, each to the first member
+    of the (size, id)-sorted set that subscribes its topic; a heap per subscription class."""
+    out = owner.copy()
+    size = np.bincount(out[out >= 0], minlength=len(member_class)).tolist()
+    heaps: list[list[tuple[int, int]]] = [[] for _ in range(class_topics.shape[0])]
+    for m, k in enumerate(member_class.tolist()):
+        heaps[k].append((size[m], m))
+    for h in heaps:
+        heapq.heapify(h)
+    classes_of = [np.flatnonzero(class_topics[:, t]).tolist() for t in range(class_topics.shape[1])]
+    free = fill_order[out[fill_order] < 0]
+    chosen = []
+    for t in ptopic[free].tolist():
+        ks = classes_of[t]
+        k = ks[0] if len(ks) == 1 else min(ks, key=lambda c: heaps[c][0])
+        n, m = heaps[k][0]
+        heapq.heapreplace(heaps[k], (n + 1, m))
+        chosen.append(m)
+    out[free] = np.asarray(chosen, dtype=np.int32)
+    return out
 
 
 def _least_loaded_fill(incoming: IntArray, members: IntArray, caps: IntArray, owner: I32Array) -> None:
