@@ -808,6 +808,21 @@ def test_kafka_testRackAwareAssignmentWithUniformSubscription_nonRackAware() -> 
     assert as_sets(COOP.assign(counts, owning)) == want
 
 
+def test_kafka_testRackAwareAssignmentWithNonEqualSubscription_nonRackAware() -> None:
+    """Kafka's general path on its own test input (consumer2 subscribes t1 and t3 only), no racks."""
+    counts = {"t1": 6, "t2": 7, "t3": 2}
+    expected = {
+        "consumer0": "t1-5, t2-0, t2-2, t2-4, t2-6",
+        "consumer1": "t1-3, t2-1, t2-3, t2-5, t3-0",
+        "consumer2": "t1-0, t1-1, t1-2, t1-4, t3-1",
+    }
+    topics = {"consumer0": ["t1", "t2", "t3"], "consumer1": ["t1", "t2", "t3"], "consumer2": ["t1", "t3"]}
+    want = {m: parse_tps(s) for m, s in expected.items()}
+    assert as_sets(COOP.assign(counts, {m: sub(topics[m]) for m in expected})) == want
+    owning = {m: sub(topics[m], sorted(want[m])) for m in expected}
+    assert as_sets(COOP.assign(counts, owning)) == want
+
+
 def parse_tps(text: str) -> set[TP]:
     out = set()
     for item in text.split(", "):
