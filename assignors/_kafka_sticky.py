@@ -37,7 +37,7 @@ import numpy as np
 from assignors._layout import BoolArray, I32Array, IntArray
 
 
-def _java_string_hash(s: str) -> int:
+def java_string_hash(s: str) -> int:
     """`String.hashCode()` over UTF-16 code units, as an unsigned 32-bit value."""
     data = s.encode("utf-16-be")
     h = 0
@@ -69,7 +69,7 @@ class JavaMapOrder:
     def key(self, member_id: str) -> tuple[int, int]:
         if self._position is None:
             self._position = {m: i for i, m in enumerate(self._inserted)}
-        h = _java_string_hash(member_id)
+        h = java_string_hash(member_id)
         return (h ^ (h >> 16)) & self._mask, self._position[member_id]
 
 
@@ -212,6 +212,7 @@ __all__ = [
     "JavaMapOrder",
     "constrained_assign",
     "java_sorted",
+    "java_string_hash",
     "resolve_claims",
     "withheld_unless_newest_claimant",
 ]

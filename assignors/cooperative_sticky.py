@@ -5,9 +5,9 @@ constrained algorithm (`_kafka_sticky`): members keep owned partitions up to quo
 unowned partitions go round-robin over the members, sorted by topic then partition, so consecutive
 partitions of a topic spread over members. It runs in a few linear passes: 2,100 consumers x 2,100
 partitions take milliseconds, where Kafka's general algorithm took minutes. With different
-subscriptions, unowned partitions go out as Kafka's general path hands them out; when that leaves the
-group unbalanced, the balancing engine of `_balance` takes over from Kafka's sequence of moves: balanced
-and sticky, with the same claims, but not always Kafka's choice among balanced answers.
+subscriptions, small groups run Kafka's general algorithm itself (`_kafka_general`); larger ones hand out
+unowned partitions as Kafka does and, when that leaves the group unbalanced, let `_balance` balance it:
+balanced and sticky, with the same claims, but not always Kafka's choice among balanced answers.
 
 Ownership comes from the members' subscriptions and is settled as Kafka settles it: per partition, the
 highest generation wins, claims of lower generations that nobody contests stay sticky, and a partition
@@ -27,6 +27,7 @@ from itertools import chain, repeat
 import numpy as np
 
 from assignors._balance import Policy, _is_balanced, balance
+from assignors._kafka_general import GeneralBuilder
 from assignors._kafka_sticky import (
     JavaMapOrder,
     constrained_assign,
@@ -80,7 +81,11 @@ class CooperativeStickyAssignor:
             class_topics = np.zeros((len(class_subs), len(tids)), dtype=np.bool_)
             for k, sub in enumerate(class_subs):
                 class_topics[k, [tindex[t] for t in sub if t in tindex]] = True
-            target = _general_assign(owned, member_class, class_topics, counts)
+            if total * len(subs) <= _EXACT_GENERAL_WORK:
+                target = _kafka_general(owned, member_class, class_topics, counts, tids, glob, claimant, gen,
+                                        [member_ids.index(m) for m in _java_iteration(member_ids, order)])
+            else:
+                target = _general_assign(owned, member_class, class_topics, counts)
             transferring = np.zeros(total, dtype=np.bool_)
 
         if self.cooperative:
@@ -88,6 +93,50 @@ class CooperativeStickyAssignor:
             target[transferring] = -1
         _fill_lists(out, member_ids, tids, base, target)
         return out
+
+
+_EXACT_GENERAL_WORK = 20_000  # partitions x members up to which Kafka's general path runs as Kafka's
+
+
+def _java_iteration(member_ids: list[str], order: JavaMapOrder) -> list[str]:
+    return sorted(member_ids, key=order.key)
+
+
+def _kafka_general(
+    owned: I32Array,
+    member_class: I32Array,
+    class_topics: BoolArray,
+    counts: IntArray,
+    tids: list[str],
+    glob: IntArray,
+    claimant: I32Array,
+    gen: IntArray,
+    java_order: list[int],
+) -> I32Array:
+    """Kafka's GeneralAssignmentBuilder (`_kafka_general`) for a small group with different
+    subscriptions. Its prevAssignment holds the claims of members below the highest generation."""
+    ptopic = np.repeat(np.arange(len(counts), dtype=np.int64), counts)
+    owner = owned.copy()
+    held = owner >= 0
+    gone = np.zeros(len(owner), dtype=np.bool_)
+    gone[held] = ~class_topics[member_class[owner[held]], ptopic[held]]
+    owner[gone] = -1
+    previous: dict[int, int] = {}
+    previous_gen: dict[int, int] = {}
+    if len(glob):
+        newest = int(gen.max())
+        rank = {m: i for i, m in enumerate(java_order)}
+        claims = sorted(zip(claimant.tolist(), glob.tolist(), strict=True), key=lambda c: rank[c[0]])
+        gens = gen.tolist()
+        for m, p in claims:
+            g = gens[m]
+            if g < newest and (p not in previous or g > previous_gen[p]):
+                previous[p], previous_gen[p] = m, g
+    member_topics = [set(np.flatnonzero(class_topics[k]).tolist()) for k in member_class.tolist()]
+    local = (np.arange(len(owner), dtype=np.int64) - np.concatenate(([0], np.cumsum(counts)))[ptopic]).tolist()
+    builder = GeneralBuilder(owner.tolist(), ptopic.tolist(), local, tids, member_topics, java_order, previous,
+                             bool(gone.any()))
+    return np.asarray(builder.run(), dtype=np.int32)
 
 
 def _general_assign(
