@@ -173,3 +173,28 @@ def test_a_member_listing_a_partition_twice_keeps_it() -> None:
         "c2": ClassicSubscription(("t",), (("t", 1),), generation=3),
     }
     assert COOP.assign({"t": 2}, subs) == {"c1": [("t", 0)], "c2": [("t", 1)]}
+
+
+def test_different_subscriptions_follow_kafkas_moves() -> None:
+    # Kafka 4.4.0's CooperativeStickyAssignor on this input (scripts/kafka_sticky_diff.py): c36 keeps
+    # topic2-0 and revokes topic0-0 and topic1-0, which its rivals get only in the follow-up round
+    subs = {
+        "c36": ClassicSubscription(("topic0", "topic1", "topic2"), (("topic0", 0), ("topic2", 0), ("topic1", 0)), 2),
+        "c35": ClassicSubscription(("topic0", "topic1", "topic2"), (("topic2", 0),), 1),
+        "c32": ClassicSubscription(("topic1", "topic2"), (("topic2", 0),), 1),
+    }
+    counts = {"topic0": 1, "topic1": 1, "topic2": 1}
+    assert COOP.assign(counts, subs) == {"c32": [], "c35": [], "c36": [("topic2", 0)]}
+    target = PLAIN.assign(counts, subs)
+    assert target["c36"] == [("topic2", 0)] and sorted(target["c35"] + target["c32"]) == [("topic0", 0), ("topic1", 0)]
+
+
+def test_a_partition_never_moves_back_to_a_previous_owner_that_no_longer_subscribes_its_topic() -> None:
+    subs = {
+        "c0": ClassicSubscription(("t0", "t1"), (), 0),
+        "c1": ClassicSubscription((), (), 1),
+        "c2": ClassicSubscription(("t2",), (("t1", 0),), 0),  # an older generation owned t1-0
+        "c3": ClassicSubscription(("t0", "t1", "t2", "t3"), (("t2", 0),), 0),
+    }
+    out = PLAIN.assign({"t0": 0, "t1": 2, "t2": 1, "t3": 1}, subs)
+    assert all(t in subs[m].topics for m, ps in out.items() for t, _ in ps)
