@@ -451,7 +451,8 @@ class _ReaderState:
         """Batch `done` has run and its output is staged: commit its ends with the member epoch, then publish the
         output of the partitions the coordinator accepted and discard the rest (a refused commit means another
         driver may own the partition now and re-read the batch from the last commit)."""
-        if self._lost_since_plan():
+        lost = self._lost_since_plan()
+        if lost:
             refused = set(done)
             accepted: set[TopicPartition] = set()
             self._committed.clear()
@@ -476,7 +477,9 @@ class _ReaderState:
                                 _fmt(refused), codes)
         if refused:
             self.refused_commits += 1
-        if self.staging is not None:
+        if self.staging is not None and lost:
+            self.staging.discard(reason="the member lost its partitions after the batch was planned")
+        elif self.staging is not None:
             self.staging.settle(accepted, {tp for tp in refused if done[tp][1] > done[tp][0]})
         for tp in accepted:
             self._next[tp] = done[tp][1]
