@@ -90,3 +90,35 @@ def test_a_fenced_reader_discards_the_batch_it_planned_and_plans_only_what_it_ow
         reader.stop()
         other.close()
 
+
+def test_a_reader_cut_off_past_its_lease_plans_none_of_the_partitions_given_away(
+        kafka: EmbeddedKafka, coordinator: ServerThread, proxy: TcpProxy, tmp_path: Path) -> None:
+    """Silence, not an error: the member hears nothing, and its client-side lease (GroupMember) must lapse
+    before the coordinator gives its partitions away, so the reader's next plan leaves them out."""
+    topic, group = "cut-off", "cutting-off"
+    kafka.create_topic(topic, PARTITIONS)
+    options = SourceOptions.parse({"coordinator": proxy.address, "group": group, "topics": topic,
+                                   "bootstrap.servers": kafka.bootstrap_servers, "startingOffsets": "earliest",
+                                   "staging.dir": str(tmp_path / "staging"), "publish.dir": str(tmp_path / "out")})
+    reader = GroupcoordStreamReader(options, SCHEMA)
+    other = GroupMember(coordinator.address, group, [topic])
+    try:
+        start = reader.initialOffset()
+        deadline = time.monotonic() + 30
+        while len(decode_offset(end := reader.latestOffset(start, ReadAllAvailable()))) != PARTITIONS:
+            assert time.monotonic() < deadline, "the reader never planned every partition"
+            time.sleep(0.05)
+        producer = Producer({"bootstrap.servers": kafka.bootstrap_servers})
+        for p in range(PARTITIONS):
+            producer.produce(topic, value=b"new", partition=p)
+        producer.flush(10)
+        proxy.silence()
+        other.start()
+        _wait(lambda: len(other.assignment()) == PARTITIONS, 30, "the other member to take every partition")
+        result = reader.latestOffset(end, ReadAllAvailable())
+        planned = set() if result == end else set(decode_offset(result))  # `end` again: no new batch
+        assert not planned & other.assignment(), f"planned {sorted(planned)} while cut off"
+    finally:
+        proxy.forward()
+        reader.stop()
+        other.close()
