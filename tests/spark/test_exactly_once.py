@@ -31,7 +31,7 @@ PARTITIONS = 6
 GROUP = "counting"
 CRASH_WINDOW_MS = 3000  # driver a sleeps this long between writing a batch and finishing it
 DRIVER_ARGS = ("--sink", "rows", "--starting-offsets", "earliest", "--trigger-ms", "500",
-               "--max-offsets-per-trigger", "1500")
+               "--max-offsets-per-trigger", "4000")
 
 
 def _end_offsets(kafka: EmbeddedKafka) -> dict[tuple[str, int], tuple[int, int]]:
@@ -87,7 +87,7 @@ def test_every_record_is_published_once_through_a_clean_leave_and_a_crash_betwee
 
     produced = _end_offsets(kafka)
     wait_until(lambda: all(c.status().get("committed", {}).get(f"{t}:{p}", -1) >= end
-                           for (t, p), (_, end) in produced.items()), 120, "c to commit every record", (c,))
+                           for (t, p), (_, end) in produced.items()), 240, "c to commit every record", (c,))
     assert c.terminate() == 0
 
     outputs = [a.output, b.output, c.output]
