@@ -37,6 +37,7 @@ Safety (never act on a partition the member may have lost; see `clients/lease.py
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 import time
@@ -93,6 +94,8 @@ FIND_COORDINATOR_ON = {COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR}
 # gRPC failures that mean "this coordinator cannot be reached" (the call is retried elsewhere).
 TRANSPORT_ERRORS = {grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED, grpc.StatusCode.CANCELLED}
 FIND_COORDINATOR_TIMEOUT_S = 2.0
+# The coordinator refuses an OffsetCommit naming more partitions (README "Limits"); larger commits are split.
+MAX_PARTITIONS_PER_COMMIT = 2000
 
 R = TypeVar("R")
 
@@ -261,21 +264,34 @@ class GroupMember(LeaseTimers):
             self._subscription_changed = True
         self._wake.set()
 
-    def commit_offsets(self, offsets: dict[TopicPartition, int], metadata: str = "") -> dict[TopicPartition, int]:
-        """Commit offsets (next offset to read) with this member's epoch; returns per-partition error codes."""
-        with self._lock:
-            member_id, epoch = self.member_id, self.member_epoch
-        req = pb.OffsetCommitRequest(group_id=self.group_id, member_id=member_id,
-                                     generation_id_or_member_epoch=epoch)
-        by_topic: dict[str, pb.OffsetCommitRequestTopic] = {}
-        for (topic, p), off in sorted(offsets.items()):
-            t = by_topic.get(topic)
-            if t is None:
-                t = by_topic[topic] = req.topics.add(name=topic)
-            t.partitions.add(partition_index=p, committed_offset=off, committed_leader_epoch=-1,
-                             committed_metadata=metadata)
-        resp = self._call(lambda stub, timeout: stub.OffsetCommit(req, timeout=timeout))
-        return {(t.name, p.partition_index): p.error_code for t in resp.topics for p in t.partitions}
+    def commit_offsets(self, offsets: dict[TopicPartition, int], metadata: str = "", *,
+                       membership: tuple[str, int] | None = None) -> dict[TopicPartition, int]:
+        """Commit offsets (next offset to read) with this member's epoch; returns per-partition error codes.
+
+        `membership` (member id, epoch) commits as the member was at that time, e.g. when a batch was planned:
+        the coordinator accepts it only for partitions held without a break since that epoch, so work planned
+        before a loss and a quick rejoin is refused instead of being committed under the new membership.
+        Large commits go in requests of MAX_PARTITIONS_PER_COMMIT (the coordinator's documented cap).
+        """
+        if membership is None:
+            with self._lock:
+                membership = (self.member_id, self.member_epoch)
+        member_id, epoch = membership
+        items = sorted(offsets.items())
+        errors: dict[TopicPartition, int] = {}
+        for start in range(0, len(items), MAX_PARTITIONS_PER_COMMIT):
+            req = pb.OffsetCommitRequest(group_id=self.group_id, member_id=member_id,
+                                         generation_id_or_member_epoch=epoch)
+            by_topic: dict[str, pb.OffsetCommitRequestTopic] = {}
+            for (topic, p), off in items[start:start + MAX_PARTITIONS_PER_COMMIT]:
+                t = by_topic.get(topic)
+                if t is None:
+                    t = by_topic[topic] = req.topics.add(name=topic)
+                t.partitions.add(partition_index=p, committed_offset=off, committed_leader_epoch=-1,
+                                 committed_metadata=metadata)
+            resp = self._call(functools.partial(_offset_commit, req))
+            errors.update({(t.name, p.partition_index): p.error_code for t in resp.topics for p in t.partitions})
+        return errors
 
     def fetch_offsets(self, partitions: Iterable[TopicPartition] | None = None) -> dict[TopicPartition, int]:
         """Committed offsets (-1 when none) for `partitions`, or all of the group's."""
@@ -580,3 +596,7 @@ class GroupMember(LeaseTimers):
             cb(tps)
         except Exception:
             log.exception("callback %s failed for %s", getattr(cb, "__name__", cb), sorted(tps))
+
+
+def _offset_commit(req: pb.OffsetCommitRequest, stub: Any, timeout: float) -> pb.OffsetCommitResponse:
+    return stub.OffsetCommit(req, timeout=timeout)

@@ -364,6 +364,9 @@ class _ReaderState:
         self._lock = threading.Lock()
         self._losses = 0  # bumped by on_lost (heartbeat thread)
         self._losses_at_plan = 0  # `_losses` when `issued` was planned
+        # (member id, epoch) when `issued` was planned: its batch is committed as that membership, so a loss and
+        # a quick rejoin between the plan and the commit get the commit refused rather than accepted.
+        self._membership_at_plan: tuple[str, int] | None = None
         self._losses_seen = 0
         self.issued: dict[str, Any] | None = None  # the last end offset returned to Spark
         self._settled: dict[str, Any] | None = None  # the last batch end committed or discarded
@@ -419,7 +422,8 @@ class _ReaderState:
                 self._losses_seen = losses   # read and committed past them since
                 self._next.clear()
                 self._committed.clear()
-            owned = self.member.assignment()  # read after `losses`: a loss in between voids this plan
+            status = self.member.status()  # read after `losses`: a loss in between voids this plan
+            owned = status.assignment
             positions = {tp: pos for tp, pos in self._next.items() if tp in owned}
             gained = owned - positions.keys()
             watermarks = self._watermarks(owned, with_log_start=bool(gained))
@@ -440,6 +444,7 @@ class _ReaderState:
             end = encode_offset(ranges)
             with self._lock:
                 self._losses_at_plan = losses
+                self._membership_at_plan = (status.member_id, status.member_epoch)
             self.issued = end
             self.records_planned += sum(take.values())
             return end
@@ -464,7 +469,7 @@ class _ReaderState:
             if to_commit:
                 # A transport error raises here: the outcome is unknown, so nothing is settled and the commit is
                 # sent again at the next trigger (it is idempotent).
-                errors = self.member.commit_offsets(to_commit)
+                errors = self.member.commit_offsets(to_commit, membership=self._membership_at_plan)
                 for tp, off in to_commit.items():
                     if errors.get(tp, 0) == 0:
                         accepted.add(tp)
