@@ -106,10 +106,12 @@ def _die_with_parent() -> None:
 class KafkaBroker:
     """A running Kafka cluster of `brokers` nodes; use as a context manager or call `close()`.
 
-    Node ids are 1..brokers. The data lives in a fresh temporary folder removed on close.
+    Node ids are 1..brokers. `config` applies to every node, `node_config` to one (e.g. `broker.rack`). The
+    data lives in a fresh temporary folder removed on close.
     """
 
     def __init__(self, brokers: int = 1, *, config: Mapping[str, str | int] | None = None,
+                 node_config: Mapping[int, Mapping[str, str | int]] | None = None,
                  topics: Mapping[str, int] | None = None, heap: str = "384m") -> None:
         if brokers < 1:
             raise ValueError(f"brokers must be >= 1, got {brokers}")
@@ -127,7 +129,8 @@ class KafkaBroker:
         try:
             cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
             for node in range(1, brokers + 1):
-                props = self._write_properties(node, voters, internal_rf, overrides)
+                mine = {**overrides, **{k: str(v) for k, v in (node_config or {}).get(node, {}).items()}}
+                props = self._write_properties(node, voters, internal_rf, mine)
                 self._run_java("kafka.tools.StorageTool", "format", "-t", cluster_id, "-c", str(props))
             for node in range(1, brokers + 1):
                 self._procs.append(self._start_node(node, heap))
