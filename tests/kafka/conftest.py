@@ -41,6 +41,14 @@ def any_kafka(request: pytest.FixtureRequest) -> AnyKafka:
     return kafka
 
 
+@pytest.fixture(params=["mock", "real"])
+def any_kafka_with_racks(request: pytest.FixtureRequest) -> AnyKafka:
+    """Three brokers with racks r1..r3: the shared mock cluster, then a real 3-node Kafka."""
+    name = "embedded_kafka" if request.param == "mock" else "kafka_cluster3"
+    kafka: AnyKafka = request.getfixturevalue(name)
+    return kafka
+
+
 @pytest.fixture
 def fresh_kafka() -> Iterator[EmbeddedKafka]:
     """A private one-broker cluster, for tests that break it."""

@@ -139,12 +139,12 @@ def test_topic_ids_are_kafkas_own_in_canonical_uuid_form(any_kafka: AnyKafka, to
     assert source.snapshot().by_name[topic_name].topic_id == str(expected) == kafka_uuid_to_str(kafka_id)
 
 
-def test_partition_racks_are_the_racks_of_the_replicas_brokers(embedded_kafka: EmbeddedKafka,
+def test_partition_racks_are_the_racks_of_the_replicas_brokers(any_kafka_with_racks: AnyKafka,
                                                                topic_name: str) -> None:
-    embedded_kafka.create_topic(topic_name, 6, replication_factor=2)
-    source = _source(embedded_kafka)
+    any_kafka_with_racks.create_topic(topic_name, 6, replication_factor=2)
+    source = _source(any_kafka_with_racks)
     assert source.refresh_now()
-    md = AdminClient({"bootstrap.servers": embedded_kafka.bootstrap_servers}).list_topics(topic_name, timeout=5)
+    md = AdminClient({"bootstrap.servers": any_kafka_with_racks.bootstrap_servers}).list_topics(topic_name, timeout=5)
     replicas = {p.id: p.replicas for p in md.topics[topic_name].partitions.values()}
     topic = source.snapshot().by_name[topic_name]
     assert topic.partition_racks == tuple(frozenset(f"r{b}" for b in replicas[p]) for p in range(6))
