@@ -149,10 +149,11 @@ def cmd_serve(args: argparse.Namespace) -> int:
         await server.stop(grace_s=5.0)
 
     from coordinator.runtime.kafka_log import StateTopicError
+    from coordinator.runtime.log import LogCorruptError
 
     try:
         asyncio.run(main())
-    except StateTopicError as e:
+    except (StateTopicError, LogCorruptError) as e:
         print(f"groupcoord: {e}", file=sys.stderr)
         return 2
     finally:
@@ -267,6 +268,33 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return int(demo.main(args.rest) or 0)
 
 
+def cmd_log(args: argparse.Namespace) -> int:
+    """Exit 0: intact (or repaired); 1: damaged (check) or not repaired; 2: not a state directory."""
+    from coordinator.runtime import log_check
+    from coordinator.runtime.log import LogCorruptError
+
+    try:
+        check = log_check.check_directory(Path(args.dir))
+    except (OSError, ValueError) as e:
+        print(f"groupcoord: {e}", file=sys.stderr)
+        return 2
+    for line in log_check.describe(check):
+        print(line)
+    if args.log_cmd == "check" or not check.damaged:
+        return 1 if check.damaged else 0
+    if not args.yes:
+        print("nothing changed: pass --yes to truncate (stop the server using this directory first)")
+        return 1
+    try:
+        for line in log_check.repair(check):
+            print(line)
+    except LogCorruptError as e:
+        print(f"groupcoord: cannot repair: {e.path.name} is a damaged snapshot at byte {e.offset} ({e.reason}); "
+              "restore the directory from a backup", file=sys.stderr)
+        return 1
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="groupcoord", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -334,6 +362,17 @@ def build_parser() -> argparse.ArgumentParser:
     cs.add_argument("--delete", action="append", metavar="NAME", help="remove an override (repeatable)")
     cs.add_argument("--validate-only", action="store_true", help="check without changing anything")
     c.set_defaults(fn=cmd_config)
+
+    lg = sub.add_parser("log", help="check a --state-dir for damage, or repair it by truncating")
+    lsub = lg.add_subparsers(dest="log_cmd", required=True)
+    lc = lsub.add_parser("check", help="report damage: files, operations, records, first bad byte, what a repair "
+                         "drops; exit 1 if damaged")
+    lc.add_argument("dir", help="the --state-dir")
+    lr = lsub.add_parser("repair", help="truncate the first damaged log at its first bad byte and remove later "
+                         "logs (only with --yes); stop the server first")
+    lr.add_argument("dir", help="the --state-dir")
+    lr.add_argument("--yes", action="store_true", help="really truncate (without it: say what would be dropped)")
+    lg.set_defaults(fn=cmd_log)
 
     sim = sub.add_parser("simulate", help="print KIP-1263's rebalance-time tables from a deterministic simulation",
                          add_help=False)

@@ -10,7 +10,17 @@ compaction (`cleanup.policy=compact`) keeps exactly what replay needs. Tombstone
 offset deleted) are written as ordinary values under the key of what they delete: compaction keeps the
 tombstone, which replay then applies. No null-valued keys are produced: the record set has no tombstone for
 every key of a group (the target-assignment metadata has none), so dropping a group's tombstone could let an
-older record of another key bring the group back on replay. The value is the encoded record (`record_codec`).
+older record of another key bring the group back on replay.
+
+One message per operation. The value holds all records an operation wrote for one group's partition
+(`record_codec.encode_operation`), so replay applies them whole or not at all; values written before this
+format (one `LogRecord`) still load as operations of one record. An operation of one record is keyed as
+above and compacts as before. An operation of several records is keyed `["operation", group id, unique]`:
+no later message supersedes it, so compaction never drops it (it may still hold the only copy of a record;
+compacting such operations needs snapshots, not keys). An operation whose message would exceed the
+producer's `message.max.bytes` is refused with `RecordTooLargeError` before anything is produced, as the
+file log refuses one over its loader's limit. An operation touching groups on several partitions produces
+one message per partition: atomic per group, not across partitions.
 
 Writing. An idempotent producer (`enable.idempotence=true`, `acks=all`) keeps each partition in order without
 duplicates across retries; `linger.ms` batches the records of concurrent operations. `append` returns an
@@ -24,6 +34,8 @@ with a plain consumer (assign, no group): the owner of a partition is its only w
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import itertools
 import json
 import logging
 import threading
@@ -40,8 +52,12 @@ from coordinator.core import records as r
 from coordinator.core.classic_group import ClassicGroupMetadata, ClassicGroupMetadataTombstone
 from coordinator.core.partitioning import state_partition
 from coordinator.runtime import record_codec
+from coordinator.runtime.record_codec import RecordTooLargeError
 
 log = logging.getLogger("groupcoord.kafka_log")
+
+# Room for what a message adds to its key and value in a record batch (headers, lengths, batch header).
+MESSAGE_OVERHEAD = 512
 
 # The key kind of each record type: a tombstone shares the kind of what it deletes, so compaction keeps it.
 _KEY_KIND: dict[type, str] = {
@@ -136,6 +152,9 @@ class KafkaRecordLog:
             "auto.offset.reset": "earliest", "fetch.wait.max.ms": 50, **(consumer_config or {})}
         self._encode = encode
         self._decode = decode
+        # librdkafka refuses a message over message.max.bytes (default 1000000); refuse it first, cleanly.
+        self.max_message_bytes = int(self._producer_config.get("message.max.bytes", 1_000_000))
+        self._op_ids = itertools.count(time.time_ns())
         self._producer: Producer | None = None
         self._poller: threading.Thread | None = None
         self._closed = threading.Event()
@@ -217,19 +236,20 @@ class KafkaRecordLog:
         return state_partition(group_id, self.partitions)
 
     def append(self, records: list[Any]) -> Awaitable[None] | None:
-        """Produce `records` (called on the event loop); the awaitable completes when all are acknowledged."""
+        """Produce one operation's `records` (called on the event loop) as one message per state partition; the
+        awaitable completes when all are acknowledged. Raises `RecordTooLargeError`, producing nothing, if a
+        message would exceed the producer's `message.max.bytes`."""
         producer = self._producer
         if producer is None or self._closed.is_set():
             raise RuntimeError("the Kafka record log is not started or is closed")
         if not records:
             return None
-        delivery = _Delivery(len(records))
+        messages = self._operation_messages(records)
+        delivery = _Delivery(len(messages))
         with self._outstanding_lock:
             self._outstanding.add(delivery.future)
         delivery.future.add_done_callback(self._forget)
-        for record in records:
-            key, value = record_key(record), self._encode(record)
-            partition = state_partition(record.group_id, self.partitions)
+        for partition, key, value in messages:
             while True:
                 try:
                     producer.produce(self.topic, value=value, key=key, partition=partition,
@@ -244,6 +264,25 @@ class KafkaRecordLog:
         self.appended_records += len(records)
         return asyncio.wrap_future(delivery.future)
 
+    def _operation_messages(self, records: list[Any]) -> list[tuple[int, bytes, bytes]]:
+        """(partition, key, value) per state partition the operation touches, in the order first touched."""
+        by_partition: dict[int, list[Any]] = {}
+        for record in records:
+            by_partition.setdefault(state_partition(record.group_id, self.partitions), []).append(record)
+        out = []
+        for partition, recs in by_partition.items():
+            if len(recs) == 1:
+                key = record_key(recs[0])
+            else:
+                key = json.dumps(["operation", recs[0].group_id, f"{self.client_id}-{next(self._op_ids)}"],
+                                 separators=(",", ":"), ensure_ascii=False).encode()
+            value = record_codec.encode_operation(recs, self._encode)
+            if len(key) + len(value) + MESSAGE_OVERHEAD > self.max_message_bytes:
+                raise RecordTooLargeError(len(key) + len(value) + MESSAGE_OVERHEAD, self.max_message_bytes,
+                                          frozenset(r.group_id for r in records))
+            out.append((partition, key, value))
+        return out
+
     def _forget(self, future: Future[None]) -> None:
         with self._outstanding_lock:
             self._outstanding.discard(future)
@@ -252,6 +291,22 @@ class KafkaRecordLog:
         """The appends not yet acknowledged (a handoff waits for them before the next owner loads)."""
         with self._outstanding_lock:
             return list(self._outstanding)
+
+    def durable_records(self, group_ids: frozenset[str], timeout_s: float = 30.0) -> list[Any]:
+        """The records of `group_ids` as the topic holds them, once every outstanding append is acknowledged
+        (the runtime rolls a refused operation's groups back to this). Blocking: reads their partitions."""
+        for future in self.pending():
+            with contextlib.suppress(Exception):  # a failed delivery fails the runtime on its own
+                future.result(timeout=timeout_s)
+        out: list[Any] = []
+
+        def keep(record: Any) -> None:
+            if getattr(record, "group_id", None) in group_ids:
+                out.append(record)
+
+        for partition in sorted({self.partition_of(g) for g in group_ids}):
+            self.load_partition(partition, keep, timeout_s)
+        return out
 
     # --- loading ----------------------------------------------------------------------------------------------
     def load_partition(self, partition: int, apply: Callable[[Any], None], timeout_s: float = 60.0) -> PartitionLoad:
@@ -291,11 +346,12 @@ class KafkaRecordLog:
                 value = msg.value()
                 if value is not None:  # a null value only tells compaction to drop the key
                     try:
-                        record = self._decode(value)
+                        operation = record_codec.decode_operation(value, self._decode)
                     except record_codec.RecordDecodeError as e:
                         raise record_codec.RecordDecodeError(
                             f"{self.topic}-{partition} offset {offset}: {e}") from None
-                    apply(record)
-                    count += 1
+                    for record in operation:
+                        apply(record)
+                    count += len(operation)
                 if offset >= high - 1:
                     return count

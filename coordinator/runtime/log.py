@@ -4,38 +4,54 @@ Files:
     <gen>.log         frames appended since snapshot <gen - 1> (generation numbers are 8 digits)
     <gen>.snapshot    the whole state as of the end of <gen>.log (written to .tmp, fsynced, renamed)
 
-A frame is `u32 length | u32 crc32(payload) | payload` (little endian); the payload is an encoded record
-(`record_codec`). Loading takes the newest complete snapshot, then replays every later log in order. A torn
-or corrupt frame ends the log: the file is truncated there (with a log line) and nothing after it is loaded.
+A frame is `u32 length | u32 crc32(payload) | payload` (little endian). In a log, one frame holds all
+records of one operation (`record_codec.encode_operation`), so replay applies an operation whole or not at
+all; frames written before operations existed hold one record each and still load. In a snapshot, a frame
+holds one record and the file ends with a frame `END`.
+
+Damage. Loading takes the newest snapshot, then replays every later log in order. At the first frame that is
+not intact (cut short, bad length, checksum mismatch, undecodable) the loader looks for any intact frame
+later in the same file (a byte-by-byte scan):
+- none, and the file is the newest log: a torn tail (a crash in the middle of a write). It is truncated, with
+  a log line giving the bytes dropped; it was never acknowledged under `fsync=always`.
+- an intact frame follows, or a newer log exists (rotation fsyncs a log before starting the next), or the
+  frame is intact but undecodable, or a snapshot is damaged: corruption. Loading stops with
+  `LogCorruptError` naming the file and byte offset; nothing is truncated. `groupcoord log check DIR` shows
+  the damage; `groupcoord log repair DIR --yes` truncates there and removes later logs, saying what it drops.
 
 Appends come from the event loop; a writer thread writes whole batches and fsyncs once per batch (group
 commit), so a burst of commits shares one fsync. The awaitable `append` returns completes when the batch is
 durable under the configured policy: `always` (after fsync), `interval` (after write; fsync at most every
-`fsync_interval_ms`), `never` (after write; the OS decides).
+`fsync_interval_ms`), `never` (after write; the OS decides). An operation the loader could not read back (over
+`MAX_FRAME`) is refused with `RecordTooLargeError` before anything is written. Creating, renaming and removing
+files is followed by an fsync of the directory, so a new file survives a crash along with its contents.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 import struct
 import threading
 import time
 import zlib
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from concurrent.futures import Future
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
 
 from coordinator.runtime import record_codec
+from coordinator.runtime.record_codec import RecordTooLargeError
 
 log = logging.getLogger("groupcoord.log")
 
 _HEADER = struct.Struct("<II")
-MAX_FRAME = 64 * 1024 * 1024
+MAX_FRAME = 64 * 1024 * 1024  # the loader's limit on one payload; the writer refuses anything larger
 FSYNC_POLICIES = ("always", "interval", "never")
+_FIRST_BYTES = (record_codec.OPERATION_FORMAT, 0x08)  # an operation, or one record in the older format
 
 
 @dataclass
@@ -47,24 +63,155 @@ class LoadReport:
     seconds: float
 
 
-def _frames(data: bytes) -> Iterator[tuple[int, bytes]]:
-    """(offset after the frame, payload) for each intact frame; stops at the first torn/corrupt one."""
-    pos = 0
-    n = len(data)
-    while pos + _HEADER.size <= n:
-        length, crc = _HEADER.unpack_from(data, pos)
-        end = pos + _HEADER.size + length
-        if length > MAX_FRAME or end > n:
-            return
-        payload = data[pos + _HEADER.size:end]
-        if zlib.crc32(payload) != crc:
-            return
-        yield end, payload
-        pos = end
+class LogCorruptError(RuntimeError):
+    """Damage that is not a torn tail: loading stops rather than drop acknowledged records."""
+
+    def __init__(self, path: Path, offset: int, reason: str) -> None:
+        super().__init__(f"{path}: corrupt at byte {offset} ({reason}); run `groupcoord log check {path.parent}` "
+                         f"to see the damage and `groupcoord log repair {path.parent} --yes` to truncate there")
+        self.path = path
+        self.offset = offset
+        self.reason = reason
+
+
+@dataclass
+class FileScan:
+    """What one file holds: intact frames from the start, then (if damaged) where and why it stops."""
+
+    path: Path
+    size: int
+    frames: int = 0
+    records: int = 0
+    good_end: int = 0
+    bad_offset: int | None = None
+    reason: str = ""
+    resumes_at: int | None = None  # an intact frame after the damage (or the damaged frame itself is intact)
+    dropped_frames: int = 0  # intact frames from bad_offset on: what truncating there loses
+    dropped_records: int = 0
+
+    @property
+    def torn(self) -> bool:
+        return self.bad_offset is not None and self.resumes_at is None
 
 
 def frame(payload: bytes) -> bytes:
     return _HEADER.pack(len(payload), zlib.crc32(payload)) + payload
+
+
+def frame_at(data: bytes, pos: int) -> tuple[int, bytes] | str:
+    """(end, payload) of the intact frame at `pos`, or why there is none."""
+    n = len(data)
+    if pos + _HEADER.size > n:
+        return "frame header cut short"
+    length, crc = _HEADER.unpack_from(data, pos)
+    if length == 0 or length > MAX_FRAME:
+        return f"frame length {length} out of range"
+    end = pos + _HEADER.size + length
+    if end > n:
+        return "frame runs past the end of the file"
+    payload = data[pos + _HEADER.size:end]
+    if zlib.crc32(payload) != crc:
+        return "checksum mismatch"
+    return end, payload
+
+
+def _next_intact_frame(data: bytes, start: int) -> int | None:
+    """The first offset >= `start` where an intact frame begins (a torn tail has none)."""
+    n = len(data)
+    unpack = _HEADER.unpack_from
+    for q in range(start, n - _HEADER.size):
+        length, crc = unpack(data, q)
+        end = q + _HEADER.size + length
+        if 0 < length <= MAX_FRAME and end <= n and data[q + _HEADER.size] in _FIRST_BYTES \
+                and zlib.crc32(data[q + _HEADER.size:end]) == crc:
+            return q
+    return None
+
+
+def scan_file(path: Path, decode: Callable[[bytes], list[Any]] = record_codec.decode_operation,
+              on_operation: Callable[[list[Any]], None] | None = None) -> FileScan:
+    """Walk a log's frames, passing each decoded operation to `on_operation`, up to the first damage."""
+    data = path.read_bytes()
+    scan = FileScan(path, len(data))
+    pos, n = 0, len(data)
+    frames = count = 0
+    unpack, crc32, header = _HEADER.unpack_from, zlib.crc32, _HEADER.size
+    while pos < n:
+        # The intact case inline (start-up replays every frame through here); frame_at says why one is not.
+        if pos + header <= n:
+            length, crc = unpack(data, pos)
+            end = pos + header + length
+            payload = data[pos + header:end]
+            intact = 0 < length <= MAX_FRAME and end <= n and crc32(payload) == crc
+        else:
+            intact = False
+        if not intact:
+            scan.bad_offset, scan.reason = pos, str(frame_at(data, pos))
+            scan.resumes_at = _next_intact_frame(data, pos + 1)
+            break
+        try:
+            records = decode(payload)
+        except record_codec.RecordDecodeError as e:
+            scan.bad_offset, scan.reason, scan.resumes_at = pos, f"undecodable operation: {e}", pos
+            break
+        frames += 1
+        count += len(records)
+        if on_operation is not None:
+            on_operation(records)
+        pos = end
+    scan.frames, scan.records, scan.good_end = frames, count, pos
+    if scan.resumes_at is not None:
+        scan.dropped_frames, scan.dropped_records = _count_intact(data, scan.resumes_at, decode)
+    return scan
+
+
+def _count_intact(data: bytes, pos: int, decode: Callable[[bytes], list[Any]]) -> tuple[int, int]:
+    frames = records = 0
+    while pos < len(data):
+        got = frame_at(data, pos)
+        if isinstance(got, str):
+            nxt = _next_intact_frame(data, pos + 1)
+            if nxt is None:
+                break
+            pos = nxt
+            continue
+        end, payload = got
+        with contextlib.suppress(record_codec.RecordDecodeError):  # still a frame a repair drops
+            records += len(decode(payload))
+        frames += 1
+        pos = end
+    return frames, records
+
+
+def read_snapshot(path: Path, decode: Callable[[bytes], Any] = record_codec.decode
+                  ) -> tuple[list[Any], tuple[int, str] | None]:
+    """The snapshot's records, and (offset, reason) if it is damaged: a snapshot is complete once renamed
+    into place, so any damage is corruption."""
+    data = path.read_bytes()
+    records: list[Any] = []
+    pos = 0
+    while pos < len(data):
+        got = frame_at(data, pos)
+        if isinstance(got, str):
+            return records, (pos, got)
+        end, payload = got
+        if payload == b"END":
+            return records, None if end == len(data) else (end, "data after the END frame")
+        try:
+            records.append(decode(payload))
+        except record_codec.RecordDecodeError as e:
+            return records, (pos, f"undecodable record: {e}")
+        pos = end
+    return records, (pos, "no END frame")
+
+
+def fsync_dir(directory: Path) -> None:
+    """Make a created, renamed or removed name in `directory` durable (the file's own fsync does not)."""
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 class FileLog:
@@ -72,11 +219,17 @@ class FileLog:
 
     def __init__(self, directory: Path, fsync: str = "always", fsync_interval_ms: int = 1000,
                  encode: Callable[[Any], bytes] = record_codec.encode,
-                 decode: Callable[[bytes], Any] = record_codec.decode) -> None:
+                 decode: Callable[[bytes], Any] = record_codec.decode, max_frame_bytes: int = MAX_FRAME) -> None:
         if fsync not in FSYNC_POLICIES:
             raise ValueError(f"fsync policy {fsync!r} must be one of {', '.join(FSYNC_POLICIES)}")
+        if not 0 < max_frame_bytes <= MAX_FRAME:
+            raise ValueError(f"max_frame_bytes must be in 1..{MAX_FRAME} (what the loader reads back)")
+        self.max_frame_bytes = max_frame_bytes
         self.dir = directory
-        self.dir.mkdir(parents=True, exist_ok=True)
+        self.dir_fsyncs = 0  # fsyncs of the directory (creations, renames, removals made durable)
+        if not self.dir.is_dir():
+            self.dir.mkdir(parents=True, exist_ok=True)
+            fsync_dir(self.dir.parent)
         self.fsync = fsync
         self.fsync_interval_s = fsync_interval_ms / 1000
         self._encode = encode
@@ -106,72 +259,82 @@ class FileLog:
     def _path(self, gen: int, suffix: str) -> Path:
         return self.dir / f"{gen:08d}{suffix}"
 
+    def _fsync_dir(self) -> None:
+        fsync_dir(self.dir)
+        self.dir_fsyncs += 1
+
+    def _decode_operation(self, payload: bytes) -> list[Any]:
+        return record_codec.decode_operation(payload, self._decode)
+
+    def _operation_decoder(self) -> Callable[[bytes], list[Any]]:
+        if self._decode is record_codec.decode:
+            return record_codec.decode_operation  # one call layer less per frame on the replay path
+        return self._decode_operation
+
     def load(self, apply: Callable[[Any], None]) -> LoadReport:
-        """Replay the newest valid snapshot and every later log into `apply`; then open a log for appends."""
+        """Replay the newest snapshot and every later log into `apply`; then open a log for appends. Raises
+        `LogCorruptError` on damage other than a torn tail of the newest log (see the module docstring)."""
         started = time.monotonic()
         snapshot_gen, snapshot_records, log_records, truncated = 0, 0, 0, 0
-        for gen in reversed(self._gens(".snapshot")):
-            records = self._read_snapshot(self._path(gen, ".snapshot"))
-            if records is None:
-                log.warning("snapshot %s is incomplete or corrupt; trying an older one", self._path(gen, ".snapshot"))
-                continue
+        snapshots = self._gens(".snapshot")
+        if snapshots:
+            snapshot_gen = snapshots[-1]
+            path = self._path(snapshot_gen, ".snapshot")
+            records, bad = read_snapshot(path, self._decode)
+            if bad is not None:
+                raise LogCorruptError(path, *bad)
             for rec in records:
                 apply(rec)
-            snapshot_gen, snapshot_records = gen, len(records)
-            break
+            snapshot_records = len(records)
         logs = [g for g in self._gens(".log") if g > snapshot_gen]
+
+        def replay(records: list[Any]) -> None:
+            for rec in records:
+                apply(rec)
+
+        decoder = self._operation_decoder()
         for i, gen in enumerate(logs):
             path = self._path(gen, ".log")
-            data = path.read_bytes()
-            good = 0
-            for end, payload in _frames(data):
-                try:
-                    rec = self._decode(payload)
-                except record_codec.RecordDecodeError as e:
-                    log.error("%s: undecodable record at byte %d (%s); truncating there", path, good, e)
-                    break
-                apply(rec)
-                log_records += 1
-                good = end
-            if good < len(data):
-                truncated += len(data) - good
-                log.warning("%s: torn or corrupt tail at byte %d (%d bytes dropped); truncating", path, good,
-                            len(data) - good)
-                with open(path, "r+b") as f:
-                    f.truncate(good)
-                    f.flush()
-                    os.fsync(f.fileno())
-                for later in logs[i + 1:]:  # nothing after a corrupt frame can be trusted
-                    log.warning("%s follows a corrupt log; removing it", self._path(later, ".log"))
-                    self._path(later, ".log").unlink()
-                break
+            scan = scan_file(path, decoder, replay)
+            log_records += scan.records
+            if scan.bad_offset is None:
+                continue
+            if not scan.torn or i != len(logs) - 1:
+                raise LogCorruptError(path, scan.bad_offset, scan.reason)
+            truncated = scan.size - scan.good_end
+            log.warning("%s: torn final frame at byte %d (%s): truncating %d bytes; %d operations kept", path,
+                        scan.good_end, scan.reason, truncated, scan.frames)
+            with open(path, "r+b") as f:
+                f.truncate(scan.good_end)
+                f.flush()
+                os.fsync(f.fileno())
         self.generation = max([snapshot_gen + 1, *logs]) if logs else snapshot_gen + 1
-        self._file = open(self._path(self.generation, ".log"), "ab")  # noqa: SIM115 (kept open for appends)
+        path = self._path(self.generation, ".log")
+        created = not path.exists()
+        self._file = open(path, "ab")  # noqa: SIM115 (kept open for appends)
+        if created:
+            self._fsync_dir()
         self.records_since_snapshot = log_records
         self._start_writer()
         return LoadReport(snapshot_gen, snapshot_records, log_records, truncated, time.monotonic() - started)
-
-    def _read_snapshot(self, path: Path) -> list[Any] | None:
-        data = path.read_bytes()
-        records: list[Any] = []
-        end = 0
-        for end, payload in _frames(data):
-            if payload == b"END":
-                return records if end == len(data) else None
-            try:
-                records.append(self._decode(payload))
-            except record_codec.RecordDecodeError:
-                return None
-        return None
 
     # --- appending --------------------------------------------------------------------------------------------
     def _start_writer(self) -> None:
         self._writer = threading.Thread(target=self._write_loop, name="groupcoord-log", daemon=True)
         self._writer.start()
 
+    def _operation_frame(self, records: list[Any]) -> bytes:
+        """One frame for all of `records`; refuses what the loader could not read back."""
+        payload = record_codec.encode_operation(records, self._encode)
+        if len(payload) > self.max_frame_bytes:
+            raise RecordTooLargeError(len(payload), self.max_frame_bytes,
+                                      frozenset(getattr(r, "group_id", "") for r in records))
+        return frame(payload)
+
     def append(self, records: list[Any]) -> Any:
-        """Queue `records`; returns an awaitable that completes when they are durable (per the policy)."""
-        data = b"".join(frame(self._encode(r)) for r in records)
+        """Queue one operation's `records` (one frame); returns an awaitable that completes when they are
+        durable (per the policy). Raises `RecordTooLargeError`, writing nothing, if the frame would be too large."""
+        data = self._operation_frame(records)
         future: Future[None] = Future()
         with self._lock:
             if self._closed:
@@ -183,8 +346,11 @@ class FileLog:
         return asyncio.wrap_future(future)
 
     def append_sync(self, records: Iterable[Any]) -> None:
-        """Append and wait (for tools and tests outside an event loop)."""
-        data = b"".join(frame(self._encode(r)) for r in records)
+        """Append one operation and wait (for tools and tests outside an event loop)."""
+        records = list(records)
+        if not records:
+            return
+        data = self._operation_frame(records)
         future: Future[None] = Future()
         with self._lock:
             self._pending.append((data, future))
@@ -233,6 +399,38 @@ class FileLog:
             self.fsyncs += 1
             self._last_fsync = now
 
+    def durable_records(self, group_ids: frozenset[str]) -> list[Any]:
+        """The records of `group_ids` as a load would replay them, once every queued append is written (the
+        runtime rolls a refused operation's groups back to this). Blocking."""
+        with self._lock:
+            while self._pending:
+                self._lock.wait(0.01)
+            with self._io_lock:
+                if self._file is not None:
+                    self._file.flush()
+        for attempt in range(3):  # a snapshot written meanwhile removes the logs it covers: read again
+            try:
+                return self._read_groups(group_ids)
+            except FileNotFoundError:
+                if attempt == 2:
+                    raise
+        raise AssertionError("unreachable")
+
+    def _read_groups(self, group_ids: frozenset[str]) -> list[Any]:
+        out: list[Any] = []
+
+        def keep(records: list[Any]) -> None:
+            out.extend(rec for rec in records if getattr(rec, "group_id", None) in group_ids)
+
+        snapshots = self._gens(".snapshot")
+        snapshot_gen = snapshots[-1] if snapshots else 0
+        if snapshots:
+            keep(read_snapshot(self._path(snapshot_gen, ".snapshot"), self._decode)[0])
+        for gen in self._gens(".log"):
+            if gen > snapshot_gen:
+                scan_file(self._path(gen, ".log"), self._decode_operation, keep)
+        return out
+
     # --- snapshots --------------------------------------------------------------------------------------------
     def rotate(self) -> int:
         """Start a new log generation (call between operations); returns the generation a snapshot of the
@@ -249,6 +447,7 @@ class FileLog:
                 self._file.close()
                 self.generation = old + 1
                 self._file = open(self._path(self.generation, ".log"), "ab")  # noqa: SIM115
+                self._fsync_dir()
             self.records_since_snapshot = 0
         return old
 
@@ -270,17 +469,14 @@ class FileLog:
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, final)
-        dir_fd = os.open(self.dir, os.O_RDONLY)
-        try:
-            os.fsync(dir_fd)
-        finally:
-            os.close(dir_fd)
+        self._fsync_dir()
         for gen in self._gens(".log"):
             if gen <= generation:
                 self._path(gen, ".log").unlink(missing_ok=True)
         for gen in self._gens(".snapshot"):
             if gen < generation:
                 self._path(gen, ".snapshot").unlink(missing_ok=True)
+        self._fsync_dir()
         log.info("snapshot %s written: %d records", final.name, count)
         return count
 

@@ -4,6 +4,12 @@ The core speaks frozen dataclasses; this module maps each to a `LogRecord` (key 
 Record types without a dedicated message (e.g. the classic group's) travel as `GenericRecord`: the dataclass
 name plus its fields as JSON, typed back from the dataclass annotations on decode. Register such a type with
 `register_generic(cls)`.
+
+One operation's records travel together (`encode_operation`), so replay applies all of them or none:
+    u8 OPERATION_FORMAT (2) | u32 record count | (u32 length | encoded record) * count   (little endian)
+A payload whose first byte is not 2 is the format before operations (one `LogRecord`, whose first byte is
+the protobuf tag 0x08 of its `version` field): it still loads, as an operation of one record. Byte 2 can
+never start a `LogRecord` (it would be field 0, which protobuf forbids), so the two cannot be confused.
 """
 
 from __future__ import annotations
@@ -11,21 +17,77 @@ from __future__ import annotations
 import base64
 import dataclasses
 import json
+import struct
 import types
 import typing
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from coordinator.core import records as r
+from coordinator.core.classic_group import CLASSIC_RECORD_TYPES
 from coordinator.core.config import GROUP_CONFIG_DEFS, render_value
 from coordinator.core.config import _coerce as coerce_config_value
 from groupcoord.records.v1 import records_pb2 as pb
 
 VERSION = 1
+OPERATION_FORMAT = 2
+_OP_HEADER = struct.Struct("<BI")
+_LEN = struct.Struct("<I")
 
 
 class RecordDecodeError(ValueError):
     """A payload that is not a record this version understands."""
+
+
+class RecordTooLargeError(ValueError):
+    """An operation whose encoding exceeds what the log (and so its loader) accepts; nothing was written.
+    Kafka's log refuses such a batch with MESSAGE_TOO_LARGE (10); its coordinator then answers the request
+    with INVALID_COMMIT_OFFSET_SIZE (28) for an offset commit and UNKNOWN_SERVER_ERROR for group operations."""
+
+    def __init__(self, size: int, limit: int, group_ids: frozenset[str]) -> None:
+        super().__init__(f"the operation's records take {size} bytes, over the log's limit of {limit} bytes")
+        self.size = size
+        self.limit = limit
+        self.group_ids = group_ids
+
+
+def encode_operation(records: list[Any], encode_record: Callable[[Any], bytes] | None = None) -> bytes:
+    """All records of one operation as one payload (see the module docstring)."""
+    encode_record = encode_record or encode
+    parts = [_OP_HEADER.pack(OPERATION_FORMAT, len(records))]
+    for record in records:
+        data = encode_record(record)
+        parts.append(_LEN.pack(len(data)))
+        parts.append(data)
+    return b"".join(parts)
+
+
+def decode_operation(payload: bytes, decode_record: Callable[[bytes], Any] | None = None) -> list[Any]:
+    """The records of one operation payload, or of one record in the format before operations."""
+    decode_record = decode_record or decode
+    if not payload:
+        raise RecordDecodeError("empty payload")
+    if payload[0] != OPERATION_FORMAT:
+        return [decode_record(payload)]
+    if len(payload) < _OP_HEADER.size:
+        raise RecordDecodeError("operation header is cut short")
+    _, count = _OP_HEADER.unpack_from(payload, 0)
+    if count == 1 and len(payload) >= _OP_HEADER.size + _LEN.size and \
+            _LEN.unpack_from(payload, _OP_HEADER.size)[0] == len(payload) - _OP_HEADER.size - _LEN.size:
+        return [decode_record(payload[_OP_HEADER.size + _LEN.size:])]  # the common case: one record
+    pos, out = _OP_HEADER.size, []
+    for _ in range(count):
+        if pos + _LEN.size > len(payload):
+            raise RecordDecodeError("operation is cut short")
+        (length,) = _LEN.unpack_from(payload, pos)
+        pos += _LEN.size
+        if pos + length > len(payload):
+            raise RecordDecodeError("operation is cut short")
+        out.append(decode_record(payload[pos:pos + length]))
+        pos += length
+    if pos != len(payload):
+        raise RecordDecodeError(f"{len(payload) - pos} bytes after the operation's {count} records")
+    return out
 
 
 def _sets_to_pb(parts: Mapping[str, frozenset[int]], out: Any) -> None:
@@ -70,6 +132,10 @@ _GENERIC: dict[str, type] = {}
 def register_generic(cls: type) -> None:
     """Let records of dataclass `cls` be persisted as GenericRecord."""
     _GENERIC[cls.__name__] = cls
+
+
+for _record_type in CLASSIC_RECORD_TYPES:  # so every reader of the log (the server, `groupcoord log`) knows them
+    register_generic(_record_type)
 
 
 def encode(record: Any) -> bytes:

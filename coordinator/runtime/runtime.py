@@ -18,14 +18,16 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from coordinator.core.consumer_group import ConsumerGroup
-from coordinator.core.errors import Errors
+from coordinator.core.errors import CoordinatorError, Errors
 from coordinator.core.metadata import MetadataImage
 from coordinator.core.results import CancelTimer, Result, ScheduleTimer
 from coordinator.core.shard import GroupCoordinatorShard
 from coordinator.core.snapshot import snapshot_records, timers_after_load
 from coordinator.core.target_assignment import AssignorCompletion, AssignorRun
+from coordinator.runtime import rollback
 from coordinator.runtime.executor import BackgroundExecutor
 from coordinator.runtime.metrics import CoordinatorMetrics
+from coordinator.runtime.record_codec import RecordTooLargeError
 from coordinator.runtime.timers import TimerQueue
 
 log = logging.getLogger("groupcoord.runtime")
@@ -35,9 +37,17 @@ def wall_clock_ms() -> int:
     return time.time_ns() // 1_000_000
 
 
+def _too_large(op_name: str, e: RecordTooLargeError) -> CoordinatorError:
+    """Kafka's coordinator answers a log append refused as too large with INVALID_COMMIT_OFFSET_SIZE for an
+    offset commit and UNKNOWN_SERVER_ERROR for other operations."""
+    code = Errors.INVALID_COMMIT_OFFSET_SIZE if op_name.startswith("OffsetCommit") else Errors.UNKNOWN_SERVER_ERROR
+    return CoordinatorError(code, f"not written: {e}")
+
+
 class RecordSink(Protocol):
-    """Where records go before a response leaves. `append` returns None when the records are already
-    durable, or an awaitable that completes when they are."""
+    """Where records go before a response leaves. `append` takes one operation's records (written as a unit)
+    and returns None when they are already durable, or an awaitable that completes when they are. It raises
+    `RecordTooLargeError`, writing nothing, for an operation its loader could not read back."""
 
     def append(self, records: list[Any]) -> Awaitable[None] | None: ...
 
@@ -177,8 +187,14 @@ class CoordinatorRuntime:
         started = time.perf_counter()
         metrics.event_queue_time.record((started - op.enqueued) * 1000)
         result = op.fn(self.clock())
-        self._apply(result)
-        pending = self.sink.append(result.records) if result.records else None
+        refused: RecordTooLargeError | None = None
+        try:
+            pending = self.sink.append(result.records) if result.records else None
+        except RecordTooLargeError as e:  # nothing was written; every reply of this operation gets the error
+            pending, refused = None, e
+            self._roll_back(op.name, e)
+        else:
+            self._apply(result)
         replies: list[tuple[asyncio.Future[Any], Any]] = []
         if op.future is not None:
             if result.parked:
@@ -190,7 +206,10 @@ class CoordinatorRuntime:
             if parked is not None:
                 replies.append((parked, response))
         for future, response in replies:
-            if pending is None:
+            if refused is not None:
+                if not future.done():
+                    future.set_exception(_too_large(op.name, refused))
+            elif pending is None:
                 if not future.done():
                     future.set_result(response)
             else:
@@ -202,6 +221,17 @@ class CoordinatorRuntime:
                 and self._snapshot_task is None:
             self._start_snapshot()
         return pending
+
+    def _roll_back(self, name: str, error: RecordTooLargeError) -> None:
+        """The log refused the operation: put the groups it touched back to what the log holds (their timers
+        and offloaded runs are not armed). Blocking: it reads the log; this happens only on a refusal."""
+        groups = ", ".join(sorted(error.group_ids))[:200]
+        log.error("operation %s refused: %s (groups %s); reloading them from the log", name, error, groups)
+        read = getattr(self.sink, "durable_records", None)
+        if read is None:
+            self._fail(error)
+            return
+        self._apply(rollback.reset_groups(self.shard, error.group_ids, read(error.group_ids), self.clock()))
 
     def _start_snapshot(self) -> None:
         """Rotate the log and write the current state as a snapshot in the background (KIP-less compaction:

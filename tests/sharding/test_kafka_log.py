@@ -14,6 +14,7 @@ from coordinator.core.partitioning import state_partition
 from coordinator.core.snapshot import snapshot_records
 from coordinator.runtime import record_codec
 from coordinator.runtime.kafka_log import KafkaRecordLog, StateTopicError
+from coordinator.runtime.record_codec import RecordTooLargeError
 from coordinator.runtime.server import ServerThread
 from groupcoord.embedded_kafka import EmbeddedKafka
 from groupcoord.v1 import coordinator_pb2 as pb
@@ -51,40 +52,90 @@ def state_of(instance: ServerThread) -> set[bytes]:
     return result
 
 
-def test_each_record_goes_to_its_groups_partition_keyed_like_consumer_offsets(kafka: EmbeddedKafka) -> None:
+def test_each_operation_is_one_message_per_group_partition_and_a_single_record_keeps_its_compaction_key(
+        kafka: EmbeddedKafka) -> None:
     log = KafkaRecordLog(kafka.bootstrap_servers, STATE_TOPIC, PARTITIONS, create_topic=False)
     log.start()
-    records = [
+    operation = [
         r.ConsumerGroupMetadata("orders-app", 3, 7),
         r.ConsumerGroupMemberMetadataTombstone("orders-app", "member-1"),
         r.OffsetCommit("orders-app", "orders", 5, 42, -1, "", 1000),
         r.OffsetCommitTombstone("billing", "orders", 2),
-        r.GroupConfig("billing", {"consumer.session.timeout.ms": 20000}),
     ]
+    single = [r.GroupConfig("billing", {"consumer.session.timeout.ms": 20000})]
 
     async def append() -> None:
-        pending = log.append(records)
-        assert pending is not None
-        await pending
+        for records in (operation, single):
+            pending = log.append(records)
+            assert pending is not None
+            await pending
 
     try:
         asyncio.run(append())
     finally:
         log.close()
 
-    by_partition: dict[int, list[tuple[bytes, bytes]]] = {}
-    for p in {state_partition("orders-app", PARTITIONS), state_partition("billing", PARTITIONS)}:
-        by_partition[p] = raw_messages(kafka, p)
-    orders_app = by_partition[state_partition("orders-app", PARTITIONS)]
-    billing = [m for m in by_partition[state_partition("billing", PARTITIONS)] if json.loads(m[0])[1] == "billing"]
-    assert [json.loads(k) for k, _ in orders_app if json.loads(k)[1] == "orders-app"] == [
-        ["group_metadata", "orders-app"],
-        ["member_metadata", "orders-app", "member-1"],  # a tombstone shares the key of what it deletes
-        ["offset_commit", "orders-app", "orders", 5],
-    ]
-    assert [json.loads(k) for k, _ in billing] == [["offset_commit", "billing", "orders", 2],
-                                                   ["group_config", "billing"]]
-    assert [record_codec.decode(v) for _, v in billing] == records[3:]
+    ours = ("orders-app", "billing")
+    by_partition: dict[int, list[object]] = {}
+    for rec in operation:
+        by_partition.setdefault(state_partition(rec.group_id, PARTITIONS), []).append(rec)
+    for partition, expected in by_partition.items():
+        messages = [m for m in raw_messages(kafka, partition) if json.loads(m[0])[1] in ours]
+        key, value = messages[0]  # the operation's records on this partition: one message, replayed whole
+        assert record_codec.decode_operation(value) == expected
+        if len(expected) > 1:  # never superseded, so compaction never drops it
+            assert json.loads(key)[:2] == ["operation", expected[0].group_id]  # type: ignore[attr-defined]
+        else:
+            assert json.loads(key)[0] != "operation"
+    (config_message,) = [m for m in raw_messages(kafka, state_partition("billing", PARTITIONS))
+                         if json.loads(m[0])[0] == "group_config"]
+    assert json.loads(config_message[0]) == ["group_config", "billing"]  # one record: keyed as before
+    assert record_codec.decode_operation(config_message[1]) == single
+
+
+def test_an_operation_over_the_producers_message_max_bytes_is_refused_and_nothing_is_produced(
+        kafka: EmbeddedKafka) -> None:
+    log = KafkaRecordLog(kafka.bootstrap_servers, STATE_TOPIC, PARTITIONS, create_topic=False,
+                         producer_config={"message.max.bytes": 10_000})
+    log.start()
+    partition = state_partition("big", PARTITIONS)
+    try:
+        with pytest.raises(RecordTooLargeError) as e:
+            log.append([r.OffsetCommit("big", "orders", p, p, -1, "x" * 100, 1) for p in range(200)])
+        assert e.value.limit == 10_000 and e.value.group_ids == frozenset({"big"})
+        assert log.pending() == []
+        before = [m for m in raw_messages(kafka, partition) if json.loads(m[0])[1] == "big"]
+        assert before == []
+        assert log.durable_records(frozenset({"big"})) == []  # what the runtime rolls the group back to
+
+        async def append() -> None:
+            pending = log.append([r.OffsetCommit("big", "orders", 0, 5, -1, "", 1)])
+            assert pending is not None
+            await pending
+
+        asyncio.run(append())
+        replayed: list[object] = []
+        log.load_partition(partition, replayed.append)
+        durable = log.durable_records(frozenset({"big"}))
+    finally:
+        log.close()
+    assert [x for x in replayed if getattr(x, "group_id", "") == "big"] == durable == [
+        r.OffsetCommit("big", "orders", 0, 5, -1, "", 1)]
+
+
+def test_messages_of_one_record_from_before_operations_still_load(kafka: EmbeddedKafka) -> None:
+    from confluent_kafka import Producer
+
+    old = [r.OffsetCommit("legacy", "orders", p, 10 + p, -1, "", 1) for p in range(3)]
+    partition = state_partition("legacy", PARTITIONS)
+    producer = Producer({"bootstrap.servers": kafka.bootstrap_servers})
+    for rec in old:
+        producer.produce(STATE_TOPIC, key=b"k", value=record_codec.encode(rec), partition=partition)
+    assert producer.flush(10) == 0
+    log = KafkaRecordLog(kafka.bootstrap_servers, STATE_TOPIC, PARTITIONS, create_topic=False)
+    replayed: list[object] = []
+    log.load_partition(partition, replayed.append)
+    assert [x for x in replayed if getattr(x, "group_id", "") == "legacy"] == old
 
 
 def test_load_partition_replays_a_partition_in_order_up_to_its_high_watermark(kafka: EmbeddedKafka) -> None:
