@@ -1,8 +1,10 @@
-"""Compaction keeps what replay needs: on a real broker that compacts the state topic within a second, a fresh
-instance replays the compacted topic to exactly the state of the instance that wrote it."""
+"""Compaction keeps what replay needs and drops what was deleted: on a real broker that compacts the state topic
+within a second, a deleted group and departed members leave no key behind, and a fresh instance replays the
+compacted topic to exactly the state of the instance that wrote it."""
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Iterator
 
@@ -10,6 +12,7 @@ import pytest
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, TopicPartition
 
 from clients.group_member import GroupMember
+from coordinator.core.partitioning import state_partition
 from groupcoord.kafka_broker import KafkaBroker
 from groupcoord.v1 import coordinator_pb2 as pb
 from tests.sharding.conftest import (
@@ -38,15 +41,16 @@ def compacted_topic(kafka_broker: KafkaBroker, unique: str) -> Iterator[str]:
     delete_group(kafka_broker, f"groupcoord-coordinators.{unique}")
 
 
-def retained_and_written(kafka: KafkaBroker, topic: str) -> tuple[int, int]:
-    """(messages still in the topic, messages ever written to it = the sum of the high watermarks)."""
+def retained_keys_and_written(kafka: KafkaBroker, topic: str) -> tuple[list[list[object]], int]:
+    """(the keys of the messages still in the topic, messages ever written = the sum of the high watermarks)."""
     consumer = Consumer({"bootstrap.servers": kafka.bootstrap_servers, "group.id": "compaction-reader",
                          "enable.auto.commit": False, "enable.partition.eof": True})
     try:
         written = sum(consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1]
                       for p in range(PARTITIONS))
         consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in range(PARTITIONS)])
-        retained, at_end = 0, set()
+        keys: list[list[object]] = []
+        at_end: set[int] = set()
         while len(at_end) < PARTITIONS:
             msg = consumer.poll(5)
             assert msg is not None, "no end of partition"
@@ -55,8 +59,8 @@ def retained_and_written(kafka: KafkaBroker, topic: str) -> tuple[int, int]:
                 at_end.add(msg.partition())
                 continue
             assert err is None, err
-            retained += 1
-        return retained, written
+            keys.append(json.loads(msg.key()))
+        return keys, written
     finally:
         consumer.close()
 
@@ -80,8 +84,11 @@ def test_a_fresh_instance_replays_a_compacted_state_topic_to_the_writers_exact_s
                     for tp in sorted(m.assignment()):
                         assert m.commit_offsets({tp: 100 * round_ + tp[1]}) == {tp: 0}
         # Deletions whose tombstones replay must still see: members leave, a whole group goes.
+        departed = set()
         for g in groups[:3]:
-            members[g].pop().close(leave=True)
+            leaving = members[g].pop()
+            departed.add(leaving.member_id)
+            leaving.close(leave=True)
         doomed = groups[3]
         for m in members.pop(doomed):
             m.close(leave=True)
@@ -93,16 +100,27 @@ def test_a_fresh_instance_replays_a_compacted_state_topic_to_the_writers_exact_s
                 pb.AlterableConfig(name="consumer.session.timeout.ms", value="30000")]), timeout=5).error_code == 0
         finally:
             channel.close()
+        # Another group in the deleted group's partition, so that partition keeps rolling segments too.
+        neighbour = next(g for g in (f"neighbour-{i}" for i in range(10_000))
+                         if state_partition(g, PARTITIONS) == state_partition(doomed, PARTITIONS))
+        members[neighbour] = [GroupMember(writer.address, neighbour, ["orders"], rpc_timeout_s=5)]
+        members[neighbour][0].start()
+        wait_for(lambda: len(members[neighbour][0].assignment()) == 12, "the neighbour group's member has all")
 
         # Keep writing (a commit per partition every 150 ms rolls each active segment past segment.ms) until
-        # the cleaner has dropped at least half of what was written.
+        # the cleaner has dropped at least half of what was written, and every record key of the deleted group
+        # and of the departed members: their null-valued tombstones, once past delete.retention.ms, go too.
+        # (Messages of several-record operations, keyed ["operation", group, unique], are never superseded.)
         tick = 10_000
         deadline = time.monotonic() + 90
         while True:
-            retained, written = retained_and_written(kafka_broker, compacted_topic)
-            if retained * 2 <= written:
+            keys, written = retained_keys_and_written(kafka_broker, compacted_topic)
+            of_deleted = [k for k in keys
+                          if k[0] != "operation" and (k[1] == doomed or (len(k) == 3 and k[2] in departed))]
+            if len(keys) * 2 <= written and not of_deleted:
                 break
-            assert time.monotonic() < deadline, f"no compaction: {retained} of {written} messages retained"
+            assert time.monotonic() < deadline, (f"not compacted: {len(keys)} of {written} messages retained, "
+                                                 f"{len(of_deleted)} of deleted things, e.g. {of_deleted[:3]}")
             for ms in members.values():
                 m = ms[0]
                 tp = min(m.assignment())
