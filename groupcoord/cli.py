@@ -5,6 +5,7 @@
     groupcoord groups describe my-group                    # members, epochs, assignments
     groupcoord config set my-group consumer.assignment.interval.ms=0
     groupcoord simulate                                    # KIP-1263 rebalance-time tables
+    groupcoord faults --minutes 30                         # the fault-injection suite's figures
 """
 
 from __future__ import annotations
@@ -21,13 +22,23 @@ from pathlib import Path
 from typing import Any
 
 DEFAULT_SERVER = "127.0.0.1:50051"
+ADMIN_TIMEOUT_S = 10
+ADMIN_MAX_RESPONSE_BYTES = 4 * 1024 * 1024  # the server's default groupcoord.response.max.bytes
+
+
+class CliError(Exception):
+    """A mistake the user can fix: `main` prints it as one line `groupcoord: ...` and exits 1."""
+
+
+def _short(value: str, limit: int = 64) -> str:
+    return repr(value) if len(value) <= limit else f"{value[:limit]!r}..."
 
 
 def _parse_set(items: Sequence[str]) -> dict[str, str]:
     out: dict[str, str] = {}
     for item in items:
         if "=" not in item:
-            raise SystemExit(f"--set expects key=value, got {item!r}")
+            raise CliError(f"--set expects key=value, got {_short(item)}")
         k, v = item.split("=", 1)
         out[k.strip()] = v.strip()
     return out
@@ -39,14 +50,43 @@ def load_config_file(path: Path) -> tuple[dict[str, Any], dict[str, Any], dict[s
     try:
         data = tomllib.loads(path.read_text())
     except FileNotFoundError:
-        raise SystemExit(f"config file {path} does not exist") from None
+        raise CliError(f"config file {path} does not exist") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise CliError(f"cannot read config file {path}: {e}") from None
     except tomllib.TOMLDecodeError as e:
-        raise SystemExit(f"config file {path} is not valid TOML: {e}") from None
+        raise CliError(f"config file {path} is not valid TOML: {e}") from None
     unknown = set(data) - {"config", "topics", "kafka"}
     if unknown:
-        raise SystemExit(f"config file {path}: unknown table(s) {', '.join(sorted(unknown))}; "
+        raise CliError(f"config file {path}: unknown table(s) {', '.join(sorted(unknown))}; "
                          "expected [config], [topics], [kafka]")
     return dict(data.get("config", {})), dict(data.get("topics", {})), dict(data.get("kafka", {}))
+
+
+def _listen_port(flag: str, address: str) -> tuple[str, int]:
+    """HOST:PORT with a port in 1..65535 (port 0, "any free port", only makes sense in tests)."""
+    host, sep, port = address.rpartition(":")
+    if not sep or not port.isdigit() or not 0 < int(port) < 65536:
+        raise CliError(f"{flag} expects HOST:PORT with a port in 1..65535, got {_short(address)}")
+    return host.strip("[]"), int(port)
+
+
+def _check_free(flag: str, host: str, port: int) -> None:
+    """Bind once before the server does, so that a port in use is one clear line (not gRPC's log output)."""
+    import socket
+
+    try:
+        infos = socket.getaddrinfo(host or None, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except socket.gaierror as e:
+        raise CliError(f"{flag}: cannot resolve {_short(host)}: {e.strerror}") from None
+    family, kind, proto, _, sockaddr = infos[0]
+    with socket.socket(family, kind, proto) as s:
+        # SO_REUSEADDR as the gRPC server sets it: TIME_WAIT connections left by a killed predecessor do not
+        # make the port "in use", a listening socket still does.
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind(sockaddr)
+        except OSError as e:
+            raise CliError(f"{flag}: cannot listen on port {port} of {host or '*'}: {e.strerror}") from None
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
@@ -87,6 +127,17 @@ def cmd_serve(args: argparse.Namespace) -> int:
         except ValueError as e:
             print(f"groupcoord: --advertised-listener: {e}", file=sys.stderr)
             return 2
+    try:
+        listen_host, listen_port = _listen_port("--listen", args.listen)
+        if args.metrics_port is not None and not 0 <= args.metrics_port < 65536:
+            raise CliError(f"--metrics-port expects a port in 1..65535 (or 0: any free port), "
+                           f"got {args.metrics_port}")
+    except CliError as e:
+        print(f"groupcoord: {e}", file=sys.stderr)
+        return 2
+    _check_free("--listen", listen_host, listen_port)
+    if args.metrics_port:
+        _check_free("--metrics-port", args.metrics_host, args.metrics_port)
     embedded = None
     cleanups: list[Any] = []
     metadata_source: Any
@@ -156,6 +207,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
     except (StateTopicError, LogCorruptError) as e:
         print(f"groupcoord: {e}", file=sys.stderr)
         return 2
+    except OSError as e:  # a port taken between the check and the bind, or a state dir we cannot write
+        print(f"groupcoord: {e}", file=sys.stderr)
+        return 1
     finally:
         for cleanup in cleanups:
             cleanup()
@@ -163,12 +217,43 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 
 # --- admin commands ---------------------------------------------------------------------------------------
+class _Stub:
+    """The generated stub, with every call's gRPC failure turned into one `CliError` line."""
+
+    def __init__(self, server: str) -> None:
+        import grpc
+
+        from groupcoord.v1 import coordinator_pb2_grpc as pb_grpc
+
+        self.server = server
+        channel = grpc.insecure_channel(server, options=[
+            ("grpc.max_receive_message_length", ADMIN_MAX_RESPONSE_BYTES)])
+        self._stub = pb_grpc.GroupCoordinatorStub(channel)
+
+    def __getattr__(self, method: str) -> Any:
+        import grpc
+
+        call = getattr(self._stub, method)
+
+        def invoke(request: Any) -> Any:
+            try:
+                return call(request, timeout=ADMIN_TIMEOUT_S)
+            except grpc.RpcError as e:
+                code = e.code() if isinstance(e, grpc.Call) else None
+                if code is grpc.StatusCode.UNAVAILABLE:
+                    raise CliError(f"cannot reach the coordinator at {self.server} (is it running? --server "
+                                   "sets the address)") from None
+                if code is grpc.StatusCode.DEADLINE_EXCEEDED:
+                    raise CliError(f"no answer from the coordinator at {self.server} within {ADMIN_TIMEOUT_S} s")\
+                        from None
+                details = e.details() if isinstance(e, grpc.Call) else str(e)
+                raise CliError(f"{self.server}: {code.name if code else 'error'}: {_short(details or '', 200)}")\
+                    from None
+        return invoke
+
+
 def _stub(server: str) -> Any:
-    import grpc
-
-    from groupcoord.v1 import coordinator_pb2_grpc as pb_grpc
-
-    return pb_grpc.GroupCoordinatorStub(grpc.insecure_channel(server))
+    return _Stub(server)
 
 
 def _table(rows: list[list[str]], headers: list[str]) -> str:
@@ -189,15 +274,14 @@ def cmd_groups(args: argparse.Namespace) -> int:
 
     stub = _stub(args.server)
     if args.groups_cmd == "list":
-        resp = stub.ListGroups(pb.ListGroupsRequest(states_filter=args.state or [], types_filter=args.type or []),
-                               timeout=10)
+        resp = stub.ListGroups(pb.ListGroupsRequest(states_filter=args.state or [], types_filter=args.type or []))
         if args.json:
             print(json.dumps(MessageToDict(resp, preserving_proto_field_name=True), indent=2))
         else:
             print(_table([[g.group_id, g.group_type, g.group_state] for g in resp.groups], ["GROUP", "TYPE", "STATE"]))
         return 1 if resp.error_code else 0
     if args.groups_cmd == "describe":
-        resp = stub.DescribeGroups(pb.DescribeGroupsRequest(group_ids=args.group), timeout=10)
+        resp = stub.DescribeGroups(pb.DescribeGroupsRequest(group_ids=args.group))
         if args.json:
             print(json.dumps(MessageToDict(resp, preserving_proto_field_name=True), indent=2))
             return 0
@@ -214,7 +298,7 @@ def cmd_groups(args: argparse.Namespace) -> int:
             print(_table(rows, ["MEMBER", "INSTANCE", "EPOCH", "STATE", "ASSIGNMENT", "TARGET"]))
         return rc
     if args.groups_cmd == "delete":
-        resp = stub.DeleteGroups(pb.DeleteGroupsRequest(group_ids=args.group), timeout=10)
+        resp = stub.DeleteGroups(pb.DeleteGroupsRequest(group_ids=args.group))
         rc = 0
         for r in resp.results:
             print(f"{r.group_id}: " + ("deleted" if not r.error_code else f"error {r.error_code}: {r.error_message}"))
@@ -230,7 +314,7 @@ def cmd_config(args: argparse.Namespace) -> int:
 
     stub = _stub(args.server)
     if args.config_cmd == "get":
-        resp = stub.DescribeGroupConfigs(pb.DescribeGroupConfigsRequest(group_ids=[args.group]), timeout=10)
+        resp = stub.DescribeGroupConfigs(pb.DescribeGroupConfigsRequest(group_ids=[args.group]))
         if args.json:
             print(json.dumps(MessageToDict(resp, preserving_proto_field_name=True), indent=2))
             return 0
@@ -247,7 +331,7 @@ def cmd_config(args: argparse.Namespace) -> int:
             req.configs.add(name=name, value=value)
         for name in args.delete or []:
             req.configs.add(name=name)
-        resp = stub.AlterGroupConfigs(req, timeout=10)
+        resp = stub.AlterGroupConfigs(req)
         if resp.error_code:
             print(f"error {resp.error_code}: {resp.error_message}")
             return 1
@@ -383,10 +467,14 @@ def build_parser() -> argparse.ArgumentParser:
                        add_help=False)
     d.add_argument("rest", nargs=argparse.REMAINDER)
     d.set_defaults(fn=cmd_demo)
+
+    f = sub.add_parser("faults", help="the fault-injection suite: kill -9, SIGSTOP, proxy faults; prints figures",
+                       add_help=False)
+    f.add_argument("rest", nargs=argparse.REMAINDER)
     return p
 
 
-PASS_THROUGH = {"simulate": "coordinator.simulation", "demo": "groupcoord.demo"}
+PASS_THROUGH = {"simulate": "coordinator.simulation", "demo": "groupcoord.demo", "faults": "groupcoord.faults.run"}
 
 
 def _subcommand_index(argv: list[str]) -> int | None:
@@ -414,7 +502,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     logging.basicConfig(level=getattr(logging, str(args.log_level).upper(), logging.INFO),
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    return int(args.fn(args))
+    try:
+        return int(args.fn(args))
+    except CliError as e:
+        print(f"groupcoord: {e}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
 
 
 if __name__ == "__main__":

@@ -14,7 +14,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from assignors.registry import server_assignor_names
 from coordinator.core.errors import CoordinatorError, Errors
+from coordinator.core.limits import shorten
 
 INT32_MAX = 2_147_483_647
 
@@ -38,7 +40,7 @@ class ConfigDef:
         try:
             value = _coerce(self.type, raw)
         except (TypeError, ValueError) as e:
-            raise ConfigError(f"{self.name}: cannot parse {raw!r} as {self.type.__name__} ({e})") from None
+            raise ConfigError(f"{self.name}: cannot parse {shorten(raw)} as {self.type.__name__} ({e})") from None
         if self.type is int:
             if self.min is not None and value < self.min:
                 raise ConfigError(f"{self.name}={value} is below the minimum {self.min}")
@@ -48,7 +50,8 @@ class ConfigDef:
             items = value if isinstance(value, list) else [value]
             for item in items:
                 if item not in self.choices:
-                    raise ConfigError(f"{self.name}={raw!r}: {item!r} is not one of {', '.join(self.choices)}")
+                    raise ConfigError(f"{self.name}={shorten(raw)}: {shorten(item)} is not one of "
+                                      f"{', '.join(self.choices)}")
         return value
 
 
@@ -116,7 +119,23 @@ BROKER_CONFIG_DEFS: dict[str, ConfigDef] = {
         *_interval_defs("consumer", ""),
         *_interval_defs("share", _RESERVED),
         *_interval_defs("streams", _RESERVED),
+        ConfigDef("group.consumer.regex.refresh.interval.ms", int, 600000,
+                  "How often the topics matching a group's subscribed regexes are resolved again (they are also "
+                  "resolved when topic metadata changes).", 10000),
+        ConfigDef("offsets.retention.minutes", int, 10080,
+                  "How long committed offsets are kept after the group became empty, or after the commit for a "
+                  "group that never had members (KIP-211).", 1),
+        ConfigDef("offsets.retention.check.interval.ms", int, 600000, "How often expired offsets are removed.", 1),
         ConfigDef("offset.metadata.max.bytes", int, 4096, "Maximum size of an offset commit's metadata.", 0),
+        # Request and response sizes (README "Limits"). Kafka's names where Kafka has the concept.
+        ConfigDef("message.max.bytes", int, 1048588,
+                  "The most classic protocol metadata one group may hold (all members, all protocols; Kafka writes "
+                  "it in one record) and the most assignment bytes one SyncGroup may carry.", 1024, INT32_MAX),
+        ConfigDef("socket.request.max.bytes", int, 4 * 1024 * 1024,
+                  "The largest gRPC request the server reads (Kafka's default is 100 MiB; gRPC's is 4 MiB).",
+                  1024, INT32_MAX),
+        ConfigDef("groupcoord.response.max.bytes", int, 4 * 1024 * 1024,
+                  "The largest gRPC response the server sends.", 1024, INT32_MAX),
         # The local state log (`serve --state-dir`); groupcoord's own names.
         ConfigDef("groupcoord.log.fsync", str, "always",
                   "When an append is acknowledged: always (after fsync, group-committed), interval (after write; "
@@ -151,7 +170,7 @@ class BrokerConfig:
         for name, value in (raw or {}).items():
             d = BROKER_CONFIG_DEFS.get(name)
             if d is None:
-                raise ConfigError(f"unknown config {name!r}; known: {', '.join(sorted(BROKER_CONFIG_DEFS))}")
+                raise ConfigError(f"unknown config {shorten(name)}; known: {', '.join(sorted(BROKER_CONFIG_DEFS))}")
             values[name] = d.parse(value)
         _check_bounds(values)
         return BrokerConfig(values)
@@ -182,6 +201,11 @@ def _check_bounds(v: Mapping[str, Any]) -> None:
         raise ConfigError("group.min.session.timeout.ms must not exceed group.max.session.timeout.ms")
     if not v["group.consumer.assignors"]:
         raise ConfigError("group.consumer.assignors must name at least one assignor")
+    known = server_assignor_names()
+    unknown = [name for name in v["group.consumer.assignors"] if name not in known]
+    if unknown:
+        raise ConfigError(f"group.consumer.assignors: unknown assignor {shorten(unknown[0])}; "
+                          f"known: {', '.join(known)}")
 
 
 # --- group configs (dynamic, per group; KIP-848 / KIP-1263 names) ---------------------------------------
@@ -240,21 +264,24 @@ def validate_group_configs(updates: Mapping[str, str | None], broker: BrokerConf
         d = GROUP_CONFIG_DEFS.get(name)
         if d is None:
             raise CoordinatorError(Errors.INVALID_CONFIG,
-                                   f"unknown group config {name!r}; known: {', '.join(sorted(GROUP_CONFIG_DEFS))}")
+                                   f"unknown group config {shorten(name)}; "
+                                   f"known: {', '.join(sorted(GROUP_CONFIG_DEFS))}")
         if raw is None:
             parsed[name] = None
             continue
         try:
             value = _coerce(d.type, raw)
         except (TypeError, ValueError) as e:
-            raise CoordinatorError(Errors.INVALID_CONFIG, f"{name}: cannot parse {raw!r} ({e})") from None
+            message = f"{name}: cannot parse {shorten(raw)} ({shorten(str(e))})"
+            raise CoordinatorError(Errors.INVALID_CONFIG, message) from None
         if d.type is int and d.bounds is not None and not (d.allow_minus_one and value == -1):
             lo, hi = d.bounds(broker)
             if not lo <= value <= hi:
                 extra = " or -1" if d.allow_minus_one else ""
                 raise CoordinatorError(Errors.INVALID_CONFIG, f"{name}={value} must be between {lo} and {hi}{extra}")
         if d.choices is not None and value not in d.choices:
-            raise CoordinatorError(Errors.INVALID_CONFIG, f"{name}={value!r} must be one of {', '.join(d.choices)}")
+            raise CoordinatorError(Errors.INVALID_CONFIG,
+                                   f"{name}={shorten(value)} must be one of {', '.join(d.choices)}")
         parsed[name] = value
     return parsed
 

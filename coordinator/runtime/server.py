@@ -27,6 +27,7 @@ from coordinator.core.shard import GroupCoordinatorShard, LagProvider
 from coordinator.runtime.executor import BackgroundExecutor
 from coordinator.runtime.kafka_log import KafkaRecordLog
 from coordinator.runtime.log import FileLog
+from coordinator.runtime.malformed import add_guarded
 from coordinator.runtime.metrics import CoordinatorCollector, CoordinatorMetrics
 from coordinator.runtime.runtime import CoordinatorRuntime, MetadataSource, RecordSink
 from coordinator.runtime.service import GroupCoordinatorService
@@ -118,21 +119,38 @@ class CoordinatorServer:
         runtime.on_failure.append(not_serving)
         metrics.register(CoordinatorCollector(metrics, runtime.snapshot))
 
-        server = grpc.aio.server(options=[("grpc.so_reuseport", 0)])
-        pb_grpc.add_GroupCoordinatorServicer_to_server(GroupCoordinatorService(runtime), server)
+        # The transport's bounds come first: a request over socket.request.max.bytes is refused by gRPC
+        # (RESOURCE_EXHAUSTED) before a byte of it is parsed; responses are bounded the same way.
+        server = grpc.aio.server(options=[
+            ("grpc.so_reuseport", 0),
+            ("grpc.max_receive_message_length", o.config["socket.request.max.bytes"]),
+            ("grpc.max_send_message_length", o.config["groupcoord.response.max.bytes"]),
+        ])
+        add_guarded(pb_grpc.add_GroupCoordinatorServicer_to_server, GroupCoordinatorService(runtime), server)
         health_pb2_grpc.add_HealthServicer_to_server(self.health, server)
         reflection.enable_server_reflection(
             (SERVICE_NAME, health_pb2.DESCRIPTOR.services_by_name["Health"].full_name, reflection.SERVICE_NAME),
             server)
         for extend in o.extensions:
             extend(runtime, server)
-        self.port = server.add_insecure_port(o.listen)
+        try:
+            self.port = server.add_insecure_port(o.listen)
+        except RuntimeError:  # grpc's "Failed to bind": the port is taken or the address is not ours
+            self.port = 0
         if self.port == 0:
-            raise OSError(f"cannot listen on {o.listen}")
+            raise OSError(f"cannot listen on {o.listen}: the address is in use or not available")
         host = o.listen.rsplit(":", 1)[0].strip("[]") or "127.0.0.1"
         runtime.advertised = ("127.0.0.1" if host in ("0.0.0.0", "::", "") else host, self.port)
         if o.advertised_listener:
             runtime.advertised = parse_host_port(o.advertised_listener)
+        if o.metrics_port is not None:  # before serving: a taken metrics port must not leave a half-started server
+            try:
+                http_server, _thread = start_http_server(o.metrics_port, addr=o.metrics_host,
+                                                         registry=metrics.registry)
+            except OSError as e:
+                raise OSError(f"cannot serve metrics on {o.metrics_host}:{o.metrics_port}: {e.strerror}") from None
+            self._metrics_http = http_server
+            self.metrics_port = http_server.server_port
         await server.start()  # serving already: requests get COORDINATOR_LOAD_IN_PROGRESS until loaded
         self._server = server
         report = await runtime.start(self.log.load if self.log is not None else None)
@@ -143,10 +161,6 @@ class CoordinatorServer:
         self.load_report = report
         if self.ownership is not None:
             self.ownership.start(runtime.advertised)
-        if o.metrics_port is not None:
-            http_server, _thread = start_http_server(o.metrics_port, addr=o.metrics_host, registry=metrics.registry)
-            self._metrics_http = http_server
-            self.metrics_port = http_server.server_port
         await self.health.set(SERVICE_NAME, health_pb2.HealthCheckResponse.SERVING)
         await self.health.set("", health_pb2.HealthCheckResponse.SERVING)
         log.info("groupcoord serving on %s (port %d), metrics on %s", o.listen, self.port,

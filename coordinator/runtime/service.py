@@ -6,13 +6,17 @@ It decides nothing. Errors go back in-band with Kafka's codes; a request that ca
 
 from __future__ import annotations
 
+import asyncio
+import functools
 import logging
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import grpc
 
-from coordinator.core.classic_group import CLASSIC_RECORD_TYPES
+from coordinator.core import limits
+from coordinator.core.classic_group import CLASSIC_RECORD_TYPES, ClassicGroup
 from coordinator.core.classic_messages import (
     HeartbeatRequest,
     JoinGroupRequest,
@@ -36,7 +40,6 @@ from groupcoord.v1 import coordinator_pb2_grpc as pb_grpc
 log = logging.getLogger("groupcoord.service")
 
 T = TypeVar("T")
-MAX_ID_LENGTH = 255 * 4  # Kafka ids are strings; keep absurd sizes out of the state and the log
 # SyncGroupRequest has no field for the seed's "the leader transmits an error": a leader that could not compute
 # the assignment sends its (Kafka) error code in this gRPC request metadata key; see `SyncGroup`.
 LEADER_ERROR_METADATA_KEY = "groupcoord-assignment-error"
@@ -57,10 +60,11 @@ def topic_partitions_to_pb(tps: Mapping[str, Iterable[int]], image: MetadataImag
 def _owned_from_pb(msg: pb.ConsumerGroupHeartbeatRequest) -> dict[str, frozenset[int]] | None:
     if not msg.HasField("topic_partitions"):
         return None
-    owned: dict[str, set[int]] = {}
+    owned: dict[str, frozenset[int]] = {}
     for tp in msg.topic_partitions.topics:
-        owned.setdefault(tp.topic_id, set()).update(tp.partitions)
-    return {t: frozenset(p) for t, p in owned.items()}
+        seen = owned.get(tp.topic_id)
+        owned[tp.topic_id] = frozenset(tp.partitions) if seen is None else seen.union(tp.partitions)
+    return owned
 
 
 def _leader_error(context: grpc.aio.ServicerContext) -> Errors:
@@ -69,7 +73,7 @@ def _leader_error(context: grpc.aio.ServicerContext) -> Errors:
             try:
                 code = int(value)
             except ValueError:
-                message = f"{LEADER_ERROR_METADATA_KEY} must be a Kafka error code, not {value!r}."
+                message = f"{LEADER_ERROR_METADATA_KEY} must be a Kafka error code, not {limits.shorten(value)}."
                 raise CoordinatorError(Errors.INVALID_REQUEST, message) from None
             if code == 0:
                 return Errors.NONE
@@ -77,16 +81,44 @@ def _leader_error(context: grpc.aio.ServicerContext) -> Errors:
     return Errors.NONE
 
 
-def _check_ids(*values: str) -> None:
+def _check_ids(group_id: str, *values: str | None) -> None:
+    """The group id (INVALID_GROUP_ID when too long) and the member/instance ids of a request."""
+    limits.check_group_id(group_id)
     for v in values:
-        if len(v) > MAX_ID_LENGTH:
-            raise CoordinatorError(Errors.INVALID_REQUEST, f"id of {len(v)} characters exceeds {MAX_ID_LENGTH}.")
+        limits.check_length("member or instance id", v)
+
+
+def _owned_count(msg: pb.ConsumerGroupHeartbeatRequest) -> None:
+    """Counted on the protobuf before any translation: translating a huge list is itself the cost."""
+    if msg.HasField("topic_partitions"):
+        topics = msg.topic_partitions.topics
+        limits.check_count("owned topics", len(topics), limits.OWNED_MAX_PARTITIONS)  # regexes may match many
+        limits.check_count("owned topic-partitions", sum(len(tp.partitions) for tp in topics),
+                           limits.OWNED_MAX_PARTITIONS)
+        limits.check_lengths("owned topic id", (tp.topic_id for tp in topics), limits.TOPIC_NAME_MAX_CHARS)
+    if msg.HasField("subscribed_topic_names"):
+        limits.check_count("subscribed topic names", len(msg.subscribed_topic_names.values),
+                           limits.SUBSCRIPTION_MAX_TOPICS)
+
+
+@dataclass(frozen=True, slots=True)
+class _Refused:
+    """What `_run` hands back when a chunk of an admin request is refused as a whole (loading, not owner)."""
+
+    code: Errors
+    message: str
+
+
+def _echo(value: str) -> str:
+    """An id echoed in a response field: as sent when within the limits, else only its first characters."""
+    return value if len(value) <= limits.ID_MAX_CHARS else value[:limits.ECHO_MAX_CHARS]
 
 
 class GroupCoordinatorService(pb_grpc.GroupCoordinatorServicer):
     def __init__(self, runtime: CoordinatorRuntime) -> None:
         self.runtime = runtime
         self.shard = runtime.shard
+        self._max_bytes: int = runtime.shard.config["message.max.bytes"]
 
     async def _run(self, name: str, fn: Callable[[int], Any], on_error: Callable[[Errors, str], T],
                    group_ids: Iterable[str] = ()) -> Any:
@@ -107,7 +139,8 @@ class GroupCoordinatorService(pb_grpc.GroupCoordinatorServicer):
             return on_error(e.code, e.message)
         except Exception as e:
             log.exception("%s failed", name)
-            return on_error(Errors.UNKNOWN_SERVER_ERROR, f"internal error: {type(e).__name__}: {e}")
+            message = f"internal error: {type(e).__name__}: {limits.shorten(str(e))}"
+            return on_error(Errors.UNKNOWN_SERVER_ERROR, message)
 
     # --- ConsumerGroupHeartbeat -----------------------------------------------------------------------------
     async def ConsumerGroupHeartbeat(self, request: pb.ConsumerGroupHeartbeatRequest,
@@ -124,10 +157,19 @@ class GroupCoordinatorService(pb_grpc.GroupCoordinatorServicer):
                          context: grpc.aio.ServicerContext) -> pb.ConsumerGroupHeartbeatResponse:
         def error(code: Errors, message: str) -> pb.ConsumerGroupHeartbeatResponse:
             return pb.ConsumerGroupHeartbeatResponse(error_code=int(code), error_message=message,
-                                                     member_id=request.member_id, member_epoch=request.member_epoch)
+                                                     member_id=_echo(request.member_id),
+                                                     member_epoch=request.member_epoch)
 
         try:
-            _check_ids(request.group_id, request.member_id, request.instance_id)
+            # Kafka validates a ConsumerGroupHeartbeat's fields with INVALID_REQUEST, the group id included
+            limits.check_length("group_id", request.group_id)
+            _owned_count(request)
+            limits.check_heartbeat(
+                request.member_id, request.instance_id if request.HasField("instance_id") else None,
+                request.rack_id if request.HasField("rack_id") else None,
+                request.subscribed_topic_regex if request.HasField("subscribed_topic_regex") else None,
+                request.server_assignor if request.HasField("server_assignor") else None,
+                request.subscribed_topic_names.values if request.HasField("subscribed_topic_names") else None)
             req = ConsumerGroupHeartbeatRequest(
                 group_id=request.group_id,
                 member_id=request.member_id,
@@ -152,7 +194,8 @@ class GroupCoordinatorService(pb_grpc.GroupCoordinatorServicer):
             return resp
         out = pb.ConsumerGroupHeartbeatResponse(
             error_code=int(resp.error_code), error_message=resp.error_message, member_id=resp.member_id,
-            member_epoch=resp.member_epoch, heartbeat_interval_ms=resp.heartbeat_interval_ms)
+            member_epoch=resp.member_epoch, heartbeat_interval_ms=resp.heartbeat_interval_ms,
+            session_timeout_ms=resp.session_timeout_ms)
         if resp.assignment is not None:
             out.assignment.topic_partitions.extend(topic_partitions_to_pb(resp.assignment, self.shard.metadata))
         return out
@@ -176,25 +219,34 @@ class GroupCoordinatorService(pb_grpc.GroupCoordinatorServicer):
             return on_error(e.code, e.message)
         except Exception as e:
             log.exception("%s failed", name)
-            return on_error(Errors.UNKNOWN_SERVER_ERROR, f"internal error: {type(e).__name__}: {e}")
+            message = f"internal error: {type(e).__name__}: {limits.shorten(str(e))}"
+            return on_error(Errors.UNKNOWN_SERVER_ERROR, message)
 
     async def JoinGroup(self, request: pb.JoinGroupRequest, context: grpc.aio.ServicerContext) -> pb.JoinGroupResponse:
         def error(code: Errors, message: str) -> pb.JoinGroupResponse:
             return pb.JoinGroupResponse(error_code=int(code), error_message=message, generation_id=-1,
-                                        member_id=request.member_id)
+                                        member_id=_echo(request.member_id))
 
         try:
             _check_ids(request.group_id, request.member_id, request.group_instance_id)
+            limits.check_count("protocols", len(request.protocols), limits.CLASSIC_MAX_PROTOCOLS)
             req = JoinGroupRequest(
                 group_id=request.group_id, member_id=request.member_id, protocol_type=request.protocol_type,
                 protocols=tuple((p.name, bytes(p.metadata)) for p in request.protocols),
                 session_timeout_ms=request.session_timeout_ms, rebalance_timeout_ms=request.rebalance_timeout_ms,
                 instance_id=request.group_instance_id if request.HasField("group_instance_id") else None,
-                reason=request.reason, client_host=context.peer())
+                reason=limits.truncate_reason(request.reason), client_host=context.peer())
+            limits.check_classic_protocols(req.protocol_type, req.protocols, self._max_bytes)
         except CoordinatorError as e:
             return error(e.code, e.message)
-        resp = await self._run_parkable(
-            "JoinGroup", lambda now, token: self.shard.classic_group_join(req, now, token), error, req.group_id)
+
+        def join(now: int, token: int) -> Any:
+            group = self.shard.groups.get(req.group_id)
+            if isinstance(group, ClassicGroup):  # in the group's operation: sees the members as they are now
+                limits.check_classic_group_metadata(group.members, req.member_id, req.protocols, self._max_bytes)
+            return self.shard.classic_group_join(req, now, token)
+
+        resp = await self._run_parkable("JoinGroup", join, error, req.group_id)
         if isinstance(resp, pb.JoinGroupResponse):
             return resp
         out = pb.JoinGroupResponse(error_code=int(resp.error_code), error_message=resp.error_message,
@@ -219,6 +271,9 @@ class GroupCoordinatorService(pb_grpc.GroupCoordinatorServicer):
 
         try:
             _check_ids(request.group_id, request.member_id, request.group_instance_id)
+            limits.check_length("protocol_type", request.protocol_type)
+            limits.check_length("protocol_name", request.protocol_name)
+            limits.check_count("assignments", len(request.assignments), limits.SYNC_MAX_ASSIGNMENTS)
             req = SyncGroupRequest(
                 group_id=request.group_id, generation_id=request.generation_id, member_id=request.member_id,
                 instance_id=request.group_instance_id if request.HasField("group_instance_id") else None,
@@ -226,6 +281,7 @@ class GroupCoordinatorService(pb_grpc.GroupCoordinatorServicer):
                 protocol_name=request.protocol_name if request.HasField("protocol_name") else None,
                 assignments={a.member_id: bytes(a.assignment) for a in request.assignments},
                 error_code=_leader_error(context))
+            limits.check_sync_assignments(req.assignments, self._max_bytes)
         except CoordinatorError as e:
             return error(e.code, e.message)
         resp = await self._run_parkable(
@@ -260,19 +316,22 @@ class GroupCoordinatorService(pb_grpc.GroupCoordinatorServicer):
                          context: grpc.aio.ServicerContext) -> pb.LeaveGroupResponse:
         def error(code: Errors, message: str) -> pb.LeaveGroupResponse:
             out = pb.LeaveGroupResponse(error_code=int(code), error_message=message)
-            for m in request.members:
-                member = out.members.add(member_id=m.member_id, error_code=int(code), error_message=message)
+            for m in request.members[:limits.LEAVE_MAX_MEMBERS]:
+                member = out.members.add(member_id=_echo(m.member_id), error_code=int(code), error_message=message)
                 if m.HasField("group_instance_id"):
-                    member.group_instance_id = m.group_instance_id
+                    member.group_instance_id = _echo(m.group_instance_id)
             return out
 
         try:
+            limits.check_group_id(request.group_id)
+            limits.check_count("members", len(request.members), limits.LEAVE_MAX_MEMBERS)
             _check_ids(request.group_id, *(m.member_id for m in request.members),
                        *(m.group_instance_id for m in request.members))
         except CoordinatorError as e:
             return error(e.code, e.message)
         req = LeaveGroupRequest(request.group_id, tuple(
-            MemberIdentity(m.member_id, m.group_instance_id if m.HasField("group_instance_id") else None, m.reason)
+            MemberIdentity(m.member_id, m.group_instance_id if m.HasField("group_instance_id") else None,
+                           limits.truncate_reason(m.reason))
             for m in request.members))
         resp = await self._run("LeaveGroup", lambda now: self.shard.classic_group_leave(req, now), error,
                                [req.group_id])
@@ -287,16 +346,27 @@ class GroupCoordinatorService(pb_grpc.GroupCoordinatorServicer):
         return out
 
     # --- offsets -------------------------------------------------------------------------------------------
+    # --- offsets -------------------------------------------------------------------------------------------
     async def OffsetCommit(self, request: pb.OffsetCommitRequest,
                            context: grpc.aio.ServicerContext) -> pb.OffsetCommitResponse:
         def error(code: Errors, message: str) -> pb.OffsetCommitResponse:
             out = pb.OffsetCommitResponse(error_code=int(code), error_message=message)
+            if code is Errors.INVALID_REQUEST or code is Errors.INVALID_GROUP_ID:
+                return out  # the request itself is at fault: do not echo what may be huge
             for t in request.topics:
                 out.topics.add(name=t.name, partitions=[
                     pb.OffsetCommitResponsePartition(partition_index=p.partition_index, error_code=int(code),
                                                      error_message=message) for p in t.partitions])
             return out
 
+        try:
+            _check_ids(request.group_id, request.member_id,
+                       request.group_instance_id if request.HasField("group_instance_id") else None)
+            limits.check_count("partitions", sum(len(t.partitions) for t in request.topics),
+                               limits.OFFSETS_MAX_PARTITIONS)
+            limits.check_lengths("topic name", (t.name for t in request.topics), limits.TOPIC_NAME_MAX_CHARS)
+        except CoordinatorError as e:
+            return error(e.code, e.message)
         partitions = [
             CommitPartition(t.name, p.partition_index, p.committed_offset, p.committed_leader_epoch,
                             p.committed_metadata if p.HasField("committed_metadata") else None)
@@ -324,10 +394,17 @@ class GroupCoordinatorService(pb_grpc.GroupCoordinatorServicer):
             return pb.OffsetFetchResponse(error_code=int(code), error_message=message)
 
         topics: dict[str, list[int] | None] | None = None
-        if request.HasField("topics"):
-            topics = {}
-            for t in request.topics.topics:
-                topics[t.name] = list(t.partition_indexes) or None
+        try:
+            _check_ids(request.group_id, request.member_id)
+            if request.HasField("topics"):
+                wanted = request.topics.topics
+                limits.check_count("topics", len(wanted), limits.OFFSETS_MAX_PARTITIONS)
+                limits.check_count("partitions", sum(len(t.partition_indexes) for t in wanted),
+                                   limits.OFFSETS_MAX_PARTITIONS)
+                limits.check_lengths("topic name", (t.name for t in wanted), limits.TOPIC_NAME_MAX_CHARS)
+                topics = {t.name: list(t.partition_indexes) or None for t in wanted}
+        except CoordinatorError as e:
+            return error(e.code, e.message)
         req = OffsetFetchRequest(request.group_id, request.member_id, request.member_epoch, topics,
                                  request.require_stable)
         resp = await self._run("OffsetFetch", lambda now: self.shard.offset_fetch(req, now), error, [req.group_id])
@@ -345,42 +422,87 @@ class GroupCoordinatorService(pb_grpc.GroupCoordinatorServicer):
         return out
 
     # --- administration --------------------------------------------------------------------------------------
+    async def _run_chunked(self, name: str, ids: list[str], fn: Callable[[list[str], int], Any],
+                           invalid: Callable[[str, Errors, str], T], convert: Callable[[Any], list[T]],
+                           target: Any) -> None:
+        """An admin request over many group ids, as one queued operation per `ADMIN_CHUNK_GROUP_IDS` ids with a
+        yield to the loop between chunks, so that no single request holds the event loop for long (Kafka gives
+        no snapshot across groups either). Over `ADMIN_MAX_GROUP_IDS` ids, the whole request is refused; an id
+        over the length limit gets INVALID_GROUP_ID on its own. Results go into the response's repeated field
+        `target` chunk by chunk (no final copy of them all), in the order of `ids`."""
+        if len(ids) > limits.ADMIN_MAX_GROUP_IDS:
+            message = f"{len(ids)} group ids in one request; at most {limits.ADMIN_MAX_GROUP_IDS} are accepted."
+            target.extend(invalid(_echo(g), Errors.INVALID_REQUEST, message) for g in ids)
+            return
+        step = limits.ADMIN_CHUNK_GROUP_IDS
+        for start in range(0, len(ids), step):
+            if start:
+                await asyncio.sleep(0)
+            chunk = ids[start:start + step]
+            valid = [g for g in chunk if len(g) <= limits.ID_MAX_CHARS]
+            results: list[T] = []
+            if valid:
+                resp = await self._run(name, functools.partial(fn, valid), _Refused, valid)
+                results = ([invalid(g, resp.code, resp.message) for g in valid] if isinstance(resp, _Refused)
+                           else convert(resp))
+            it = iter(results)
+            target.extend(next(it) if len(g) <= limits.ID_MAX_CHARS else invalid(
+                _echo(g), Errors.INVALID_GROUP_ID,
+                f"group_id of {len(g)} characters is longer than {limits.ID_MAX_CHARS}.") for g in chunk)
+
     async def DescribeGroups(self, request: pb.DescribeGroupsRequest,
                              context: grpc.aio.ServicerContext) -> pb.DescribeGroupsResponse:
+        def invalid(group_id: str, code: Errors, message: str) -> pb.DescribedGroup:
+            return pb.DescribedGroup(group_id=group_id, error_code=int(code), error_message=message)
+
         ids = list(request.group_ids)
+        over = (f"the response would exceed groupcoord.response.max.bytes="
+                f"{self.runtime.shard.config['groupcoord.response.max.bytes']}; describe fewer groups per request.")
+        # room kept for an error entry per id, so that the response with its refusals still fits
+        budget = [self.runtime.shard.config["groupcoord.response.max.bytes"] - 1024
+                  - sum(min(len(g), limits.ID_MAX_CHARS) + len(over) + 16 for g in ids)]
 
-        def error(code: Errors, message: str) -> pb.DescribeGroupsResponse:
-            return pb.DescribeGroupsResponse(groups=[
-                pb.DescribedGroup(group_id=g, error_code=int(code), error_message=message) for g in ids])
+        def convert(described: list[Any]) -> list[pb.DescribedGroup]:
+            """Stop converting once the response would exceed groupcoord.response.max.bytes: a request naming
+            one large classic group 10,000 times must not build gigabytes before gRPC refuses to send them."""
+            out = []
+            for g in described:
+                if budget[0] < 0:
+                    out.append(invalid(g.group_id, Errors.INVALID_REQUEST, over))
+                    continue
+                dg = self._described_to_pb(g)
+                budget[0] -= dg.ByteSize()
+                out.append(dg if budget[0] >= 0 else invalid(g.group_id, Errors.INVALID_REQUEST, over))
+            return out
 
-        resp = await self._run("DescribeGroups", lambda now: self.shard.describe_groups(ids, now), error, ids)
-        if isinstance(resp, pb.DescribeGroupsResponse):
-            return resp
-        image = self.shard.metadata
         out = pb.DescribeGroupsResponse()
-        for g in resp:
-            dg = out.groups.add(
-                group_id=g.group_id, error_code=int(g.error_code), error_message=g.error_message,
-                group_type=g.group_type, group_state=g.group_state, group_epoch=g.group_epoch,
-                assignment_epoch=g.assignment_epoch, assignor_name=g.assignor_name, protocol_type=g.protocol_type,
-                assignment_timestamp_ms=g.assignment_timestamp_ms)
-            for m in g.members:
-                dm = dg.members.add(
-                    member_id=m.member_id, member_epoch=m.member_epoch, state=m.state,
-                    subscribed_topic_names=list(m.subscribed_topic_names), client_id=m.client_id,
-                    client_host=m.client_host, member_metadata=m.member_metadata,
-                    member_assignment=m.member_assignment)
-                if m.instance_id is not None:
-                    dm.instance_id = m.instance_id
-                if m.rack_id is not None:
-                    dm.rack_id = m.rack_id
-                if m.subscribed_topic_regex is not None:
-                    dm.subscribed_topic_regex = m.subscribed_topic_regex
-                dm.assignment.extend(topic_partitions_to_pb(m.assignment, image))
-                dm.target_assignment.extend(topic_partitions_to_pb(m.target_assignment, image))
-                dm.partitions_pending_revocation.extend(
-                    topic_partitions_to_pb(m.partitions_pending_revocation, image))
+        await self._run_chunked("DescribeGroups", ids, self.shard.describe_groups, invalid, convert, out.groups)
         return out
+
+    def _described_to_pb(self, g: Any) -> pb.DescribedGroup:
+        image = self.shard.metadata
+        dg = pb.DescribedGroup(
+            group_id=g.group_id, error_code=int(g.error_code), error_message=g.error_message,
+            group_type=g.group_type, group_state=g.group_state, group_epoch=g.group_epoch,
+            assignment_epoch=g.assignment_epoch, assignor_name=g.assignor_name, protocol_type=g.protocol_type,
+            assignment_timestamp_ms=g.assignment_timestamp_ms)
+        for m in g.members:
+            dm = dg.members.add(
+                member_id=m.member_id, member_epoch=m.member_epoch, state=m.state,
+                subscribed_topic_names=list(m.subscribed_topic_names), client_id=m.client_id,
+                client_host=m.client_host, member_metadata=m.member_metadata,
+                member_assignment=m.member_assignment)
+            if m.instance_id is not None:
+                dm.instance_id = m.instance_id
+            if m.rack_id is not None:
+                dm.rack_id = m.rack_id
+            if m.subscribed_topic_regex is not None:
+                dm.subscribed_topic_regex = m.subscribed_topic_regex
+            dm.assignment.extend(topic_partitions_to_pb(m.assignment, image))
+            dm.target_assignment.extend(topic_partitions_to_pb(m.target_assignment, image))
+            dm.partitions_pending_revocation.extend(
+                topic_partitions_to_pb(m.partitions_pending_revocation, image))
+        return dg
 
     async def ListGroups(self, request: pb.ListGroupsRequest,
                          context: grpc.aio.ServicerContext) -> pb.ListGroupsResponse:
@@ -388,6 +510,12 @@ class GroupCoordinatorService(pb_grpc.GroupCoordinatorServicer):
             return pb.ListGroupsResponse(error_code=int(code), error_message=message)
 
         states, types = list(request.states_filter), list(request.types_filter)
+        try:
+            limits.check_count("states filters", len(states), limits.LIST_FILTERS_MAX)
+            limits.check_count("types filters", len(types), limits.LIST_FILTERS_MAX)
+            limits.check_lengths("filter", states + types)
+        except CoordinatorError as e:
+            return error(e.code, e.message)
         resp = await self._run("ListGroups", lambda now: self.shard.list_groups(states, types, now), error)
         if isinstance(resp, pb.ListGroupsResponse):
             return resp
@@ -397,36 +525,30 @@ class GroupCoordinatorService(pb_grpc.GroupCoordinatorServicer):
 
     async def DeleteGroups(self, request: pb.DeleteGroupsRequest,
                            context: grpc.aio.ServicerContext) -> pb.DeleteGroupsResponse:
-        ids = list(request.group_ids)
+        def invalid(group_id: str, code: Errors, message: str) -> pb.DeletableGroupResult:
+            return pb.DeletableGroupResult(group_id=group_id, error_code=int(code), error_message=message)
 
-        def error(code: Errors, message: str) -> pb.DeleteGroupsResponse:
-            return pb.DeleteGroupsResponse(results=[
-                pb.DeletableGroupResult(group_id=g, error_code=int(code), error_message=message) for g in ids])
-
-        resp = await self._run("DeleteGroups", lambda now: self.shard.delete_groups(ids, now), error, ids)
-        if isinstance(resp, pb.DeleteGroupsResponse):
-            return resp
-        return pb.DeleteGroupsResponse(results=[
-            pb.DeletableGroupResult(group_id=r.group_id, error_code=int(r.error_code), error_message=r.error_message)
-            for r in resp])
+        out = pb.DeleteGroupsResponse()
+        await self._run_chunked("DeleteGroups", list(request.group_ids), self.shard.delete_groups, invalid,
+                                lambda resp: [invalid(r.group_id, r.error_code, r.error_message) for r in resp],
+                                out.results)
+        return out
 
     async def DescribeGroupConfigs(self, request: pb.DescribeGroupConfigsRequest,
                                    context: grpc.aio.ServicerContext) -> pb.DescribeGroupConfigsResponse:
-        ids = list(request.group_ids)
+        def invalid(group_id: str, code: Errors, message: str) -> pb.DescribedGroupConfig:
+            return pb.DescribedGroupConfig(group_id=group_id, error_code=int(code), error_message=message)
 
-        def error(code: Errors, message: str) -> pb.DescribeGroupConfigsResponse:
-            return pb.DescribeGroupConfigsResponse(results=[
-                pb.DescribedGroupConfig(group_id=g, error_code=int(code), error_message=message) for g in ids])
+        def convert(resp: list[Any]) -> list[pb.DescribedGroupConfig]:
+            return [pb.DescribedGroupConfig(
+                group_id=r.group_id, error_code=int(r.error_code), error_message=r.error_message,
+                configs=[pb.ConfigEntry(name=c.name, value=c.value, is_default=c.is_default) for c in r.configs])
+                for r in resp]
 
-        resp = await self._run("DescribeGroupConfigs", lambda now: self.shard.describe_group_configs(ids, now),
-                               error, ids)
-        if isinstance(resp, pb.DescribeGroupConfigsResponse):
-            return resp
-        return pb.DescribeGroupConfigsResponse(results=[
-            pb.DescribedGroupConfig(group_id=r.group_id, error_code=int(r.error_code), error_message=r.error_message,
-                                    configs=[pb.ConfigEntry(name=c.name, value=c.value, is_default=c.is_default)
-                                             for c in r.configs])
-            for r in resp])
+        out = pb.DescribeGroupConfigsResponse()
+        await self._run_chunked("DescribeGroupConfigs", list(request.group_ids), self.shard.describe_group_configs,
+                                invalid, convert, out.results)
+        return out
 
     async def AlterGroupConfigs(self, request: pb.AlterGroupConfigsRequest,
                                 context: grpc.aio.ServicerContext) -> pb.AlterGroupConfigsResponse:
@@ -434,9 +556,14 @@ class GroupCoordinatorService(pb_grpc.GroupCoordinatorServicer):
             return pb.AlterGroupConfigsResponse(error_code=int(code), error_message=message)
 
         names = [c.name for c in request.configs]
+        updates = {c.name: (c.value if c.HasField("value") else None) for c in request.configs}
+        try:
+            limits.check_group_id(request.group_id)
+            limits.check_config_updates(updates)
+        except CoordinatorError as e:
+            return error(e.code, e.message)
         if len(set(names)) != len(names):
             return error(Errors.INVALID_REQUEST, "a config name appears more than once.")
-        updates = {c.name: (c.value if c.HasField("value") else None) for c in request.configs}
         resp = await self._run("AlterGroupConfigs", lambda now: self.shard.alter_group_configs(
             request.group_id, updates, request.validate_only, now), error, [request.group_id])
         if isinstance(resp, pb.AlterGroupConfigsResponse):
@@ -450,13 +577,25 @@ class GroupCoordinatorService(pb_grpc.GroupCoordinatorServicer):
         progress), COORDINATOR_NOT_AVAILABLE, and the client asks again."""
         from coordinator.runtime.sharding import PartitionOwnership
 
+        if len(request.keys) > limits.ADMIN_MAX_GROUP_IDS:
+            message = f"{len(request.keys)} keys in one request; at most {limits.ADMIN_MAX_GROUP_IDS} are accepted."
+            return pb.FindCoordinatorResponse(coordinators=[
+                pb.Coordinator(key=_echo(k), error_code=int(Errors.INVALID_REQUEST), error_message=message,
+                               node_id=-1) for k in request.keys])
+        too_long = f"a group id is at most {limits.ID_MAX_CHARS} characters."
         router = self.runtime.router
         if not isinstance(router, PartitionOwnership):
             host, port = self.runtime.advertised
             return pb.FindCoordinatorResponse(coordinators=[
-                pb.Coordinator(key=k, host=host, port=port, node_id=0) for k in request.keys])
+                pb.Coordinator(key=k, host=host, port=port, node_id=0) if len(k) <= limits.ID_MAX_CHARS else
+                pb.Coordinator(key=_echo(k), error_code=int(Errors.INVALID_GROUP_ID), error_message=too_long,
+                               node_id=-1) for k in request.keys])
         out = pb.FindCoordinatorResponse()
         for key in request.keys:
+            if len(key) > limits.ID_MAX_CHARS:
+                out.coordinators.add(key=_echo(key), error_code=int(Errors.INVALID_GROUP_ID), error_message=too_long,
+                                     node_id=-1)
+                continue
             found = router.locate(key)
             out.coordinators.add(key=key, host=found.host, port=found.port, error_code=int(found.error),
                                  error_message=found.message, node_id=0 if found.error is Errors.NONE else -1)
