@@ -73,16 +73,20 @@ _KEY_KIND: dict[type, str] = {
     r.OffsetCommit: "offset_commit",
     r.OffsetCommitTombstone: "offset_commit",
     r.GroupConfig: "group_config",
+    r.ConsumerGroupRegularExpression: "regex",
+    r.ConsumerGroupRegularExpressionTombstone: "regex",
+    r.GroupEmptySince: "empty_since",
+    r.GroupEmptySinceTombstone: "empty_since",
     ClassicGroupMetadata: "classic_group",
     ClassicGroupMetadataTombstone: "classic_group",  # same key as the record it deletes, so compaction drops both
 }
 
 
 def record_key(record: Any) -> bytes:
-    """The compaction key: kind, group id, then member id or topic and partition when the record has them.
-    Other record types (e.g. the classic group's) are keyed by their type name the same way."""
+    """The compaction key: kind, group id, then member id, regex, or topic and partition when the record has them.
+    Other record types are keyed by their type name the same way (give a new type and its tombstone one kind)."""
     parts: list[str | int] = [_KEY_KIND.get(type(record), type(record).__name__), record.group_id]
-    for name in ("member_id", "topic", "partition"):
+    for name in ("member_id", "regex", "topic", "partition"):
         value = getattr(record, name, None)
         if value is not None:
             parts.append(value)

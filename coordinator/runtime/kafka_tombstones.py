@@ -29,6 +29,8 @@ _TOMBSTONES: tuple[type, ...] = (
     r.ConsumerGroupTargetAssignmentMemberTombstone,
     r.ConsumerGroupCurrentMemberAssignmentTombstone,
     r.OffsetCommitTombstone,
+    r.ConsumerGroupRegularExpressionTombstone,
+    r.GroupEmptySinceTombstone,
     ClassicGroupMetadataTombstone,
 )
 

@@ -70,3 +70,18 @@ def test_deletions_are_followed_by_null_values_that_replay_skips(kafka: AnyKafka
                         (["target_metadata", "g"], True)]
     assert replayed == records
     assert (load.records, load.end_offset) == (3, 4)
+
+
+def test_every_record_type_shares_its_compaction_key_with_its_tombstone_and_never_with_a_sibling() -> None:
+    """Two subscribed regexes of one group must not share a key (compaction would keep only the later one), and a
+    tombstone must share the key of what it deletes (else it never supersedes it, and its null drops nothing)."""
+    pairs = [
+        (r.ConsumerGroupRegularExpression("g", "orders-.*", ("orders-1",), 5),
+         r.ConsumerGroupRegularExpressionTombstone("g", "orders-.*")),
+        (r.GroupEmptySince("g", 5), r.GroupEmptySinceTombstone("g")),
+    ]
+    for record, tombstone in pairs:
+        assert record_key(record) == record_key(tombstone), type(record).__name__
+        assert keys([tombstone]) == [json.loads(record_key(record))]
+    other_regex = r.ConsumerGroupRegularExpression("g", "billing-.*", (), 5)
+    assert record_key(other_regex) != record_key(pairs[0][0])
