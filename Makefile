@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint proto proto-check bench clean serve
+.PHONY: demo test lint proto proto-check bench clean serve kafka-broker
 
 $(STAMP): pyproject.toml
 	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "needs $(PYTHON) on PATH"; exit 1; }
@@ -20,12 +20,17 @@ test: $(STAMP)
 	$(PY) -m ruff check .
 	$(PY) -m mypy assignors coordinator clients groupcoord
 	$(VENV)/bin/lint-imports
+	bash scripts/kafka-broker.sh >/dev/null
 	$(PY) -m pytest -q $(PYTEST_ARGS)
 
 lint: $(STAMP)
 	$(PY) -m ruff check .
 	$(PY) -m mypy assignors coordinator clients groupcoord
 	$(VENV)/bin/lint-imports
+
+# The Apache Kafka broker of tests/realkafka: jars from Maven Central into .cache/ (first run only, seconds).
+kafka-broker:
+	bash scripts/kafka-broker.sh
 
 # Regenerate groupcoord/v1/*_pb2*.py from proto/ (tests/test_proto_drift.py checks they match).
 proto: $(STAMP)

@@ -1,12 +1,18 @@
 #!/usr/bin/env bash
-# CI set-up for tests/deploy: `docker-compose config` validates docker-compose.yml. There is no Docker engine
-# on the CI machines; Debian's docker-compose package needs none for `config`. Installs it only if missing.
+# CI set-up, installing only what is missing:
+# - for tests/deploy: `docker-compose config` validates docker-compose.yml. There is no Docker engine on the CI
+#   machines; Debian's docker-compose package needs none for `config`.
+# - for tests/realkafka: Java 17 and Maven, which scripts/kafka-broker.sh uses to fetch and run Kafka.
 set -euo pipefail
-if command -v docker-compose >/dev/null 2>&1; then
+PACKAGES=()
+command -v docker-compose >/dev/null 2>&1 || PACKAGES+=(docker-compose)
+command -v java >/dev/null 2>&1 || PACKAGES+=(openjdk-17-jre-headless)
+command -v mvn >/dev/null 2>&1 || PACKAGES+=(maven)
+if [ ${#PACKAGES[@]} -eq 0 ]; then
   exit 0
 fi
 if ! command -v apt-get >/dev/null 2>&1; then
-  echo "ci-setup: docker-compose is missing and apt-get is not available; install docker-compose by hand" >&2
+  echo "ci-setup: ${PACKAGES[*]} missing and apt-get is not available; install them by hand" >&2
   exit 1
 fi
 SUDO=""
@@ -14,11 +20,11 @@ if [ "$(id -u)" -ne 0 ]; then
   if command -v sudo >/dev/null 2>&1; then
     SUDO="sudo -n"
   else
-    echo "ci-setup: docker-compose is missing and installing it needs root (or sudo)" >&2
+    echo "ci-setup: ${PACKAGES[*]} missing and installing them needs root (or sudo)" >&2
     exit 1
   fi
 fi
 export DEBIAN_FRONTEND=noninteractive
 $SUDO apt-get update -qq
-$SUDO apt-get install -y -qq --no-install-recommends docker-compose >/dev/null
-command -v docker-compose >/dev/null 2>&1
+$SUDO apt-get install -y -qq --no-install-recommends "${PACKAGES[@]}" >/dev/null
+for tool in docker-compose java mvn; do command -v "$tool" >/dev/null 2>&1; done

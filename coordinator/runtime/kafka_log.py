@@ -7,10 +7,9 @@ group. The message key names what the record is about, as `__consumer_offsets` k
 group id, and the member id or the topic-partition (`["offset_commit","g","orders",3]`, JSON so no id can
 make two keys collide). A later record with the same key supersedes the earlier one completely, so
 compaction (`cleanup.policy=compact`) keeps exactly what replay needs. Tombstone records (a member left, an
-offset deleted) are written as ordinary values under the key of what they delete: compaction keeps the
-tombstone, which replay then applies. No null-valued keys are produced: the record set has no tombstone for
-every key of a group (the target-assignment metadata has none), so dropping a group's tombstone could let an
-older record of another key bring the group back on replay.
+offset deleted) are written as ordinary values under the key of what they delete, which replay applies. After
+an operation's message, a null-valued message (Kafka's tombstone) under each key the operation deleted lets
+compaction drop that key's earlier messages and then the key itself (`kafka_tombstones`); replay skips nulls.
 
 One message per operation. The value holds all records an operation wrote for one group's partition
 (`record_codec.encode_operation`), so replay applies them whole or not at all; values written before this
@@ -52,6 +51,7 @@ from coordinator.core import records as r
 from coordinator.core.classic_group import ClassicGroupMetadata, ClassicGroupMetadataTombstone
 from coordinator.core.partitioning import state_partition
 from coordinator.runtime import record_codec
+from coordinator.runtime.kafka_tombstones import deleted_keys
 from coordinator.runtime.record_codec import RecordTooLargeError
 
 log = logging.getLogger("groupcoord.kafka_log")
@@ -73,16 +73,20 @@ _KEY_KIND: dict[type, str] = {
     r.OffsetCommit: "offset_commit",
     r.OffsetCommitTombstone: "offset_commit",
     r.GroupConfig: "group_config",
+    r.ConsumerGroupRegularExpression: "regex",
+    r.ConsumerGroupRegularExpressionTombstone: "regex",
+    r.GroupEmptySince: "empty_since",
+    r.GroupEmptySinceTombstone: "empty_since",
     ClassicGroupMetadata: "classic_group",
     ClassicGroupMetadataTombstone: "classic_group",  # same key as the record it deletes, so compaction drops both
 }
 
 
 def record_key(record: Any) -> bytes:
-    """The compaction key: kind, group id, then member id or topic and partition when the record has them.
-    Other record types (e.g. the classic group's) are keyed by their type name the same way."""
+    """The compaction key: kind, group id, then member id, regex, or topic and partition when the record has them.
+    Other record types are keyed by their type name the same way (give a new type and its tombstone one kind)."""
     parts: list[str | int] = [_KEY_KIND.get(type(record), type(record).__name__), record.group_id]
-    for name in ("member_id", "topic", "partition"):
+    for name in ("member_id", "regex", "topic", "partition"):
         value = getattr(record, name, None)
         if value is not None:
             parts.append(value)
@@ -244,7 +248,9 @@ class KafkaRecordLog:
             raise RuntimeError("the Kafka record log is not started or is closed")
         if not records:
             return None
-        messages = self._operation_messages(records)
+        messages: list[tuple[int, bytes, bytes | None]] = list(self._operation_messages(records))
+        messages += [(state_partition(group_id, self.partitions), key, None)  # Kafka tombstones, for compaction
+                     for group_id, key in deleted_keys(records, record_key)]
         delivery = _Delivery(len(messages))
         with self._outstanding_lock:
             self._outstanding.add(delivery.future)

@@ -24,7 +24,7 @@ Per partition, on this instance (all of it on the runtime's event loop, so it is
 Directory. Each owner commits, in the coordinators' group, an offset for each partition it is assigned whose
 metadata is its advertised `host:port` (an OffsetCommit under the group's generation: Kafka rejects it from an
 instance that is no longer a member). `FindCoordinator` answers from those commits, read periodically with
-`list_consumer_group_offsets`. (librdkafka's mock cluster, which the tests run on, implements neither
+OffsetFetch by a consumer of that group that never subscribes. (librdkafka's mock cluster implements neither
 DescribeGroups nor ConsumerGroupDescribe, so members' client ids and assignments cannot be described there.)
 An entry can be stale for a moment after a move: a client that reaches an instance no longer owning the
 group gets NOT_COORDINATOR and asks again.
@@ -45,8 +45,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, KafkaException, TopicPartition
-from confluent_kafka.admin import AdminClient
+from confluent_kafka import Consumer, KafkaException, TopicPartition
 
 from coordinator.core.errors import Errors
 from coordinator.core.partitioning import drop_groups, in_partitions, state_partition, timers_after_partition_load
@@ -334,23 +333,31 @@ class PartitionOwnership:
 
     # --- directory (its own thread) ----------------------------------------------------------------------------
     def _refresh_directory(self) -> None:
+        """Read the owners' claims with a consumer of the coordinators' group that never subscribes (so never
+        joins). Not `AdminClient.list_consumer_group_offsets`: in librdkafka (2.16.1 here) a NOT_COORDINATOR or
+        COORDINATOR_LOAD_IN_PROGRESS answer to the admin OffsetFetch dereferences the consumer-group handle an
+        admin client does not have and the process dies with SIGSEGV (rd_kafka_cgrp_op <- rd_kafka_handle_OffsetFetch
+        <- rd_kafka_ListConsumerGroupOffsetsResponse_parse; librdkafka issue 5040). A real broker answers so
+        whenever the group's coordinator is loading or moving; a consumer handles it by finding the coordinator."""
         o = self.options
-        admin = AdminClient({"bootstrap.servers": o.bootstrap_servers, **o.client_config,
-                             "client.id": f"{format_host_port(*self._advertised)}-directory"})
-        request = [ConsumerGroupTopicPartitions(o.coordinators_group,
-                                                [TopicPartition(self.topic, p) for p in range(self.partitions)])]
+        reader = Consumer({"bootstrap.servers": o.bootstrap_servers, **o.client_config,
+                           "group.id": o.coordinators_group, "enable.auto.commit": False,
+                           "client.id": f"{format_host_port(*self._advertised)}-directory"})
+        partitions = [TopicPartition(self.topic, p) for p in range(self.partitions)]
         interval = o.directory_refresh_ms / 1000
-        while True:
-            try:
-                result = admin.list_consumer_group_offsets(request, request_timeout=max(interval, 5.0))
-                committed = result[o.coordinators_group].result()
-            except Exception as e:
-                log.warning("reading the coordinators' directory failed: %s", e)
-                committed = None
-            if committed is not None:
-                self._directory = self._parse_directory(committed.topic_partitions or [])
-            if self._stopping.wait(interval):
-                return
+        try:
+            while True:
+                try:
+                    committed: list[TopicPartition] | None = reader.committed(partitions, timeout=max(interval, 5.0))
+                except Exception as e:
+                    log.warning("reading the coordinators' directory failed: %s", e)
+                    committed = None
+                if committed is not None:
+                    self._directory = self._parse_directory(committed)
+                if self._stopping.wait(interval):
+                    return
+        finally:
+            reader.close()
 
     @staticmethod
     def _parse_directory(committed: list[TopicPartition]) -> dict[int, tuple[str, int]]:

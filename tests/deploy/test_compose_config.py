@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+from xml.etree import ElementTree
 
 import yaml
 
+from groupcoord.kafka_broker import KAFKA_VERSION
 from tests.deploy.files import COMPOSE_FILE, REPO, compose
 
 SETUP = REPO / "scripts" / "ci-setup.sh"
@@ -47,3 +49,14 @@ def test_every_image_is_pinned_to_a_version() -> None:
         if "build" in svc:
             continue
         assert ":" in image and not image.endswith(":latest"), f"service {name}: pin the image version ({image!r})"
+
+
+def test_compose_runs_the_kafka_version_the_real_broker_tests_run() -> None:
+    """docker-compose.yml, kafka-broker/pom.xml and groupcoord.kafka_broker name one Kafka release."""
+    pom = ElementTree.parse(REPO / "kafka-broker" / "pom.xml").getroot()
+    ns = "{http://maven.apache.org/POM/4.0.0}"
+    pom_version = pom.findtext(f"{ns}properties/{ns}kafka.version")
+    assert pom_version == KAFKA_VERSION
+    images = {svc["image"] for svc in compose()["services"].values()
+              if svc.get("image", "").startswith("apache/kafka:")}
+    assert images == {f"apache/kafka:{KAFKA_VERSION}"}

@@ -3,6 +3,9 @@
 One 3-broker cluster (racks r1, r2, r3) is shared by the whole session for tests that only add topics;
 tests that inject faults (brokers down, request errors, delays) get their own cluster so a fault cannot
 leak into another test. Clusters start in milliseconds, and every one is closed.
+
+Tests that need only what every Kafka does take `any_kafka` and run twice: on the mock and on the session's
+real Apache Kafka broker (tests/realkafka/fixtures.py).
 """
 
 from __future__ import annotations
@@ -13,6 +16,9 @@ from collections.abc import Iterator
 import pytest
 
 from groupcoord.embedded_kafka import EmbeddedKafka
+from groupcoord.kafka_broker import KafkaBroker
+
+AnyKafka = EmbeddedKafka | KafkaBroker
 
 # Short client timeouts keep failure paths fast: a refresh against a down broker gives up in 0.5 s.
 FAST_CLIENT_CONFIG = {"socket.timeout.ms": 500}
@@ -25,6 +31,22 @@ def embedded_kafka() -> Iterator[EmbeddedKafka]:
         for broker_id in (1, 2, 3):
             kafka.set_broker_rack(broker_id, f"r{broker_id}")
         yield kafka
+
+
+@pytest.fixture(params=["mock", "real"])
+def any_kafka(request: pytest.FixtureRequest) -> AnyKafka:
+    """The shared mock cluster, then the real broker: for behaviour both must show."""
+    name = "embedded_kafka" if request.param == "mock" else "kafka_broker"
+    kafka: AnyKafka = request.getfixturevalue(name)
+    return kafka
+
+
+@pytest.fixture(params=["mock", "real"])
+def any_kafka_with_racks(request: pytest.FixtureRequest) -> AnyKafka:
+    """Three brokers with racks r1..r3: the shared mock cluster, then a real 3-node Kafka."""
+    name = "embedded_kafka" if request.param == "mock" else "kafka_cluster3"
+    kafka: AnyKafka = request.getfixturevalue(name)
+    return kafka
 
 
 @pytest.fixture

@@ -19,12 +19,13 @@ from coordinator.core.metadata import MetadataImage
 from coordinator.runtime.kafka_metadata import KafkaMetadataSource, kafka_uuid_to_str
 from groupcoord.embedded_kafka import EmbeddedKafka
 
-from .conftest import FAST_CLIENT_CONFIG, REQUEST_TIMEOUT_S
+from .conftest import FAST_CLIENT_CONFIG, REQUEST_TIMEOUT_S, AnyKafka
 
-pytestmark = [pytest.mark.integration, pytest.mark.timeout(30)]
+# 90 s: the first test on the real broker starts it (about 3 s; far longer on a loaded machine).
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(90)]
 
 
-def _source(kafka: EmbeddedKafka, refresh_interval_s: float = 0.05) -> KafkaMetadataSource:
+def _source(kafka: AnyKafka, refresh_interval_s: float = 0.05) -> KafkaMetadataSource:
     return KafkaMetadataSource(
         kafka.bootstrap_servers,
         refresh_interval_s=refresh_interval_s,
@@ -34,8 +35,8 @@ def _source(kafka: EmbeddedKafka, refresh_interval_s: float = 0.05) -> KafkaMeta
 
 
 @pytest.fixture
-def running_source(embedded_kafka: EmbeddedKafka) -> Iterator[KafkaMetadataSource]:
-    source = _source(embedded_kafka)
+def running_source(any_kafka: AnyKafka) -> Iterator[KafkaMetadataSource]:
+    source = _source(any_kafka)
     source.start()
     try:
         yield source
@@ -65,17 +66,17 @@ def _next_matching(q: queue.Queue[MetadataImage], pred: Callable[[MetadataImage]
             return image
 
 
-def test_snapshot_is_empty_before_the_first_refresh(embedded_kafka: EmbeddedKafka) -> None:
-    source = _source(embedded_kafka)
+def test_snapshot_is_empty_before_the_first_refresh(any_kafka: AnyKafka) -> None:
+    source = _source(any_kafka)
     assert source.snapshot().by_name == {}
     assert source.age_seconds() == float("inf")
     assert source.last_refresh_ok_ms is None
 
 
 def test_new_topic_appears_and_on_change_fires(running_source: KafkaMetadataSource,
-                                                embedded_kafka: EmbeddedKafka, topic_name: str) -> None:
+                                                any_kafka: AnyKafka, topic_name: str) -> None:
     changes = _changes(running_source)
-    embedded_kafka.create_topic(topic_name, 6)
+    any_kafka.create_topic(topic_name, 6)
     image = _next_matching(changes, lambda im: topic_name in im.by_name)
     topic = image.by_name[topic_name]
     assert topic.partition_count == 6
@@ -83,10 +84,20 @@ def test_new_topic_appears_and_on_change_fires(running_source: KafkaMetadataSour
     assert running_source.snapshot().by_name[topic_name].partition_count == 6
 
 
-def test_partition_count_change_is_seen_with_a_new_topic_id(running_source: KafkaMetadataSource,
-                                                            embedded_kafka: EmbeddedKafka, topic_name: str) -> None:
+def test_partition_count_change_is_seen_with_a_new_topic_id(embedded_kafka: EmbeddedKafka, topic_name: str) -> None:
     # The mock cannot add partitions to a topic (no CreatePartitions), so the change is made as Kafka
-    # would show a delete + re-create: same name, more partitions, a new topic id.
+    # would show a delete + re-create: same name, more partitions, a new topic id. The real broker's
+    # CreatePartitions is tests/realkafka/test_admin_changes.py.
+    running_source = _source(embedded_kafka)
+    running_source.start()
+    try:
+        _count_change_after_recreate(running_source, embedded_kafka, topic_name)
+    finally:
+        running_source.stop()
+
+
+def _count_change_after_recreate(running_source: KafkaMetadataSource, embedded_kafka: EmbeddedKafka,
+                                 topic_name: str) -> None:
     changes = _changes(running_source)
     embedded_kafka.create_topic(topic_name, 2)
     before = _next_matching(changes, lambda im: topic_name in im.by_name).by_name[topic_name]
@@ -99,18 +110,18 @@ def test_partition_count_change_is_seen_with_a_new_topic_id(running_source: Kafk
     assert after.topic_id != before.topic_id
 
 
-def test_deleted_topic_disappears(running_source: KafkaMetadataSource, embedded_kafka: EmbeddedKafka,
+def test_deleted_topic_disappears(running_source: KafkaMetadataSource, any_kafka: AnyKafka,
                                   topic_name: str) -> None:
     changes = _changes(running_source)
-    embedded_kafka.create_topic(topic_name, 1)
+    any_kafka.create_topic(topic_name, 1)
     _next_matching(changes, lambda im: topic_name in im.by_name)
-    embedded_kafka.delete_topic(topic_name)
+    any_kafka.delete_topic(topic_name)
     _next_matching(changes, lambda im: topic_name not in im.by_name)
 
 
-def test_on_change_is_not_called_when_nothing_changed(embedded_kafka: EmbeddedKafka, topic_name: str) -> None:
-    embedded_kafka.create_topic(topic_name, 1)
-    source = _source(embedded_kafka)
+def test_on_change_is_not_called_when_nothing_changed(any_kafka: AnyKafka, topic_name: str) -> None:
+    any_kafka.create_topic(topic_name, 1)
+    source = _source(any_kafka)
     changes = _changes(source)
     assert source.refresh_now()
     assert changes.qsize() == 1
@@ -119,22 +130,23 @@ def test_on_change_is_not_called_when_nothing_changed(embedded_kafka: EmbeddedKa
     assert changes.qsize() == 1
 
 
-def test_topic_ids_are_kafkas_own_in_canonical_uuid_form(embedded_kafka: EmbeddedKafka, topic_name: str) -> None:
-    embedded_kafka.create_topic(topic_name, 1)
-    source = _source(embedded_kafka)
+def test_topic_ids_are_kafkas_own_in_canonical_uuid_form(any_kafka: AnyKafka, topic_name: str) -> None:
+    any_kafka.create_topic(topic_name, 1)
+    source = _source(any_kafka)
     assert source.refresh_now()
-    admin = AdminClient({"bootstrap.servers": embedded_kafka.bootstrap_servers})
+    admin = AdminClient({"bootstrap.servers": any_kafka.bootstrap_servers})
     kafka_id = admin.describe_topics(TopicCollection([topic_name]))[topic_name].result().topic_id
     expected = uuid.UUID(bytes=base64.urlsafe_b64decode(str(kafka_id) + "=="))
     assert source.snapshot().by_name[topic_name].topic_id == str(expected) == kafka_uuid_to_str(kafka_id)
 
 
-def test_partition_racks_are_the_racks_of_the_replicas_brokers(embedded_kafka: EmbeddedKafka,
+@pytest.mark.timeout(180)  # the real variant starts a 3-node cluster
+def test_partition_racks_are_the_racks_of_the_replicas_brokers(any_kafka_with_racks: AnyKafka,
                                                                topic_name: str) -> None:
-    embedded_kafka.create_topic(topic_name, 6, replication_factor=2)
-    source = _source(embedded_kafka)
+    any_kafka_with_racks.create_topic(topic_name, 6, replication_factor=2)
+    source = _source(any_kafka_with_racks)
     assert source.refresh_now()
-    md = AdminClient({"bootstrap.servers": embedded_kafka.bootstrap_servers}).list_topics(topic_name, timeout=5)
+    md = AdminClient({"bootstrap.servers": any_kafka_with_racks.bootstrap_servers}).list_topics(topic_name, timeout=5)
     replicas = {p.id: p.replicas for p in md.topics[topic_name].partitions.values()}
     topic = source.snapshot().by_name[topic_name]
     assert topic.partition_racks == tuple(frozenset(f"r{b}" for b in replicas[p]) for p in range(6))

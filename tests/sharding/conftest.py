@@ -1,4 +1,9 @@
-"""Coordinator instances sharing a state topic on the embedded Kafka (real gRPC, real consumer group)."""
+"""Coordinator instances sharing a state topic (real gRPC, real consumer group).
+
+The `kafka` fixture runs each test twice: on the embedded Kafka (librdkafka's mock, a fresh cluster per test)
+and on the session's real Apache Kafka broker (tests/realkafka/fixtures.py), where the test's topics and the
+coordinators' consumer group are deleted afterwards so the next test starts clean under the same names.
+"""
 
 from __future__ import annotations
 
@@ -9,6 +14,7 @@ from typing import Any
 
 import grpc
 import pytest
+from confluent_kafka import KafkaError, KafkaException
 
 from coordinator.core.config import BrokerConfig
 from coordinator.core.partitioning import state_partition
@@ -17,6 +23,7 @@ from coordinator.runtime.server import ServerOptions, ServerThread
 from coordinator.runtime.sharding import KafkaStateOptions, PartitionState
 from coordinator.runtime.static_metadata import StaticMetadataSource
 from groupcoord.embedded_kafka import EmbeddedKafka
+from groupcoord.kafka_broker import KafkaBroker
 from groupcoord.v1 import coordinator_pb2 as pb
 from groupcoord.v1 import coordinator_pb2_grpc as pb_grpc
 
@@ -32,13 +39,44 @@ FAST: dict[str, Any] = {
 }
 
 
-@pytest.fixture
-def kafka() -> Iterator[EmbeddedKafka]:
-    with EmbeddedKafka(1, topics={STATE_TOPIC: PARTITIONS, **TOPICS}) as cluster:
-        yield cluster
+AnyKafka = EmbeddedKafka | KafkaBroker
 
 
-def state_options(kafka: EmbeddedKafka, **overrides: Any) -> KafkaStateOptions:
+@pytest.fixture(params=["mock", "real"])
+def kafka(request: pytest.FixtureRequest) -> Iterator[AnyKafka]:
+    if request.param == "mock":
+        with EmbeddedKafka(1, topics={STATE_TOPIC: PARTITIONS, **TOPICS}) as cluster:
+            yield cluster
+        return
+    broker: KafkaBroker = request.getfixturevalue("kafka_broker")
+    topics = {STATE_TOPIC: PARTITIONS, **TOPICS}
+    for name, partitions in topics.items():
+        broker.create_topic(name, partitions, config={"cleanup.policy": "compact"} if name == STATE_TOPIC else None)
+    try:
+        yield broker
+    finally:
+        for name in topics:
+            broker.delete_topic(name)
+        delete_group(broker, f"groupcoord-coordinators.{STATE_TOPIC}")
+
+
+def delete_group(broker: KafkaBroker, group_id: str, timeout_s: float = 30.0) -> None:
+    """Delete a Kafka consumer group once it is empty (a killed member leaves at its session timeout)."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            broker.admin.delete_consumer_groups([group_id], request_timeout=5)[group_id].result(10)
+            return
+        except KafkaException as e:
+            code = e.args[0].code()
+            if code == KafkaError.GROUP_ID_NOT_FOUND:
+                return
+            if code != KafkaError.NON_EMPTY_GROUP or time.monotonic() > deadline:
+                raise
+        time.sleep(0.2)
+
+
+def state_options(kafka: AnyKafka, **overrides: Any) -> KafkaStateOptions:
     # 3 s: with shorter sessions librdkafka's mock group coordinator sometimes leaves a joining member waiting.
     values: dict[str, Any] = {"topic": STATE_TOPIC, "partitions": PARTITIONS, "session_timeout_ms": 3000,
                               "heartbeat_interval_ms": 300, "directory_refresh_ms": 200, "create_topic": False}
@@ -46,7 +84,7 @@ def state_options(kafka: EmbeddedKafka, **overrides: Any) -> KafkaStateOptions:
     return KafkaStateOptions(kafka.bootstrap_servers, **values)
 
 
-def start_instance(kafka: EmbeddedKafka, sink: KafkaRecordLog | None = None, listen: str = "127.0.0.1:0",
+def start_instance(kafka: AnyKafka, sink: KafkaRecordLog | None = None, listen: str = "127.0.0.1:0",
                    advertised_listener: str | None = None, **overrides: Any) -> ServerThread:
     options = ServerOptions(listen=listen, config=BrokerConfig.from_mapping(FAST),
                             metadata_source=StaticMetadataSource(TOPICS), metadata_poll_s=0.2,

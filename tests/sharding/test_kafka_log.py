@@ -22,11 +22,11 @@ from groupcoord.v1 import coordinator_pb2 as pb
 from .conftest import PARTITIONS, STATE_TOPIC, partitions_served, start_instance, stub, wait_for
 
 
-def raw_messages(kafka: EmbeddedKafka, partition: int) -> list[tuple[bytes, bytes]]:
+def raw_messages(kafka: EmbeddedKafka, partition: int) -> list[tuple[bytes, bytes | None]]:
     consumer = Consumer({"bootstrap.servers": kafka.bootstrap_servers, "group.id": "test-reader",
                          "enable.auto.commit": False, "enable.partition.eof": True})
     consumer.assign([TopicPartition(STATE_TOPIC, partition, OFFSET_BEGINNING)])
-    out: list[tuple[bytes, bytes]] = []
+    out: list[tuple[bytes, bytes | None]] = []
     try:
         while True:
             msg = consumer.poll(5)
@@ -35,9 +35,9 @@ def raw_messages(kafka: EmbeddedKafka, partition: int) -> list[tuple[bytes, byte
             if err is not None and err.code() == KafkaError._PARTITION_EOF:
                 return out
             assert err is None, err
-            key, value = msg.key(), msg.value()
-            assert key is not None and value is not None
-            out.append((key, value))
+            key = msg.key()
+            assert key is not None
+            out.append((key, msg.value()))  # a null value: a Kafka tombstone (test_kafka_tombstones)
     finally:
         consumer.close()
 

@@ -10,15 +10,25 @@ from typing import Any
 from coordinator.core.partitioning import state_partition
 from coordinator.runtime.kafka_log import KafkaRecordLog, PartitionLoad
 from coordinator.runtime.sharding import PartitionState
-from groupcoord.embedded_kafka import EmbeddedKafka
 
-from .conftest import PARTITIONS, STATE_TOPIC, find_coordinator, free_port, join, owned, start_instance, stub, wait_for
+from .conftest import (
+    PARTITIONS,
+    STATE_TOPIC,
+    AnyKafka,
+    find_coordinator,
+    free_port,
+    join,
+    owned,
+    start_instance,
+    stub,
+    wait_for,
+)
 
 
 class GatedKafkaLog(KafkaRecordLog):
     """A real Kafka record log whose partition loads wait for the test to open the gate."""
 
-    def __init__(self, kafka: EmbeddedKafka, gate: threading.Event) -> None:
+    def __init__(self, kafka: AnyKafka, gate: threading.Event) -> None:
         super().__init__(kafka.bootstrap_servers, STATE_TOPIC, PARTITIONS, create_topic=False)
         self.gate = gate
 
@@ -28,7 +38,7 @@ class GatedKafkaLog(KafkaRecordLog):
 
 
 def test_requests_for_a_partition_still_loading_get_coordinator_load_in_progress_then_are_served(
-        kafka: EmbeddedKafka) -> None:
+        kafka: AnyKafka) -> None:
     gate = threading.Event()
     port = free_port()
     instance = start_instance(kafka, sink=GatedKafkaLog(kafka, gate), listen=f"127.0.0.1:{port}",

@@ -29,6 +29,7 @@ from .conftest import (
     PARTITIONS,
     STATE_TOPIC,
     TOPICS,
+    AnyKafka,
     find_coordinator,
     free_port,
     group_ids_covering_every_partition,
@@ -105,7 +106,7 @@ def test_the_python_client_follows_find_coordinator_from_any_instance_to_the_own
 
 
 def test_partitions_handed_over_while_serving_bring_every_acknowledged_commit_to_the_new_owner(
-        kafka: EmbeddedKafka) -> None:
+        kafka: AnyKafka) -> None:
     """A joins alone, B joins later (the cooperative rebalance moves half the partitions while A keeps serving the
     rest), then A stops: each handoff must carry every commit A acknowledged."""
     second_address = f"127.0.0.1:{free_port()}"
@@ -203,7 +204,7 @@ def owner_port(addresses: list[str], group_id: str) -> int | None:
 
 
 def test_a_killed_instance_s_groups_move_to_the_survivors_whose_members_carry_on_with_offsets_intact(
-        kafka: EmbeddedKafka, tmp_path: Path) -> None:
+        kafka: AnyKafka, tmp_path: Path) -> None:
     ports = [free_port() for _ in range(3)]
     addresses = [f"127.0.0.1:{p}" for p in ports]
     procs = {port: serve(kafka.bootstrap_servers, port, tmp_path / f"coordinator-{port}.log") for port in ports}

@@ -1,0 +1,312 @@
+"""A real Apache Kafka broker for tests: KRaft, formatted fresh, on free loopback ports.
+
+Why: librdkafka's mock cluster (groupcoord.embedded_kafka) stays the fast default, but it does not fence
+transactional producers, compact, create partitions or delete records. Claims that rest on those need the
+real broker. Its jars come from Maven Central (kafka-broker/pom.xml, installed once into
+.cache/kafka-<version>/libs by scripts/kafka-broker.sh); this module only does what Kafka's own
+kafka-storage.sh and kafka-server-start.sh do: `kafka.tools.StorageTool format`, then `kafka.Kafka`.
+
+Every node is a combined broker+controller with a static quorum (`controller.quorum.voters`), so formatting
+needs no `--standalone`. The configs shorten what tests would otherwise wait for: one partition for the
+internal topics, no initial rebalance delay, group session minimums low enough for 0.5-3 s test sessions,
+and a log cleaner that wakes every 100 ms.
+
+Command line, for a broker to poke at by hand::
+
+    python -m groupcoord.kafka_broker --brokers 1 --topic orders:12
+
+prints the bootstrap servers and serves until SIGTERM or SIGINT.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from types import TracebackType
+
+from confluent_kafka import TopicPartition
+from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic
+
+__all__ = ["KAFKA_VERSION", "KafkaBroker", "KafkaBrokerError", "install", "main"]
+
+KAFKA_VERSION = "4.4.0"
+_CHECKOUT = Path(__file__).resolve().parents[1]
+_INSTALL_SCRIPT = _CHECKOUT / "scripts" / "kafka-broker.sh"
+_START_TIMEOUT_S = 90.0
+_ADMIN_TIMEOUT_S = 30.0
+
+# Broker settings every test broker gets (Kafka's names); callers may override any of them.
+TEST_BROKER_CONFIG: Mapping[str, str] = {
+    "offsets.topic.num.partitions": "1",
+    "transaction.state.log.num.partitions": "1",
+    "share.coordinator.state.topic.num.partitions": "1",
+    "group.initial.rebalance.delay.ms": "0",
+    "group.min.session.timeout.ms": "500",
+    "group.consumer.min.session.timeout.ms": "500",
+    "group.consumer.min.heartbeat.interval.ms": "50",
+    "log.cleaner.backoff.ms": "100",
+    "auto.create.topics.enable": "false",
+    "num.partitions": "1",
+}
+
+
+class KafkaBrokerError(RuntimeError):
+    """The broker could not be installed or started; the message carries Kafka's own output."""
+
+
+def install(version: str = KAFKA_VERSION) -> Path:
+    """The folder of the broker's jars, downloaded from Maven Central on first use (seconds)."""
+    home = os.environ.get("GROUPCOORD_KAFKA_HOME")
+    libs = Path(home) / "libs" if home else _CHECKOUT / ".cache" / f"kafka-{version}" / "libs"
+    if (libs.parent / "installed").is_file():
+        return libs
+    if not _INSTALL_SCRIPT.is_file():
+        raise KafkaBrokerError(f"Kafka {version} is not installed in {libs} and {_INSTALL_SCRIPT} is missing")
+    done = subprocess.run(["bash", str(_INSTALL_SCRIPT)], env={**os.environ, "KAFKA_VERSION": version},
+                          capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise KafkaBrokerError(f"installing Kafka {version} failed:\n{done.stderr[-4000:]}")
+    return Path(done.stdout.strip().splitlines()[-1])
+
+
+def _free_ports(n: int) -> list[int]:
+    """n distinct free loopback ports (held open together so none repeats)."""
+    sockets = [socket.socket() for _ in range(n)]
+    try:
+        for s in sockets:
+            s.bind(("127.0.0.1", 0))
+        return [int(s.getsockname()[1]) for s in sockets]
+    finally:
+        for s in sockets:
+            s.close()
+
+
+def _die_with_parent() -> None:
+    """Linux: the JVM gets SIGKILL when the test process dies, so no broker outlives a killed pytest."""
+    try:
+        import ctypes
+
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except OSError:
+        pass
+
+
+class KafkaBroker:
+    """A running Kafka cluster of `brokers` nodes; use as a context manager or call `close()`.
+
+    Node ids are 1..brokers. `config` applies to every node, `node_config` to one (e.g. `broker.rack`). The
+    data lives in a fresh temporary folder removed on close.
+    """
+
+    def __init__(self, brokers: int = 1, *, config: Mapping[str, str | int] | None = None,
+                 node_config: Mapping[int, Mapping[str, str | int]] | None = None,
+                 topics: Mapping[str, int] | None = None, heap: str = "384m") -> None:
+        if brokers < 1:
+            raise ValueError(f"brokers must be >= 1, got {brokers}")
+        self.brokers = brokers
+        self.libs = install()
+        self._dir = Path(tempfile.mkdtemp(prefix="kafka-"))
+        self._procs: list[subprocess.Popen[bytes]] = []
+        self._lock = threading.Lock()
+        ports = _free_ports(2 * brokers)
+        self._broker_ports, self._controller_ports = ports[:brokers], ports[brokers:]
+        voters = ",".join(f"{i + 1}@127.0.0.1:{p}" for i, p in enumerate(self._controller_ports))
+        overrides = {k: str(v) for k, v in (config or {}).items()}
+        internal_rf = str(min(brokers, 3))
+        started = time.monotonic()
+        try:
+            cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+            for node in range(1, brokers + 1):
+                mine = {**overrides, **{k: str(v) for k, v in (node_config or {}).get(node, {}).items()}}
+                props = self._write_properties(node, voters, internal_rf, mine)
+                self._run_java("kafka.tools.StorageTool", "format", "-t", cluster_id, "-c", str(props))
+            for node in range(1, brokers + 1):
+                self._procs.append(self._start_node(node, heap))
+            self._wait_ready(started + _START_TIMEOUT_S)
+            self.start_seconds = time.monotonic() - started
+            self.admin = AdminClient({"bootstrap.servers": self.bootstrap_servers})
+            for name, partitions in (topics or {}).items():
+                self.create_topic(name, partitions)
+        except BaseException:
+            self.close()
+            raise
+
+    # --- start ----------------------------------------------------------------------------------------
+    def _write_properties(self, node: int, voters: str, internal_rf: str, overrides: Mapping[str, str]) -> Path:
+        broker_port, controller_port = self._broker_ports[node - 1], self._controller_ports[node - 1]
+        log_dir = self._dir / f"node-{node}" / "data"
+        log_dir.mkdir(parents=True)
+        props: dict[str, str] = {
+            "process.roles": "broker,controller",
+            "node.id": str(node),
+            "controller.quorum.voters": voters,
+            "listeners": f"PLAINTEXT://127.0.0.1:{broker_port},CONTROLLER://127.0.0.1:{controller_port}",
+            "advertised.listeners": f"PLAINTEXT://127.0.0.1:{broker_port}",
+            "controller.listener.names": "CONTROLLER",
+            "inter.broker.listener.name": "PLAINTEXT",
+            "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
+            "log.dirs": str(log_dir),
+            "offsets.topic.replication.factor": internal_rf,
+            "transaction.state.log.replication.factor": internal_rf,
+            "transaction.state.log.min.isr": "1",
+            "share.coordinator.state.topic.replication.factor": internal_rf,
+            "share.coordinator.state.topic.min.isr": "1",
+            **TEST_BROKER_CONFIG,
+            **overrides,
+        }
+        path = self._dir / f"node-{node}" / "server.properties"
+        path.write_text("".join(f"{k}={v}\n" for k, v in props.items()))
+        return path
+
+    def _java(self, main_class: str, *args: str, heap: str = "256m") -> list[str]:
+        # C1 only and serial GC: a test broker starts faster and shares 2 cores with everything else.
+        return ["java", f"-Xmx{heap}", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
+                "-Djava.awt.headless=true", "-cp", f"{self.libs}/*", main_class, *args]
+
+    def _run_java(self, main_class: str, *args: str) -> None:
+        done = subprocess.run(self._java(main_class, *args), capture_output=True, text=True, check=False)
+        if done.returncode != 0:
+            raise KafkaBrokerError(f"{main_class} {' '.join(args[:1])} failed ({done.returncode}):\n"
+                                   f"{(done.stdout + done.stderr)[-4000:]}")
+
+    def _start_node(self, node: int, heap: str) -> subprocess.Popen[bytes]:
+        log = open(self._dir / f"node-{node}" / "stdout.log", "wb")  # noqa: SIM115 - the child owns it
+        try:
+            props = str(self._dir / f"node-{node}" / "server.properties")
+            return subprocess.Popen(self._java("kafka.Kafka", props, heap=heap), stdout=log,
+                                    stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                    preexec_fn=_die_with_parent)  # noqa: PLW1509 - prctl only
+        finally:
+            log.close()
+
+    def _wait_ready(self, deadline: float) -> None:
+        """Ready when Metadata lists every broker (a node answers only once the quorum has a leader)."""
+        admin = AdminClient({"bootstrap.servers": self.bootstrap_servers, "log_level": "0"})
+        while True:
+            for node, proc in enumerate(self._procs, start=1):
+                if proc.poll() is not None:
+                    raise KafkaBrokerError(f"Kafka node {node} exited with {proc.returncode}:\n"
+                                           f"{self.node_output(node)[-4000:]}")
+            try:
+                if len(admin.list_topics(timeout=1).brokers) == self.brokers:
+                    return
+            except Exception:  # noqa: BLE001 - not up yet: KafkaException(_TRANSPORT) and friends
+                pass
+            if time.monotonic() > deadline:
+                raise KafkaBrokerError(f"Kafka did not become ready in {_START_TIMEOUT_S:.0f} s:\n"
+                                       f"{self.node_output(1)[-4000:]}")
+            time.sleep(0.1)
+
+    def node_output(self, node: int) -> str:
+        """What node `node`'s JVM printed (Kafka logs nothing without an SLF4J binding; errors still show)."""
+        path = self._dir / f"node-{node}" / "stdout.log"
+        return path.read_text(errors="replace") if path.exists() else ""
+
+    # --- lifecycle ------------------------------------------------------------------------------------
+    def __enter__(self) -> KafkaBroker:
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Kill every node and remove the data. Safe to call twice.
+
+        SIGKILL, not a controlled shutdown: the data is thrown away, and three nodes moving leaderships
+        among themselves on SIGTERM take seconds a test session should not wait.
+        """
+        with self._lock:
+            procs, self._procs = self._procs, []
+        for proc in procs:
+            if proc.poll() is None:
+                proc.kill()
+        for proc in procs:
+            proc.wait()
+        shutil.rmtree(self._dir, ignore_errors=True)
+
+    @property
+    def bootstrap_servers(self) -> str:
+        return ",".join(f"127.0.0.1:{p}" for p in self._broker_ports)
+
+    # --- admin (Kafka's own APIs, unlike the mock) -----------------------------------------------------
+    def create_topic(self, name: str, partitions: int, replication_factor: int = 1,
+                     config: Mapping[str, str] | None = None) -> None:
+        """CreateTopics, waiting until every broker's metadata has the topic's leaders."""
+        new = NewTopic(name, partitions, replication_factor, config=dict(config or {}))
+        self.admin.create_topics([new], operation_timeout=_ADMIN_TIMEOUT_S)[name].result(_ADMIN_TIMEOUT_S)
+        self._wait_partitions(name, partitions)
+
+    def delete_topic(self, name: str) -> None:
+        self.admin.delete_topics([name], operation_timeout=_ADMIN_TIMEOUT_S)[name].result(_ADMIN_TIMEOUT_S)
+        deadline = time.monotonic() + _ADMIN_TIMEOUT_S
+        while name in self.admin.list_topics(timeout=5).topics:
+            if time.monotonic() > deadline:
+                raise KafkaBrokerError(f"topic {name!r} still listed {_ADMIN_TIMEOUT_S:.0f} s after deletion")
+            time.sleep(0.05)
+
+    def create_partitions(self, name: str, total: int) -> None:
+        """CreatePartitions: grow `name` to `total` partitions, keeping its topic id."""
+        futures = self.admin.create_partitions([NewPartitions(name, total)], operation_timeout=_ADMIN_TIMEOUT_S)
+        futures[name].result(_ADMIN_TIMEOUT_S)
+        self._wait_partitions(name, total)
+
+    def delete_records(self, name: str, partition: int, before_offset: int) -> int:
+        """DeleteRecords: move the partition's log start offset up to `before_offset`; returns the new one."""
+        futures = self.admin.delete_records([TopicPartition(name, partition, before_offset)],
+                                            operation_timeout=_ADMIN_TIMEOUT_S)
+        (future,) = futures.values()
+        return int(future.result(_ADMIN_TIMEOUT_S).low_watermark)
+
+    def _wait_partitions(self, name: str, partitions: int) -> None:
+        deadline = time.monotonic() + _ADMIN_TIMEOUT_S
+        while True:
+            topic = self.admin.list_topics(name, timeout=5).topics.get(name)
+            parts = topic.partitions if topic is not None and topic.error is None else {}
+            if len(parts) == partitions and all(p.leader >= 0 for p in parts.values()):
+                return
+            if time.monotonic() > deadline:
+                raise KafkaBrokerError(f"topic {name!r} has no leader for all {partitions} partitions in time")
+            time.sleep(0.05)
+
+    def __repr__(self) -> str:
+        return f"KafkaBroker(brokers={self.brokers}, bootstrap_servers={self.bootstrap_servers!r})"
+
+
+def _parse_topic(value: str) -> tuple[str, int]:
+    name, _, partitions = value.rpartition(":")
+    if not name or not partitions.isdigit():
+        raise argparse.ArgumentTypeError(f"expected NAME:PARTITIONS, got {value!r}")
+    return name, int(partitions)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m groupcoord.kafka_broker", description=__doc__.split("\n")[0])
+    parser.add_argument("--brokers", type=int, default=1)
+    parser.add_argument("--topic", type=_parse_topic, action="append", default=[], metavar="NAME:PARTITIONS")
+    args = parser.parse_args(argv)
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    signal.signal(signal.SIGINT, lambda *_: stop.set())
+    with KafkaBroker(args.brokers, topics=dict(args.topic)) as broker:
+        print(broker.bootstrap_servers, flush=True)
+        print(f"Kafka {KAFKA_VERSION}: {args.brokers} node(s) ready in {broker.start_seconds:.1f} s",
+              file=sys.stderr, flush=True)
+        stop.wait()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
