@@ -55,14 +55,17 @@ def snapshot_records(shard: Any) -> Iterator[Any]:
         yield GroupEmptySince(group_id, since)
 
 
-def timers_after_load(shard: Any, now: int) -> Result[None]:
+def timers_after_load(shard: Any, now: int, group_ids: frozenset[str] | None = None) -> Result[None]:
+    """The timers to arm after a load: every group's, plus the offset-retention check; with `group_ids`, only
+    those groups' (a rollback rebuilds a few groups while every other timer is armed already)."""
     from coordinator.core.retention import ensure_timer
     from coordinator.core.shard import rebalance_timer, session_timer
 
     result: Result[None] = Result(None)
-    if shard.groups or shard.offsets:
+    if group_ids is None and (shard.groups or shard.offsets):
         ensure_timer(shard, now, result)
-    for group in shard.groups.values():
+    groups = shard.groups.values() if group_ids is None else [g for k, g in shard.groups.items() if k in group_ids]
+    for group in groups:
         if isinstance(group, ConsumerGroup):
             session_ms = shard.session_timeout_ms(group.group_id)
             for m in group.members.values():

@@ -9,7 +9,6 @@ back from the log, exactly as a restart would. Only the groups the refused opera
 
 from __future__ import annotations
 
-from types import SimpleNamespace
 from typing import Any
 
 from coordinator.core import records as r
@@ -33,8 +32,5 @@ def reset_groups(shard: Any, group_ids: frozenset[str], durable: list[Any], now:
         shard.replay(r.GroupConfig(gid, {}))
     for record in durable:
         shard.replay(record)
-    # timers_after_load over the rebuilt groups only: other groups' timers are armed already.
-    view = SimpleNamespace(groups={g: shard.groups[g] for g in group_ids if g in shard.groups},
-                           session_timeout_ms=shard.session_timeout_ms,
-                           _rebalance_timer_epochs=shard._rebalance_timer_epochs)
-    return timers_after_load(view, now)
+    # Only the rebuilt groups' timers: other groups' timers are armed already.
+    return timers_after_load(shard, now, group_ids)

@@ -198,7 +198,7 @@ class CoordinatorRuntime:
             self._apply(result)
         replies: list[tuple[asyncio.Future[Any], Any]] = []
         if op.future is not None:
-            if result.parked:
+            if result.parked and refused is None:  # a refused operation's request is answered now, never parked
                 self._parked[op.token] = op.future
             else:
                 replies.append((op.future, result.response))
