@@ -104,3 +104,23 @@ def test_member_principal_survives_the_record_log() -> None:
     assert record_codec.decode(record_codec.encode(record)) == record
     legacy = ConsumerGroupMemberMetadata("g", "m1", None, None, "client", "/10.0.0.1", ("orders",), None, None, 5000)
     assert record_codec.decode(record_codec.encode(legacy)).principal is None
+
+
+def test_static_member_instance_cannot_be_taken_over_by_another_principal(
+        pki: Pki, start_secured: StartServer, tmp_path: Path) -> None:
+    _, alice, bob = _both_may_read(pki, start_secured, tmp_path)
+
+    def join_static(s: Any, member_id: str = "", epoch: int = 0) -> pb.ConsumerGroupHeartbeatResponse:
+        return s.ConsumerGroupHeartbeat(pb.ConsumerGroupHeartbeatRequest(  # type: ignore[no-any-return]
+            group_id="static-app", member_id=member_id, member_epoch=epoch, instance_id="host-1",
+            rebalance_timeout_ms=5000, subscribed_topic_names=pb.StringList(values=["orders"]),
+            topic_partitions=pb.TopicPartitionsList()), timeout=10)
+
+    joined = join_static(alice)
+    assert joined.error_code == 0
+    left = join_static(alice, joined.member_id, -2)  # a static member's temporary leave keeps its place
+    assert left.error_code == 0
+    taken = join_static(bob)
+    assert taken.error_code == UNKNOWN_MEMBER_ID
+    back = join_static(alice)
+    assert back.error_code == 0
