@@ -3,7 +3,7 @@
 One value, `Credentials`, carries the TLS trust root (`tls_ca`), an optional client certificate and key
 (mTLS: the coordinator's principal is `User:` + the certificate's CN) and an optional bearer token (sent as
 gRPC metadata `authorization: Bearer <token>` on every call). Every client builds its channels with
-`channel()` / `aio_channel()`, so they all take the same options. The token may come from the environment
+`channel()`, so they all take the same options. The token may come from the environment
 variable `GROUPCOORD_TOKEN`.
 """
 
@@ -59,18 +59,8 @@ class Credentials:
             return grpc.intercept_channel(channel, _Metadata(self.metadata()))
         return channel
 
-    def aio_channel(self, target: str, options: ChannelOptions = ()) -> grpc.aio.Channel:
-        interceptors = [_AioMetadata(self.metadata())] if self.token else None
-        if self.tls:
-            return grpc.aio.secure_channel(target, self._ssl(), options=list(options), interceptors=interceptors)
-        return grpc.aio.insecure_channel(target, options=list(options), interceptors=interceptors)
-
 
 NO_CREDENTIALS = Credentials()
-
-
-def _with_metadata(details: Any, extra: tuple[tuple[str, str], ...]) -> Any:
-    return details._replace(metadata=tuple(details.metadata or ()) + extra)
 
 
 class _CallDetails:
@@ -101,21 +91,3 @@ class _Metadata(grpc.UnaryUnaryClientInterceptor, grpc.UnaryStreamClientIntercep
 
     def intercept_stream_stream(self, continuation: Any, details: Any, requests: Any) -> Any:
         return continuation(_CallDetails(details, self.extra), requests)
-
-
-class _AioMetadata(grpc.aio.UnaryUnaryClientInterceptor, grpc.aio.UnaryStreamClientInterceptor,
-                   grpc.aio.StreamUnaryClientInterceptor, grpc.aio.StreamStreamClientInterceptor):
-    def __init__(self, extra: tuple[tuple[str, str], ...]) -> None:
-        self.extra = extra
-
-    async def intercept_unary_unary(self, continuation: Any, details: Any, request: Any) -> Any:
-        return await continuation(_with_metadata(details, self.extra), request)
-
-    async def intercept_unary_stream(self, continuation: Any, details: Any, request: Any) -> Any:
-        return await continuation(_with_metadata(details, self.extra), request)
-
-    async def intercept_stream_unary(self, continuation: Any, details: Any, requests: Any) -> Any:
-        return await continuation(_with_metadata(details, self.extra), requests)
-
-    async def intercept_stream_stream(self, continuation: Any, details: Any, requests: Any) -> Any:
-        return await continuation(_with_metadata(details, self.extra), requests)
