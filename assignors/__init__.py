@@ -5,7 +5,8 @@ ranges), `lag` (KAFKA-5337, per topic), `lag-sticky` (lag balanced across topics
 Client-side (`get_classic_assignor`): `cooperative-sticky`, `roundrobin`, `range`, `lag`.
 The classes are exported for callers that need non-default parameters
 (e.g. `LagStickyAssignor(move_threshold=0.05)`). Each module's docstring explains its algorithm;
-`_balance` holds the shared balancing engine and `_layout` the compact encoding the hot paths use.
+`_balance` holds the shared balancing engine, `_layout` the compact encoding the hot paths use and
+`_kafka_sticky` the parts of Kafka's sticky assignor that fix its exact answer.
 """
 
 from assignors.api import (

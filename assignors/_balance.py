@@ -1,4 +1,5 @@
-"""Sticky count balancing: the engine behind `uniform`, `lag-sticky` and `cooperative-sticky`.
+"""Sticky count balancing: the engine behind `uniform`, `lag-sticky` and `cooperative-sticky` with
+different subscriptions (with equal ones, cooperative-sticky follows Kafka exactly: `_kafka_sticky`).
 
 Theory of operation
 -------------------

@@ -1,44 +1,48 @@
-"""`cooperative-sticky` (client-side, classic protocol): the constrained cooperative sticky assignor.
+"""`cooperative-sticky` (client-side, classic protocol): Kafka's CooperativeStickyAssignor.
 
-Kafka's general sticky algorithm took 2.5 minutes for 2,100 consumers x 2,100 partitions; when everyone
-subscribes to the same topics, the constrained algorithm of the seed does it in a few linear passes: with
-N members and P partitions each member gets floor(P/N) or ceil(P/N); members keep owned partitions up to
-that quota, and the rest are filled in partition order (t0p0, t1p0, ..., t0p1, ...) so that consecutive
-partition numbers, and therefore data, spread across members. Different subscriptions take the general
-path of the same engine (`_balance`), which balances among the members subscribed to each topic.
+When every member subscribes to the same topics (the common case), the answer is exactly Kafka's
+constrained algorithm (`_kafka_sticky`): members keep owned partitions up to quota in Kafka's order, and
+unowned partitions go round-robin over the members, sorted by topic then partition, so consecutive
+partitions of a topic spread over members. It runs in a few linear passes: 2,100 consumers x 2,100
+partitions take milliseconds, where Kafka's general algorithm took minutes. With different
+subscriptions, small groups run Kafka's general algorithm itself (`_kafka_general`); larger ones hand out
+unowned partitions as Kafka does and, when that leaves the group unbalanced, let `_balance` balance it:
+balanced and sticky, with the same claims, but not always Kafka's choice among balanced answers.
 
-Ownership comes from the members' subscriptions. Only members of the highest generation are sticky
-(older generations were fenced and their claims may be stale); a partition claimed by two members of the
-highest generation is kept by neither. In cooperative mode a partition given to a member that does not
-claim it, while another member still does, is withheld for this rebalance: its holder revokes it,
-rejoins, and the follow-up rebalance assigns it (KIP-429). Keeping a partition one claims is not an
-addition, so it is never withheld, even if a stale member claims it too. In eager mode members revoked
-everything before joining: nothing is claimed and nothing is withheld.
+Ownership comes from the members' subscriptions and is settled as Kafka settles it: per partition, the
+highest generation wins, claims of lower generations that nobody contests stay sticky, and a partition
+claimed twice in one generation is kept by neither. In cooperative mode a partition that changes owner is
+withheld for this round (CooperativeStickyAssignor.adjustAssignment): its holder revokes it, rejoins,
+and the follow-up rebalance assigns it (KIP-429). On top of Kafka, a claimed partition only ever goes to
+its single highest-generation claimant in the round: that member may still be consuming it. In eager
+mode members revoked everything before joining, and nothing is withheld.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Mapping, Sequence
+import heapq
+from collections.abc import Mapping
+from itertools import chain, repeat
 
 import numpy as np
 
-from assignors._balance import Policy, balance, contiguous_fill
-from assignors._layout import (
-    BoolArray,
-    I32Array,
-    IntArray,
-    claim_arrays,
-    stable_group_order,
-    subscription_filter,
-    topic_layout,
+from assignors._balance import Policy, _is_balanced, balance
+from assignors._kafka_general import GeneralBuilder
+from assignors._kafka_sticky import (
+    JavaMapOrder,
+    constrained_assign,
+    java_sorted,
+    resolve_claims,
+    withheld_unless_newest_claimant,
 )
+from assignors._layout import BoolArray, I32Array, IntArray, stable_group_order, topic_layout
 from assignors.api import PartitionOffsets
 from assignors.classic import COOPERATIVE, EAGER, ClassicAssignment, ClassicSubscription
-from assignors.rack import RackInfo
 
 
 class CooperativeStickyAssignor:
-    """`cooperative=False` returns the sticky target without withholding (the plain sticky assignor)."""
+    """`cooperative=False` returns the sticky target without withholding (Kafka's StickyAssignor
+    protocol: eager)."""
 
     name = "cooperative-sticky"
     supported_protocols: tuple[str, ...] = (COOPERATIVE, EAGER)
@@ -53,91 +57,189 @@ class CooperativeStickyAssignor:
         lag: Mapping[tuple[str, int], PartitionOffsets] | None = None,
         auto_offset_reset: str = "latest",
     ) -> ClassicAssignment:
-        member_ids = sorted(subscriptions)
-        subs = [subscriptions[m] for m in member_ids]
+        member_ids = java_sorted(list(subscriptions))
+        subs = list(map(subscriptions.__getitem__, member_ids))
         out: ClassicAssignment = {m: [] for m in member_ids}
         if not subs:
             return out
-        index: dict[frozenset[str], int] = {}
-        member_class = np.asarray(
-            [index.setdefault(frozenset(s.topics), len(index)) for s in subs], dtype=np.int32
-        )
-        class_subs = list(index)
+        member_class, class_subs = _subscription_classes(subs)
         tids, tindex, counts, base = topic_layout(frozenset().union(*class_subs), partitions_per_topic)
         if not tids:
             return out
-        class_topics = np.zeros((len(class_subs), len(tids)), dtype=np.bool_)
-        for k, sub in enumerate(class_subs):
-            class_topics[k, [tindex[t] for t in sub if t in tindex]] = True
+        total = int(base[-1])
+        glob, claimant = _claims(subs, tindex, counts, base)
+        gen = field_gen = np.zeros(0, dtype=np.int64)  # generations matter only for claims
+        if len(glob):
+            field_gen = np.asarray([max(s.generation, -1) for s in subs], dtype=np.int64)
+            gen = np.asarray([_member_generation(s) for s in subs], dtype=np.int64)
+        order = JavaMapOrder(list(subscriptions))
+        owned, multi = resolve_claims(glob, claimant, gen, field_gen, total, member_ids, order)
 
-        owned = [_by_topic(s.owned_partitions) for s in subs]
-        newest = max(s.generation for s in subs)
-        sticky_claims = [owned[i] if s.generation == newest else {} for i, s in enumerate(subs)]
-        owner = _owner_without_conflicts(
-            sticky_claims, tindex, counts, base, subscription_filter(member_class, class_topics)
-        )
-
-        ptopic = np.repeat(np.arange(len(tids), dtype=np.int64), counts)
-        local = np.arange(int(base[-1]), dtype=np.int64) - base[ptopic]
-        partition_major = np.lexsort((ptopic, local))
-        rack = RackInfo.build([s.rack_id for s in subs], _Describer(partitions_per_topic), tids, base)
-        policy = Policy(fill=rack.contiguous_fill if rack else contiguous_fill, fill_order=partition_major)
-        target = balance(owner, member_class, class_topics, counts, policy)
+        if len(class_subs) == 1:
+            target, transferring = constrained_assign(owned, multi, len(subs), counts, member_ids, order)
+        else:
+            class_topics = np.zeros((len(class_subs), len(tids)), dtype=np.bool_)
+            for k, sub in enumerate(class_subs):
+                class_topics[k, [tindex[t] for t in sub if t in tindex]] = True
+            if total * len(subs) <= _EXACT_GENERAL_WORK:
+                target = _kafka_general(owned, member_class, class_topics, counts, tids, glob, claimant, gen,
+                                        [member_ids.index(m) for m in _java_iteration(member_ids, order)])
+            else:
+                target = _general_assign(owned, member_class, class_topics, counts)
+            transferring = np.zeros(total, dtype=np.bool_)
 
         if self.cooperative:
-            claimed, claimant, _ = claim_arrays(owned, tindex, counts, base)
-            target[_withheld(target, claimed, claimant)] = -1
+            transferring |= withheld_unless_newest_claimant(target, glob, claimant, gen)
+            target[transferring] = -1
         _fill_lists(out, member_ids, tids, base, target)
         return out
 
 
-class _Describer:
-    """Classic subscriptions carry no replica racks; rack matching then has nothing to match."""
-
-    def __init__(self, counts: Mapping[str, int]) -> None:
-        self._counts = counts
-
-    def partition_count(self, topic_id: str) -> int:
-        return self._counts.get(topic_id, -1)
-
-    def partition_racks(self, topic_id: str, partition: int) -> frozenset[str]:
-        return frozenset()
+_EXACT_GENERAL_WORK = 20_000  # partitions x members up to which Kafka's general path runs as Kafka's
 
 
-def _by_topic(pairs: tuple[tuple[str, int], ...]) -> dict[str, list[int]]:
-    out: dict[str, list[int]] = {}
-    for t, p in pairs:
-        out.setdefault(t, []).append(p)
+def _java_iteration(member_ids: list[str], order: JavaMapOrder) -> list[str]:
+    return sorted(member_ids, key=order.key)
+
+
+def _kafka_general(
+    owned: I32Array,
+    member_class: I32Array,
+    class_topics: BoolArray,
+    counts: IntArray,
+    tids: list[str],
+    glob: IntArray,
+    claimant: I32Array,
+    gen: IntArray,
+    java_order: list[int],
+) -> I32Array:
+    """Kafka's GeneralAssignmentBuilder (`_kafka_general`) for a small group with different
+    subscriptions. Its prevAssignment holds the claims of members below the highest generation."""
+    ptopic = np.repeat(np.arange(len(counts), dtype=np.int64), counts)
+    owner = owned.copy()
+    held = owner >= 0
+    gone = np.zeros(len(owner), dtype=np.bool_)
+    gone[held] = ~class_topics[member_class[owner[held]], ptopic[held]]
+    owner[gone] = -1
+    previous: dict[int, int] = {}
+    previous_gen: dict[int, int] = {}
+    if len(glob):
+        newest = int(gen.max())
+        rank = {m: i for i, m in enumerate(java_order)}
+        claims = sorted(zip(claimant.tolist(), glob.tolist(), strict=True), key=lambda c: rank[c[0]])
+        gens = gen.tolist()
+        for m, p in claims:
+            g = gens[m]
+            if g < newest and (p not in previous or g > previous_gen[p]):
+                previous[p], previous_gen[p] = m, g
+    member_topics = [set(np.flatnonzero(class_topics[k]).tolist()) for k in member_class.tolist()]
+    local = (np.arange(len(owner), dtype=np.int64) - np.concatenate(([0], np.cumsum(counts)))[ptopic]).tolist()
+    builder = GeneralBuilder(owner.tolist(), ptopic.tolist(), local, tids, member_topics, java_order, previous,
+                             bool(gone.any()))
+    return np.asarray(builder.run(), dtype=np.int32)
+
+
+def _general_assign(
+    owned: I32Array,
+    member_class: I32Array,
+    class_topics: BoolArray,
+    counts: IntArray,
+) -> I32Array:
+    """Different subscriptions: keep settled claims on topics the owner still subscribes, then hand out
+    the rest as Kafka's general path does (topics with the fewest potential consumers first, then by
+    name; each partition to the least-loaded subscribed member, then by id). When that is balanced, it
+    is Kafka's answer (Kafka moves nothing then); otherwise `_balance` balances from the kept claims,
+    where Kafka would run its own sequence of moves."""
+    owner = owned.copy()
+    ptopic = np.repeat(np.arange(len(counts), dtype=np.int64), counts)
+    held = owner >= 0
+    gone = np.zeros(len(owner), dtype=np.bool_)
+    gone[held] = ~class_topics[member_class[owner[held]], ptopic[held]]
+    owner[gone] = -1
+    consumers = np.bincount(member_class, minlength=class_topics.shape[0]) @ class_topics.astype(np.int64)
+    fill_order = np.lexsort((np.arange(len(owner)), consumers[ptopic]))
+    if len(owner) * class_topics.shape[0] <= _GREEDY_WORK:
+        greedy = _greedy_fill(owner, member_class, class_topics, ptopic, fill_order)
+        size = np.bincount(greedy, minlength=len(member_class)).astype(np.int64)
+        base = np.concatenate(([0], np.cumsum(counts)))
+        if _is_balanced(greedy, size, member_class, class_topics, base):
+            return greedy
+    policy = Policy(fill=_least_loaded_fill, fill_order=fill_order)
+    return balance(owner, member_class, class_topics, counts, policy)
+
+
+_GREEDY_WORK = 4_000_000  # partitions x subscription classes; beyond, go straight to `_balance`
+
+
+def _greedy_fill(
+    owner: I32Array, member_class: I32Array, class_topics: BoolArray, ptopic: IntArray, fill_order: IntArray
+) -> I32Array:
+    """AbstractStickyAssignor.maybeAssign: unowned partitions in `fill_order`, each to the first member
+    of the (size, id)-sorted set that subscribes its topic; a heap per subscription class."""
+    out = owner.copy()
+    size = np.bincount(out[out >= 0], minlength=len(member_class)).tolist()
+    heaps: list[list[tuple[int, int]]] = [[] for _ in range(class_topics.shape[0])]
+    for m, k in enumerate(member_class.tolist()):
+        heaps[k].append((size[m], m))
+    for h in heaps:
+        heapq.heapify(h)
+    classes_of = [np.flatnonzero(class_topics[:, t]).tolist() for t in range(class_topics.shape[1])]
+    free = fill_order[out[fill_order] < 0]
+    chosen = []
+    for t in ptopic[free].tolist():
+        ks = classes_of[t]
+        k = ks[0] if len(ks) == 1 else min(ks, key=lambda c: heaps[c][0])
+        n, m = heaps[k][0]
+        heapq.heapreplace(heaps[k], (n + 1, m))
+        chosen.append(m)
+    out[free] = np.asarray(chosen, dtype=np.int32)
     return out
 
 
-def _owner_without_conflicts(
-    claims: Sequence[Mapping[str, Collection[int]]],
-    tindex: Mapping[str, int],
-    counts: IntArray,
-    base: IntArray,
-    allowed: Callable[[I32Array, IntArray], BoolArray],
-) -> I32Array:
-    total = int(base[-1])
-    owner = np.full(total, -1, dtype=np.int32)
-    glob, member, _ = claim_arrays(claims, tindex, counts, base, allowed)
-    if len(glob):
-        times = np.bincount(glob, minlength=total)
-        single = times[glob] == 1
-        owner[glob[single]] = member[single]
-    return owner
+def _least_loaded_fill(incoming: IntArray, members: IntArray, caps: IntArray, owner: I32Array) -> None:
+    """Each partition in turn to the member with the fewest partitions, ties by id (member index)."""
+    current = np.bincount(owner[owner >= 0], minlength=int(members.max()) + 1)[members]
+    slot = np.repeat(np.arange(len(members), dtype=np.int64), caps)
+    level = current[slot] + np.arange(len(slot), dtype=np.int64) - np.repeat(np.cumsum(caps) - caps, caps)
+    owner[incoming] = members[slot[np.lexsort((members[slot], level))]].astype(np.int32)
 
 
-def _withheld(target: I32Array, claimed: IntArray, claimant: I32Array) -> IntArray:
-    """Partitions added to a member that another member still claims (Kafka's leader rejects a
-    cooperative assignment that adds a partition some member is revoking in the same round)."""
-    total = len(target)
-    kept = np.zeros(total, dtype=np.bool_)
-    other = np.zeros(total, dtype=np.bool_)
-    mine = target[claimed] == claimant
-    kept[claimed[mine]] = True
-    other[claimed[~mine]] = True
-    return np.flatnonzero(other & ~kept)
+def _member_generation(s: ClassicSubscription) -> int:
+    """CooperativeStickyAssignor.memberData: the subscription's generation (v2+), else the int32 that
+    cooperative-sticky puts in its user data (v0/v1); -1 when neither is there or it does not parse."""
+    if s.generation >= 0:
+        return s.generation
+    if len(s.user_data) >= 4:
+        return int.from_bytes(s.user_data[:4], "big", signed=True)
+    return -1
+
+
+def _subscription_classes(subs: list[ClassicSubscription]) -> tuple[I32Array, list[frozenset[str]]]:
+    """Members with the same set of topics form a class. Equal tuples are matched first: hashing a tuple
+    is much cheaper than building a frozenset per member."""
+    by_tuple: dict[tuple[str, ...], int] = {}
+    tuple_of = [by_tuple.setdefault(s.topics, len(by_tuple)) for s in subs]
+    index: dict[frozenset[str], int] = {}
+    class_of_tuple = np.asarray([index.setdefault(frozenset(t), len(index)) for t in by_tuple], dtype=np.int32)
+    return class_of_tuple[np.asarray(tuple_of, dtype=np.int64)], list(index)
+
+
+def _claims(
+    subs: list[ClassicSubscription], tindex: Mapping[str, int], counts: IntArray, base: IntArray
+) -> tuple[IntArray, I32Array]:
+    """Every owned partition of an existing subscribed topic as (global partition, member) arrays, in
+    member order; the loops stay in C (map, chain, zip)."""
+    owned = [s.owned_partitions for s in subs]
+    per_member = np.fromiter(map(len, owned), dtype=np.int64, count=len(owned))
+    n = int(per_member.sum())
+    if n == 0:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int32)
+    topics, parts = zip(*chain.from_iterable(owned), strict=True)
+    ti = np.fromiter(map(tindex.get, topics, repeat(-1)), dtype=np.int64, count=n)
+    local = np.fromiter(parts, dtype=np.int64, count=n)
+    member = np.repeat(np.arange(len(subs), dtype=np.int32), per_member)
+    ok = (ti >= 0) & (local >= 0) & (local < counts[ti])
+    return base[ti[ok]] + local[ok], member[ok]
 
 
 def _fill_lists(
@@ -151,7 +253,7 @@ def _fill_lists(
     parts, own = parts[order], own[order]
     topic = np.searchsorted(base, parts, side="right") - 1
     pairs = list(zip(map(tids.__getitem__, topic.tolist()), (parts - base[topic]).tolist(), strict=True))
-    starts = np.flatnonzero(np.concatenate(([True], own[1:] != own[:-1]))).tolist()
-    ends = starts[1:] + [len(parts)]
-    for s, e in zip(starts, ends, strict=True):
-        out[member_ids[int(own[s])]] = pairs[s:e]
+    starts = np.flatnonzero(np.concatenate(([True], own[1:] != own[:-1])))
+    ends = np.append(starts[1:], len(parts))
+    runs = map(pairs.__getitem__, map(slice, starts.tolist(), ends.tolist()))
+    out.update(zip(map(member_ids.__getitem__, own[starts].tolist()), runs, strict=True))

@@ -22,6 +22,15 @@ Usage::
 One background thread per member runs the protocol; every public method may be called from any thread.
 A JoinGroup or a follower's SyncGroup waits at the coordinator until the rebalance completes; the coordinator
 counts a member parked there as alive, so no heartbeats are needed meanwhile.
+
+Safety (as `GroupMember`; see `clients/lease.py`): the member's lease runs from when its last successful
+Heartbeat, JoinGroup or SyncGroup was sent, for the session timeout it sends in JoinGroup minus the margin.
+`assignment()` and `lease_valid()` read the monotonic clock themselves; the protocol thread calls `on_lost`
+and rejoins when the lease runs out. An unreachable coordinator or 14/15/16: partitions kept only while the
+lease holds. Any other error releases first, then rejoins with a jittered, bounded backoff; a fatal one
+(`FATAL_ERRORS`) releases, stops, calls `on_fatal_error`, and `wait_stable()` raises it. Limitation: while
+the thread waits in a JoinGroup or SyncGroup the coordinator holds (up to the rebalance timeout), `on_lost`
+may come late, but `assignment()` is already empty when the lease has run out.
 """
 
 from __future__ import annotations
@@ -29,7 +38,6 @@ from __future__ import annotations
 import abc
 import enum
 import logging
-import random
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -49,6 +57,14 @@ from clients.consumer_protocol import (
     decode_subscription,
     encode_assignment,
     encode_subscription,
+)
+from clients.lease import (
+    BACKOFF_BASE_S,
+    BACKOFF_MAX_S,
+    CHANNEL_OPTIONS,
+    LeaseTimers,
+    jittered_backoff_s,
+    lease_duration_s,
 )
 from groupcoord.v1 import coordinator_pb2 as pb
 from groupcoord.v1 import coordinator_pb2_grpc as pb_grpc
@@ -70,7 +86,15 @@ UNKNOWN_MEMBER_ID = 25
 REBALANCE_IN_PROGRESS = 27
 MEMBER_ID_REQUIRED = 79
 FENCED_INSTANCE_ID = 82
+INVALID_SESSION_TIMEOUT = 26
+GROUP_AUTHORIZATION_FAILED = 30
+UNSUPPORTED_VERSION = 35
+INVALID_REQUEST = 42
+GROUP_MAX_SIZE_REACHED = 81
 RETRIABLE = frozenset({COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR})
+# Configuration errors a retry cannot fix: release, stop, report.
+FATAL_ERRORS = frozenset({INCONSISTENT_GROUP_PROTOCOL, INVALID_SESSION_TIMEOUT, GROUP_AUTHORIZATION_FAILED,
+                          UNSUPPORTED_VERSION, INVALID_REQUEST, GROUP_MAX_SIZE_REACHED, FENCED_INSTANCE_ID})
 # The coordinator's gRPC metadata key for a leader that could not compute the assignment (SyncGroupRequest has
 # no field for it): the generation is invalidated and the other members rejoin.
 ASSIGNMENT_ERROR_METADATA_KEY = "groupcoord-assignment-error"
@@ -109,7 +133,7 @@ class JoinedMember:
     metadata: bytes
 
 
-class ClassicMembership(abc.ABC):
+class ClassicMembership(LeaseTimers, abc.ABC):
     """The generic classic-protocol member; subclasses give the protocol type its meaning."""
 
     protocol_type: str = ""
@@ -117,14 +141,17 @@ class ClassicMembership(abc.ABC):
     def __init__(self, target: str, group_id: str, *, instance_id: str | None = None,
                  session_timeout_ms: int = 10_000, rebalance_timeout_ms: int = 30_000,
                  heartbeat_interval_ms: int = 3_000, channel: grpc.Channel | None = None,
-                 rpc_timeout_s: float = 10.0) -> None:
+                 rpc_timeout_s: float = 10.0,
+                 on_fatal_error: Callable[[ClassicMemberError], None] | None = None) -> None:
         self.group_id = group_id
+        self._target = target
+        self._on_fatal_error = on_fatal_error
         self.instance_id = instance_id
         self.session_timeout_ms = session_timeout_ms
         self.rebalance_timeout_ms = rebalance_timeout_ms
         self.heartbeat_interval_ms = heartbeat_interval_ms
         self._own_channel = channel is None
-        self._channel = channel or grpc.insecure_channel(target)
+        self._channel = channel or grpc.insecure_channel(target, options=CHANNEL_OPTIONS)
         self._stub = pb_grpc.GroupCoordinatorStub(self._channel)
         self._rpc_timeout_s = rpc_timeout_s
         self._lock = threading.RLock()
@@ -140,7 +167,9 @@ class ClassicMembership(abc.ABC):
         self._need_join = True
         self._rejoin_requests = 0  # request_rejoin() calls: one arriving during a rebalance is not lost
         self._inflight: Any = None  # the grpc future the protocol thread waits on
-        self._last_ok = 0.0  # time.monotonic() when the last successful heartbeat/sync was *sent*
+        # time.monotonic() when the last successful heartbeat/join/sync was *sent*; None: no lease
+        self._last_ok: float | None = None
+        self._failures = 0
         self.fatal_error: ClassicMemberError | None = None
         self.rebalances = 0
 
@@ -176,8 +205,12 @@ class ClassicMembership(abc.ABC):
         return self
 
     def wait_stable(self, timeout: float = 30.0) -> bool:
-        """Block until the member has completed a rebalance (it has a generation and its state)."""
-        return self._stable.wait(timeout)
+        """Block until the member has completed a rebalance (it has a generation and its state). Raises the
+        `ClassicMemberError` the member stopped on, if any."""
+        stable = self._stable.wait(timeout)
+        if self.fatal_error is not None:
+            raise self.fatal_error
+        return stable
 
     def is_leader(self) -> bool:
         with self._lock:
@@ -244,28 +277,73 @@ class ClassicMembership(abc.ABC):
 
     # --- the protocol loop -----------------------------------------------------------------------------------------
     def _run(self) -> None:
-        backoff = 0.05
+        try:
+            self._loop()
+        except Exception as e:  # a bug: never stop silently while holding anything
+            log.exception("member %s of group %s failed", self.member_id, self.group_id)
+            self._fail(ClassicMemberError(UNKNOWN_SERVER_ERROR, f"member thread failed: {type(e).__name__}"))
+
+    def _loop(self) -> None:
         while not self._stopping.is_set():
+            self._expire_lease()
             try:
                 with self._lock:
                     need_join = self._need_join
                 delay = self._join_and_sync() if need_join else self._heartbeat_once()
-                backoff = 0.05
             except (grpc.RpcError, grpc.FutureCancelledError) as e:
                 if self._stopping.is_set():
                     return
+                self._failures += 1
                 code = e.code() if isinstance(e, grpc.RpcError) else "cancelled"
                 log.info("member %s of group %s: %s; retrying", self.member_id, self.group_id, code)
-                delay = backoff + random.uniform(0, backoff)
-                backoff = min(backoff * 2, 2.0)
+                if isinstance(e, grpc.RpcError):
+                    self._reconnect()
+                delay = self._retry_delay()
             except ClassicMemberError as e:
-                log.error("member %s of group %s stopped: %s", self.member_id, self.group_id, e)
-                self.fatal_error = e
-                self._lose()
+                self._fail(e)
                 return
             if delay > 0:
-                self._wake.wait(delay)
+                self._wake.wait(self._until_lease_end(delay))
                 self._wake.clear()
+
+    def _fail(self, error: ClassicMemberError) -> None:
+        """Release first, then surface the error."""
+        log.error("member %s of group %s stopped: %s", self.member_id, self.group_id, error)
+        self.fatal_error = error
+        self._lose()
+        self._stable.set()  # wake wait_stable, which raises
+        if self._on_fatal_error is not None:
+            try:
+                self._on_fatal_error(error)
+            except Exception:
+                log.exception("on_fatal_error callback failed")
+
+    def lease_expires_at(self) -> float | None:
+        """The `time.monotonic()` at which what this member holds counts as lost unless a heartbeat succeeds."""
+        with self._lock:
+            if self._last_ok is None:
+                return None
+            return self._last_ok + lease_duration_s(self.session_timeout_ms, self.heartbeat_interval_ms)
+
+    def _expire_lease(self) -> None:
+        expires = self.lease_expires_at()
+        if expires is not None and time.monotonic() >= expires:
+            log.warning("member %s of group %s: no successful heartbeat within its lease; rejoining",
+                        self.member_id, self.group_id)
+            self._lose()
+            with self._lock:
+                self._need_join = True
+
+    def _reconnect(self) -> None:
+        """A fresh channel after a transport failure: it connects on the next call instead of waiting out
+        gRPC's reconnect backoff, and drops a connection that went silent."""
+        if not self._own_channel or self._stopping.is_set():
+            return
+        with self._lock:
+            old = self._channel
+            self._channel = grpc.insecure_channel(self._target, options=CHANNEL_OPTIONS)
+            self._stub = pb_grpc.GroupCoordinatorStub(self._channel)
+        old.close()
 
     def _join_and_sync(self) -> float:
         with self._lock:
@@ -286,6 +364,7 @@ class ClassicMembership(abc.ABC):
             rejoin_requests = self._rejoin_requests
         if self._stopping.is_set():
             return 0.0
+        sent = time.monotonic()
         response = self._call(self._stub.JoinGroup, request, self.rebalance_timeout_ms / 1000 + self._rpc_timeout_s)
         code = response.error_code
         if code == MEMBER_ID_REQUIRED:
@@ -300,6 +379,8 @@ class ClassicMembership(abc.ABC):
             self.leader_id = response.leader
             self.protocol_name = response.protocol_name if response.HasField("protocol_name") else None
             self.phase = Phase.SYNCING
+            if self._last_ok is not None:
+                self._last_ok = sent  # the coordinator restarts the session timer when the join completes
         return self._sync(response, rejoin_requests)
 
     def _sync(self, joined: pb.JoinGroupResponse, rejoin_requests: int) -> float:
@@ -328,6 +409,7 @@ class ClassicMembership(abc.ABC):
         with self._lock:
             self.phase = Phase.STABLE
             self._last_ok = sent
+            self._failures = 0
             self._need_join = rejoin or self._rejoin_requests != rejoin_requests
             self.rebalances += 1
         self._stable.set()
@@ -340,10 +422,11 @@ class ClassicMembership(abc.ABC):
             if self.instance_id is not None:
                 request.group_instance_id = self.instance_id
         sent = time.monotonic()
-        response = self._call(self._stub.Heartbeat, request, self._rpc_timeout_s)
+        response = self._call(self._stub.Heartbeat, request, self._heartbeat_deadline())
         if response.error_code == NONE:
             with self._lock:
                 self._last_ok = sent
+                self._failures = 0
             return self.heartbeat_interval_ms / 1000
         return self._on_error("Heartbeat", response.error_code, response.error_message)
 
@@ -362,28 +445,45 @@ class ClassicMembership(abc.ABC):
                 self.generation = -1
                 self._need_join = True
             return 0.0
-        if code in RETRIABLE:
-            return 0.2
-        if api == "SyncGroup" and code != FENCED_INSTANCE_ID:
+        if code in RETRIABLE:  # the member may still own what it has: keep it while the lease holds
+            self._failures += 1
+            return self._retry_delay()
+        if code in FATAL_ERRORS:
+            raise ClassicMemberError(code, f"{api}: {message[:200]}")
+        if api == "SyncGroup":
             # The leader's error, propagated by the coordinator: the generation is invalid, rejoin.
             log.warning("member %s of group %s: SyncGroup failed with %d (%s); rejoining", self.member_id,
                         self.group_id, code, message)
             self.request_rejoin()
             return 0.0
-        raise ClassicMemberError(code, f"{api}: {message}")
+        # An error this client does not know: release first, then rejoin after a backoff.
+        log.warning("member %s of group %s: %s answered %d (%s); releasing and rejoining", self.member_id,
+                    self.group_id, api, code, message[:200])
+        self._failures += 1
+        self._lose()
+        with self._lock:
+            self.generation = -1
+            self._need_join = True
+        return jittered_backoff_s(self._failures, BACKOFF_BASE_S, BACKOFF_MAX_S)
 
     def _lose(self) -> None:
         with self._lock:
             self.phase = Phase.UNJOINED
+            self._last_ok = None
             self._stable.clear()
         self._on_lost()
 
     def lease_valid(self) -> bool:
         """True while the coordinator cannot yet have removed this member: its last successful heartbeat or
-        SyncGroup was sent less than a session timeout ago (the coordinator's timer started after that)."""
+        SyncGroup was sent less than its lease (session timeout minus margin) ago."""
         with self._lock:
-            return (self.phase is Phase.STABLE and not self._stopping.is_set()
-                    and time.monotonic() - self._last_ok < self.session_timeout_ms / 1000)
+            return self.phase is Phase.STABLE and not self._stopping.is_set() and self._lease_unexpired()
+
+    def _lease_unexpired(self) -> bool:
+        expires = self.lease_expires_at()
+        return expires is not None and time.monotonic() < expires
+
+
 
 
 class ClassicGroupMember(ClassicMembership):
@@ -399,10 +499,11 @@ class ClassicGroupMember(ClassicMembership):
                  on_lost: Callback | None = None, instance_id: str | None = None,
                  session_timeout_ms: int = 10_000, rebalance_timeout_ms: int = 30_000,
                  heartbeat_interval_ms: int = 3_000, channel: grpc.Channel | None = None,
-                 rpc_timeout_s: float = 10.0) -> None:
+                 rpc_timeout_s: float = 10.0,
+                 on_fatal_error: Callable[[ClassicMemberError], None] | None = None) -> None:
         super().__init__(target, group_id, instance_id=instance_id, session_timeout_ms=session_timeout_ms,
                          rebalance_timeout_ms=rebalance_timeout_ms, heartbeat_interval_ms=heartbeat_interval_ms,
-                         channel=channel, rpc_timeout_s=rpc_timeout_s)
+                         channel=channel, rpc_timeout_s=rpc_timeout_s, on_fatal_error=on_fatal_error)
         self.topics = tuple(sorted(set(topics)))
         if not self.topics:
             raise ValueError("subscribe to at least one topic")
@@ -423,9 +524,18 @@ class ClassicGroupMember(ClassicMembership):
 
     # --- public API ------------------------------------------------------------------------------------------------
     def assignment(self) -> frozenset[TopicPartition]:
-        """The partitions this member may process now."""
+        """The partitions this member may process now: empty once its lease has run out (checked here, on the
+        monotonic clock, before the protocol thread has noticed)."""
         with self._lock:
+            if not self._lease_unexpired():
+                if self._owned:
+                    self._wake.set()
+                return frozenset()
             return frozenset(self._owned)
+
+    def owns(self, tp: TopicPartition) -> bool:
+        """May this process act on `tp` now? (Lease-aware, like `assignment()`.)"""
+        return tp in self.assignment()
 
     def commit_offsets(self, offsets: Mapping[TopicPartition, int], metadata: str = "") -> dict[TopicPartition, int]:
         """Commit (next offset to read) under this member's generation; per-partition error codes back

@@ -18,12 +18,26 @@ Several coordinators: `target` may list addresses ("host1:50051,host2:50051"). W
 NOT_COORDINATOR (16) or COORDINATOR_NOT_AVAILABLE (15), or cannot be reached, the member asks FindCoordinator
 (the current coordinator first, then each address listed or learned) which instance owns the group and
 continues there; commits, fetches and the leave heartbeat retry the same way within `rpc_timeout_s`.
+
+Safety (never act on a partition the member may have lost; see `clients/lease.py`):
+- A client-side lease: the member's partitions are valid for the coordinator's session timeout (learned
+  from each heartbeat response's `session_timeout_ms`) minus a margin, counted from when the last successful
+  heartbeat was sent. `assignment()`, `owns()` and `lease_expires_at()` read the monotonic clock themselves,
+  so a process resumed after a pause past its lease sees an empty assignment before any thread has run;
+  the heartbeat thread then calls `on_lost` and rejoins.
+- Unreachable coordinator, or 14/15/16: the member keeps its partitions only while the lease holds and
+  retries within one heartbeat interval on a fresh channel.
+- Any other error (fenced 110, unknown member 25, group unknown 69, a code it does not know): it releases
+  first (`on_lost`, empty assignment), then rejoins with epoch 0 after a jittered, bounded backoff. After
+  GROUP_ID_NOT_FOUND the coordinator has forgotten the group, and other members may still hold partitions
+  under their leases, so it rejoins only after one lease duration.
+- A fatal error (`FATAL_ERRORS`, e.g. UNSUPPORTED_ASSIGNOR 112, INVALID_REQUEST 42): it releases, stops, calls
+  `on_fatal_error(GroupMemberError)`, and `wait_joined()` raises the error; `fatal_error` keeps it.
 """
 
 from __future__ import annotations
 
 import logging
-import random
 import threading
 import time
 import uuid
@@ -33,6 +47,14 @@ from typing import Any, TypeVar
 
 import grpc
 
+from clients.lease import (
+    BACKOFF_BASE_S,
+    BACKOFF_MAX_S,
+    CHANNEL_OPTIONS,
+    LeaseTimers,
+    jittered_backoff_s,
+    lease_duration_s,
+)
 from groupcoord.v1 import coordinator_pb2 as pb
 from groupcoord.v1 import coordinator_pb2_grpc as pb_grpc
 
@@ -40,6 +62,10 @@ log = logging.getLogger("groupcoord.client")
 
 TopicPartition = tuple[str, int]
 Callback = Callable[[frozenset[TopicPartition]], None]
+
+
+def _insecure_channel(address: str) -> grpc.Channel:
+    return grpc.insecure_channel(address, options=CHANNEL_OPTIONS)
 
 # Kafka error codes the member reacts to.
 NONE = 0
@@ -50,7 +76,18 @@ UNKNOWN_MEMBER_ID = 25
 FENCED_MEMBER_EPOCH = 110
 UNRELEASED_INSTANCE_ID = 111
 FENCED_INSTANCE_ID = 82
+GROUP_ID_NOT_FOUND = 69
+GROUP_AUTHORIZATION_FAILED = 30
+UNSUPPORTED_VERSION = 35
+INVALID_REQUEST = 42
+GROUP_MAX_SIZE_REACHED = 81
+UNSUPPORTED_ASSIGNOR = 112
+INVALID_REGULAR_EXPRESSION = 128
+UNKNOWN_SERVER_ERROR = -1
 RETRIABLE = {COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR}
+# Configuration errors a retry cannot fix (Kafka's consumer treats them as fatal too).
+FATAL_ERRORS = {GROUP_AUTHORIZATION_FAILED, UNSUPPORTED_VERSION, INVALID_REQUEST, GROUP_MAX_SIZE_REACHED,
+                FENCED_INSTANCE_ID, UNSUPPORTED_ASSIGNOR, INVALID_REGULAR_EXPRESSION}
 # Answers after which the member asks FindCoordinator where the group is now.
 FIND_COORDINATOR_ON = {COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR}
 # gRPC failures that mean "this coordinator cannot be reached" (the call is retried elsewhere).
@@ -88,7 +125,7 @@ class MemberStatus:
     last_error: int
 
 
-class GroupMember:
+class GroupMember(LeaseTimers):
     def __init__(
         self,
         target: str,
@@ -103,6 +140,7 @@ class GroupMember:
         on_assigned: Callback | None = None,
         on_revoked: Callback | None = None,
         on_lost: Callback | None = None,
+        on_fatal_error: Callable[[GroupMemberError], None] | None = None,
         defer_revocation: bool = False,
         channel: grpc.Channel | None = None,
         rpc_timeout_s: float = 10.0,
@@ -120,9 +158,10 @@ class GroupMember:
         self._on_assigned = on_assigned
         self._on_revoked = on_revoked
         self._on_lost = on_lost
+        self._on_fatal_error = on_fatal_error
         self._defer_revocation = defer_revocation
         # Channels to coordinators FindCoordinator names are opened with `channel_factory` (default insecure).
-        self._channel_factory = channel_factory or grpc.insecure_channel
+        self._channel_factory = channel_factory or _insecure_channel
         # Addresses to ask FindCoordinator: those given, then every coordinator learned since.
         self._known = [a.strip() for a in target.split(",") if a.strip()]
         if not self._known and channel is None:
@@ -147,6 +186,10 @@ class GroupMember:
         self._subscription_changed = True
         self._last_sent_owned: frozenset[TopicPartition] | None = None
         self.heartbeat_interval_ms = 1000
+        self.session_timeout_ms = 0  # the coordinator's, from its heartbeat responses (0: not known yet)
+        self._lease_start: float | None = None  # time.monotonic() when the last successful heartbeat was sent
+        self._failures = 0  # consecutive failed heartbeats
+        self._rejoin_not_before = 0.0  # time.monotonic(): hold the rejoin until then (after the group was lost)
         self.last_error = NONE
         self.fatal_error: GroupMemberError | None = None
         self.heartbeats = 0
@@ -159,13 +202,38 @@ class GroupMember:
         return self
 
     def wait_joined(self, timeout: float = 30.0) -> bool:
-        """Block until the first successful heartbeat (the member has an epoch)."""
-        return self._joined.wait(timeout)
+        """Block until the first successful heartbeat (the member has an epoch). Raises the member's
+        `GroupMemberError` if it stopped on a fatal error."""
+        joined = self._joined.wait(timeout)
+        if self.fatal_error is not None:
+            raise self.fatal_error
+        return joined
 
     def assignment(self) -> frozenset[TopicPartition]:
-        """The partitions this member may process now (owned and not being revoked)."""
+        """The partitions this member may process now: owned, not being revoked, and under a valid lease
+        (checked here against the monotonic clock, not by a thread that may not have run yet)."""
         with self._lock:
+            if not self._lease_valid_locked(time.monotonic()):
+                if self._owned:
+                    self._wake.set()  # the heartbeat thread calls on_lost and rejoins
+                return frozenset()
             return frozenset(self._owned - self._pending_revocation)
+
+    def owns(self, tp: TopicPartition) -> bool:
+        """May this process act on `tp` now? (Lease-aware, like `assignment()`.)"""
+        return tp in self.assignment()
+
+    def lease_expires_at(self) -> float | None:
+        """The `time.monotonic()` at which this member's partitions count as lost unless a heartbeat succeeds
+        first; None while it holds none."""
+        with self._lock:
+            if not self._owned or self._lease_start is None:
+                return None
+            return self._lease_start + lease_duration_s(self.session_timeout_ms, self.heartbeat_interval_ms)
+
+    def _lease_valid_locked(self, now: float) -> bool:
+        expires = self.lease_expires_at()
+        return expires is not None and now < expires
 
     def pending_revocation(self) -> frozenset[TopicPartition]:
         """Partitions the coordinator asked back that the application has not released yet."""
@@ -174,7 +242,7 @@ class GroupMember:
 
     def status(self) -> MemberStatus:
         with self._lock:
-            return MemberStatus(self.member_id, self.member_epoch, frozenset(self._owned - self._pending_revocation),
+            return MemberStatus(self.member_id, self.member_epoch, self.assignment(),
                                 frozenset(self._pending_revocation), self.last_error)
 
     def release(self, partitions: Iterable[TopicPartition] | None = None) -> None:
@@ -260,25 +328,70 @@ class GroupMember:
 
     # --- heartbeat loop ------------------------------------------------------------------------------------
     def _run(self) -> None:
-        backoff = 0.05
+        try:
+            self._loop()
+        except Exception as e:  # a bug: never stop silently while claiming partitions
+            log.exception("member of group %s failed", self.group_id)
+            self._fail(GroupMemberError(UNKNOWN_SERVER_ERROR, f"member thread failed: {type(e).__name__}"))
+
+    def _loop(self) -> None:
         while not self._stopping.is_set():
+            self._expire_lease()
+            hold = self._rejoin_not_before - time.monotonic()
+            if hold > 0:
+                self._stopping.wait(hold)
+                continue
             route = self._route
             try:
                 delay = self._heartbeat_once()
-                backoff = 0.05
             except grpc.RpcError as e:
+                self._failures += 1
                 log.info("heartbeat to group %s failed: %s; retrying", self.group_id, e.code())
                 with self._lock:
                     self._send_full = True
-                moved = e.code() in TRANSPORT_ERRORS and self._find_coordinator(route)
-                delay = 0.0 if moved else backoff + random.uniform(0, backoff)
-                backoff = min(backoff * 2, 2.0)
+                moved = False
+                if e.code() in TRANSPORT_ERRORS:
+                    self._reconnect(route)
+                    several = len(self._known) > 1 or route.address not in self._known
+                    moved = several and self._find_coordinator(self._route)
+                delay = 0.0 if moved else self._retry_delay()
             except GroupMemberError as e:
-                log.error("member of group %s stopped: %s", self.group_id, e)
-                self.fatal_error = e
+                self._fail(e)
                 return
-            self._wake.wait(delay)
+            self._wake.wait(self._until_lease_end(delay))
             self._wake.clear()
+
+    def _fail(self, error: GroupMemberError) -> None:
+        """Release first, then surface the error (callback, `fatal_error`, `wait_joined` raises)."""
+        log.error("member of group %s stopped: %s", self.group_id, error)
+        self._lose_all()
+        self.fatal_error = error
+        self._joined.set()
+        if self._on_fatal_error is not None:
+            try:
+                self._on_fatal_error(error)
+            except Exception:
+                log.exception("on_fatal_error callback failed")
+
+    def _expire_lease(self) -> None:
+        with self._lock:
+            expired = bool(self._owned) and not self._lease_valid_locked(time.monotonic())
+        if expired:
+            log.warning("member %s of group %s: no successful heartbeat within its lease; partitions lost",
+                        self.member_id, self.group_id)
+            self._lose_all()
+
+    def _reconnect(self, failed: _Route) -> None:
+        """Replace a channel this member opened after a transport failure: a fresh channel connects on the next
+        call instead of waiting out gRPC's reconnect backoff, and drops a connection that went silent."""
+        if not failed.owned:
+            return
+        with self._route_lock:
+            if self._route is not failed:
+                return
+            channel = self._channel_factory(failed.address)
+            self._route = _Route(failed.address, channel, pb_grpc.GroupCoordinatorStub(channel), True)
+        failed.channel.close()
 
     def _build_request(self) -> pb.ConsumerGroupHeartbeatRequest:
         with self._lock:
@@ -313,27 +426,42 @@ class GroupMember:
     def _heartbeat_once(self) -> float:
         req = self._build_request()
         route = self._route
-        resp = route.stub.ConsumerGroupHeartbeat(req, timeout=self._rpc_timeout_s)
+        sent = time.monotonic()
+        resp = route.stub.ConsumerGroupHeartbeat(req, timeout=self._heartbeat_deadline())
         self.heartbeats += 1
         code = resp.error_code
         with self._lock:
             self.last_error = code
         if code == NONE:
-            return self._on_success(req, resp)
-        if code in (FENCED_MEMBER_EPOCH, UNKNOWN_MEMBER_ID):
-            log.warning("member %s of group %s fenced (%d: %s); rejoining", self.member_id, self.group_id, code,
-                        resp.error_message)
-            self._lose_all()
-            return 0.0
+            self._failures = 0
+            return self._on_success(req, resp, sent)
+        self._failures += 1
         if code in RETRIABLE or code == UNRELEASED_INSTANCE_ID:
+            # The member may still own its partitions: keep them while the lease holds.
             with self._lock:
                 self._send_full = True
             if code in FIND_COORDINATOR_ON and self._find_coordinator(route):
                 return 0.0
-            return max(self.heartbeat_interval_ms / 1000.0, 0.2) if code == UNRELEASED_INSTANCE_ID else 0.2
-        raise GroupMemberError(code, resp.error_message)
+            return max(self.heartbeat_interval_ms / 1000.0, 0.2) if code == UNRELEASED_INSTANCE_ID \
+                else self._retry_delay()
+        if code in FATAL_ERRORS:
+            raise GroupMemberError(code, resp.error_message[:200])
+        # Fenced, unknown, forgotten, or an error this client does not know: release first, then rejoin.
+        log.warning("member %s of group %s: heartbeat answered %d (%s); releasing and rejoining", self.member_id,
+                    self.group_id, code, resp.error_message[:200])
+        with self._lock:
+            hold = lease_duration_s(self.session_timeout_ms, self.heartbeat_interval_ms)
+        self._lose_all()
+        if code == GROUP_ID_NOT_FOUND and req.member_epoch > 0:
+            # The coordinator forgot the group: other members may still act on partitions under leases that
+            # began before it did, so take new ones only once those have run out.
+            self._rejoin_not_before = time.monotonic() + hold
+        if self._failures <= 1:
+            return 0.0
+        return jittered_backoff_s(self._failures - 1, BACKOFF_BASE_S, BACKOFF_MAX_S)
 
-    def _on_success(self, req: pb.ConsumerGroupHeartbeatRequest, resp: pb.ConsumerGroupHeartbeatResponse) -> float:
+    def _on_success(self, req: pb.ConsumerGroupHeartbeatRequest, resp: pb.ConsumerGroupHeartbeatResponse,
+                    sent: float) -> float:
         added: frozenset[TopicPartition] = frozenset()
         revoked: frozenset[TopicPartition] = frozenset()
         with self._lock:
@@ -348,6 +476,8 @@ class GroupMember:
             self.member_epoch = resp.member_epoch
             self.member_id = resp.member_id or self.member_id
             self.heartbeat_interval_ms = resp.heartbeat_interval_ms or self.heartbeat_interval_ms
+            self.session_timeout_ms = resp.session_timeout_ms or self.session_timeout_ms
+            self._lease_start = sent  # the coordinator's session timer restarted after this
             if resp.HasField("assignment"):
                 target: set[TopicPartition] = set()
                 for tp in resp.assignment.topic_partitions:
@@ -381,6 +511,7 @@ class GroupMember:
             self.member_epoch = 0
             self._send_full = True
             self._last_sent_owned = None
+            self._lease_start = None
         if lost and self._on_lost is not None:
             self._safe(self._on_lost, lost)
 
@@ -433,7 +564,7 @@ class GroupMember:
         try:
             resp = pb_grpc.GroupCoordinatorStub(channel).FindCoordinator(
                 pb.FindCoordinatorRequest(keys=[self.group_id]),
-                timeout=min(self._rpc_timeout_s, FIND_COORDINATOR_TIMEOUT_S))
+                timeout=min(self._rpc_timeout_s, FIND_COORDINATOR_TIMEOUT_S, self._heartbeat_deadline()))
         except grpc.RpcError:
             return None
         finally:

@@ -8,7 +8,9 @@ becomes the writer: within a session timeout of its last heartbeat, plus one reb
 
 Safety. A writer stops being one the moment a rebalance begins (it may well be re-elected), and whenever its
 lease runs out: the coordinator removes a member one session timeout after its last heartbeat, so a writer
-that could not heartbeat for that long (partitioned, paused) must assume it was replaced. The generation is
+that could not heartbeat for the session timeout minus a margin (`clients/lease.py`; partitioned, paused)
+must assume it was replaced: `is_writer()` turns False on the monotonic clock at once, and the protocol
+thread calls `on_demoted` and rejoins. A fatal error demotes first, then calls `on_fatal_error`. The generation is
 a fencing token: a resource written to can reject a writer whose `epoch` is older than one it has seen.
 
     election = LeaderElection("127.0.0.1:50051", "ingest-writer", identity="10.0.0.7:9000",
@@ -24,7 +26,7 @@ from collections.abc import Callable
 
 import grpc
 
-from clients.classic_member import ClassicMembership, JoinedMember
+from clients.classic_member import ClassicMemberError, ClassicMembership, JoinedMember
 
 log = logging.getLogger("groupcoord.leader")
 
@@ -58,10 +60,11 @@ class LeaderElection(ClassicMembership):
                  on_elected: Callable[[int], None] | None = None, on_demoted: Callable[[], None] | None = None,
                  instance_id: str | None = None, session_timeout_ms: int = 10_000,
                  rebalance_timeout_ms: int = 30_000, heartbeat_interval_ms: int = 3_000,
-                 channel: grpc.Channel | None = None, rpc_timeout_s: float = 10.0) -> None:
+                 channel: grpc.Channel | None = None, rpc_timeout_s: float = 10.0,
+                 on_fatal_error: Callable[[ClassicMemberError], None] | None = None) -> None:
         super().__init__(target, group_id, instance_id=instance_id, session_timeout_ms=session_timeout_ms,
                          rebalance_timeout_ms=rebalance_timeout_ms, heartbeat_interval_ms=heartbeat_interval_ms,
-                         channel=channel, rpc_timeout_s=rpc_timeout_s)
+                         channel=channel, rpc_timeout_s=rpc_timeout_s, on_fatal_error=on_fatal_error)
         self.identity = identity
         self._on_elected = on_elected
         self._on_demoted = on_demoted

@@ -6,6 +6,7 @@
     groupcoord config set my-group consumer.assignment.interval.ms=0
     groupcoord simulate                                    # KIP-1263 rebalance-time tables
     groupcoord acls check --acl-file acls.toml --principal User:alice --operation READ --group orders
+    groupcoord faults --minutes 30                         # the fault-injection suite's figures
 """
 
 from __future__ import annotations
@@ -80,6 +81,9 @@ def _check_free(flag: str, host: str, port: int) -> None:
         raise CliError(f"{flag}: cannot resolve {_short(host)}: {e.strerror}") from None
     family, kind, proto, _, sockaddr = infos[0]
     with socket.socket(family, kind, proto) as s:
+        # SO_REUSEADDR as the gRPC server sets it: TIME_WAIT connections left by a killed predecessor do not
+        # make the port "in use", a listening socket still does.
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             s.bind(sockaddr)
         except OSError as e:
@@ -523,13 +527,17 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("rest", nargs=argparse.REMAINDER)
     d.set_defaults(fn=cmd_demo)
 
+    f = sub.add_parser("faults", help="the fault-injection suite: kill -9, SIGSTOP, proxy faults; prints figures",
+                       add_help=False)
+    f.add_argument("rest", nargs=argparse.REMAINDER)
+
     from groupcoord import acls_cli
 
     acls_cli.add_parser(sub)
     return p
 
 
-PASS_THROUGH = {"simulate": "coordinator.simulation", "demo": "groupcoord.demo"}
+PASS_THROUGH = {"simulate": "coordinator.simulation", "demo": "groupcoord.demo", "faults": "groupcoord.faults.run"}
 
 
 def _subcommand_index(argv: list[str]) -> int | None:

@@ -1,4 +1,8 @@
-"""Administrative operations: describe, list and delete groups; describe and alter group configs."""
+"""Administrative operations: describe, list and delete groups; describe and alter group configs.
+
+A group known only by its committed offsets (standalone commits, no membership) is shown as Kafka shows its
+"simple consumer group": type classic, state Empty, protocol type "".
+"""
 
 from __future__ import annotations
 
@@ -20,11 +24,16 @@ from coordinator.core.records import (
     ConsumerGroupCurrentMemberAssignmentTombstone,
     ConsumerGroupMemberMetadataTombstone,
     ConsumerGroupMetadataTombstone,
+    ConsumerGroupRegularExpressionTombstone,
     ConsumerGroupTargetAssignmentMemberTombstone,
     GroupConfig,
+    GroupEmptySinceTombstone,
     OffsetCommitTombstone,
 )
 from coordinator.core.results import Result
+
+OFFSET_ONLY_TYPE = "classic"
+OFFSET_ONLY_STATE = "Empty"
 
 
 def describe_consumer_group(group: ConsumerGroup) -> DescribedGroup:
@@ -51,7 +60,9 @@ def describe_groups(shard: Any, group_ids: Sequence[str]) -> list[DescribedGroup
     out: list[DescribedGroup] = []
     for gid in group_ids:
         group = shard.groups.get(gid)
-        if group is None:
+        if group is None and shard.offsets.has_offsets(gid):
+            out.append(DescribedGroup(gid, group_type=OFFSET_ONLY_TYPE, group_state=OFFSET_ONLY_STATE))
+        elif group is None:
             out.append(DescribedGroup(gid, Errors.GROUP_ID_NOT_FOUND, f"Group {gid} does not exist.",
                                       group_state="DEAD"))
         elif isinstance(group, ConsumerGroup):
@@ -65,9 +76,11 @@ def list_groups(shard: Any, states: Sequence[str], types: Sequence[str]) -> list
     want_states = {s.upper() for s in states}
     want_types = {t.lower() for t in types}
     out: list[ListedGroup] = []
-    for gid in sorted(shard.groups):
-        group = shard.groups[gid]
-        if isinstance(group, ConsumerGroup):
+    for gid in sorted(set(shard.groups).union(shard.offsets.group_ids())):
+        group = shard.groups.get(gid)
+        if group is None:
+            listed = ListedGroup(gid, "", OFFSET_ONLY_STATE, OFFSET_ONLY_TYPE)
+        elif isinstance(group, ConsumerGroup):
             listed = ListedGroup(gid, "consumer", group.state().value, "consumer")
         else:
             listed = group.listed()
@@ -92,20 +105,29 @@ def delete_groups(shard: Any, group_ids: Sequence[str]) -> Result[list[GroupResu
             result.response.append(GroupResult(gid, Errors.NON_EMPTY_GROUP,
                                                f"Group {gid} still has members; they must leave first."))
             continue
-        for (topic, p) in list(shard.offsets.committed(gid)):
-            shard._write(result, OffsetCommitTombstone(gid, topic, p))
-        if isinstance(group, ConsumerGroup):
-            for mid in list(group.target_assignment):
-                shard._write(result, ConsumerGroupTargetAssignmentMemberTombstone(gid, mid))
-            for mid in list(group.members):
-                shard._write(result, ConsumerGroupCurrentMemberAssignmentTombstone(gid, mid))
-                shard._write(result, ConsumerGroupMemberMetadataTombstone(gid, mid))
-            shard._write(result, ConsumerGroupMetadataTombstone(gid))
-        elif group is not None:
-            for record in group.deletion_records():
-                shard._write(result, record)
+        write_group_deletion(shard, gid, group, result)
         result.response.append(GroupResult(gid))
     return result
+
+
+def write_group_deletion(shard: Any, gid: str, group: Any, result: Result[Any]) -> None:
+    """Tombstones for everything an empty group wrote: its offsets, its records, when it became empty."""
+    for (topic, p) in list(shard.offsets.committed(gid)):
+        shard._write(result, OffsetCommitTombstone(gid, topic, p))
+    if isinstance(group, ConsumerGroup):
+        for mid in list(group.target_assignment):
+            shard._write(result, ConsumerGroupTargetAssignmentMemberTombstone(gid, mid))
+        for mid in list(group.members):
+            shard._write(result, ConsumerGroupCurrentMemberAssignmentTombstone(gid, mid))
+            shard._write(result, ConsumerGroupMemberMetadataTombstone(gid, mid))
+        for regex in sorted(group.resolved_regexes):
+            shard._write(result, ConsumerGroupRegularExpressionTombstone(gid, regex))
+        shard._write(result, ConsumerGroupMetadataTombstone(gid))
+    elif group is not None:
+        for record in group.deletion_records():
+            shard._write(result, record)
+    if gid in shard.empty_since:
+        shard._write(result, GroupEmptySinceTombstone(gid))
 
 
 def describe_group_configs(shard: Any, group_ids: Sequence[str]) -> list[DescribedGroupConfig]:

@@ -119,6 +119,13 @@ BROKER_CONFIG_DEFS: dict[str, ConfigDef] = {
         *_interval_defs("consumer", ""),
         *_interval_defs("share", _RESERVED),
         *_interval_defs("streams", _RESERVED),
+        ConfigDef("group.consumer.regex.refresh.interval.ms", int, 600000,
+                  "How often the topics matching a group's subscribed regexes are resolved again (they are also "
+                  "resolved when topic metadata changes).", 10000),
+        ConfigDef("offsets.retention.minutes", int, 10080,
+                  "How long committed offsets are kept after the group became empty, or after the commit for a "
+                  "group that never had members (KIP-211).", 1),
+        ConfigDef("offsets.retention.check.interval.ms", int, 600000, "How often expired offsets are removed.", 1),
         ConfigDef("offset.metadata.max.bytes", int, 4096, "Maximum size of an offset commit's metadata.", 0),
         # Request and response sizes (README "Limits"). Kafka's names where Kafka has the concept.
         ConfigDef("message.max.bytes", int, 1048588,

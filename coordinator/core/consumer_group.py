@@ -88,6 +88,14 @@ class InflightAssignment:
 
 
 @dataclass(slots=True)
+class RegexResolutionInflight:
+    """A background resolution of the group's regexes (not persisted: a failover resolves them again)."""
+
+    run_id: int
+    image: object  # the metadata image it resolves against
+
+
+@dataclass(slots=True)
 class ConsumerGroup:
     group_id: str
     group_epoch: int = 0
@@ -104,6 +112,13 @@ class ConsumerGroup:
     metadata_image_seen: object = None  # the metadata image the metadata hash was last checked against
     # member id -> (member, target, image, MemberSpec): lets build_spec reuse unchanged members' specs
     spec_cache: dict[str, tuple[Any, Any, Any, Any]] = field(default_factory=dict)
+    # KIP-848: subscribed regex -> the topic names it resolved to (replayed from records), and when
+    resolved_regexes: dict[str, frozenset[str]] = field(default_factory=dict)
+    regex_resolved_ms: dict[str, int] = field(default_factory=dict)
+    regex_inflight: RegexResolutionInflight | None = None
+    regex_image_seen: object = None  # the metadata image the last resolution ran against
+    regex_refreshed_ms: int = 0  # when the last resolution finished (not persisted: refresh after a load)
+    regex_subscribers: dict[str, int] = field(default_factory=dict)  # regex -> members subscribed to it
 
     @property
     def effective_target_epoch(self) -> int:
@@ -134,7 +149,11 @@ class ConsumerGroup:
         return names
 
     def regexes(self) -> set[str]:
-        return {m.subscribed_topic_regex for m in self.members.values() if m.subscribed_topic_regex}
+        return set(self.regex_subscribers)
+
+    def resolved_topics(self, regex: str) -> frozenset[str]:
+        """What `regex` resolved to; nothing until its first resolution lands."""
+        return self.resolved_regexes.get(regex, frozenset())
 
     # --- replay helpers: the only mutators ------------------------------------------------------------
     def put_member(self, member: ConsumerGroupMember) -> None:
@@ -145,6 +164,9 @@ class ConsumerGroup:
         self.members[member.member_id] = member
         if member.instance_id:
             self.static_members[member.instance_id] = member.member_id
+        if old is None or old.subscribed_topic_regex != member.subscribed_topic_regex:
+            self._count_regex(old, -1)
+            self._count_regex(member, 1)
         self._update_owners(old, member)
 
     def remove_member(self, member_id: str) -> None:
@@ -153,7 +175,18 @@ class ConsumerGroup:
             return
         if old.instance_id and self.static_members.get(old.instance_id) == member_id:
             del self.static_members[old.instance_id]
+        self._count_regex(old, -1)
         self._update_owners(old, None)
+
+    def _count_regex(self, member: ConsumerGroupMember | None, delta: int) -> None:
+        regex = member.subscribed_topic_regex if member is not None else None
+        if not regex:
+            return
+        n = self.regex_subscribers.get(regex, 0) + delta
+        if n > 0:
+            self.regex_subscribers[regex] = n
+        else:
+            self.regex_subscribers.pop(regex, None)
 
     def _update_owners(self, old: ConsumerGroupMember | None, new: ConsumerGroupMember | None) -> None:
         if old is not None and new is not None and (

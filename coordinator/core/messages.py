@@ -39,6 +39,7 @@ class ConsumerGroupHeartbeatResponse:
     member_epoch: int = 0
     heartbeat_interval_ms: int = 0
     assignment: TopicPartitionsById | None = None
+    session_timeout_ms: int = 0  # groupcoord extension: the client-side lease is derived from it
 
 
 @dataclass(frozen=True, slots=True)

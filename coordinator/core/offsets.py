@@ -47,6 +47,9 @@ class OffsetStore:
     def has_offsets(self, group_id: str) -> bool:
         return bool(self._by_group.get(group_id))
 
+    def __bool__(self) -> bool:
+        return bool(self._by_group)
+
     def group_ids(self) -> list[str]:
         return list(self._by_group)
 

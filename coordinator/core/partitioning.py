@@ -56,8 +56,8 @@ def drop_groups(shard: Any, predicate: GroupPredicate) -> Result[list[str]]:
         group = shard.groups.get(group_id)
         if isinstance(group, ConsumerGroup):
             for member_id in group.members:
-                result.timers.append(CancelTimer(session_timer(group_id, member_id)))
-                result.timers.append(CancelTimer(rebalance_timer(group_id, member_id)))
+                shard.cancel_timer(result, session_timer(group_id, member_id))
+                shard.cancel_timer(result, rebalance_timer(group_id, member_id))
                 epochs.pop((group_id, member_id), None)
         elif group is not None:
             after_load = getattr(group, "timers_after_load", None)
@@ -67,6 +67,7 @@ def drop_groups(shard: Any, predicate: GroupPredicate) -> Result[list[str]]:
             shard.replay(ConsumerGroupMetadataTombstone(group_id))
         for topic, partition in list(shard.offsets.committed(group_id)):
             shard.replay(OffsetCommitTombstone(group_id, topic, partition))
+        shard.empty_since.pop(group_id, None)
         if group_id in shard.group_configs:
             shard.replay(GroupConfig(group_id, {}))
     return result

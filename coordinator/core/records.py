@@ -91,6 +91,22 @@ class ConsumerGroupCurrentMemberAssignmentTombstone:
 
 
 @dataclass(frozen=True, slots=True)
+class ConsumerGroupRegularExpression:
+    """Kafka's ConsumerGroupRegularExpressionValue: the topics a subscribed regex resolved to, and when."""
+
+    group_id: str
+    regex: str
+    topics: tuple[str, ...]
+    timestamp_ms: int
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerGroupRegularExpressionTombstone:
+    group_id: str
+    regex: str
+
+
+@dataclass(frozen=True, slots=True)
 class OffsetCommit:
     group_id: str
     topic: str
@@ -106,6 +122,20 @@ class OffsetCommitTombstone:
     group_id: str
     topic: str
     partition: int
+
+
+@dataclass(frozen=True, slots=True)
+class GroupEmptySince:
+    """When the group last became empty (Kafka's currentStateTimestamp): KIP-211 counts offset retention from
+    it. Persisted so that replay expires exactly what the live coordinator expired."""
+
+    group_id: str
+    timestamp_ms: int
+
+
+@dataclass(frozen=True, slots=True)
+class GroupEmptySinceTombstone:
+    group_id: str
 
 
 @dataclass(frozen=True, slots=True)

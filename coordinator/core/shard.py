@@ -14,13 +14,12 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
-import re
 from collections.abc import Callable, Mapping
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from assignors.api import AssignorError, LagSnapshot, PartitionOffsets
 from assignors.registry import get_server_assignor
-from coordinator.core import admin, classic_handlers, offsets
+from coordinator.core import admin, classic_handlers, offsets, regex_subscriptions, retention
 from coordinator.core.classic_messages import (
     HeartbeatRequest,
     HeartbeatResponse,
@@ -65,10 +64,14 @@ from coordinator.core.records import (
     ConsumerGroupMemberMetadataTombstone,
     ConsumerGroupMetadata,
     ConsumerGroupMetadataTombstone,
+    ConsumerGroupRegularExpression,
+    ConsumerGroupRegularExpressionTombstone,
     ConsumerGroupTargetAssignmentMember,
     ConsumerGroupTargetAssignmentMemberTombstone,
     ConsumerGroupTargetAssignmentMetadata,
     GroupConfig,
+    GroupEmptySince,
+    GroupEmptySinceTombstone,
     OffsetCommit,
     OffsetCommitTombstone,
 )
@@ -83,8 +86,10 @@ from coordinator.core.target_assignment import (
     subscribed_topic_ids,
     target_records,
 )
+from coordinator.core.topic_regex import RegexResolutionCompletion, compile_topic_regex
 
 LAG_AWARE_ASSIGNORS = frozenset({"lag", "lag-sticky"})
+R = TypeVar("R", bound=Result[Any])
 
 
 class LagProvider(Protocol):
@@ -121,8 +126,12 @@ class GroupCoordinatorShard:
         self.stats = CoreStats()
         self._run_ids = itertools.count(1)
         self._rebalance_timer_epochs: dict[tuple[str, str], int] = {}
-        self._regex_cache: dict[str, frozenset[str]] = {}
-        self._regex_cache_image: MetadataImage | None = None
+        # The deadline each consumer-group timer is armed for. The runtime pops a due timer and queues its
+        # operation; a heartbeat queued before it may re-arm the timer meanwhile, so the operation checks
+        # this deadline when it runs, as Kafka's timer callbacks check the member's current deadline.
+        self.timer_deadlines: dict[TimerKey, int] = {}
+        self.empty_since: dict[str, int] = {}  # group id -> when it last became empty (GroupEmptySince records)
+        self.retention_pending: list[str] = []  # groups the running retention check has still to visit
         self._replayers: dict[type, Callable[[Any], None]] = {
             ConsumerGroupMetadata: self._replay_group_metadata,
             ConsumerGroupMetadataTombstone: self._replay_group_tombstone,
@@ -136,6 +145,10 @@ class GroupCoordinatorShard:
             OffsetCommit: self.offsets.replay_commit,
             OffsetCommitTombstone: self.offsets.replay_tombstone,
             GroupConfig: self._replay_group_config,
+            ConsumerGroupRegularExpression: self._replay_regex,
+            ConsumerGroupRegularExpressionTombstone: self._replay_regex_tombstone,
+            GroupEmptySince: self._replay_empty_since,
+            GroupEmptySinceTombstone: self._replay_empty_since_tombstone,
         }
         classic_handlers.install(self)
 
@@ -216,6 +229,25 @@ class GroupCoordinatorShard:
         if isinstance(group, ConsumerGroup):
             group.remove_member(r.member_id)
 
+    def _replay_regex(self, r: ConsumerGroupRegularExpression) -> None:
+        group = self._consumer_group(r.group_id)
+        group.resolved_regexes[r.regex] = frozenset(r.topics)
+        group.regex_resolved_ms[r.regex] = r.timestamp_ms
+        group.spec_cache.clear()  # members' subscribed topic ids depend on the resolution
+
+    def _replay_regex_tombstone(self, r: ConsumerGroupRegularExpressionTombstone) -> None:
+        group = self.groups.get(r.group_id)
+        if isinstance(group, ConsumerGroup):
+            group.resolved_regexes.pop(r.regex, None)
+            group.regex_resolved_ms.pop(r.regex, None)
+            group.spec_cache.clear()
+
+    def _replay_empty_since(self, r: GroupEmptySince) -> None:
+        self.empty_since[r.group_id] = r.timestamp_ms
+
+    def _replay_empty_since_tombstone(self, r: GroupEmptySinceTombstone) -> None:
+        self.empty_since.pop(r.group_id, None)
+
     def _replay_group_config(self, r: GroupConfig) -> None:
         if r.configs:
             self.group_configs[r.group_id] = dict(r.configs)
@@ -254,22 +286,10 @@ class GroupCoordinatorShard:
     # =====================================================================================================
     # Metadata
     # =====================================================================================================
-    def resolve_regex(self, pattern: str) -> frozenset[str]:
-        """Topic names fully matching `pattern` (Python `re`), cached per metadata image."""
-        if self._regex_cache_image is not self.metadata:
-            self._regex_cache = {}
-            self._regex_cache_image = self.metadata
-        hit = self._regex_cache.get(pattern)
-        if hit is None:
-            rx = re.compile(pattern)
-            hit = frozenset(n for n in self.metadata.by_name if not n.startswith("__") and rx.fullmatch(n))
-            self._regex_cache[pattern] = hit
-        return hit
-
     def _subscription_hash(self, group: ConsumerGroup) -> int:
         names = group.subscribed_topic_names()
         for rx in group.regexes():
-            names.update(self.resolve_regex(rx))
+            names.update(group.resolved_topics(rx))
         return self.metadata.topics_hash(names)
 
     def on_metadata_update(self, image: MetadataImage, now: int) -> Result[None]:
@@ -280,6 +300,7 @@ class GroupCoordinatorShard:
         for group in list(self.groups.values()):
             if not isinstance(group, ConsumerGroup) or not group.members:
                 continue
+            self._maybe_resolve_regexes(group, now, result)
             new_hash = self._subscription_hash(group)
             if new_hash != group.metadata_hash:
                 self._write(result, ConsumerGroupMetadata(group.group_id, group.group_epoch + 1, new_hash))
@@ -304,6 +325,7 @@ class GroupCoordinatorShard:
                 error_code=e.code, error_message=e.message, member_id=request.member_id,
                 member_epoch=request.member_epoch))
         self.stats.count_heartbeat(result.response.error_code)
+        retention.note_membership(self, request.group_id, now, result)
         return result
 
     def _validate_heartbeat(self, r: ConsumerGroupHeartbeatRequest) -> None:
@@ -348,11 +370,9 @@ class GroupCoordinatorShard:
                 f"server_assignor {r.server_assignor!r} is not supported; supported: "
                 f"{', '.join(self.config['group.consumer.assignors'])}.")
         if r.subscribed_topic_regex is not None:
-            try:
-                re.compile(r.subscribed_topic_regex)
-            except re.error as e:
-                raise CoordinatorError(Errors.INVALID_REGULAR_EXPRESSION,
-                                       f"subscribed_topic_regex {r.subscribed_topic_regex!r} is invalid: {e}") from None
+            if not r.subscribed_topic_regex:
+                raise invalid("subscribed_topic_regex can't be empty when set.")
+            compile_topic_regex(r.subscribed_topic_regex)
 
     def _existing_consumer_group(self, group_id: str) -> ConsumerGroup:
         group = self.groups.get(group_id)
@@ -411,6 +431,9 @@ class GroupCoordinatorShard:
         if is_new or updated is not member:
             self._write(result, _member_metadata_record(group.group_id, updated))
             member = group.members[member_id]
+        if subscription_changed:
+            self._drop_unused_regexes(group, result)
+        self._maybe_resolve_regexes(group, now, result)
         if bump or group.metadata_image_seen is not self.metadata:
             new_hash = self._subscription_hash(group)
             group.metadata_image_seen = self.metadata
@@ -425,7 +448,7 @@ class GroupCoordinatorShard:
         target_epoch = group.effective_target_epoch
         reconciled = member
         if member.state is not MemberState.STABLE or member.member_epoch != target_epoch or subscription_changed:
-            subscribed = subscribed_topic_ids(member, self.metadata, self.resolve_regex)
+            subscribed = subscribed_topic_ids(member, self.metadata, group.resolved_topics)
             owner = group.partition_owner
             reconciled = reconcile(
                 member, target_epoch, group.target_for(member_id), subscribed,
@@ -434,8 +457,7 @@ class GroupCoordinatorShard:
             if reconciled is not member:
                 self._write(result, _current_assignment_record(group.group_id, reconciled))
                 self._maybe_arm_rebalance_timer(group, member, reconciled, now, result)
-        result.timers.append(ScheduleTimer(session_timer(group.group_id, member_id),
-                                           now + self.session_timeout_ms(group.group_id)))
+        self.arm_timer(result, session_timer(group.group_id, member_id), now + self.session_timeout_ms(group.group_id))
 
         send_assignment = (
             joining or lost_response or _is_full_request(r)
@@ -446,6 +468,7 @@ class GroupCoordinatorShard:
             member_epoch=reconciled.member_epoch,
             heartbeat_interval_ms=self.heartbeat_interval_ms(group.group_id),
             assignment=reconciled.assigned_sets() if send_assignment else None,
+            session_timeout_ms=self.session_timeout_ms(group.group_id),
         )
         return result
 
@@ -475,7 +498,7 @@ class GroupCoordinatorShard:
                                         state=MemberState.STABLE, assigned_partitions={},
                                         partitions_pending_revocation={})
             self._write(result, _current_assignment_record(group.group_id, fresh))
-            result.timers.append(CancelTimer(rebalance_timer(group.group_id, member_id)))
+            self.cancel_timer(result, rebalance_timer(group.group_id, member_id))
         return group.members[member_id]
 
     def _replace_static_member(self, group: ConsumerGroup, old: ConsumerGroupMember, new_id: str,
@@ -541,10 +564,10 @@ class GroupCoordinatorShard:
         if after.state is MemberState.UNREVOKED_PARTITIONS:
             if before.state is not MemberState.UNREVOKED_PARTITIONS or before.member_epoch != after.member_epoch:
                 self._rebalance_timer_epochs[key] = after.member_epoch
-                result.timers.append(ScheduleTimer(rebalance_timer(*key), now + after.rebalance_timeout_ms))
+                self.arm_timer(result, rebalance_timer(*key), now + after.rebalance_timeout_ms)
         elif before.state is MemberState.UNREVOKED_PARTITIONS:
             self._rebalance_timer_epochs.pop(key, None)
-            result.timers.append(CancelTimer(rebalance_timer(*key)))
+            self.cancel_timer(result, rebalance_timer(*key))
 
     # --- leaving ------------------------------------------------------------------------------------------
     def _leave(self, r: ConsumerGroupHeartbeatRequest, now: int) -> Result[ConsumerGroupHeartbeatResponse]:
@@ -569,9 +592,9 @@ class GroupCoordinatorShard:
             left = dataclasses.replace(member, member_epoch=LEAVE_GROUP_STATIC_MEMBER_EPOCH,
                                        previous_member_epoch=member.member_epoch)
             self._write(result, _current_assignment_record(group.group_id, left))
-            result.timers.append(ScheduleTimer(session_timer(group.group_id, member.member_id),
-                                               now + self.session_timeout_ms(group.group_id)))
-            result.timers.append(CancelTimer(rebalance_timer(group.group_id, member.member_id)))
+            self.arm_timer(result, session_timer(group.group_id, member.member_id),
+                           now + self.session_timeout_ms(group.group_id))
+            self.cancel_timer(result, rebalance_timer(group.group_id, member.member_id))
         else:
             self._remove_member_records(group, member, result, bump_epoch=True)
             self.stats.members_left += 1
@@ -586,38 +609,77 @@ class GroupCoordinatorShard:
         if mid in group.target_assignment:
             self._write(result, ConsumerGroupTargetAssignmentMemberTombstone(gid, mid))
         self._write(result, ConsumerGroupMemberMetadataTombstone(gid, mid))
-        result.timers.append(CancelTimer(session_timer(gid, mid)))
-        result.timers.append(CancelTimer(rebalance_timer(gid, mid)))
+        self.cancel_timer(result, session_timer(gid, mid))
+        self.cancel_timer(result, rebalance_timer(gid, mid))
         self._rebalance_timer_epochs.pop((gid, mid), None)
         if bump_epoch:
+            self._drop_unused_regexes(group, result)
             new_hash = self._subscription_hash(group)
             self._write(result, ConsumerGroupMetadata(gid, max(group.group_epoch + 1, FIRST_GROUP_EPOCH), new_hash))
 
+    # --- regex subscriptions (rules in regex_subscriptions.py) ---------------------------------------------
+    def _maybe_resolve_regexes(self, group: ConsumerGroup, now: int, result: Result[Any]) -> None:
+        regex_subscriptions.maybe_resolve(self, group, now, result)
+
+    def on_regex_resolution_complete(self, completion: RegexResolutionCompletion, now: int) -> Result[None]:
+        return regex_subscriptions.on_resolution_complete(self, completion, now)
+
+    def _drop_unused_regexes(self, group: ConsumerGroup, result: Result[Any]) -> None:
+        regex_subscriptions.drop_unused(self, group, result)
+
     # --- timers ------------------------------------------------------------------------------------------
+    def arm_timer(self, result: Result[Any], key: TimerKey, deadline_ms: int) -> None:
+        self.timer_deadlines[key] = deadline_ms
+        result.timers.append(ScheduleTimer(key, deadline_ms))
+
+    def cancel_timer(self, result: Result[Any], key: TimerKey) -> None:
+        self.timer_deadlines.pop(key, None)
+        result.timers.append(CancelTimer(key))
+
+    def _timer_due(self, key: TimerKey, now: int) -> bool:
+        """True (and disarmed) if `key` is armed and its current deadline has passed; False for a stale timer
+        whose operation was queued before a heartbeat re-armed or a removal cancelled it."""
+        deadline = self.timer_deadlines.get(key)
+        if deadline is None or now < deadline:
+            return False
+        del self.timer_deadlines[key]
+        return True
+
     def on_timer(self, key: TimerKey, now: int) -> Result[None]:
-        """A timer the runtime armed has fired: session expiry or rebalance timeout fences the member."""
+        """A timer the runtime armed has fired: session expiry or rebalance timeout fences the member; the
+        retention check expires offsets; other group types handle their own kinds."""
         result: Result[None] = Result(None)
         kind = key[0]
         if kind in ("session", "rebalance"):
-            _, group_id, member_id = key
-            group = self.groups.get(group_id)
-            if not isinstance(group, ConsumerGroup):
-                return result
-            member = group.members.get(member_id)
-            if member is None:
-                return result
-            if kind == "rebalance":
-                expected = self._rebalance_timer_epochs.pop((group_id, member_id), None)
-                if member.state is not MemberState.UNREVOKED_PARTITIONS or expected != member.member_epoch:
-                    return result
-                self.stats.members_fenced_rebalance += 1
-            else:
-                self.stats.members_fenced_session += 1
-            self._remove_member_records(group, member, result, bump_epoch=True)
+            if self._timer_due(key, now):
+                result = self._fence_on_timer(kind, key[1], key[2])
+        elif key == retention.RETENTION_TIMER:
+            return retention.on_retention_timer(self, now) if self._timer_due(key, now) else result
         else:
             handler = self._timer_handlers.get(kind)
-            if handler is not None:
-                return handler(key, now)
+            if handler is None:
+                return result
+            result = handler(key, now)
+        if len(key) > 1:
+            retention.note_membership(self, key[1], now, result)
+        return result
+
+    def _fence_on_timer(self, kind: str, group_id: str, member_id: str) -> Result[None]:
+        result: Result[None] = Result(None)
+        group = self.groups.get(group_id)
+        if not isinstance(group, ConsumerGroup):
+            return result
+        member = group.members.get(member_id)
+        if member is None:
+            return result
+        if kind == "rebalance":
+            expected = self._rebalance_timer_epochs.pop((group_id, member_id), None)
+            if member.state is not MemberState.UNREVOKED_PARTITIONS or expected != member.member_epoch:
+                return result
+            self.stats.members_fenced_rebalance += 1
+        else:
+            self.stats.members_fenced_session += 1
+        self._remove_member_records(group, member, result, bump_epoch=True)
         return result
 
     _timer_handlers: dict[str, Callable[[TimerKey, int], Result[None]]] = {}
@@ -629,7 +691,14 @@ class GroupCoordinatorShard:
     # Offsets and administration (rules in offsets.py / admin.py; the shard is the single entry point)
     # =====================================================================================================
     def offset_commit(self, request: OffsetCommitRequest, now: int) -> Result[OffsetCommitResponse]:
-        return offsets.handle_offset_commit(self, request, now)
+        result = offsets.handle_offset_commit(self, request, now)
+        if result.records:
+            retention.ensure_timer(self, now, result)
+        return result
+
+    def _noting_membership(self, result: R, group_id: str, now: int) -> R:
+        retention.note_membership(self, group_id, now, result)
+        return result
 
     def offset_fetch(self, request: OffsetFetchRequest, now: int) -> Result[OffsetFetchResponse]:
         return offsets.handle_offset_fetch(self, request, now)
@@ -662,7 +731,7 @@ class GroupCoordinatorShard:
             self.stats.assignor_skipped_interval += 1
             return
         assignor_name = choose_assignor(group, self.config["group.consumer.assignors"])
-        spec = build_spec(group, self.metadata, self.resolve_regex)
+        spec = build_spec(group, self.metadata, group.resolved_topics)
         lag = self._lag_snapshot(group, assignor_name, spec)
         epoch = group.group_epoch
         if self.offload_enabled(group.group_id):
@@ -734,16 +803,16 @@ class GroupCoordinatorShard:
     # Classic protocol (rules in classic_group.py / classic_handlers.py)
     # =====================================================================================================
     def classic_group_join(self, request: JoinGroupRequest, now: int, token: int) -> Result[JoinGroupResponse | None]:
-        return classic_handlers.join_group(self, request, now, token)
+        return self._noting_membership(classic_handlers.join_group(self, request, now, token), request.group_id, now)
 
     def classic_group_sync(self, request: SyncGroupRequest, now: int, token: int) -> Result[SyncGroupResponse | None]:
-        return classic_handlers.sync_group(self, request, now, token)
+        return self._noting_membership(classic_handlers.sync_group(self, request, now, token), request.group_id, now)
 
     def classic_group_heartbeat(self, request: HeartbeatRequest, now: int) -> Result[HeartbeatResponse]:
-        return classic_handlers.heartbeat(self, request, now)
+        return self._noting_membership(classic_handlers.heartbeat(self, request, now), request.group_id, now)
 
     def classic_group_leave(self, request: LeaveGroupRequest, now: int) -> Result[LeaveGroupResponse]:
-        return classic_handlers.leave_group(self, request, now)
+        return self._noting_membership(classic_handlers.leave_group(self, request, now), request.group_id, now)
 
 
 def _is_empty_classic(group: Any) -> bool:

@@ -16,11 +16,13 @@ from coordinator.core.records import (
     ConsumerGroupCurrentMemberAssignment,
     ConsumerGroupMemberMetadata,
     ConsumerGroupMetadata,
+    ConsumerGroupRegularExpression,
     ConsumerGroupTargetAssignmentMember,
     ConsumerGroupTargetAssignmentMetadata,
     GroupConfig,
+    GroupEmptySince,
 )
-from coordinator.core.results import Result, ScheduleTimer
+from coordinator.core.results import Result
 
 
 def snapshot_records(shard: Any) -> Iterator[Any]:
@@ -30,6 +32,9 @@ def snapshot_records(shard: Any) -> Iterator[Any]:
         if isinstance(group, ConsumerGroup):
             gid = group.group_id
             yield ConsumerGroupMetadata(gid, group.group_epoch, group.metadata_hash)
+            for regex, topics in group.resolved_regexes.items():
+                yield ConsumerGroupRegularExpression(gid, regex, tuple(sorted(topics)),
+                                                     group.regex_resolved_ms.get(regex, 0))
             for m in group.members.values():
                 yield ConsumerGroupMemberMetadata(
                     gid, m.member_id, m.instance_id, m.rack_id, m.client_id, m.client_host, m.subscribed_topic_names,
@@ -46,21 +51,25 @@ def snapshot_records(shard: Any) -> Iterator[Any]:
             yield from group.snapshot_records()
     for group_id in shard.offsets.group_ids():
         yield from shard.offsets.committed(group_id).values()
+    for group_id, since in shard.empty_since.items():
+        yield GroupEmptySince(group_id, since)
 
 
 def timers_after_load(shard: Any, now: int) -> Result[None]:
+    from coordinator.core.retention import ensure_timer
     from coordinator.core.shard import rebalance_timer, session_timer
 
     result: Result[None] = Result(None)
+    if shard.groups or shard.offsets:
+        ensure_timer(shard, now, result)
     for group in shard.groups.values():
         if isinstance(group, ConsumerGroup):
             session_ms = shard.session_timeout_ms(group.group_id)
             for m in group.members.values():
-                result.timers.append(ScheduleTimer(session_timer(group.group_id, m.member_id), now + session_ms))
+                shard.arm_timer(result, session_timer(group.group_id, m.member_id), now + session_ms)
                 if m.state is MemberState.UNREVOKED_PARTITIONS:
                     shard._rebalance_timer_epochs[(group.group_id, m.member_id)] = m.member_epoch
-                    result.timers.append(ScheduleTimer(rebalance_timer(group.group_id, m.member_id),
-                                                       now + m.rebalance_timeout_ms))
+                    shard.arm_timer(result, rebalance_timer(group.group_id, m.member_id), now + m.rebalance_timeout_ms)
         else:
             after_load = getattr(group, "timers_after_load", None)
             if after_load is not None:

@@ -25,6 +25,7 @@ class CoreStats:
     members_fenced_session: int = 0
     members_fenced_rebalance: int = 0
     metadata_bumps: int = 0
+    regex_resolutions: int = 0  # background resolutions of subscribed regexes asked for
 
     def count_heartbeat(self, code: Errors) -> None:
         self.heartbeats_by_error[code.name] += 1

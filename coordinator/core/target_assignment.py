@@ -61,7 +61,8 @@ def subscribed_topic_ids(
     """Topic ids the member subscribes to, by name or by regex, among topics that exist now."""
     ids = {image.by_name[n].topic_id for n in member.subscribed_topic_names if n in image.by_name}
     if member.subscribed_topic_regex:
-        ids.update(image.by_name[n].topic_id for n in resolve_regex(member.subscribed_topic_regex))
+        ids.update(image.by_name[n].topic_id for n in resolve_regex(member.subscribed_topic_regex)
+                   if n in image.by_name)
     return frozenset(ids)
 
 

@@ -139,14 +139,17 @@ class Authorizer:
 
 
 class AclFileWatcher:
-    """Keeps `authorizer` in step with an ACL file: polls its mtime and size every `interval_s`; a file that
-    does not parse keeps the previous ACLs and logs one line (once per change of the file)."""
+    """Keeps `authorizer` in step with an ACL file: polls its mtime and size every `interval_s` and reads it
+    once they stayed the same for one interval, so that a file caught half-written by an editor (an empty
+    file is a valid list that denies everything) is not applied. A file that does not parse keeps the
+    previous ACLs and logs one line (once per change of the file)."""
 
     def __init__(self, path: Path, authorizer: Authorizer, interval_s: float = 1.0,
                  on_reload: Callable[[int], None] | None = None) -> None:
         self.path, self.authorizer, self.interval_s = path, authorizer, interval_s
         self.on_reload = on_reload
         self._stamp = self._stat()
+        self._pending: tuple[int, int] | None = None
         authorizer.acls = tuple(load_acls(path))  # at start a bad file is fatal: raise
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="groupcoord-acl-reload", daemon=True)
@@ -169,8 +172,12 @@ class AclFileWatcher:
     def poll(self) -> None:
         stamp = self._stat()
         if stamp == self._stamp:
+            self._pending = None
             return
-        self._stamp = stamp
+        if stamp != self._pending:  # changed since the last look: wait for it to stay still one interval
+            self._pending = stamp
+            return
+        self._stamp, self._pending = stamp, None
         try:
             acls = load_acls(self.path)
         except AclError as e:

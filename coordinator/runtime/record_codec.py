@@ -136,6 +136,9 @@ def register_generic(cls: type) -> None:
 
 for _record_type in CLASSIC_RECORD_TYPES:  # so every reader of the log (the server, `groupcoord log`) knows them
     register_generic(_record_type)
+for _record in (r.ConsumerGroupRegularExpression, r.ConsumerGroupRegularExpressionTombstone, r.GroupEmptySince,
+                r.GroupEmptySinceTombstone):
+    register_generic(_record)
 
 
 def encode(record: Any) -> bytes:

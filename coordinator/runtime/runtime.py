@@ -25,6 +25,7 @@ from coordinator.core.shard import GroupCoordinatorShard
 from coordinator.core.snapshot import snapshot_records, timers_after_load
 from coordinator.core.target_assignment import AssignorCompletion, AssignorRun
 from coordinator.runtime import rollback
+from coordinator.core.topic_regex import RegexResolution, RegexResolutionCompletion
 from coordinator.runtime.executor import BackgroundExecutor
 from coordinator.runtime.metrics import CoordinatorMetrics
 from coordinator.runtime.record_codec import RecordTooLargeError
@@ -283,10 +284,16 @@ class CoordinatorRuntime:
         for task in result.tasks:
             if isinstance(task, AssignorRun):
                 self.executor.submit(task, self._on_assignor_done)
+            elif isinstance(task, RegexResolution):
+                self.executor.submit_regex(task, self._on_regex_resolved)
 
     def _on_assignor_done(self, completion: AssignorCompletion) -> None:
         self.enqueue_threadsafe("assignor-complete",
                                 lambda now: self.shard.on_assignment_complete(completion, now))
+
+    def _on_regex_resolved(self, completion: RegexResolutionCompletion) -> None:
+        self.enqueue_threadsafe("regex-resolved",
+                                lambda now: self.shard.on_regex_resolution_complete(completion, now))
 
     # --- timers ----------------------------------------------------------------------------------------------
     def _arm_wakeup(self) -> None:

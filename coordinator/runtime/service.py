@@ -199,7 +199,8 @@ class GroupCoordinatorService(pb_grpc.GroupCoordinatorServicer):
             return resp
         out = pb.ConsumerGroupHeartbeatResponse(
             error_code=int(resp.error_code), error_message=resp.error_message, member_id=resp.member_id,
-            member_epoch=resp.member_epoch, heartbeat_interval_ms=resp.heartbeat_interval_ms)
+            member_epoch=resp.member_epoch, heartbeat_interval_ms=resp.heartbeat_interval_ms,
+            session_timeout_ms=resp.session_timeout_ms)
         if resp.assignment is not None:
             out.assignment.topic_partitions.extend(topic_partitions_to_pb(resp.assignment, self.shard.metadata))
         return out

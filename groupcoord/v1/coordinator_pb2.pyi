@@ -53,7 +53,7 @@ class ConsumerGroupHeartbeatRequest(_message.Message):
     def __init__(self, group_id: _Optional[str] = ..., member_id: _Optional[str] = ..., member_epoch: _Optional[int] = ..., instance_id: _Optional[str] = ..., rack_id: _Optional[str] = ..., rebalance_timeout_ms: _Optional[int] = ..., subscribed_topic_names: _Optional[_Union[StringList, _Mapping]] = ..., subscribed_topic_regex: _Optional[str] = ..., server_assignor: _Optional[str] = ..., topic_partitions: _Optional[_Union[TopicPartitionsList, _Mapping]] = ...) -> None: ...
 
 class ConsumerGroupHeartbeatResponse(_message.Message):
-    __slots__ = ("error_code", "error_message", "member_id", "member_epoch", "heartbeat_interval_ms", "assignment")
+    __slots__ = ("error_code", "error_message", "member_id", "member_epoch", "heartbeat_interval_ms", "assignment", "session_timeout_ms")
     class Assignment(_message.Message):
         __slots__ = ("topic_partitions",)
         TOPIC_PARTITIONS_FIELD_NUMBER: _ClassVar[int]
@@ -65,13 +65,15 @@ class ConsumerGroupHeartbeatResponse(_message.Message):
     MEMBER_EPOCH_FIELD_NUMBER: _ClassVar[int]
     HEARTBEAT_INTERVAL_MS_FIELD_NUMBER: _ClassVar[int]
     ASSIGNMENT_FIELD_NUMBER: _ClassVar[int]
+    SESSION_TIMEOUT_MS_FIELD_NUMBER: _ClassVar[int]
     error_code: int
     error_message: str
     member_id: str
     member_epoch: int
     heartbeat_interval_ms: int
     assignment: ConsumerGroupHeartbeatResponse.Assignment
-    def __init__(self, error_code: _Optional[int] = ..., error_message: _Optional[str] = ..., member_id: _Optional[str] = ..., member_epoch: _Optional[int] = ..., heartbeat_interval_ms: _Optional[int] = ..., assignment: _Optional[_Union[ConsumerGroupHeartbeatResponse.Assignment, _Mapping]] = ...) -> None: ...
+    session_timeout_ms: int
+    def __init__(self, error_code: _Optional[int] = ..., error_message: _Optional[str] = ..., member_id: _Optional[str] = ..., member_epoch: _Optional[int] = ..., heartbeat_interval_ms: _Optional[int] = ..., assignment: _Optional[_Union[ConsumerGroupHeartbeatResponse.Assignment, _Mapping]] = ..., session_timeout_ms: _Optional[int] = ...) -> None: ...
 
 class JoinGroupRequestProtocol(_message.Message):
     __slots__ = ("name", "metadata")

@@ -3,6 +3,7 @@ member applies its assignment (eager vs cooperative)."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator, Sequence
 
 import pytest
@@ -100,6 +101,7 @@ def test_a_cooperative_member_revokes_only_what_moves_and_asks_for_the_follow_up
     assigned: list[frozenset[TopicPartition]] = []
     m = member(members, ["cooperative-sticky"], on_revoked=revoked.append, on_assigned=assigned.append)
     m._owned = {("t0", 0), ("t0", 1), ("t0", 2)}
+    m._last_ok = time.monotonic()  # as after a successful SyncGroup: the lease is valid
     rejoin = m._on_synced("cooperative-sticky", encode_assignment(Assignment((("t0", 0), ("t1", 0)))))
     assert rejoin
     assert revoked == [frozenset({("t0", 1), ("t0", 2)})] and assigned == [frozenset({("t1", 0)})]
@@ -114,4 +116,5 @@ def test_an_eager_member_gives_everything_back_before_it_rejoins(members: list[C
     m._prepare_join()
     assert revoked == [frozenset({("t0", 0), ("t0", 1)})] and m.assignment() == frozenset()
     assert not m._on_synced("range", encode_assignment(Assignment((("t0", 1),))))
+    m._last_ok = time.monotonic()  # as after a successful SyncGroup: the lease is valid
     assert m.assignment() == {("t0", 1)}

@@ -355,7 +355,7 @@ class ChurnSimulation:
             member = group.members[c.member_id]
             assert member.state is MemberState.STABLE and member.member_epoch == group.group_epoch
             assert c.epoch == member.member_epoch and c.owned == member.assigned_sets(), c.name
-            names = self.ctx.shard.resolve_regex(c.regex) if c.regex else set(c.topics or ())
+            names = group.resolved_topics(c.regex) if c.regex else set(c.topics or ())
             for name in names:
                 if name in image.by_name:
                     t = image.by_name[name]

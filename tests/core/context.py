@@ -23,6 +23,7 @@ from coordinator.core.metadata import MetadataImage, TopicMetadata, topic_id_for
 from coordinator.core.results import Result, TimerKey
 from coordinator.core.shard import GroupCoordinatorShard
 from coordinator.core.target_assignment import AssignorCompletion, AssignorRun
+from coordinator.core.topic_regex import RegexResolution
 from tests.virtual_clock import VirtualClock
 
 START_MS = 1_000_000
@@ -47,6 +48,7 @@ def tid(topic: str) -> str:
 
 class CoreContext(VirtualClock):
     def __init__(self, topics: Mapping[str, int] | None = None, *, auto_complete_runs: bool = True,
+                 auto_resolve_regexes: bool = True,
                  overrides: Mapping[str, Any] | None = None, **config: Any) -> None:
         raw = dict(FAST_CONFIG)
         raw.update({k.replace("_", "."): v for k, v in config.items()})
@@ -60,14 +62,26 @@ class CoreContext(VirtualClock):
         self.pending_runs: list[AssignorRun] = []
         self.records: list[Any] = []
         self.auto_complete_runs = auto_complete_runs
+        self.pending_regex: list[RegexResolution] = []
+        self.auto_resolve_regexes = auto_resolve_regexes
 
     # --- plumbing ----------------------------------------------------------------------------------------
     def apply(self, result: Result[Any]) -> Any:
         self.record(result)
-        self.pending_runs.extend(result.tasks)
-        if self.auto_complete_runs and result.tasks:
+        self.pending_runs.extend(t for t in result.tasks if isinstance(t, AssignorRun))
+        self.pending_regex.extend(t for t in result.tasks if isinstance(t, RegexResolution))
+        if self.auto_complete_runs and self.pending_runs:
             self.complete_runs()
+        if self.auto_resolve_regexes and self.pending_regex:
+            self.resolve_regexes()
         return result.response
+
+    def resolve_regexes(self) -> int:
+        """Run the pending background regex resolutions now (as the runtime's executor does); how many ran."""
+        tasks, self.pending_regex = self.pending_regex, []
+        for task in tasks:
+            self.apply(self.shard.on_regex_resolution_complete(task.run(), self.now))
+        return len(tasks)
 
     def complete_runs(self, group_id: str | None = None) -> int:
         """Finish the pending offloaded runs (of one group, or all) now; returns how many finished."""
@@ -183,10 +197,12 @@ def shard_state(shard: GroupCoordinatorShard) -> dict[str, Any]:
             "target_assignment_epoch": group.target_assignment_epoch,
             "assignment_timestamp_ms": group.assignment_timestamp_ms,
             "partition_owner": dict(group.partition_owner),
+            "resolved_regexes": dict(group.resolved_regexes),
             "state": group.state(),
         }
     offsets = {gid: dict(shard.offsets.committed(gid)) for gid in shard.offsets.group_ids()}
-    return {"groups": groups, "offsets": offsets, "configs": dict(shard.group_configs)}
+    return {"groups": groups, "offsets": offsets, "configs": dict(shard.group_configs),
+            "empty_since": dict(shard.empty_since)}
 
 
 def check_group_invariants(group: ConsumerGroup) -> None:

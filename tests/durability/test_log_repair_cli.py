@@ -100,7 +100,10 @@ def join(stub: pb_grpc.GroupCoordinatorStub, metadata: bytes, results: list[int]
 @pytest.mark.timeout(300)
 def test_an_oversized_classic_group_is_refused_and_a_later_commit_survives_kill_9(tmp_path: Path) -> None:
     port = free_port()
-    proc = subprocess.Popen(serve_args(port, tmp_path), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    # Request limits raised past the log's 64 MiB frame so that the log's own refusal is what is tested
+    # (at the defaults, message.max.bytes refuses 3.6 MB of metadata at the edge with INVALID_REQUEST).
+    limits = ["--set", "message.max.bytes=100000000", "--set", "socket.request.max.bytes=8388608"]
+    proc = subprocess.Popen(serve_args(port, tmp_path) + limits, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         wait_serving(port)
         channel = grpc.insecure_channel(f"127.0.0.1:{port}",

@@ -1,0 +1,225 @@
+"""`groupcoord faults`: run the fault suite (Jepsen-style) and print its figures.
+
+    groupcoord faults --minutes 30 --seed 1          # the long run quoted in the README
+    groupcoord faults --steps 8 --seed 7             # each fault kind once (the suite's short run)
+
+Each step injects one fault from the seeded schedule (`nemesis.py`), holds it, heals it, waits until the
+group converges (every partition owned by exactly one live member, with no ownership change for a settle
+window), fetches the committed offsets, and checks the whole history so far (`checker.py`). A progress
+line per step; the figures at the end. Exit status 1 when any violation was found.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import signal
+import sys
+import tempfile
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TextIO
+
+from groupcoord.faults.checker import Event, Findings, Kind, check
+from groupcoord.faults.cluster import Cluster, Timing
+from groupcoord.faults.nemesis import Fault, inject, schedule
+
+
+@dataclass(frozen=True, slots=True)
+class Options:
+    seed: int = 1
+    minutes: float = 0.0
+    steps: int = 0  # 0: as many as fit in `minutes`
+    members: int = 4
+    partitions: int = 12
+    timing: Timing = Timing()
+    converge_timeout_s: float = 30.0
+    pause_s: float = 0.5  # normal operation between steps
+    stop_on_violation: bool = False
+    faults: tuple[Fault, ...] = tuple(Fault)
+    workdir: Path | None = None
+
+
+@dataclass(slots=True)
+class Report:
+    steps: int = 0
+    faults: Counter[str] = field(default_factory=Counter)
+    convergence_s: list[tuple[float, str]] = field(default_factory=list)
+    step_starts: list[tuple[float, str]] = field(default_factory=list)  # (monotonic time, fault kind)
+    findings: Findings = field(default_factory=Findings)
+    fatal_member_errors: int = 0
+    elapsed_s: float = 0.0
+    workdir: str = ""
+
+    @property
+    def violations(self) -> int:
+        return len(self.findings.violations)
+
+    @property
+    def not_converged(self) -> int:
+        return self.findings.by_kind().get("not_converged", 0)
+
+    def violations_by_fault(self) -> Counter[tuple[str, str]]:
+        """(violation kind, the fault of the step in which it began) -> count."""
+        out: Counter[tuple[str, str]] = Counter()
+        for v in self.findings.violations:
+            fault = next((k for t, k in reversed(self.step_starts) if t <= v.t), "start")
+            out[(v.kind, fault)] += 1
+        return out
+
+    def worst_convergence(self) -> tuple[float, str]:
+        return max(self.convergence_s, default=(0.0, "-"))
+
+
+def wait_converged(cluster: Cluster, healed: float, timeout_s: float, settle_s: float) -> float | None:
+    """Seconds from `healed` until the group converged and stayed so for `settle_s`; None on timeout."""
+    deadline = healed + timeout_s
+    while time.monotonic() < deadline:
+        if cluster.converged() and time.monotonic() - cluster.quiet_since() >= settle_s:
+            return max(healed, cluster.quiet_since()) - healed
+        time.sleep(0.05)
+    return None
+
+
+def _not_converged_detail(cluster: Cluster) -> str:
+    live = cluster.live_members()
+    owners = cluster.state.owners(live)
+    unowned = cluster.partitions - len(owners)
+    shared = sum(1 for v in owners.values() if len(v) > 1)
+    fatal = sum(m.fatal for m in cluster.members)
+    return (f"{unowned} partition(s) unowned, {shared} claimed by several members, "
+            f"{len(live)}/{len(cluster.members)} members live, {fatal} member(s) stopped on a fatal client error")
+
+
+def _settle_then_check(cluster: Cluster, label: str, healed: float, opts: Options, report: Report) -> str:
+    settle_s = max(1.0, 5 * opts.timing.heartbeat_interval_ms / 1000)
+    took = wait_converged(cluster, healed, opts.converge_timeout_s, settle_s)
+    if took is None:
+        cluster.record(Event(time.monotonic(), Kind.NOT_CONVERGED, detail=f"{label}: {_not_converged_detail(cluster)}"))
+        outcome = f"NOT converged within {opts.converge_timeout_s:.0f} s"
+    else:
+        report.convergence_s.append((took, label))
+        outcome = f"converged in {took:.2f} s"
+    for _ in range(20):
+        if cluster.fetch_offsets():
+            break
+        time.sleep(0.25)
+    report.findings = check(cluster.snapshot())
+    return outcome
+
+
+def run(opts: Options, out: TextIO = sys.stdout) -> Report:
+    def say(line: str) -> None:
+        print(f"[{time.monotonic() - started:7.1f} s] {line}", file=out, flush=True)
+
+    started = time.monotonic()
+    report = Report()
+    workdir = opts.workdir or Path(tempfile.mkdtemp(prefix="groupcoord-faults-"))
+    report.workdir = str(workdir)
+    cluster = Cluster(workdir, opts.members, opts.partitions, opts.timing)
+    step_of = schedule(opts.seed, opts.members, opts.timing.session_timeout_ms / 1000, opts.faults)
+    say(f"seed {opts.seed}: {opts.members} members, topic t:{opts.partitions}, session "
+        f"{opts.timing.session_timeout_ms} ms, heartbeat {opts.timing.heartbeat_interval_ms} ms; workdir {workdir}")
+    try:
+        cluster.start()
+        say(f"start: {_settle_then_check(cluster, 'start', time.monotonic(), opts, report)}")
+        end = started + opts.minutes * 60
+        n = 0
+        while (opts.steps and n < opts.steps) or (not opts.steps and time.monotonic() < end):
+            n += 1
+            step = step_of(n)
+            report.step_starts.append((time.monotonic(), step.fault.value))
+            inject(cluster, step)
+            report.steps = n
+            report.faults[step.fault.value] += 1
+            outcome = _settle_then_check(cluster, f"step {n} {step.fault}", time.monotonic(), opts, report)
+            kinds = ", ".join(f"{k}={v}" for k, v in sorted(report.findings.by_kind().items())) or "none"
+            say(f"step {n}: {step.describe()}: {outcome}; violations so far: {kinds}")
+            if opts.stop_on_violation and report.violations:
+                say("stopping at the first violation (--stop-on-violation)")
+                break
+            time.sleep(opts.pause_s)
+    except KeyboardInterrupt:
+        say("interrupted: the figures cover the steps completed")
+    finally:
+        report.fatal_member_errors = sum(m.fatal for m in cluster.members)
+        cluster.close()
+        report.elapsed_s = time.monotonic() - started
+        if opts.workdir is None and not report.violations:
+            shutil.rmtree(workdir, ignore_errors=True)
+    return report
+
+
+def figures(report: Report) -> str:
+    f = report.findings
+    worst, where = report.worst_convergence()
+    lines = [
+        "fault suite figures",
+        f"  elapsed                        {report.elapsed_s:.0f} s",
+        f"  steps (faults injected)        {report.steps}",
+        *(f"    {k:<28} {report.faults.get(k.value, 0)}" for k in Fault),
+        f"  acknowledged commits           {f.acknowledged_commits}",
+        f"  ownership intervals            {f.ownership_intervals}",
+        f"  violations                     {len(f.violations)}",
+        *(f"    {k:<28} {f.by_kind().get(k, 0)}" for k in ("double_ownership", "lost_commit", "not_converged")),
+        f"  lost by design (stateless restart; not violations) {f.lost_by_design} partition offsets",
+        f"  worst time to converge         {worst:.2f} s ({where}); {report.not_converged} step(s) did not converge",
+        f"  members stopped on a fatal client error {report.fatal_member_errors}",
+    ]
+    if f.violations:
+        lines.append("violations by the fault of the step in which they began:")
+        by_fault = sorted(report.violations_by_fault().items())
+        lines.extend(f"  {kind} during {fault}: {n}" for (kind, fault), n in by_fault)
+        lines.append("first violations:")
+        lines.extend(f"  {v.kind}: {v.detail}" for v in f.violations[:10])
+        lines.append(f"history and process logs kept in {report.workdir}")
+    return "\n".join(lines)
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="groupcoord faults", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--minutes", type=float, default=1.0, help="how long to inject faults (default 1)")
+    p.add_argument("--steps", type=int, default=0, help="inject exactly this many faults instead of --minutes")
+    p.add_argument("--seed", type=int, default=1, help="the fault schedule's seed (default 1)")
+    p.add_argument("--members", type=int, default=4, help="member processes (default 4)")
+    p.add_argument("--partitions", type=int, default=12, help="partitions of the topic (default 12)")
+    p.add_argument("--session-timeout-ms", type=int, default=3000)
+    p.add_argument("--heartbeat-interval-ms", type=int, default=200)
+    p.add_argument("--converge-timeout-s", type=float, default=30.0)
+    p.add_argument("--workdir", type=Path, help="keep the state dir, history.jsonl and logs here")
+    p.add_argument("--stop-on-violation", action="store_true", help="stop after the step that found the first one")
+    p.add_argument("--faults", default=",".join(f.value for f in Fault),
+                   help="comma-separated fault kinds to inject (default: all): " + ", ".join(f.value for f in Fault))
+    args = p.parse_args(argv)
+    if args.members < 1 or args.partitions < 1 or args.steps < 0:
+        p.error("--members and --partitions must be positive, --steps not negative")
+    try:
+        faults = tuple(Fault(name.strip()) for name in args.faults.split(",") if name.strip())
+    except ValueError:
+        p.error(f"--faults: one of {', '.join(f.value for f in Fault)}, comma-separated")
+    if not faults:
+        p.error("--faults names no fault kind")
+    timing = Timing(session_timeout_ms=args.session_timeout_ms, heartbeat_interval_ms=args.heartbeat_interval_ms)
+    opts = Options(seed=args.seed, minutes=args.minutes, steps=args.steps, members=args.members,
+                   partitions=args.partitions, timing=timing, converge_timeout_s=args.converge_timeout_s,
+                   workdir=args.workdir, stop_on_violation=args.stop_on_violation, faults=faults)
+    # SIGTERM stops the run like Ctrl-C does, so that the processes it started are killed on the way out.
+    signal.signal(signal.SIGTERM, _interrupt)
+    try:
+        report = run(opts)
+    except RuntimeError as e:  # the coordinator did not come up: say so in one line
+        print(f"groupcoord faults: {e}", file=sys.stderr)
+        return 2
+    print(figures(report), flush=True)
+    return 1 if report.violations else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

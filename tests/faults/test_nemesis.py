@@ -1,0 +1,31 @@
+"""The nemesis's schedule is a function of the seed, and its first steps inject every fault kind."""
+
+from __future__ import annotations
+
+from groupcoord.faults.nemesis import Fault, schedule
+
+
+def test_the_same_seed_gives_the_same_faults_targets_and_durations() -> None:
+    a, b, c = schedule(3, 4, 3.0), schedule(3, 4, 3.0), schedule(4, 4, 3.0)
+    assert [a(n) for n in range(1, 40)] == [b(n) for n in range(1, 40)]
+    assert [a(n) for n in range(1, 40)] != [c(n) for n in range(1, 40)]
+
+
+def test_the_first_steps_inject_every_fault_kind_once() -> None:
+    step = schedule(11, 4, 3.0)
+    assert {step(n).fault for n in range(1, len(Fault) + 1)} == set(Fault)
+
+
+def test_pauses_and_silences_outlast_the_session() -> None:
+    step = schedule(5, 4, 3.0)
+    for n in range(1, 200):
+        s = step(n)
+        if s.fault in (Fault.COORDINATOR_PAUSE, Fault.MEMBER_PAUSE, Fault.PROXY_SILENCE):
+            assert s.duration_s > 3.0
+        assert 0 <= s.target < 4
+
+
+def test_a_restricted_schedule_injects_only_the_kinds_asked_for() -> None:
+    kinds = (Fault.PROXY_DROP, Fault.MEMBER_KILL)
+    step = schedule(2, 4, 3.0, kinds)
+    assert {step(n).fault for n in range(1, 50)} == set(kinds)
