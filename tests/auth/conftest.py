@@ -87,8 +87,8 @@ def start_secured(tmp_path: Path) -> Iterator[StartServer]:
     started: list[ServerThread] = []
 
     def start(tls: TlsOptions | None = None, tokens: dict[str, str] | None = None,
-              acl_file: Path | None = None, **options: Any) -> ServerThread:
-        opts = ServerOptions(listen="127.0.0.1:0", config=BrokerConfig.from_mapping(dict(FAST)),
+              acl_file: Path | None = None, config: dict[str, Any] | None = None, **options: Any) -> ServerThread:
+        opts = ServerOptions(listen="127.0.0.1:0", config=BrokerConfig.from_mapping({**FAST, **(config or {})}),
                              metadata_source=StaticMetadataSource({"orders": 6}), metadata_poll_s=0.2,
                              tls=tls, tokens=TokenStore(tokens) if tokens else None, acl_file=acl_file,
                              acl_reload_interval_s=0.1, **options)
