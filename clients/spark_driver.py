@@ -6,21 +6,25 @@ Run::
         --bootstrap-servers 127.0.0.1:9092 --output out/driver-1 --starting-offsets earliest
 
 It runs one streaming query over the ``groupcoord`` source (`clients.spark_source`) with a processing-time
-trigger and, per micro-batch (``foreachBatch``), writes one Parquet file ``OUTPUT/batches/RUN-BATCH.parquet``:
+trigger and, per micro-batch (``foreachBatch``), stages one Parquet file ``OUTPUT/staging/RUN/RUN-BATCH.parquet``
+that the source publishes as ``OUTPUT/batches/RUN-BATCH.parquet`` once the batch's offsets are committed with
+the member epoch, or deletes if the coordinator refuses the commit (this driver was fenced: another driver
+re-reads those records). ``OUTPUT/batches`` therefore holds every record once, across rebalances, crashes and
+pauses past the session (the source's docstring names the two windows of one RPC that can drop a batch).
 
 - ``--sink aggregate`` (default): per (topic, partition, key) the record count, first and last offset and value
   bytes, computed by Spark: an aggregation per key, with enough to count records exactly (a batch reads one
   contiguous offset range per partition);
 - ``--sink rows``: the records themselves (topic, partition, offset, timestamp, key), for exact counting.
 
-A file is written under a temporary name and renamed, so a crash leaves a batch either whole or absent.
+A file is written under a temporary name, fsynced and renamed, so a crash leaves a batch either whole or
+absent; staged batches of an earlier run (never committed) are deleted when the driver starts.
 
 Stopping: on SIGTERM or SIGINT, after ``--max-records`` records or ``--duration`` seconds, the driver drains:
-it asks the source (through its ``drain.file``) to commit the last completed batch and leave the group, waits
-for that, then stops the query and Spark. A clean stop therefore produces no duplicates; only a crash does
-(the next owner re-reads the crashed driver's last, uncommitted batch). Every run uses a fresh checkpoint
-(positions live in the coordinator). The driver also drains if its parent process dies, so a launcher that
-is killed does not leave drivers behind.
+it asks the source (through its ``drain.file``) to settle the last completed batch and leave the group, waits
+for that, then stops the query and Spark. Every run uses a fresh checkpoint (positions live in the
+coordinator). The driver also drains if its parent process dies, so a launcher that is killed does not leave
+drivers behind.
 
 `DriverProcess` launches one as a subprocess for demos and tests; `batch_ranges` and `coverage` read the
 outputs back and count processed, missing and duplicate records.
@@ -133,9 +137,12 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     drain_file = output / f"drain-{run}"
     checkpoint = output / f"checkpoint-{run}"
+    staging = output / "staging" / run
+    _discard_old_staging(output / "staging", name)
+    staging.mkdir(parents=True)
     spark = _spark_session(args, name)
     try:
-        df = _load(spark, args, output, drain_file)
+        df = _load(spark, args, output, drain_file, staging)
         if stop.is_set():  # asked to stop while Spark started: never join
             progress.state = "stopped"
             progress.save(output)
@@ -187,6 +194,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     finally:
         spark.stop()
         shutil.rmtree(checkpoint, ignore_errors=True)
+        shutil.rmtree(staging, ignore_errors=True)  # what is left there was never committed
 
 
 def _spark_session(args: argparse.Namespace, name: str) -> Any:
@@ -207,8 +215,20 @@ def _spark_session(args: argparse.Namespace, name: str) -> Any:
             .getOrCreate())
 
 
-def _load(spark: Any, args: argparse.Namespace, output: Path, drain_file: Path) -> Any:
-    """The source's DataFrame; nothing joins the group before the query starts."""
+def _discard_old_staging(root: Path, name: str) -> None:
+    """Batches staged by an earlier run that never saw its commit (a crash): the next owner re-read them."""
+    if not root.is_dir():
+        return
+    for old in root.iterdir():
+        files = [f for f in old.glob("*.parquet") if not f.name.startswith(".")] if old.is_dir() else []
+        if files:
+            log.warning("%s: discarding %d staged batch(es) of run %s: never committed", name, len(files), old.name)
+        shutil.rmtree(old, ignore_errors=True)
+
+
+def _load(spark: Any, args: argparse.Namespace, output: Path, drain_file: Path, staging: Path) -> Any:
+    """The source's DataFrame; nothing joins the group before the query starts. The sink writes each batch into
+    `staging`; the source moves it to OUTPUT/batches once the batch's offsets are committed."""
     from clients.spark_source import GroupcoordDataSource
 
     spark.dataSource.register(GroupcoordDataSource)
@@ -219,7 +239,9 @@ def _load(spark: Any, args: argparse.Namespace, output: Path, drain_file: Path) 
               .option("bootstrap.servers", args.bootstrap_servers)
               .option("startingOffsets", args.starting_offsets)
               .option("drain.file", str(drain_file))
-              .option("status.file", str(output / "status.json")))
+              .option("status.file", str(output / "status.json"))
+              .option("staging.dir", str(staging))
+              .option("publish.dir", str(output / "batches")))
     reader = reader.option("tasksPerBatch", str(args.tasks_per_batch or _local_cores(args.master)))
     if args.max_offsets_per_trigger is not None:
         reader = reader.option("maxOffsetsPerTrigger", str(args.max_offsets_per_trigger))
@@ -234,7 +256,7 @@ def _start_query(df: Any, args: argparse.Namespace, output: Path, run: str, chec
                  progress: _Progress) -> Any:
     from pyspark.sql import functions as F
 
-    batches_dir = output / "batches"
+    staging = output / "staging" / run
 
     def write_batch(batch: Any, batch_id: int) -> None:
         if args.sink == "rows":
@@ -247,7 +269,7 @@ def _start_query(df: Any, args: argparse.Namespace, output: Path, run: str, chec
                      .toArrow())
             records = int(sum(table.column("records").to_pylist())) if table.num_rows else 0
         if records:
-            _write_parquet(table, batches_dir / f"{run}-{batch_id:06d}.parquet")
+            _write_parquet(table, staging / f"{run}-{batch_id:06d}.parquet")
             progress.nonempty_batches += 1
         progress.records += records
         progress.batches += 1
@@ -295,6 +317,8 @@ def _write_parquet(table: Any, path: Path) -> None:
     os.close(fd)
     try:
         pq.write_table(table, tmp)
+        with open(tmp, "rb") as f:
+            os.fsync(f.fileno())  # the source publishes it by a rename once committed: the data must be there
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(OSError):
@@ -493,6 +517,23 @@ class DriverProcess:
             _kill_survivors(tree[1:], grace_s=5.0)
         self._close_log()
         return self.proc.returncode
+
+    def pause(self) -> list[int]:
+        """SIGSTOP the driver and every process it started (JVM, source reader, Python workers): the whole
+        driver freezes, as in a long GC pause or a suspended VM. Returns the pids stopped, for `resume`."""
+        if self.proc is None:
+            return []
+        tree = process_tree(self.proc.pid)
+        for pid in tree:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGSTOP)
+        return tree
+
+    def resume(self, pids: Sequence[int]) -> None:
+        """SIGCONT the processes `pause` stopped."""
+        for pid in pids:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGCONT)
 
     def kill(self) -> None:
         """SIGKILL the driver and every process it started, at once: a crash, as far as the group can tell."""

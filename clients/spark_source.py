@@ -32,33 +32,45 @@ Options:
 ``fetch.timeout.ms``       a task fails if Kafka does not deliver its ranges within this time (default 60000)
 ``tasksPerBatch``          Spark tasks per micro-batch (default 2): the owned partitions' ranges are packed into
                            at most this many tasks of about equal size; use the driver's core count
-``drain.file``             when this file appears, the source commits its last completed batch, leaves the
+``drain.file``             when this file appears, the source settles its last completed batch, leaves the
                            group, reads nothing more and creates ``<drain.file>.done``: a clean stop with no
                            duplicates (``clients.spark_driver`` uses it on SIGTERM)
 ``status.file``            the source writes its member id, epoch, partitions and committed offsets here (JSON,
                            replaced atomically) after every trigger
 ``kafka.*``                passed to the confluent-kafka clients without the prefix (e.g. ``kafka.security.protocol``)
+``staging.dir``,           the sink writes each batch's output (Parquet with ``topic`` and
+``publish.dir``            ``partition`` columns) into ``staging.dir``; the source moves it into ``publish.dir`` only
+                           once the batch's offsets are committed, and deletes it if the commit is refused
+                           (`clients.spark_staging`). Without them the sink publishes itself: at-least-once
 =========================  =====================================================================================
 
-How exactly-once by partition ownership works (the theory of operation):
+What is guaranteed, and how (the theory of operation):
 
 - The stream reader runs in its own Python process on the driver (started by the driver's JVM, one per query
   run) and keeps a `GroupMember` there, heartbeating on a thread, with ``defer_revocation=True``.
-- An offset is ``{"topic:partition": [from, to], ...}`` over the partitions owned when the batch was planned;
-  `partitions(start, end)` reads only ``end`` (a pure function of it) and packs the non-empty ranges into
-  ``tasksPerBatch`` Spark tasks. Executors read their ranges with confluent-kafka (assign at the range starts;
-  no Kafka consumer group).
+- An offset is ``{"topic:partition": [from, to], ...}`` over the partitions the member's `assignment()` held
+  when the batch was planned; `partitions(start, end)` reads only ``end`` (a pure function of it) and packs the
+  non-empty ranges into ``tasksPerBatch`` Spark tasks. Executors read their ranges with confluent-kafka (assign
+  at the range starts; no Kafka consumer group). A partition the member lost (``on_lost``, or gone from
+  `assignment()`) is in no batch planned after that.
 - Spark calls `latestOffset(start)` for batch N+1 only after batch N (whose end is ``start``) has run and its
-  sink has committed. That call is therefore where batch N is acknowledged: its ``to`` offsets are committed to
-  the coordinator with the member epoch, and only then are the partitions the coordinator asked back released.
-  A revoked partition is never in a batch planned after the revocation arrived, and is released only once its
-  last batch is committed, so the next owner resumes exactly after it (`fetch_offsets` when it gains it).
-  Spark's own `commit(end)` arrives one batch late and is not used.
-- A driver that crashes (SIGKILL) never acknowledges its last batch: the next owner re-reads it, so the only
-  duplicates are the records of a crashed driver's last batch. A driver stopped through ``drain.file`` commits
-  its last batch before leaving: no duplicates.
-- A member that is fenced (``on_lost``) while a batch runs does not commit that batch: another driver may own
-  its partitions already, and a late commit could move their offsets backwards.
+  sink has returned. That call settles batch N: its ``to`` offsets are committed to the coordinator with the
+  member epoch; with ``staging.dir``, the output of the partitions the coordinator accepted is then published
+  (renamed into ``publish.dir``) and the rest discarded. Only then are the partitions the coordinator asked
+  back released, so the next owner resumes exactly after the last published batch (`fetch_offsets` when it
+  gains it). Spark's own `commit(end)` arrives one batch late and is not used.
+- A driver that was fenced while batch N ran (``on_lost`` fired since N was planned, or the coordinator
+  refuses the commit: UNKNOWN_MEMBER_ID, FENCED_MEMBER_EPOCH, STALE_MEMBER_EPOCH, e.g. after a pause longer
+  than the session) commits nothing and discards N's output: another driver may own its partitions already
+  and re-read them from the last commit. Its later batches start from the coordinator's offsets again.
+- With ``staging.dir`` every record is therefore published exactly once, through rebalances, clean stops
+  (``drain.file``), crashes (SIGKILL: the staged batch is never published; the next owner re-reads it) and
+  pauses past the session. Two narrow windows remain, both of the order of one RPC: a driver killed after
+  the coordinator accepted its commit and before the rename loses that batch's output (missing records), and
+  a commit whose reply never arrives (timeout) is sent again at the next trigger, unless the driver was fenced
+  meanwhile: then the batch is discarded although the first commit may have been applied (missing records).
+  Without ``staging.dir`` delivery is at-least-once: a sink that publishes before the commit publishes
+  again what the next owner re-reads after a crash or a fencing of this driver.
 - Spark checkpoints are not the source of truth: positions live in the coordinator. A query restarted from an
   old checkpoint is refused (the replayed batch may cover partitions another driver owns now): give every run
   a fresh ``checkpointLocation``.
@@ -87,7 +99,7 @@ from types import FrameType
 from typing import Any
 
 import grpc
-from confluent_kafka import Consumer, KafkaError, KafkaException
+from confluent_kafka import KafkaException
 from confluent_kafka import TopicPartition as KafkaTopicPartition
 from confluent_kafka.admin import AdminClient, OffsetSpec
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
@@ -103,6 +115,7 @@ from pyspark.sql.types import (
 )
 
 from clients.group_member import GroupMember, GroupMemberError
+from clients.spark_staging import StagingArea
 
 __all__ = ["SCHEMA", "GroupcoordDataSource", "GroupcoordStreamReader", "KafkaRange", "ReadTask", "SourceOptions",
            "allot", "pack"]
@@ -122,7 +135,6 @@ TopicPartition = tuple[str, int]
 Ranges = dict[TopicPartition, tuple[int, int]]  # (from, to): records from <= offset < to
 
 _STARTING = ("earliest", "latest")
-_READER_GROUP_ID = "groupcoord-spark-reader"  # confluent-kafka needs one; assign() never joins it
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,6 +155,8 @@ class SourceOptions:
     tasks_per_batch: int = 2
     drain_file: str | None = None
     status_file: str | None = None
+    staging_dir: str | None = None
+    publish_dir: str | None = None
     kafka: tuple[tuple[str, str], ...] = ()
 
     @staticmethod
@@ -173,6 +187,9 @@ class SourceOptions:
             raise ValueError(f"groupcoord source: option 'startingOffsets' must be earliest or latest, "
                              f"got {starting!r}")
         kafka = tuple(sorted((k[len("kafka."):], v) for k, v in opts.items() if k.startswith("kafka.")))
+        staging_dir, publish_dir = opts.get("staging.dir") or None, opts.get("publish.dir") or None
+        if (staging_dir is None) != (publish_dir is None):
+            raise ValueError("groupcoord source: options 'staging.dir' and 'publish.dir' go together")
         return SourceOptions(
             coordinator=required("coordinator"),
             group=required("group"),
@@ -188,6 +205,8 @@ class SourceOptions:
             tasks_per_batch=integer("tasksPerBatch", 2, 1) or 2,
             drain_file=opts.get("drain.file") or None,
             status_file=opts.get("status.file") or None,
+            staging_dir=staging_dir,
+            publish_dir=publish_dir,
             kafka=kafka,
         )
 
@@ -322,6 +341,8 @@ class GroupcoordStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
 
     def read(self, partition: InputPartition) -> Iterator[Any]:
         assert isinstance(partition, ReadTask)
+        from clients.spark_kafka_read import read_task  # executor side only
+
         return read_task(self.options, self.schema, partition)
 
     def commit(self, end: dict[str, Any]) -> None:
@@ -342,14 +363,21 @@ class _ReaderState:
         self.options = options
         self._lock = threading.Lock()
         self._losses = 0  # bumped by on_lost (heartbeat thread)
-        self._losses_at_plan = 0
+        self._losses_at_plan = 0  # `_losses` when `issued` was planned
+        self._losses_seen = 0
         self.issued: dict[str, Any] | None = None  # the last end offset returned to Spark
-        self._acked: dict[str, Any] | None = None
+        self._settled: dict[str, Any] | None = None  # the last batch end committed or discarded
+        self._next: dict[TopicPartition, int] = {}  # where the next batch starts, per partition still owned
         self._committed: dict[TopicPartition, int] = {}
         self._available_now: dict[TopicPartition, int] | None = None
         self._drained = False
         self.batches = 0
         self.records_planned = 0
+        self.refused_commits = 0
+        self.staging = (StagingArea(Path(options.staging_dir), Path(options.publish_dir))
+                        if options.staging_dir and options.publish_dir else None)
+        if self.staging is not None:
+            self.staging.discard(reason="left by an earlier run; never committed")
         self._admin = AdminClient(options.kafka_config(**{"client.id": "groupcoord-spark-source"}))
         self.member = GroupMember(
             options.coordinator, options.group, options.topics, instance_id=options.instance_id,
@@ -363,8 +391,12 @@ class _ReaderState:
     def _on_lost(self, partitions: frozenset[TopicPartition]) -> None:
         with self._lock:
             self._losses += 1
-        log.warning("group %s: member %s lost %d partition(s) (fenced); the running batch will not be committed",
-                    self.options.group, self.member.member_id, len(partitions))
+        log.warning("group %s: member %s lost %d partition(s); the batch planned before will not be committed and "
+                    "its output is discarded", self.options.group, self.member.member_id, len(partitions))
+
+    def _lost_since_plan(self) -> bool:
+        with self._lock:
+            return self._losses != self._losses_at_plan
 
     # --- latestOffset ----------------------------------------------------------------------------------------
     def latest_offset(self, start: dict[str, Any], limit: ReadLimit) -> dict[str, Any]:
@@ -373,24 +405,22 @@ class _ReaderState:
         if self.member.fatal_error is not None:
             raise RuntimeError(f"groupcoord source: the group member stopped: {self.member.fatal_error}")
         try:
-            done = decode_offset(start) if start == self.issued else {}
-            with self._lock:
-                fenced_since_plan = self._losses != self._losses_at_plan
-                self._losses_at_plan = self._losses
-            if fenced_since_plan:
-                self._committed.clear()  # another member may have committed since: ask the coordinator again
-            if self.issued is not None and start == self.issued and self._acked != start:
+            if self.issued is not None and start == self.issued and self._settled != start:
+                self._settle(decode_offset(start))  # raises (and is retried next trigger) if the commit fails
+                self._settled = start
                 self.batches += 1
-                self._acked = start
-            if done and not fenced_since_plan:
-                self._acknowledge(done)
-            else:
-                self._release_unread(set())
+            self._release_unread()
             if self._drain_requested():
                 self._drain()
                 return start
-            owned = self.member.assignment()
-            positions = {tp: done[tp][1] for tp in owned if tp in done and not fenced_since_plan}
+            with self._lock:
+                losses = self._losses
+            if losses != self._losses_seen:  # positions from before a loss are stale: another driver may have
+                self._losses_seen = losses   # read and committed past them since
+                self._next.clear()
+                self._committed.clear()
+            owned = self.member.assignment()  # read after `losses`: a loss in between voids this plan
+            positions = {tp: pos for tp, pos in self._next.items() if tp in owned}
             gained = owned - positions.keys()
             watermarks = self._watermarks(owned, with_log_start=bool(gained))
             if gained:
@@ -399,6 +429,7 @@ class _ReaderState:
             if self._available_now is not None:
                 ends = {tp: min(e, self._available_now.get(tp, e)) for tp, e in ends.items()}
             positions = {tp: pos for tp, pos in positions.items() if tp in ends}
+            self._next = dict(positions)
             available = {tp: max(0, ends[tp] - pos) for tp, pos in positions.items()}
             budget = limit.max_rows if isinstance(limit, ReadMaxRows) else None
             take = allot(available, budget)
@@ -407,6 +438,8 @@ class _ReaderState:
             if not any(b > a for a, b in ranges.values()) and set(ranges) == set(decode_offset(start)):
                 return start  # nothing new and the same partitions: no batch
             end = encode_offset(ranges)
+            with self._lock:
+                self._losses_at_plan = losses
             self.issued = end
             self.records_planned += sum(take.values())
             return end
@@ -414,31 +447,55 @@ class _ReaderState:
             log.warning("group %s: skipping this trigger: %s", self.options.group, e)
             return start
 
-    def _acknowledge(self, done: Ranges) -> None:
-        """Batch `done` has run: commit its ends, then release the revoked partitions whose ends are committed."""
-        held = self.member.assignment() | self.member.pending_revocation()
-        to_commit = {tp: b for tp, (_, b) in done.items() if tp in held and self._committed.get(tp) != b}
-        failed: set[TopicPartition] = set()
-        if to_commit:
-            errors = self.member.commit_offsets(to_commit)
-            for tp, code in errors.items():
-                if code == 0:
-                    self._committed[tp] = to_commit[tp]
-                else:
-                    failed.add(tp)
-            if failed:
-                log.warning("group %s: commit refused for %s (error codes %s); not releasing them",
-                            self.options.group, sorted(failed), sorted({errors[tp] for tp in failed}))
-        self._release_unread(failed)
+    def _settle(self, done: Ranges) -> None:
+        """Batch `done` has run and its output is staged: commit its ends with the member epoch, then publish the
+        output of the partitions the coordinator accepted and discard the rest (a refused commit means another
+        driver may own the partition now and re-read the batch from the last commit)."""
+        lost = self._lost_since_plan()
+        if lost:
+            refused = set(done)
+            accepted: set[TopicPartition] = set()
+            self._committed.clear()
+        else:
+            held = self.member.assignment() | self.member.pending_revocation()
+            to_commit = {tp: b for tp, (_, b) in done.items() if tp in held and self._committed.get(tp) != b}
+            accepted = {tp for tp, (_, b) in done.items() if tp in held and self._committed.get(tp) == b}
+            refused = set(done) - held
+            if to_commit:
+                # A transport error raises here: the outcome is unknown, so nothing is settled and the commit is
+                # sent again at the next trigger (it is idempotent).
+                errors = self.member.commit_offsets(to_commit)
+                for tp, off in to_commit.items():
+                    if errors.get(tp, 0) == 0:
+                        accepted.add(tp)
+                        self._committed[tp] = off
+                    else:
+                        refused.add(tp)
+                codes = sorted({errors.get(tp, 0) for tp in to_commit} - {0})
+                if codes:
+                    log.warning("group %s: commit refused for %s (error codes %s)", self.options.group,
+                                _fmt(refused), codes)
+        if refused:
+            self.refused_commits += 1
+        if self.staging is not None and lost:
+            self.staging.discard(reason="the member lost its partitions after the batch was planned")
+        elif self.staging is not None:
+            self.staging.settle(accepted, {tp for tp in refused if done[tp][1] > done[tp][0]})
+        for tp in accepted:
+            self._next[tp] = done[tp][1]
+        for tp in refused:  # resume from the coordinator's offset, if still owned
+            self._next.pop(tp, None)
+            self._committed.pop(tp, None)
 
-    def _release_unread(self, keep: set[TopicPartition]) -> None:
-        """Release every partition pending revocation except `keep`: none is in a running batch (latestOffset
-        runs between batches), and those read in the last batch have just been committed."""
-        pending = self.member.pending_revocation() - keep
+    def _release_unread(self) -> None:
+        """Release every partition pending revocation: none is in a running batch (latestOffset runs between
+        batches), and the last batch that read one has just been settled."""
+        pending = self.member.pending_revocation()
         if pending:
             self.member.release(pending)
             for tp in pending:
                 self._committed.pop(tp, None)
+                self._next.pop(tp, None)
             log.info("group %s: released %s", self.options.group, _fmt(pending))
 
     def _start_positions(self, gained: frozenset[TopicPartition] | set[TopicPartition],
@@ -506,7 +563,7 @@ class _ReaderState:
         return self.options.drain_file is not None and os.path.exists(self.options.drain_file)
 
     def _drain(self) -> None:
-        """The last batch is committed (`_acknowledge` ran first): leave the group and say so."""
+        """The last batch is settled (`_settle` ran first): leave the group and say so."""
         log.info("group %s: draining: member %s leaves the group", self.options.group, self.member.member_id)
         self.member.close()
         self._drained = True
@@ -527,6 +584,10 @@ class _ReaderState:
             "committed": {f"{t}:{p}": o for (t, p), o in sorted(self._committed.items())},
             "batches": self.batches,
             "records_planned": self.records_planned,
+            "losses": self._losses,
+            "refused_commits": self.refused_commits,
+            "published_files": self.staging.published_files if self.staging else 0,
+            "discarded_files": self.staging.discarded_files if self.staging else 0,
             "drained": self._drained,
             "pid": os.getpid(),
             "time": time.time(),
@@ -539,6 +600,8 @@ class _ReaderState:
         if not self._drained:
             self.member.close()
             self._drained = True
+            if self.staging is not None:
+                self.staging.discard(reason="the query stopped before the batch was committed")
             with contextlib.suppress(OSError):
                 self._write_status()
 
@@ -585,112 +648,3 @@ def _fmt(tps: Any) -> str:
     for t, p in sorted(tps):
         by_topic.setdefault(t, []).append(p)
     return " ".join(f"{t}:{','.join(map(str, ps))}" for t, ps in by_topic.items()) or "-"
-
-
-# --- executors: reading one range ------------------------------------------------------------------------------
-_consumers: dict[tuple[tuple[str, Any], ...], Any] = {}  # per Python worker process (workers are reused)
-_ARROW_BATCH = 10_000
-
-
-def _consumer(options: SourceOptions) -> Any:
-    config = options.kafka_config(**{
-        "group.id": _READER_GROUP_ID,
-        "enable.auto.commit": False,
-        "enable.auto.offset.store": False,
-        "enable.partition.eof": True,
-        "auto.offset.reset": "earliest",  # a range below the log start (retention) starts at the log start
-        # A task reads up to the end of the log; the fetch that follows would be held by the broker for
-        # fetch.wait.max.ms (500 ms by default), and the next task's fetch waits behind it on the connection.
-        "fetch.wait.max.ms": 10,
-        "client.id": "groupcoord-spark-task",
-    })
-    key = tuple(sorted(config.items()))
-    consumer = _consumers.get(key)
-    if consumer is None:
-        consumer = _consumers[key] = Consumer(config)
-    return consumer
-
-
-def read_task(options: SourceOptions, schema: StructType, task: ReadTask) -> Iterator[Any]:
-    """Records ``start <= offset < end`` of each range of `task`, as Arrow record batches. The partitions are
-    fetched together; one that reaches its end is unassigned at once, so its later records are not fetched."""
-    import pyarrow as pa
-    from pyspark.sql.pandas.types import to_arrow_schema
-
-    arrow_schema = to_arrow_schema(schema, timezone="UTC")
-    timestamp_type = arrow_schema.field("timestamp").type
-    active = {(r.topic, r.partition): [r.start, r.end] for r in task.ranges if r.end > r.start}
-    consumer = _consumer(options)
-    consumer.assign([KafkaTopicPartition(t, p, start) for (t, p), (start, _) in active.items()])
-    deadline = time.monotonic() + options.fetch_timeout_ms / 1000
-    topics: list[str] = []
-    partitions: list[int] = []
-    offsets: list[int] = []
-    timestamps: list[int | None] = []
-    keys: list[bytes | None] = []
-    values: list[bytes | None] = []
-    columns = (topics, partitions, offsets, timestamps, keys, values)
-
-    def flush() -> Any:
-        batch = pa.RecordBatch.from_arrays([
-            pa.array(topics, pa.string()),
-            pa.array(partitions, pa.int32()),
-            pa.array(offsets, pa.int64()),
-            pa.array(timestamps, pa.int64()).cast(timestamp_type),
-            pa.array(keys, pa.binary()),
-            pa.array(values, pa.binary()),
-        ], schema=arrow_schema)
-        for column in columns:
-            column.clear()
-        return batch
-
-    def finish(tp: TopicPartition) -> None:
-        del active[tp]
-        consumer.incremental_unassign([KafkaTopicPartition(tp[0], tp[1])])
-
-    try:
-        while active:
-            wanted = sum(end - nxt for nxt, end in active.values())
-            for m in consumer.consume(num_messages=min(wanted, _ARROW_BATCH), timeout=0.5):
-                tp = (m.topic(), m.partition())
-                position = active.get(tp)
-                if position is None:
-                    continue
-                err = m.error()
-                if err is not None:
-                    if err.code() != KafkaError._PARTITION_EOF:
-                        raise KafkaException(err)
-                    if m.offset() >= position[1]:  # compacted or aborted records at the tail: nothing more
-                        finish(tp)
-                    continue
-                off = m.offset()
-                if off < position[0]:
-                    continue
-                if off < position[1]:
-                    kind, ts = m.timestamp()
-                    topics.append(tp[0])
-                    partitions.append(tp[1])
-                    offsets.append(off)
-                    timestamps.append(ts * 1000 if kind != 0 and ts >= 0 else None)  # 0: TIMESTAMP_NOT_AVAILABLE
-                    keys.append(m.key())
-                    values.append(m.value())
-                    position[0] = off + 1
-                if position[0] >= position[1]:
-                    finish(tp)
-            if len(offsets) >= _ARROW_BATCH:
-                yield flush()
-            if active and time.monotonic() > deadline:
-                late = ", ".join(f"{t}:{p} at {nxt} of {end}" for (t, p), (nxt, end) in sorted(active.items()))
-                raise TimeoutError(f"groupcoord source: Kafka did not deliver within {options.fetch_timeout_ms} ms: "
-                                   f"{late}")
-        if offsets:
-            yield flush()
-        consumer.unassign()  # no fetching while the worker waits for its next task
-    except BaseException:
-        # A failed task may leave the consumer mid-fetch; the retry gets a fresh one.
-        for key, c in list(_consumers.items()):
-            if c is consumer:
-                del _consumers[key]
-        with contextlib.suppress(Exception):
-            consumer.close()
-        raise

@@ -24,8 +24,8 @@ from coordinator.core.results import CancelTimer, Result, ScheduleTimer
 from coordinator.core.shard import GroupCoordinatorShard
 from coordinator.core.snapshot import snapshot_records, timers_after_load
 from coordinator.core.target_assignment import AssignorCompletion, AssignorRun
-from coordinator.runtime import rollback
 from coordinator.core.topic_regex import RegexResolution, RegexResolutionCompletion
+from coordinator.runtime import rollback
 from coordinator.runtime.executor import BackgroundExecutor
 from coordinator.runtime.metrics import CoordinatorMetrics
 from coordinator.runtime.record_codec import RecordTooLargeError

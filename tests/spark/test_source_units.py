@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import json
 import pickle
+from pathlib import Path
 
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
 from clients.spark_driver import BatchRange, coverage
@@ -18,6 +21,7 @@ from clients.spark_source import (
     encode_offset,
     pack,
 )
+from clients.spark_staging import StagingArea
 
 OPTIONS = {"coordinator": "127.0.0.1:1", "group": "g", "topics": "b, a", "bootstrap.servers": "127.0.0.1:2"}
 
@@ -69,6 +73,8 @@ def test_options_are_validated_when_the_source_loads() -> None:
         SourceOptions.parse({**OPTIONS, "startingOffsets": "newest"})
     with pytest.raises(ValueError, match="maxOffsetsPerTrigger"):
         SourceOptions.parse({**OPTIONS, "maxOffsetsPerTrigger": "0"})
+    with pytest.raises(ValueError, match="go together"):
+        SourceOptions.parse({**OPTIONS, "staging.dir": "/tmp/staged"})
 
 
 def test_the_reader_pickles_without_starting_a_member() -> None:
@@ -94,3 +100,27 @@ def test_counting_finds_overlaps_as_duplicates_and_holes_as_missing() -> None:
 def test_counting_rejects_a_batch_range_with_holes() -> None:
     with pytest.raises(AssertionError, match="non-contiguous"):
         coverage([BatchRange("a", "run", 0, "t", 0, 0, 9, 5)], {("t", 0): (0, 10)})
+
+
+def _stage(area: StagingArea, name: str, partitions: list[int]) -> None:
+    pq.write_table(pa.table({"topic": ["t"] * len(partitions), "partition": partitions}), area.staging / name)
+
+
+def test_staged_output_is_published_when_committed_and_deleted_when_refused(tmp_path: Path) -> None:
+    area = StagingArea(tmp_path / "staging", tmp_path / "published")
+    _stage(area, "r-1.parquet", [0, 1])
+    area.settle(accepted={("t", 0), ("t", 1)}, refused=set())
+    assert [f.name for f in area.publish.iterdir()] == ["r-1.parquet"] and area.staged() == []
+    _stage(area, "r-2.parquet", [0, 1])
+    area.settle(accepted=set(), refused={("t", 0), ("t", 1)})
+    assert [f.name for f in area.publish.iterdir()] == ["r-1.parquet"] and area.staged() == []
+    assert (area.published_files, area.discarded_files) == (1, 1)
+
+
+def test_only_the_committed_partitions_rows_are_published_when_a_commit_is_partly_refused(tmp_path: Path) -> None:
+    area = StagingArea(tmp_path / "staging", tmp_path / "published")
+    _stage(area, "r-3.parquet", [0, 1, 2, 2])
+    area.settle(accepted={("t", 0), ("t", 1)}, refused={("t", 2)})
+    assert area.staged() == []
+    assert pq.read_table(area.publish / "r-3.parquet").column("partition").to_pylist() == [0, 1]
+    assert sorted(f.name for f in area.publish.iterdir()) == ["r-3.parquet"]  # no temporary file left
