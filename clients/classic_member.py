@@ -58,6 +58,7 @@ from clients.consumer_protocol import (
     encode_assignment,
     encode_subscription,
 )
+from clients.credentials import NO_CREDENTIALS, Credentials
 from clients.lease import (
     BACKOFF_BASE_S,
     BACKOFF_MAX_S,
@@ -142,8 +143,10 @@ class ClassicMembership(LeaseTimers, abc.ABC):
                  session_timeout_ms: int = 10_000, rebalance_timeout_ms: int = 30_000,
                  heartbeat_interval_ms: int = 3_000, channel: grpc.Channel | None = None,
                  rpc_timeout_s: float = 10.0,
-                 on_fatal_error: Callable[[ClassicMemberError], None] | None = None) -> None:
+                 on_fatal_error: Callable[[ClassicMemberError], None] | None = None,
+                 credentials: Credentials | None = None) -> None:
         self.group_id = group_id
+        self._credentials = credentials or NO_CREDENTIALS  # TLS, certificate, token (clients/credentials.py)
         self._target = target
         self._on_fatal_error = on_fatal_error
         self.instance_id = instance_id
@@ -151,7 +154,7 @@ class ClassicMembership(LeaseTimers, abc.ABC):
         self.rebalance_timeout_ms = rebalance_timeout_ms
         self.heartbeat_interval_ms = heartbeat_interval_ms
         self._own_channel = channel is None
-        self._channel = channel or grpc.insecure_channel(target, options=CHANNEL_OPTIONS)
+        self._channel = channel or self._credentials.channel(target, CHANNEL_OPTIONS)
         self._stub = pb_grpc.GroupCoordinatorStub(self._channel)
         self._rpc_timeout_s = rpc_timeout_s
         self._lock = threading.RLock()
@@ -341,7 +344,7 @@ class ClassicMembership(LeaseTimers, abc.ABC):
             return
         with self._lock:
             old = self._channel
-            self._channel = grpc.insecure_channel(self._target, options=CHANNEL_OPTIONS)
+            self._channel = self._credentials.channel(self._target, CHANNEL_OPTIONS)
             self._stub = pb_grpc.GroupCoordinatorStub(self._channel)
         old.close()
 
@@ -500,10 +503,12 @@ class ClassicGroupMember(ClassicMembership):
                  session_timeout_ms: int = 10_000, rebalance_timeout_ms: int = 30_000,
                  heartbeat_interval_ms: int = 3_000, channel: grpc.Channel | None = None,
                  rpc_timeout_s: float = 10.0,
-                 on_fatal_error: Callable[[ClassicMemberError], None] | None = None) -> None:
+                 on_fatal_error: Callable[[ClassicMemberError], None] | None = None,
+                 credentials: Credentials | None = None) -> None:
         super().__init__(target, group_id, instance_id=instance_id, session_timeout_ms=session_timeout_ms,
                          rebalance_timeout_ms=rebalance_timeout_ms, heartbeat_interval_ms=heartbeat_interval_ms,
-                         channel=channel, rpc_timeout_s=rpc_timeout_s, on_fatal_error=on_fatal_error)
+                         channel=channel, rpc_timeout_s=rpc_timeout_s, on_fatal_error=on_fatal_error,
+                         credentials=credentials)
         self.topics = tuple(sorted(set(topics)))
         if not self.topics:
             raise ValueError("subscribe to at least one topic")

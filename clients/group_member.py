@@ -48,6 +48,7 @@ from typing import Any, TypeVar
 
 import grpc
 
+from clients.credentials import Credentials
 from clients.lease import (
     BACKOFF_BASE_S,
     BACKOFF_MAX_S,
@@ -148,6 +149,7 @@ class GroupMember(LeaseTimers):
         channel: grpc.Channel | None = None,
         rpc_timeout_s: float = 10.0,
         channel_factory: Callable[[str], grpc.Channel] | None = None,
+        credentials: Credentials | None = None,
     ) -> None:
         self.group_id = group_id
         self._topics = tuple(sorted(set(topics)))
@@ -163,7 +165,10 @@ class GroupMember(LeaseTimers):
         self._on_lost = on_lost
         self._on_fatal_error = on_fatal_error
         self._defer_revocation = defer_revocation
-        # Channels to coordinators FindCoordinator names are opened with `channel_factory` (default insecure).
+        # Channels to coordinators FindCoordinator names are opened with `channel_factory`; by default with
+        # `credentials` (TLS, client certificate, bearer token: clients/credentials.py), else plaintext.
+        if channel_factory is None and credentials is not None:
+            channel_factory = functools.partial(credentials.channel, options=CHANNEL_OPTIONS)
         self._channel_factory = channel_factory or _insecure_channel
         # Addresses to ask FindCoordinator: those given, then every coordinator learned since.
         self._known = [a.strip() for a in target.split(",") if a.strip()]

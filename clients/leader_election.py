@@ -27,6 +27,7 @@ from collections.abc import Callable
 import grpc
 
 from clients.classic_member import ClassicMemberError, ClassicMembership, JoinedMember
+from clients.credentials import Credentials
 
 log = logging.getLogger("groupcoord.leader")
 
@@ -61,10 +62,12 @@ class LeaderElection(ClassicMembership):
                  instance_id: str | None = None, session_timeout_ms: int = 10_000,
                  rebalance_timeout_ms: int = 30_000, heartbeat_interval_ms: int = 3_000,
                  channel: grpc.Channel | None = None, rpc_timeout_s: float = 10.0,
-                 on_fatal_error: Callable[[ClassicMemberError], None] | None = None) -> None:
+                 on_fatal_error: Callable[[ClassicMemberError], None] | None = None,
+                 credentials: Credentials | None = None) -> None:
         super().__init__(target, group_id, instance_id=instance_id, session_timeout_ms=session_timeout_ms,
                          rebalance_timeout_ms=rebalance_timeout_ms, heartbeat_interval_ms=heartbeat_interval_ms,
-                         channel=channel, rpc_timeout_s=rpc_timeout_s, on_fatal_error=on_fatal_error)
+                         channel=channel, rpc_timeout_s=rpc_timeout_s, on_fatal_error=on_fatal_error,
+                         credentials=credentials)
         self.identity = identity
         self._on_elected = on_elected
         self._on_demoted = on_demoted

@@ -63,6 +63,10 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m clients.spark_driver", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--coordinator", required=True, help="groupcoord address HOST:PORT")
+    p.add_argument("--tls-ca", default=None, help="reach the coordinator over TLS, trusting this CA file (PEM); "
+                   "a bearer token comes from $GROUPCOORD_TOKEN")
+    p.add_argument("--tls-cert", default=None, help="client certificate (PEM) for mTLS, with --tls-key")
+    p.add_argument("--tls-key", default=None, help="the client certificate's private key (PEM)")
     p.add_argument("--group", required=True, help="consumer group id")
     p.add_argument("--topic", action="append", required=True, help="topic to consume (repeatable)")
     p.add_argument("--bootstrap-servers", required=True, help="Kafka bootstrap servers")
@@ -249,6 +253,10 @@ def _load(spark: Any, args: argparse.Namespace, output: Path, drain_file: Path, 
         reader = reader.option("server.assignor", args.server_assignor)
     if args.instance_id:
         reader = reader.option("instance.id", args.instance_id)
+    for name in ("ca", "cert", "key"):
+        path = getattr(args, f"tls_{name}")
+        if path:
+            reader = reader.option(f"coordinator.tls.{name}", path)
     return reader.load()
 
 

@@ -38,6 +38,10 @@ Options:
 ``status.file``            the source writes its member id, epoch, partitions and committed offsets here (JSON,
                            replaced atomically) after every trigger
 ``kafka.*``                passed to the confluent-kafka clients without the prefix (e.g. ``kafka.security.protocol``)
+``coordinator.tls.ca``     reach the coordinator over TLS, trusting this CA file (PEM)
+``coordinator.tls.cert``   client certificate (PEM) for a coordinator that requires one (mTLS), with
+``coordinator.tls.key``    its private key; the bearer token, if any, comes from ``$GROUPCOORD_TOKEN`` (an
+                           option would show in the query plan)
 ``staging.dir``,           the sink writes each batch's output (Parquet with ``topic`` and
 ``publish.dir``            ``partition`` columns) into ``staging.dir``; the source moves it into ``publish.dir`` only
                            once the batch's offsets are committed, and deletes it if the commit is refused
@@ -114,6 +118,7 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
+from clients.credentials import Credentials
 from clients.group_member import GroupMember, GroupMemberError
 from clients.spark_staging import StagingArea
 
@@ -158,6 +163,13 @@ class SourceOptions:
     staging_dir: str | None = None
     publish_dir: str | None = None
     kafka: tuple[tuple[str, str], ...] = ()
+    coordinator_tls_ca: str | None = None
+    coordinator_tls_cert: str | None = None
+    coordinator_tls_key: str | None = None
+
+    def credentials(self) -> Credentials:
+        """How the driver reaches the coordinator (clients/credentials.py); the token from $GROUPCOORD_TOKEN."""
+        return Credentials.from_files(self.coordinator_tls_ca, self.coordinator_tls_cert, self.coordinator_tls_key)
 
     @staticmethod
     def parse(options: Mapping[str, str]) -> SourceOptions:
@@ -190,6 +202,9 @@ class SourceOptions:
         staging_dir, publish_dir = opts.get("staging.dir") or None, opts.get("publish.dir") or None
         if (staging_dir is None) != (publish_dir is None):
             raise ValueError("groupcoord source: options 'staging.dir' and 'publish.dir' go together")
+        tls = {name: opts.get(f"coordinator.tls.{name}") or None for name in ("ca", "cert", "key")}
+        if (tls["cert"] is None) != (tls["key"] is None):
+            raise ValueError("groupcoord source: options 'coordinator.tls.cert' and 'coordinator.tls.key' go together")
         return SourceOptions(
             coordinator=required("coordinator"),
             group=required("group"),
@@ -208,6 +223,9 @@ class SourceOptions:
             staging_dir=staging_dir,
             publish_dir=publish_dir,
             kafka=kafka,
+            coordinator_tls_ca=tls["ca"],
+            coordinator_tls_cert=tls["cert"],
+            coordinator_tls_key=tls["key"],
         )
 
     def kafka_config(self, **extra: Any) -> dict[str, Any]:
@@ -385,7 +403,8 @@ class _ReaderState:
         self.member = GroupMember(
             options.coordinator, options.group, options.topics, instance_id=options.instance_id,
             rack_id=options.rack_id, server_assignor=options.server_assignor,
-            rebalance_timeout_ms=options.rebalance_timeout_ms, defer_revocation=True, on_lost=self._on_lost)
+            rebalance_timeout_ms=options.rebalance_timeout_ms, defer_revocation=True, on_lost=self._on_lost,
+            credentials=options.credentials())
         self.member.start()
         _install_sigterm_handler()
         log.info("group %s: member %s started for topics %s", options.group, self.member.member_id,

@@ -5,6 +5,7 @@
     groupcoord groups describe my-group                    # members, epochs, assignments
     groupcoord config set my-group consumer.assignment.interval.ms=0
     groupcoord simulate                                    # KIP-1263 rebalance-time tables
+    groupcoord acls check --acl-file acls.toml --principal User:alice --operation READ --group orders
     groupcoord faults --minutes 30                         # the fault-injection suite's figures
 """
 
@@ -181,7 +182,13 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
         kafka_state = KafkaStateOptions(str(bootstrap), topic=args.state_topic, partitions=args.state_partitions,
                                         session_timeout_ms=args.state_session_timeout_ms)
-    options = ServerOptions(listen=args.listen, metrics_port=args.metrics_port, metrics_host=args.metrics_host,
+    try:
+        security = _security_options(args)
+    except CliError as e:
+        print(f"groupcoord: {e}", file=sys.stderr)
+        return 2
+    options = ServerOptions(**security, listen=args.listen, metrics_port=args.metrics_port,
+                            metrics_host=args.metrics_host,
                             config=config, metadata_source=metadata_source, lag_provider=lag_provider,
                             gauges=gauges, state_dir=Path(args.state_dir) if args.state_dir else None,
                             kafka_state=kafka_state, advertised_listener=args.advertised_listener)
@@ -216,17 +223,46 @@ def cmd_serve(args: argparse.Namespace) -> int:
     return 0
 
 
+def _security_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The TLS, token and ACL options of `serve`, read and checked before anything starts."""
+    from coordinator.runtime.acl import AclError, load_acls
+    from coordinator.runtime.auth import AuthConfigError, TlsOptions, TokenStore
+
+    if (args.tls_cert is None) != (args.tls_key is None):
+        raise CliError("--tls-cert and --tls-key go together")
+    if args.tls_client_ca and not args.tls_cert:
+        raise CliError("--tls-client-ca needs TLS: give --tls-cert and --tls-key")
+    authenticated = bool(args.tls_client_ca or args.auth_tokens)
+    if authenticated != bool(args.acl_file):
+        raise CliError("--acl-file needs --tls-client-ca or --auth-tokens (who is calling), and those need "
+                       "--acl-file (what they may do; an empty file denies everything)")
+    out: dict[str, Any] = {"health_port": args.health_port}
+    try:
+        if args.tls_cert:
+            out["tls"] = TlsOptions.from_files(Path(args.tls_cert), Path(args.tls_key),
+                                               Path(args.tls_client_ca) if args.tls_client_ca else None)
+        if args.auth_tokens:
+            out["tokens"] = TokenStore.load(Path(args.auth_tokens))
+        if args.acl_file:
+            load_acls(Path(args.acl_file))
+            out["acl_file"] = Path(args.acl_file)
+    except AclError as e:
+        raise CliError(f"--acl-file {args.acl_file}: {e}") from None
+    except AuthConfigError as e:
+        raise CliError(str(e)) from None
+    return out
+
+
 # --- admin commands ---------------------------------------------------------------------------------------
 class _Stub:
     """The generated stub, with every call's gRPC failure turned into one `CliError` line."""
 
-    def __init__(self, server: str) -> None:
-        import grpc
-
+    def __init__(self, server: str, credentials: Any = None) -> None:
+        from clients.credentials import NO_CREDENTIALS
         from groupcoord.v1 import coordinator_pb2_grpc as pb_grpc
 
         self.server = server
-        channel = grpc.insecure_channel(server, options=[
+        channel = (credentials or NO_CREDENTIALS).channel(server, options=[
             ("grpc.max_receive_message_length", ADMIN_MAX_RESPONSE_BYTES)])
         self._stub = pb_grpc.GroupCoordinatorStub(channel)
 
@@ -243,6 +279,9 @@ class _Stub:
                 if code is grpc.StatusCode.UNAVAILABLE:
                     raise CliError(f"cannot reach the coordinator at {self.server} (is it running? --server "
                                    "sets the address)") from None
+                if code is grpc.StatusCode.UNAUTHENTICATED:
+                    raise CliError(f"{self.server} refused the credentials: {_short(e.details() or '', 200)} "
+                                   "(--tls-cert/--tls-key, or --token / $GROUPCOORD_TOKEN)") from None
                 if code is grpc.StatusCode.DEADLINE_EXCEEDED:
                     raise CliError(f"no answer from the coordinator at {self.server} within {ADMIN_TIMEOUT_S} s")\
                         from None
@@ -252,8 +291,14 @@ class _Stub:
         return invoke
 
 
-def _stub(server: str) -> Any:
-    return _Stub(server)
+def _stub(args: argparse.Namespace) -> Any:
+    from clients.credentials import Credentials
+
+    try:
+        credentials = Credentials.from_files(args.tls_ca, args.tls_cert, args.tls_key, args.token)
+    except (OSError, ValueError) as e:
+        raise CliError(f"credentials: {e}") from None
+    return _Stub(args.server, credentials)
 
 
 def _table(rows: list[list[str]], headers: list[str]) -> str:
@@ -272,7 +317,7 @@ def cmd_groups(args: argparse.Namespace) -> int:
 
     from groupcoord.v1 import coordinator_pb2 as pb
 
-    stub = _stub(args.server)
+    stub = _stub(args)
     if args.groups_cmd == "list":
         resp = stub.ListGroups(pb.ListGroupsRequest(states_filter=args.state or [], types_filter=args.type or []))
         if args.json:
@@ -312,7 +357,7 @@ def cmd_config(args: argparse.Namespace) -> int:
 
     from groupcoord.v1 import coordinator_pb2 as pb
 
-    stub = _stub(args.server)
+    stub = _stub(args)
     if args.config_cmd == "get":
         resp = stub.DescribeGroupConfigs(pb.DescribeGroupConfigsRequest(group_ids=[args.group]))
         if args.json:
@@ -416,10 +461,24 @@ def build_parser() -> argparse.ArgumentParser:
                    help="how often to re-read topic metadata from Kafka (default 5000)")
     s.add_argument("--lag-refresh-ms", type=int, default=2000,
                    help="how often to re-read log start/end offsets from Kafka for lag-aware assignors (default 2000)")
+    s.add_argument("--tls-cert", help="serve TLS with this certificate chain (PEM); with --tls-key")
+    s.add_argument("--tls-key", help="the server certificate's private key (PEM)")
+    s.add_argument("--tls-client-ca", help="require client certificates signed by this CA (mTLS); the principal "
+                   "is User:<subject CN>")
+    s.add_argument("--auth-tokens", help="TOML file with a [tokens] table \"TOKEN\" = \"User:NAME\"; clients send "
+                   "`authorization: Bearer TOKEN`")
+    s.add_argument("--acl-file", help="authorize every request with the [[acl]] entries of this TOML file "
+                   "(deny by default; reloaded when it changes)")
+    s.add_argument("--health-port", type=int, metavar="PORT",
+                   help="also serve gRPC health in plaintext on this port (probes without client certificates)")
     s.set_defaults(fn=cmd_serve)
 
     server = argparse.ArgumentParser(add_help=False)
     server.add_argument("--server", default=DEFAULT_SERVER, help=f"coordinator address (default {DEFAULT_SERVER})")
+    server.add_argument("--tls-ca", help="connect with TLS, trusting this CA file (PEM)")
+    server.add_argument("--tls-cert", help="client certificate (PEM) for mTLS; with --tls-key")
+    server.add_argument("--tls-key", help="the client certificate's private key (PEM)")
+    server.add_argument("--token", help="bearer token (default: $GROUPCOORD_TOKEN)")
     g = sub.add_parser("groups", help="list, describe or delete groups")
     gsub = g.add_subparsers(dest="groups_cmd", required=True)
     gl = gsub.add_parser("list", help="list groups", parents=[server])
@@ -471,6 +530,10 @@ def build_parser() -> argparse.ArgumentParser:
     f = sub.add_parser("faults", help="the fault-injection suite: kill -9, SIGSTOP, proxy faults; prints figures",
                        add_help=False)
     f.add_argument("rest", nargs=argparse.REMAINDER)
+
+    from groupcoord import acls_cli
+
+    acls_cli.add_parser(sub)
     return p
 
 

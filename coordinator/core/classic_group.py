@@ -91,6 +91,7 @@ from coordinator.core.classic_messages import (
 )
 from coordinator.core.errors import CoordinatorError, Errors
 from coordinator.core.messages import DescribedGroup, DescribedMember, ListedGroup
+from coordinator.core.principals import check_member_principal
 from coordinator.core.results import CancelTimer, ScheduleTimer, TimerKey, TimerOp
 
 GROUP_TYPE = "classic"
@@ -146,6 +147,7 @@ class ClassicGroupMember:
     session_timeout_ms: int
     protocols: Protocols
     assignment: bytes = b""
+    principal: str | None = None  # who joined it (core/principals.py)
 
     def metadata(self, protocol_name: str | None) -> bytes:
         for name, metadata in self.protocols:
@@ -311,7 +313,7 @@ class ClassicGroup:
                 return name
         return min(tied)
 
-    def validate_member(self, member_id: str, instance_id: str | None) -> None:
+    def validate_member(self, member_id: str, instance_id: str | None, principal: str | None = None) -> None:
         if instance_id is not None:
             holder = self.static_members.get(instance_id)
             if holder is None:
@@ -324,6 +326,7 @@ class ClassicGroup:
         if member_id not in self.members:
             raise _error(Errors.UNKNOWN_MEMBER_ID,
                          f"Member {member_id} is not a member of group {self.group_id}; rejoin without a member id.")
+        check_member_principal(self.members[member_id].principal, principal, member_id, self.group_id)
 
     def accepts_joining_member(self, member_id: str, max_size: int) -> bool:
         """group.max.size: existing members are accepted; new ones up to the limit (Kafka's acceptJoiningMember)."""
@@ -519,7 +522,8 @@ class ClassicGroup:
             return Errors.REBALANCE_IN_PROGRESS
         return Errors.NONE
 
-    def leave(self, identities: Iterable[MemberIdentity], fx: Effects) -> tuple[MemberResponse, ...]:
+    def leave(self, identities: Iterable[MemberIdentity], fx: Effects,
+              principal: str | None = None) -> tuple[MemberResponse, ...]:
         """Batched LeaveGroup (KIP-345): each identity by member id, or by instance id alone (administrative)."""
         responses: list[MemberResponse] = []
         left = False
@@ -527,6 +531,9 @@ class ClassicGroup:
             reason = f"left the group ({ident.reason or 'no reason given'})"
             if not ident.member_id:
                 holder = self.static_members.get(ident.instance_id) if ident.instance_id is not None else None
+                if holder is not None and principal is not None \
+                        and self.members[holder].principal not in (None, principal):
+                    holder = None  # another principal's member: as if unknown (core/principals.py)
                 if holder is None:
                     responses.append(MemberResponse(
                         ident.member_id, ident.instance_id, Errors.UNKNOWN_MEMBER_ID,
@@ -538,7 +545,7 @@ class ClassicGroup:
                 self._disarm_session(ident.member_id, fx)
             else:
                 try:
-                    self.validate_member(ident.member_id, ident.instance_id)
+                    self.validate_member(ident.member_id, ident.instance_id, principal)
                 except CoordinatorError as e:
                     responses.append(MemberResponse(ident.member_id, ident.instance_id, e.code, e.message))
                     continue

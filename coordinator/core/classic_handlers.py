@@ -47,6 +47,7 @@ from coordinator.core.classic_messages import (
 )
 from coordinator.core.consumer_group import ConsumerGroup
 from coordinator.core.errors import CoordinatorError, Errors
+from coordinator.core.principals import check_member_principal
 from coordinator.core.records import ConsumerGroupMetadataTombstone
 from coordinator.core.results import Result, TimerKey
 
@@ -194,6 +195,7 @@ def _join(shard: GroupCoordinatorShard, group: ClassicGroup, r: JoinGroupRequest
             return JoinGroupResponse(Errors.MEMBER_ID_REQUIRED,
                                      "Join again with the member id in this response (KIP-394).", member_id=member_id)
         if replaced is not None:
+            check_member_principal(group.members[replaced].principal, r.principal, r.instance_id or "", r.group_id)
             return group.replace_static_member(r.instance_id, member_id, r.protocol_type, r.protocols,
                                                rebalance_timeout_ms, r.session_timeout_ms, r.client_host, token, fx)
         group.add_member(_new_member(r, member_id, rebalance_timeout_ms), r.protocol_type, token, fx)
@@ -204,7 +206,7 @@ def _join(shard: GroupCoordinatorShard, group: ClassicGroup, r: JoinGroupRequest
             raise inconsistent
         group.add_member(_new_member(r, r.member_id, rebalance_timeout_ms), r.protocol_type, token, fx)
         return None
-    group.validate_member(r.member_id, r.instance_id)
+    group.validate_member(r.member_id, r.instance_id, r.principal)
     if not group.supports_protocols(r.protocol_type, r.protocols, r.member_id):
         raise inconsistent
     return group.rejoin(r.member_id, r.protocol_type, r.protocols, rebalance_timeout_ms, r.session_timeout_ms,
@@ -213,7 +215,7 @@ def _join(shard: GroupCoordinatorShard, group: ClassicGroup, r: JoinGroupRequest
 
 def _new_member(r: JoinGroupRequest, member_id: str, rebalance_timeout_ms: int) -> ClassicGroupMember:
     return ClassicGroupMember(member_id, r.instance_id, r.client_id, r.client_host, rebalance_timeout_ms,
-                              r.session_timeout_ms, r.protocols)
+                              r.session_timeout_ms, r.protocols, principal=r.principal)
 
 
 # --- SyncGroup -----------------------------------------------------------------------------------------------------
@@ -222,7 +224,7 @@ def sync_group(shard: GroupCoordinatorShard, request: SyncGroupRequest, now: int
     result: Result[SyncGroupResponse | None] = Result(None)
     try:
         group = _existing_group(shard, request.group_id)
-        group.validate_member(request.member_id, request.instance_id)
+        group.validate_member(request.member_id, request.instance_id, request.principal)
         if request.generation_id != group.generation:
             raise CoordinatorError(Errors.ILLEGAL_GENERATION,
                                    f"Generation {request.generation_id} is not group {group.group_id}'s current "
@@ -252,7 +254,7 @@ def heartbeat(shard: GroupCoordinatorShard, request: HeartbeatRequest, now: int)
     result: Result[HeartbeatResponse] = Result(HeartbeatResponse())
     try:
         group = _existing_group(shard, request.group_id)
-        group.validate_member(request.member_id, request.instance_id)
+        group.validate_member(request.member_id, request.instance_id, request.principal)
         if request.generation_id != group.generation:
             raise CoordinatorError(Errors.ILLEGAL_GENERATION,
                                    f"Generation {request.generation_id} is not group {group.group_id}'s current "
@@ -277,7 +279,8 @@ def leave_group(shard: GroupCoordinatorShard, request: LeaveGroupRequest, now: i
         result.response = LeaveGroupResponse(e.code, e.message, tuple(
             MemberResponse(m.member_id, m.instance_id, e.code, e.message) for m in request.members))
         return result
-    result.response = LeaveGroupResponse(members=group.leave(request.members, _effects(shard, result, now)))
+    left = group.leave(request.members, _effects(shard, result, now), request.principal)
+    result.response = LeaveGroupResponse(members=left)
     return result
 
 

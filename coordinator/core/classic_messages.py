@@ -32,6 +32,7 @@ class JoinGroupRequest:
     reason: str = ""
     client_id: str = ""
     client_host: str = ""
+    principal: str | None = None  # the authenticated caller (None: authentication off); see core/principals.py
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,6 +67,7 @@ class SyncGroupRequest:
     # The seed's "leader transmits an error": the leader could not compute the assignment. The generation is
     # invalidated and the error is propagated to the members waiting in SyncGroup, who then rejoin.
     error_code: Errors = Errors.NONE
+    principal: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,6 +85,7 @@ class HeartbeatRequest:
     generation_id: int
     member_id: str
     instance_id: str | None = None
+    principal: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,6 +105,7 @@ class MemberIdentity:
 class LeaveGroupRequest:
     group_id: str
     members: tuple[MemberIdentity, ...]
+    principal: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -71,6 +71,7 @@ class ConsumerGroupMember:
     state: MemberState = MemberState.STABLE
     assigned_partitions: PartitionEpochs = field(default_factory=dict)
     partitions_pending_revocation: Partitions = field(default_factory=dict)
+    principal: str | None = None  # who joined it (core/principals.py)
 
     def assigned_sets(self) -> dict[str, frozenset[int]]:
         return {t: frozenset(p) for t, p in self.assigned_partitions.items() if p}

@@ -28,6 +28,7 @@ class ConsumerGroupHeartbeatRequest:
     topic_partitions: TopicPartitionsById | None = None  # owned partitions
     client_id: str = ""
     client_host: str = ""
+    principal: str | None = None  # the authenticated caller (None: authentication off); see core/principals.py
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,6 +58,7 @@ class OffsetCommitRequest:
     generation_id_or_member_epoch: int
     partitions: Sequence[CommitPartition]
     group_instance_id: str | None = None
+    principal: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -22,6 +22,7 @@ from coordinator.core.messages import (
     PartitionError,
 )
 from coordinator.core.metadata import MetadataImage
+from coordinator.core.principals import check_member_principal
 from coordinator.core.records import OffsetCommit, OffsetCommitTombstone
 from coordinator.core.results import Result
 
@@ -105,11 +106,15 @@ def handle_offset_commit(shard: Any, request: OffsetCommitRequest, now: int) -> 
                 raise CoordinatorError(Errors.GROUP_ID_NOT_FOUND,
                                        f"Group {request.group_id} does not exist; members must join before committing.")
             per_partition: dict[tuple[str, int], Errors] = {}
-        elif isinstance(group, ConsumerGroup):
-            per_partition = validate_consumer_group_commit(group, request.member_id, epoch, keys, shard.metadata)
         else:
-            group.validate_offset_commit(request.member_id, request.group_instance_id, epoch)
-            per_partition = {}
+            member = group.members.get(request.member_id) if request.member_id else None
+            if member is not None:
+                check_member_principal(member.principal, request.principal, request.member_id, request.group_id)
+            if isinstance(group, ConsumerGroup):
+                per_partition = validate_consumer_group_commit(group, request.member_id, epoch, keys, shard.metadata)
+            else:
+                group.validate_offset_commit(request.member_id, request.group_instance_id, epoch)
+                per_partition = {}
     except CoordinatorError as e:
         return fail(e.code, e.message)
 

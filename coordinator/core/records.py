@@ -44,6 +44,7 @@ class ConsumerGroupMemberMetadata:
     subscribed_topic_regex: str | None
     server_assignor: str | None
     rebalance_timeout_ms: int
+    principal: str | None = None  # who joined the member (authentication on); see core/principals.py
 
 
 @dataclass(frozen=True, slots=True)

@@ -55,6 +55,7 @@ from coordinator.core.messages import (
 )
 from coordinator.core.metadata import EMPTY_IMAGE, MetadataImage
 from coordinator.core.offsets import OffsetStore
+from coordinator.core.principals import check_member_principal
 from coordinator.core.reconciliation import reconcile
 from coordinator.core.records import (
     ConsumerGroupCurrentMemberAssignment,
@@ -193,7 +194,7 @@ class GroupCoordinatorShard:
         group.put_member(dataclasses.replace(
             old, instance_id=r.instance_id, rack_id=r.rack_id, client_id=r.client_id, client_host=r.client_host,
             subscribed_topic_names=r.subscribed_topic_names, subscribed_topic_regex=r.subscribed_topic_regex,
-            server_assignor=r.server_assignor, rebalance_timeout_ms=r.rebalance_timeout_ms,
+            server_assignor=r.server_assignor, rebalance_timeout_ms=r.rebalance_timeout_ms, principal=r.principal,
         ))
 
     def _replay_member_tombstone(self, r: ConsumerGroupMemberMetadataTombstone) -> None:
@@ -402,6 +403,8 @@ class GroupCoordinatorShard:
         group = self._get_or_create_group(r.group_id, joining, result)
         member_id = r.member_id
         member = group.members.get(member_id) if member_id else None
+        if member is not None:
+            check_member_principal(member.principal, r.principal, member_id, group.group_id)
         lost_response = False
 
         if joining:
@@ -475,6 +478,7 @@ class GroupCoordinatorShard:
             holder_id = group.static_members.get(r.instance_id)
             holder = group.members.get(holder_id) if holder_id else None
             if holder is not None and holder_id != member_id:
+                check_member_principal(holder.principal, r.principal, r.instance_id, group.group_id)
                 if holder.member_epoch != LEAVE_GROUP_STATIC_MEMBER_EPOCH:
                     raise CoordinatorError(
                         Errors.UNRELEASED_INSTANCE_ID,
@@ -486,7 +490,7 @@ class GroupCoordinatorShard:
                 raise CoordinatorError(Errors.GROUP_MAX_SIZE_REACHED,
                                        f"Group {group.group_id} reached its maximum size "
                                        f"{self.config['group.consumer.max.size']}.")
-            return ConsumerGroupMember(member_id)
+            return ConsumerGroupMember(member_id, principal=r.principal)
         # A known member rejoining with epoch 0 lost its state: it owns nothing now, so release everything
         # it held and let it reconcile from scratch (its target assignment is kept).
         if member.assigned_partitions or member.partitions_pending_revocation or member.member_epoch != 0:
@@ -581,6 +585,7 @@ class GroupCoordinatorShard:
         if member is None:
             raise CoordinatorError(Errors.UNKNOWN_MEMBER_ID,
                                    f"Member {r.member_id} is not a member of group {r.group_id}.")
+        check_member_principal(member.principal, r.principal, r.member_id, r.group_id)
         if r.member_epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH:
             # Temporary leave: keep the member (and its assignment) for a rejoin under a new member id;
             # the session timeout still removes it if it never comes back.
@@ -824,7 +829,7 @@ def _is_full_request(r: ConsumerGroupHeartbeatRequest) -> bool:
 def _member_metadata_record(group_id: str, m: ConsumerGroupMember) -> ConsumerGroupMemberMetadata:
     return ConsumerGroupMemberMetadata(
         group_id, m.member_id, m.instance_id, m.rack_id, m.client_id, m.client_host, m.subscribed_topic_names,
-        m.subscribed_topic_regex, m.server_assignor, m.rebalance_timeout_ms)
+        m.subscribed_topic_regex, m.server_assignor, m.rebalance_timeout_ms, m.principal)
 
 
 def _current_assignment_record(group_id: str, m: ConsumerGroupMember) -> ConsumerGroupCurrentMemberAssignment:

@@ -38,7 +38,7 @@ def snapshot_records(shard: Any) -> Iterator[Any]:
             for m in group.members.values():
                 yield ConsumerGroupMemberMetadata(
                     gid, m.member_id, m.instance_id, m.rack_id, m.client_id, m.client_host, m.subscribed_topic_names,
-                    m.subscribed_topic_regex, m.server_assignor, m.rebalance_timeout_ms)
+                    m.subscribed_topic_regex, m.server_assignor, m.rebalance_timeout_ms, m.principal)
                 yield ConsumerGroupCurrentMemberAssignment(
                     gid, m.member_id, m.member_epoch, m.previous_member_epoch, m.state.value, m.assigned_partitions,
                     m.partitions_pending_revocation)

@@ -151,7 +151,7 @@ def encode(record: Any) -> bytes:
         out.member_id = record.member_id
         m = out.member_metadata
         m.member_id = record.member_id
-        for name in ("instance_id", "rack_id", "subscribed_topic_regex", "server_assignor"):
+        for name in ("instance_id", "rack_id", "subscribed_topic_regex", "server_assignor", "principal"):
             value = getattr(record, name)
             if value is not None:
                 setattr(m, name, value)
@@ -212,7 +212,7 @@ def decode(payload: bytes) -> Any:
         return r.ConsumerGroupMemberMetadata(
             gid, m.member_id, _opt(m, "instance_id"), _opt(m, "rack_id"), m.client_id, m.client_host,
             tuple(m.subscribed_topic_names), _opt(m, "subscribed_topic_regex"), _opt(m, "server_assignor"),
-            m.rebalance_timeout_ms)
+            m.rebalance_timeout_ms, _opt(m, "principal"))
     if kind == "target_member":
         return r.ConsumerGroupTargetAssignmentMember(gid, msg.target_member.member_id,
                                                      _sets_from_pb(msg.target_member.partitions))

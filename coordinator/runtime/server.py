@@ -24,12 +24,15 @@ from prometheus_client import start_http_server
 
 from coordinator.core.config import BrokerConfig
 from coordinator.core.shard import GroupCoordinatorShard, LagProvider
+from coordinator.runtime.acl import AclFileWatcher, Authorizer
+from coordinator.runtime.auth import TlsOptions, TokenStore
 from coordinator.runtime.executor import BackgroundExecutor
 from coordinator.runtime.kafka_log import KafkaRecordLog
 from coordinator.runtime.log import FileLog
 from coordinator.runtime.malformed import add_guarded
 from coordinator.runtime.metrics import CoordinatorCollector, CoordinatorMetrics
 from coordinator.runtime.runtime import CoordinatorRuntime, MetadataSource, RecordSink
+from coordinator.runtime.secured_service import SecuredService
 from coordinator.runtime.service import GroupCoordinatorService
 from coordinator.runtime.sharding import KafkaStateOptions, PartitionOwnership, parse_host_port
 from groupcoord.v1 import coordinator_pb2 as pb
@@ -57,6 +60,13 @@ class ServerOptions:
     extensions: list[Callable[[CoordinatorRuntime, grpc.aio.Server], None]] = field(default_factory=list)
     # extra gauges: name -> (help, read), e.g. the age of the Kafka metadata and lag snapshots
     gauges: dict[str, tuple[str, Callable[[], float]]] = field(default_factory=dict)
+    tls: TlsOptions | None = None  # serve TLS (and require client certificates when it has a client CA)
+    # authorization on (deny by default): the ACLs of this file, re-read when it changes; needs an
+    # authentication mode (client certificates or tokens)
+    acl_file: Path | None = None
+    acl_reload_interval_s: float = 1.0
+    tokens: TokenStore | None = None  # bearer tokens (`authorization: Bearer <token>`) -> principals
+    health_port: int | None = None  # also serve gRPC health (only) in plaintext here, for probes without certs
 
 
 class CoordinatorServer:
@@ -72,6 +82,10 @@ class CoordinatorServer:
         self.load_report: Any = None
         self.kafka_log: KafkaRecordLog | None = None
         self.ownership: PartitionOwnership | None = None
+        self.authorizer: Authorizer | None = None
+        self.acl_watcher: AclFileWatcher | None = None
+        self.health_port: int | None = None
+        self._health_server: grpc.aio.Server | None = None
 
     async def start(self) -> None:
         # Most of what the coordinator allocates per request is acyclic and freed by reference counting;
@@ -126,7 +140,19 @@ class CoordinatorServer:
             ("grpc.max_receive_message_length", o.config["socket.request.max.bytes"]),
             ("grpc.max_send_message_length", o.config["groupcoord.response.max.bytes"]),
         ])
-        add_guarded(pb_grpc.add_GroupCoordinatorServicer_to_server, GroupCoordinatorService(runtime), server)
+        service = GroupCoordinatorService(runtime)
+        if o.acl_file is not None:
+            if o.tokens is None and (o.tls is None or o.tls.client_ca is None):
+                raise ValueError("an ACL file needs an authentication mode: client certificates or tokens")
+            self.authorizer = Authorizer()
+            self.acl_watcher = AclFileWatcher(o.acl_file, self.authorizer, o.acl_reload_interval_s)
+            self.acl_watcher.start()
+            log.info("authorization on: %d ACLs from %s", len(self.authorizer.acls), o.acl_file)
+            service = SecuredService(runtime, self.authorizer, o.tokens)
+        if o.tokens is not None and o.tls is None:
+            log.warning("bearer tokens over plaintext: anyone on the network path can read and replay them; "
+                        "serve TLS (--tls-cert, --tls-key)")
+        add_guarded(pb_grpc.add_GroupCoordinatorServicer_to_server, service, server)
         health_pb2_grpc.add_HealthServicer_to_server(self.health, server)
         reflection.enable_server_reflection(
             (SERVICE_NAME, health_pb2.DESCRIPTOR.services_by_name["Health"].full_name, reflection.SERVICE_NAME),
@@ -134,7 +160,8 @@ class CoordinatorServer:
         for extend in o.extensions:
             extend(runtime, server)
         try:
-            self.port = server.add_insecure_port(o.listen)
+            self.port = (server.add_secure_port(o.listen, o.tls.server_credentials()) if o.tls is not None
+                         else server.add_insecure_port(o.listen))
         except RuntimeError:  # grpc's "Failed to bind": the port is taken or the address is not ours
             self.port = 0
         if self.port == 0:
@@ -151,6 +178,8 @@ class CoordinatorServer:
                 raise OSError(f"cannot serve metrics on {o.metrics_host}:{o.metrics_port}: {e.strerror}") from None
             self._metrics_http = http_server
             self.metrics_port = http_server.server_port
+        if o.health_port is not None:
+            await self._start_health_server(o.health_port)
         await server.start()  # serving already: requests get COORDINATOR_LOAD_IN_PROGRESS until loaded
         self._server = server
         report = await runtime.start(self.log.load if self.log is not None else None)
@@ -166,9 +195,28 @@ class CoordinatorServer:
         log.info("groupcoord serving on %s (port %d), metrics on %s", o.listen, self.port,
                  self.metrics_port if self.metrics_port is not None else "-")
 
+    async def _start_health_server(self, port: int) -> None:
+        """Health alone, in plaintext, on the listen host: with client certificates required on the main port,
+        a probe would otherwise need a certificate."""
+        health_server = grpc.aio.server(options=[("grpc.so_reuseport", 0)])
+        health_pb2_grpc.add_HealthServicer_to_server(self.health, health_server)
+        host = self.options.listen.rsplit(":", 1)[0]
+        try:
+            self.health_port = health_server.add_insecure_port(f"{host}:{port}")
+        except RuntimeError:
+            self.health_port = 0
+        if self.health_port == 0:
+            raise OSError(f"cannot serve health on {host}:{port}: the address is in use or not available")
+        await health_server.start()
+        self._health_server = health_server
+
     async def stop(self, grace_s: float = 2.0) -> None:
         """Graceful: report NOT_SERVING, finish in-flight RPCs within `grace_s`, then stop the runtime."""
         await self.health.enter_graceful_shutdown()
+        if self.acl_watcher is not None:
+            self.acl_watcher.stop()
+        if self._health_server is not None:
+            await self._health_server.stop(0)
         if self._server is not None:
             await self._server.stop(grace_s)
         if self.ownership is not None:  # leaving the group hands the partitions off through the runtime

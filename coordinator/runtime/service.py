@@ -120,6 +120,10 @@ class GroupCoordinatorService(pb_grpc.GroupCoordinatorServicer):
         self.shard = runtime.shard
         self._max_bytes: int = runtime.shard.config["message.max.bytes"]
 
+    def principal_of(self, context: Any) -> str | None:
+        """The authenticated caller, passed to the core with member requests; None: no authentication."""
+        return None
+
     async def _run(self, name: str, fn: Callable[[int], Any], on_error: Callable[[Errors, str], T],
                    group_ids: Iterable[str] = ()) -> Any:
         if not self.runtime.loaded:
@@ -185,6 +189,7 @@ class GroupCoordinatorService(pb_grpc.GroupCoordinatorServicer):
                 server_assignor=request.server_assignor if request.HasField("server_assignor") else None,
                 topic_partitions=_owned_from_pb(request),
                 client_host=context.peer() if request.member_epoch == 0 else "",
+                principal=self.principal_of(context),
             )
         except CoordinatorError as e:
             return error(e.code, e.message)
@@ -235,7 +240,8 @@ class GroupCoordinatorService(pb_grpc.GroupCoordinatorServicer):
                 protocols=tuple((p.name, bytes(p.metadata)) for p in request.protocols),
                 session_timeout_ms=request.session_timeout_ms, rebalance_timeout_ms=request.rebalance_timeout_ms,
                 instance_id=request.group_instance_id if request.HasField("group_instance_id") else None,
-                reason=limits.truncate_reason(request.reason), client_host=context.peer())
+                reason=limits.truncate_reason(request.reason), client_host=context.peer(),
+                principal=self.principal_of(context))
             limits.check_classic_protocols(req.protocol_type, req.protocols, self._max_bytes)
         except CoordinatorError as e:
             return error(e.code, e.message)
@@ -280,7 +286,7 @@ class GroupCoordinatorService(pb_grpc.GroupCoordinatorServicer):
                 protocol_type=request.protocol_type if request.HasField("protocol_type") else None,
                 protocol_name=request.protocol_name if request.HasField("protocol_name") else None,
                 assignments={a.member_id: bytes(a.assignment) for a in request.assignments},
-                error_code=_leader_error(context))
+                error_code=_leader_error(context), principal=self.principal_of(context))
             limits.check_sync_assignments(req.assignments, self._max_bytes)
         except CoordinatorError as e:
             return error(e.code, e.message)
@@ -305,7 +311,8 @@ class GroupCoordinatorService(pb_grpc.GroupCoordinatorServicer):
         except CoordinatorError as e:
             return error(e.code, e.message)
         req = HeartbeatRequest(request.group_id, request.generation_id, request.member_id,
-                               request.group_instance_id if request.HasField("group_instance_id") else None)
+                               request.group_instance_id if request.HasField("group_instance_id") else None,
+                               self.principal_of(context))
         resp = await self._run("Heartbeat", lambda now: self.shard.classic_group_heartbeat(req, now), error,
                                [req.group_id])
         if isinstance(resp, pb.HeartbeatResponse):
@@ -332,7 +339,7 @@ class GroupCoordinatorService(pb_grpc.GroupCoordinatorServicer):
         req = LeaveGroupRequest(request.group_id, tuple(
             MemberIdentity(m.member_id, m.group_instance_id if m.HasField("group_instance_id") else None,
                            limits.truncate_reason(m.reason))
-            for m in request.members))
+            for m in request.members), self.principal_of(context))
         resp = await self._run("LeaveGroup", lambda now: self.shard.classic_group_leave(req, now), error,
                                [req.group_id])
         if isinstance(resp, pb.LeaveGroupResponse):
@@ -345,7 +352,6 @@ class GroupCoordinatorService(pb_grpc.GroupCoordinatorServicer):
                 member.group_instance_id = m.instance_id
         return out
 
-    # --- offsets -------------------------------------------------------------------------------------------
     # --- offsets -------------------------------------------------------------------------------------------
     async def OffsetCommit(self, request: pb.OffsetCommitRequest,
                            context: grpc.aio.ServicerContext) -> pb.OffsetCommitResponse:
@@ -374,7 +380,8 @@ class GroupCoordinatorService(pb_grpc.GroupCoordinatorServicer):
         ]
         req = OffsetCommitRequest(request.group_id, request.member_id, request.generation_id_or_member_epoch,
                                   partitions,
-                                  request.group_instance_id if request.HasField("group_instance_id") else None)
+                                  request.group_instance_id if request.HasField("group_instance_id") else None,
+                                  self.principal_of(context))
         resp = await self._run("OffsetCommit", lambda now: self.shard.offset_commit(req, now), error, [req.group_id])
         if isinstance(resp, pb.OffsetCommitResponse):
             return resp

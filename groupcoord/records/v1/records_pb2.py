@@ -24,7 +24,7 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n#groupcoord/records/v1/records.proto\x12\x15groupcoord.records.v1\"4\n\x0cPartitionSet\x12\x10\n\x08topic_id\x18\x01 \x01(\t\x12\x12\n\npartitions\x18\x02 \x03(\x05\"G\n\x0fPartitionEpochs\x12\x10\n\x08topic_id\x18\x01 \x01(\t\x12\x12\n\npartitions\x18\x02 \x03(\x05\x12\x0e\n\x06\x65pochs\x18\x03 \x03(\x05\"=\n\x15\x43onsumerGroupMetadata\x12\r\n\x05\x65poch\x18\x01 \x01(\x05\x12\x15\n\rmetadata_hash\x18\x02 \x01(\x03\"\xd4\x02\n\x1b\x43onsumerGroupMemberMetadata\x12\x11\n\tmember_id\x18\x01 \x01(\t\x12\x18\n\x0binstance_id\x18\x02 \x01(\tH\x00\x88\x01\x01\x12\x14\n\x07rack_id\x18\x03 \x01(\tH\x01\x88\x01\x01\x12\x11\n\tclient_id\x18\x04 \x01(\t\x12\x13\n\x0b\x63lient_host\x18\x05 \x01(\t\x12\x1e\n\x16subscribed_topic_names\x18\x06 \x03(\t\x12#\n\x16subscribed_topic_regex\x18\x07 \x01(\tH\x02\x88\x01\x01\x12\x1c\n\x0fserver_assignor\x18\x08 \x01(\tH\x03\x88\x01\x01\x12\x1c\n\x14rebalance_timeout_ms\x18\t \x01(\x05\x42\x0e\n\x0c_instance_idB\n\n\x08_rack_idB\x19\n\x17_subscribed_topic_regexB\x12\n\x10_server_assignor\"q\n#ConsumerGroupTargetAssignmentMember\x12\x11\n\tmember_id\x18\x01 \x01(\t\x12\x37\n\npartitions\x18\x02 \x03(\x0b\x32#.groupcoord.records.v1.PartitionSet\"W\n%ConsumerGroupTargetAssignmentMetadata\x12\x18\n\x10\x61ssignment_epoch\x18\x01 \x01(\x05\x12\x14\n\x0ctimestamp_ms\x18\x02 \x01(\x03\"\x8e\x02\n$ConsumerGroupCurrentMemberAssignment\x12\x11\n\tmember_id\x18\x01 \x01(\t\x12\x14\n\x0cmember_epoch\x18\x02 \x01(\x05\x12\x1d\n\x15previous_member_epoch\x18\x03 \x01(\x05\x12\r\n\x05state\x18\x04 \x01(\t\x12\x43\n\x13\x61ssigned_partitions\x18\x05 \x03(\x0b\x32&.groupcoord.records.v1.PartitionEpochs\x12J\n\x1dpartitions_pending_revocation\x18\x06 \x03(\x0b\x32#.groupcoord.records.v1.PartitionSet\"\x8f\x01\n\x0cOffsetCommit\x12\r\n\x05topic\x18\x01 \x01(\t\x12\x11\n\tpartition\x18\x02 \x01(\x05\x12\x18\n\x10\x63ommitted_offset\x18\x03 \x01(\x03\x12\x14\n\x0cleader_epoch\x18\x04 \x01(\x05\x12\x10\n\x08metadata\x18\x05 \x01(\t\x12\x1b\n\x13\x63ommit_timestamp_ms\x18\x06 \x01(\x03\"\x7f\n\x0bGroupConfig\x12@\n\x07\x63onfigs\x18\x01 \x03(\x0b\x32/.groupcoord.records.v1.GroupConfig.ConfigsEntry\x1a.\n\x0c\x43onfigsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"+\n\rGenericRecord\x12\x0c\n\x04type\x18\x01 \x01(\t\x12\x0c\n\x04json\x18\x02 \x01(\x0c\"\x19\n\tTombstone\x12\x0c\n\x04kind\x18\x01 \x01(\t\"\xf6\x05\n\tLogRecord\x12\x0f\n\x07version\x18\x01 \x01(\r\x12\x10\n\x08group_id\x18\x02 \x01(\t\x12\x11\n\tmember_id\x18\x03 \x01(\t\x12\r\n\x05topic\x18\x04 \x01(\t\x12\x11\n\tpartition\x18\x05 \x01(\x05\x12\x46\n\x0egroup_metadata\x18\n \x01(\x0b\x32,.groupcoord.records.v1.ConsumerGroupMetadataH\x00\x12M\n\x0fmember_metadata\x18\x0b \x01(\x0b\x32\x32.groupcoord.records.v1.ConsumerGroupMemberMetadataH\x00\x12S\n\rtarget_member\x18\x0c \x01(\x0b\x32:.groupcoord.records.v1.ConsumerGroupTargetAssignmentMemberH\x00\x12W\n\x0ftarget_metadata\x18\r \x01(\x0b\x32<.groupcoord.records.v1.ConsumerGroupTargetAssignmentMetadataH\x00\x12Y\n\x12\x63urrent_assignment\x18\x0e \x01(\x0b\x32;.groupcoord.records.v1.ConsumerGroupCurrentMemberAssignmentH\x00\x12<\n\roffset_commit\x18\x0f \x01(\x0b\x32#.groupcoord.records.v1.OffsetCommitH\x00\x12:\n\x0cgroup_config\x18\x10 \x01(\x0b\x32\".groupcoord.records.v1.GroupConfigH\x00\x12\x37\n\x07generic\x18\x11 \x01(\x0b\x32$.groupcoord.records.v1.GenericRecordH\x00\x12\x35\n\ttombstone\x18\x1e \x01(\x0b\x32 .groupcoord.records.v1.TombstoneH\x00\x42\x07\n\x05valueb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n#groupcoord/records/v1/records.proto\x12\x15groupcoord.records.v1\"4\n\x0cPartitionSet\x12\x10\n\x08topic_id\x18\x01 \x01(\t\x12\x12\n\npartitions\x18\x02 \x03(\x05\"G\n\x0fPartitionEpochs\x12\x10\n\x08topic_id\x18\x01 \x01(\t\x12\x12\n\npartitions\x18\x02 \x03(\x05\x12\x0e\n\x06\x65pochs\x18\x03 \x03(\x05\"=\n\x15\x43onsumerGroupMetadata\x12\r\n\x05\x65poch\x18\x01 \x01(\x05\x12\x15\n\rmetadata_hash\x18\x02 \x01(\x03\"\xfa\x02\n\x1b\x43onsumerGroupMemberMetadata\x12\x11\n\tmember_id\x18\x01 \x01(\t\x12\x18\n\x0binstance_id\x18\x02 \x01(\tH\x00\x88\x01\x01\x12\x14\n\x07rack_id\x18\x03 \x01(\tH\x01\x88\x01\x01\x12\x11\n\tclient_id\x18\x04 \x01(\t\x12\x13\n\x0b\x63lient_host\x18\x05 \x01(\t\x12\x1e\n\x16subscribed_topic_names\x18\x06 \x03(\t\x12#\n\x16subscribed_topic_regex\x18\x07 \x01(\tH\x02\x88\x01\x01\x12\x1c\n\x0fserver_assignor\x18\x08 \x01(\tH\x03\x88\x01\x01\x12\x1c\n\x14rebalance_timeout_ms\x18\t \x01(\x05\x12\x16\n\tprincipal\x18\n \x01(\tH\x04\x88\x01\x01\x42\x0e\n\x0c_instance_idB\n\n\x08_rack_idB\x19\n\x17_subscribed_topic_regexB\x12\n\x10_server_assignorB\x0c\n\n_principal\"q\n#ConsumerGroupTargetAssignmentMember\x12\x11\n\tmember_id\x18\x01 \x01(\t\x12\x37\n\npartitions\x18\x02 \x03(\x0b\x32#.groupcoord.records.v1.PartitionSet\"W\n%ConsumerGroupTargetAssignmentMetadata\x12\x18\n\x10\x61ssignment_epoch\x18\x01 \x01(\x05\x12\x14\n\x0ctimestamp_ms\x18\x02 \x01(\x03\"\x8e\x02\n$ConsumerGroupCurrentMemberAssignment\x12\x11\n\tmember_id\x18\x01 \x01(\t\x12\x14\n\x0cmember_epoch\x18\x02 \x01(\x05\x12\x1d\n\x15previous_member_epoch\x18\x03 \x01(\x05\x12\r\n\x05state\x18\x04 \x01(\t\x12\x43\n\x13\x61ssigned_partitions\x18\x05 \x03(\x0b\x32&.groupcoord.records.v1.PartitionEpochs\x12J\n\x1dpartitions_pending_revocation\x18\x06 \x03(\x0b\x32#.groupcoord.records.v1.PartitionSet\"\x8f\x01\n\x0cOffsetCommit\x12\r\n\x05topic\x18\x01 \x01(\t\x12\x11\n\tpartition\x18\x02 \x01(\x05\x12\x18\n\x10\x63ommitted_offset\x18\x03 \x01(\x03\x12\x14\n\x0cleader_epoch\x18\x04 \x01(\x05\x12\x10\n\x08metadata\x18\x05 \x01(\t\x12\x1b\n\x13\x63ommit_timestamp_ms\x18\x06 \x01(\x03\"\x7f\n\x0bGroupConfig\x12@\n\x07\x63onfigs\x18\x01 \x03(\x0b\x32/.groupcoord.records.v1.GroupConfig.ConfigsEntry\x1a.\n\x0c\x43onfigsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"+\n\rGenericRecord\x12\x0c\n\x04type\x18\x01 \x01(\t\x12\x0c\n\x04json\x18\x02 \x01(\x0c\"\x19\n\tTombstone\x12\x0c\n\x04kind\x18\x01 \x01(\t\"\xf6\x05\n\tLogRecord\x12\x0f\n\x07version\x18\x01 \x01(\r\x12\x10\n\x08group_id\x18\x02 \x01(\t\x12\x11\n\tmember_id\x18\x03 \x01(\t\x12\r\n\x05topic\x18\x04 \x01(\t\x12\x11\n\tpartition\x18\x05 \x01(\x05\x12\x46\n\x0egroup_metadata\x18\n \x01(\x0b\x32,.groupcoord.records.v1.ConsumerGroupMetadataH\x00\x12M\n\x0fmember_metadata\x18\x0b \x01(\x0b\x32\x32.groupcoord.records.v1.ConsumerGroupMemberMetadataH\x00\x12S\n\rtarget_member\x18\x0c \x01(\x0b\x32:.groupcoord.records.v1.ConsumerGroupTargetAssignmentMemberH\x00\x12W\n\x0ftarget_metadata\x18\r \x01(\x0b\x32<.groupcoord.records.v1.ConsumerGroupTargetAssignmentMetadataH\x00\x12Y\n\x12\x63urrent_assignment\x18\x0e \x01(\x0b\x32;.groupcoord.records.v1.ConsumerGroupCurrentMemberAssignmentH\x00\x12<\n\roffset_commit\x18\x0f \x01(\x0b\x32#.groupcoord.records.v1.OffsetCommitH\x00\x12:\n\x0cgroup_config\x18\x10 \x01(\x0b\x32\".groupcoord.records.v1.GroupConfigH\x00\x12\x37\n\x07generic\x18\x11 \x01(\x0b\x32$.groupcoord.records.v1.GenericRecordH\x00\x12\x35\n\ttombstone\x18\x1e \x01(\x0b\x32 .groupcoord.records.v1.TombstoneH\x00\x42\x07\n\x05valueb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -40,23 +40,23 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_CONSUMERGROUPMETADATA']._serialized_start=189
   _globals['_CONSUMERGROUPMETADATA']._serialized_end=250
   _globals['_CONSUMERGROUPMEMBERMETADATA']._serialized_start=253
-  _globals['_CONSUMERGROUPMEMBERMETADATA']._serialized_end=593
-  _globals['_CONSUMERGROUPTARGETASSIGNMENTMEMBER']._serialized_start=595
-  _globals['_CONSUMERGROUPTARGETASSIGNMENTMEMBER']._serialized_end=708
-  _globals['_CONSUMERGROUPTARGETASSIGNMENTMETADATA']._serialized_start=710
-  _globals['_CONSUMERGROUPTARGETASSIGNMENTMETADATA']._serialized_end=797
-  _globals['_CONSUMERGROUPCURRENTMEMBERASSIGNMENT']._serialized_start=800
-  _globals['_CONSUMERGROUPCURRENTMEMBERASSIGNMENT']._serialized_end=1070
-  _globals['_OFFSETCOMMIT']._serialized_start=1073
-  _globals['_OFFSETCOMMIT']._serialized_end=1216
-  _globals['_GROUPCONFIG']._serialized_start=1218
-  _globals['_GROUPCONFIG']._serialized_end=1345
-  _globals['_GROUPCONFIG_CONFIGSENTRY']._serialized_start=1299
-  _globals['_GROUPCONFIG_CONFIGSENTRY']._serialized_end=1345
-  _globals['_GENERICRECORD']._serialized_start=1347
-  _globals['_GENERICRECORD']._serialized_end=1390
-  _globals['_TOMBSTONE']._serialized_start=1392
-  _globals['_TOMBSTONE']._serialized_end=1417
-  _globals['_LOGRECORD']._serialized_start=1420
-  _globals['_LOGRECORD']._serialized_end=2178
+  _globals['_CONSUMERGROUPMEMBERMETADATA']._serialized_end=631
+  _globals['_CONSUMERGROUPTARGETASSIGNMENTMEMBER']._serialized_start=633
+  _globals['_CONSUMERGROUPTARGETASSIGNMENTMEMBER']._serialized_end=746
+  _globals['_CONSUMERGROUPTARGETASSIGNMENTMETADATA']._serialized_start=748
+  _globals['_CONSUMERGROUPTARGETASSIGNMENTMETADATA']._serialized_end=835
+  _globals['_CONSUMERGROUPCURRENTMEMBERASSIGNMENT']._serialized_start=838
+  _globals['_CONSUMERGROUPCURRENTMEMBERASSIGNMENT']._serialized_end=1108
+  _globals['_OFFSETCOMMIT']._serialized_start=1111
+  _globals['_OFFSETCOMMIT']._serialized_end=1254
+  _globals['_GROUPCONFIG']._serialized_start=1256
+  _globals['_GROUPCONFIG']._serialized_end=1383
+  _globals['_GROUPCONFIG_CONFIGSENTRY']._serialized_start=1337
+  _globals['_GROUPCONFIG_CONFIGSENTRY']._serialized_end=1383
+  _globals['_GENERICRECORD']._serialized_start=1385
+  _globals['_GENERICRECORD']._serialized_end=1428
+  _globals['_TOMBSTONE']._serialized_start=1430
+  _globals['_TOMBSTONE']._serialized_end=1455
+  _globals['_LOGRECORD']._serialized_start=1458
+  _globals['_LOGRECORD']._serialized_end=2216
 # @@protoc_insertion_point(module_scope)

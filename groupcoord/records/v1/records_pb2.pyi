@@ -33,7 +33,7 @@ class ConsumerGroupMetadata(_message.Message):
     def __init__(self, epoch: _Optional[int] = ..., metadata_hash: _Optional[int] = ...) -> None: ...
 
 class ConsumerGroupMemberMetadata(_message.Message):
-    __slots__ = ("member_id", "instance_id", "rack_id", "client_id", "client_host", "subscribed_topic_names", "subscribed_topic_regex", "server_assignor", "rebalance_timeout_ms")
+    __slots__ = ("member_id", "instance_id", "rack_id", "client_id", "client_host", "subscribed_topic_names", "subscribed_topic_regex", "server_assignor", "rebalance_timeout_ms", "principal")
     MEMBER_ID_FIELD_NUMBER: _ClassVar[int]
     INSTANCE_ID_FIELD_NUMBER: _ClassVar[int]
     RACK_ID_FIELD_NUMBER: _ClassVar[int]
@@ -43,6 +43,7 @@ class ConsumerGroupMemberMetadata(_message.Message):
     SUBSCRIBED_TOPIC_REGEX_FIELD_NUMBER: _ClassVar[int]
     SERVER_ASSIGNOR_FIELD_NUMBER: _ClassVar[int]
     REBALANCE_TIMEOUT_MS_FIELD_NUMBER: _ClassVar[int]
+    PRINCIPAL_FIELD_NUMBER: _ClassVar[int]
     member_id: str
     instance_id: str
     rack_id: str
@@ -52,7 +53,8 @@ class ConsumerGroupMemberMetadata(_message.Message):
     subscribed_topic_regex: str
     server_assignor: str
     rebalance_timeout_ms: int
-    def __init__(self, member_id: _Optional[str] = ..., instance_id: _Optional[str] = ..., rack_id: _Optional[str] = ..., client_id: _Optional[str] = ..., client_host: _Optional[str] = ..., subscribed_topic_names: _Optional[_Iterable[str]] = ..., subscribed_topic_regex: _Optional[str] = ..., server_assignor: _Optional[str] = ..., rebalance_timeout_ms: _Optional[int] = ...) -> None: ...
+    principal: str
+    def __init__(self, member_id: _Optional[str] = ..., instance_id: _Optional[str] = ..., rack_id: _Optional[str] = ..., client_id: _Optional[str] = ..., client_host: _Optional[str] = ..., subscribed_topic_names: _Optional[_Iterable[str]] = ..., subscribed_topic_regex: _Optional[str] = ..., server_assignor: _Optional[str] = ..., rebalance_timeout_ms: _Optional[int] = ..., principal: _Optional[str] = ...) -> None: ...
 
 class ConsumerGroupTargetAssignmentMember(_message.Message):
     __slots__ = ("member_id", "partitions")
