@@ -28,7 +28,7 @@ import heapq
 import weakref
 from bisect import bisect_right
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from itertools import accumulate, compress, repeat
+from itertools import accumulate, compress, filterfalse, repeat
 from operator import is_
 
 from assignors.api import GroupAssignment, GroupSpec, MemberSpec, TopicDescriber
@@ -186,30 +186,35 @@ def _assigned(specs: Iterable[MemberSpec]) -> list[object]:
     return [s.assigned_partitions for s in specs]
 
 
-def _find_state(group: GroupSpec, values: list[object]) -> RunState | None:
-    """The state whose views the members hold: the one that made the first view, or a later one (a result
-    keeps the views of unchanged members, which point at the state that made them)."""
-    for v in values:
-        if isinstance(v, MemberView):
-            state: RunState | None = v._state
-            for _ in range(64):
-                if state is None:
-                    return None
-                if _matches(state, group, values):
-                    return state
-                state = state.successor() if state.successor is not None else None
+def _find_state(group: GroupSpec, values: list[object]) -> tuple[RunState, bool] | None:
+    """The state whose views the members hold, and whether every member holds one (no joins): the state
+    that made the first view, or a later one (a result keeps the views of unchanged members, which point
+    at the state that made them)."""
+    first = next((v for v in values if type(v) is MemberView), None)
+    if first is None:
+        return None
+    state: RunState | None = first._state
+    for _ in range(64):
+        if state is None:
             return None
+        exact = _matches(state, group, values)
+        if exact is not None:
+            return state, exact
+        state = state.successor() if state.successor is not None else None
     return None
 
 
-def _matches(state: RunState, group: GroupSpec, values: list[object]) -> bool:
-    """Every member's current assignment is its view in `state`, or empty (a new member)."""
+def _matches(state: RunState, group: GroupSpec, values: list[object]) -> bool | None:
+    """Every member's current assignment is its view in `state` (True), or some are empty and unknown to
+    `state` (False: new members); None: neither."""
     expected = list(map(state.views.get, group.members))
     same = sum(map(is_, values, expected))
     if same == len(values):
         return True
     unknown = sum(map(is_, expected, repeat(None)))
-    return same + unknown == len(values) and not any(compress(values, map(is_, expected, repeat(None))))
+    if same + unknown == len(values) and not any(compress(values, map(is_, expected, repeat(None)))):
+        return False
+    return None
 
 
 def incremental(group: GroupSpec, topics: TopicDescriber) -> GroupAssignment | None:
@@ -218,9 +223,10 @@ def incremental(group: GroupSpec, topics: TopicDescriber) -> GroupAssignment | N
     if sub is None:
         return None
     values = _assigned(group.members.values())
-    prev = _find_state(group, values)
-    if prev is None:
+    found = _find_state(group, values)
+    if found is None:
         return None
+    prev, no_joins = found
     layout = prev.layout
     if sub is not layout.subscription and sub != layout.subscription:
         return None
@@ -229,13 +235,13 @@ def incremental(group: GroupSpec, topics: TopicDescriber) -> GroupAssignment | N
         if not now.same_as(layout):
             return None
         layout = now
-    return _rebalance(prev, group, layout)
+    return _rebalance(prev, group, layout, no_joins)
 
 
-def _rebalance(prev: RunState, group: GroupSpec, layout: Layout) -> GroupAssignment | None:
+def _rebalance(prev: RunState, group: GroupSpec, layout: Layout, no_joins: bool) -> GroupAssignment | None:
     members = group.members
     known = prev.views
-    new = [m for m in members if m not in known]
+    new = [] if no_joins else list(filterfalse(known.__contains__, members))
     removed = [m for m in known if m not in members] if len(known) + len(new) != len(members) else []
     free = list(prev.free)
     by_count = {c: set(ms) for c, ms in prev.by_count.items()} if removed else prev.by_count
@@ -334,6 +340,9 @@ def _counts_with(by_count: dict[int, set[str]], moved: dict[str, tuple[int, int]
 
 def _trim(runs: Runs, k: int) -> tuple[Runs, list[tuple[int, int]]]:
     """Release the highest k partitions."""
+    b = runs[-1]
+    if b - runs[-2] > k:
+        return (*runs[:-1], b - k), [(b - k, b)]
     out = list(runs)
     released: list[tuple[int, int]] = []
     while k:
