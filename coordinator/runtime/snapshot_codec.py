@@ -17,7 +17,9 @@ Only snapshots hold batches; the log keeps one frame per operation.
 from __future__ import annotations
 
 import struct
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator
+from itertools import repeat
 from typing import Any
 
 from coordinator.core.records import OffsetCommit
@@ -93,21 +95,10 @@ def _decode(payload: bytes) -> list[OffsetCommit]:
     else:
         metas = [""] * n
     topic_of = [names[i] for i in tidx]  # IndexError on a bad topic index
-    new = object.__new__
-    s_group, s_topic, s_part, s_off, s_epoch, s_meta, s_stamp = _SET
-    out: list[OffsetCommit] = []
-    append = out.append
-    for topic, partition, offset, epoch, meta, stamp in zip(topic_of, partitions, offsets, epochs, metas, stamps,
-                                                           strict=True):
-        o = new(OffsetCommit)
-        s_group(o, group_id)
-        s_topic(o, topic)
-        s_part(o, partition)
-        s_off(o, offset)
-        s_epoch(o, epoch)
-        s_meta(o, meta)
-        s_stamp(o, stamp)
-        append(o)
+    out: list[OffsetCommit] = list(map(object.__new__, repeat(OffsetCommit, n)))
+    for set_field, column in zip(_SET, (repeat(group_id, n), topic_of, partitions, offsets, epochs, metas, stamps),
+                                 strict=True):
+        deque(map(set_field, out, column), maxlen=0)  # column by column, the loop in C
     return out
 
 
