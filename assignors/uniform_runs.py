@@ -25,13 +25,12 @@ Anything else (other kinds of current assignment, racks on receivers) takes the 
 from __future__ import annotations
 
 import heapq
-import weakref
 from bisect import bisect_right
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from itertools import accumulate, compress, filterfalse, repeat
+from itertools import accumulate, compress, filterfalse, islice, repeat
 from operator import is_
 
-from assignors.api import GroupAssignment, GroupSpec, MemberSpec, TopicDescriber
+from assignors.api import GroupAssignment, GroupSpec, MemberSpec, SubscriptionType, TopicDescriber
 
 Runs = tuple[int, ...]  # flattened sorted half-open ranges: a0, b0, a1, b1, ...
 _NO_RUNS: Runs = ()
@@ -76,10 +75,10 @@ def layout_of(subscription: frozenset[str], describer: TopicDescriber) -> Layout
 class MemberView(Mapping[str, frozenset[int]]):
     """One member's assignment as runs; the topic -> partitions mapping is built on first read."""
 
-    __slots__ = ("_dict", "_layout", "_state", "count", "member", "runs")
+    __slots__ = ("_dict", "_layout", "_lineage", "count", "member", "runs")
 
     def __init__(self, state: RunState, member: str, runs: Runs, count: int) -> None:
-        self._state = state
+        self._lineage = state.lineage  # not the state: an old view must not keep old states alive
         self._layout = state.layout
         self.member = member
         self.runs = runs
@@ -139,22 +138,39 @@ def runs_to_mapping(runs: Runs, layout: Layout) -> dict[str, frozenset[int]]:
     return out
 
 
+class Lineage:
+    """The last few states of one group's chain of results, most recently used first. Views point here
+    rather than at their state, so memory stays bounded however long a view lives; the next call finds
+    its state among these (the latest, in a coordinator; the same one again, in a benchmark)."""
+
+    __slots__ = ("states",)
+    KEEP = 4
+
+    def __init__(self) -> None:
+        self.states: list[RunState] = []
+
+    def remember(self, state: RunState) -> None:
+        states = [state, *(s for s in self.states if s is not state)]
+        self.states = states[: self.KEEP]  # one assignment: readers on other threads see old or new
+
+
 class RunState:
     """What one result knows about itself: every member's view, members by count, unowned runs."""
 
-    __slots__ = ("__weakref__", "by_count", "free", "layout", "successor", "views")
+    __slots__ = ("by_count", "created", "free", "layout", "lineage", "views")
 
-    def __init__(self, layout: Layout) -> None:
+    def __init__(self, layout: Layout, lineage: Lineage) -> None:
         self.layout = layout
+        self.lineage = lineage
         self.views: dict[str, MemberView] = {}
         self.by_count: dict[int, set[str]] = {}
         self.free: list[tuple[int, int]] = []
-        self.successor: weakref.ref[RunState] | None = None
+        self.created: list[str] = []  # a few members whose views this state made: a cheap first check
 
 
 def _eligible(group: GroupSpec) -> frozenset[str] | None:
     """The shared subscription when the fast path may apply at all."""
-    if not group.members or group.subscription_type.value != "HOMOGENEOUS":
+    if not group.members or group.subscription_type is not SubscriptionType.HOMOGENEOUS:
         return None
     return next(iter(group.members.values())).subscribed_topic_ids
 
@@ -166,7 +182,7 @@ def fresh(group: GroupSpec, topics: TopicDescriber) -> GroupAssignment | None:
         return None
     if any(s.rack_id is not None for s in group.members.values()):
         return None
-    state = RunState(layout_of(sub, topics))
+    state = RunState(layout_of(sub, topics), Lineage())
     members = sorted(group.members)
     n = len(members)
     floor, extra = divmod(state.layout.total, n)
@@ -179,6 +195,8 @@ def fresh(group: GroupSpec, topics: TopicDescriber) -> GroupAssignment | None:
         state.by_count[floor + 1] = set(members[:extra])
     if n > extra:
         state.by_count[floor] = set(members[extra:])
+    state.created = members[:8]
+    state.lineage.remember(state)
     return dict(views)
 
 
@@ -187,20 +205,19 @@ def _assigned(specs: Iterable[MemberSpec]) -> list[object]:
 
 
 def _find_state(group: GroupSpec, values: list[object]) -> tuple[RunState, bool] | None:
-    """The state whose views the members hold, and whether every member holds one (no joins): the state
-    that made the first view, or a later one (a result keeps the views of unchanged members, which point
-    at the state that made them)."""
+    """The state whose views the members hold, and whether every member holds one (no joins)."""
     first = next((v for v in values if type(v) is MemberView), None)
     if first is None:
         return None
-    state: RunState | None = first._state
-    for _ in range(64):
-        if state is None:
-            return None
+    lineage = first._lineage
+    members = group.members
+    for state in lineage.states:
+        if not all(members[m].assigned_partitions is state.views[m] for m in state.created if m in members):
+            continue
         exact = _matches(state, group, values)
         if exact is not None:
+            lineage.remember(state)
             return state, exact
-        state = state.successor() if state.successor is not None else None
     return None
 
 
@@ -255,7 +272,7 @@ def _rebalance(prev: RunState, group: GroupSpec, layout: Layout, no_joins: bool)
     counts = [c for c, ms in by_count.items() if ms]
     if new:
         counts.append(0)
-    state = RunState(layout)
+    state = RunState(layout, prev.lineage)
     views = state.views
     if not free and max((c for c in counts if c), default=0) <= min(counts) + 1:
         views.update(known)
@@ -264,7 +281,7 @@ def _rebalance(prev: RunState, group: GroupSpec, layout: Layout, no_joins: bool)
         for m in new:
             views[m] = MemberView(state, m, _NO_RUNS, 0)
         state.by_count = _counts_with(by_count, moved={}, new=new)
-        prev.successor = weakref.ref(state)
+        prev.lineage.remember(state)
         return dict(views)
 
     over = sorted(m for c, ms in by_count.items() if c > floor for m in ms)
@@ -315,10 +332,11 @@ def _rebalance(prev: RunState, group: GroupSpec, layout: Layout, no_joins: bool)
             views[m] = MemberView(state, m, _NO_RUNS, 0)
     for m, (runs, count) in moved.items():
         views[m] = MemberView(state, m, runs, count)
+    state.created = list(islice(moved, 8))
     state.by_count = _counts_with(by_count, moved={m: (known[m].count if m in known else 0, c)
                                                                 for m, (_, c) in moved.items()},
                                   new=[m for m in new if m not in moved])
-    prev.successor = weakref.ref(state)
+    prev.lineage.remember(state)
     return dict(views)
 
 

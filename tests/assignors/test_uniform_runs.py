@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import pickle
 
 from hypothesis import HealthCheck, given, settings
@@ -9,7 +10,7 @@ from hypothesis import strategies as st
 
 from assignors.api import GroupSpec, MemberSpec, StaticTopicDescriber
 from assignors.uniform import UniformAssignor, assign_general
-from assignors.uniform_runs import MemberView
+from assignors.uniform_runs import Lineage, MemberView, RunState
 
 UNIFORM = UniformAssignor()
 
@@ -76,3 +77,19 @@ def test_a_view_reads_and_pickles_as_a_plain_mapping() -> None:
     assert dict(view) == {"a": frozenset({0, 1, 2}), "b": frozenset({0, 1})}
     assert pickle.loads(pickle.dumps(view)) == view
     assert view == {"a": frozenset({0, 1, 2}), "b": frozenset({0, 1})}
+
+
+def test_a_long_chain_of_results_keeps_only_a_few_states_alive() -> None:
+    topics = StaticTopicDescriber({f"t{i}": 30 for i in range(10)})
+    sub = frozenset(topics.partition_counts)
+    current = dict(UNIFORM.assign(GroupSpec.of({f"m{i:03d}": MemberSpec(sub) for i in range(50)}), topics))
+    for step in range(40):
+        members = {m: MemberSpec(sub, a) for m, a in current.items()}
+        if step % 2:
+            del members[sorted(members)[step % len(members)]]
+        else:
+            members[f"n{step:03d}"] = MemberSpec(sub)
+        current = dict(UNIFORM.assign(GroupSpec.of(members), topics))
+        assert all(isinstance(v, MemberView) for v in current.values())
+    gc.collect()
+    assert sum(1 for o in gc.get_objects() if type(o) is RunState) <= Lineage.KEEP
