@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 from pathlib import Path
 
 import pytest
@@ -68,3 +69,21 @@ def test_an_offsets_batch_that_does_not_decode_is_corruption(tmp_path: Path) -> 
     assert records == [] and damage is not None and damage[0] == 0 and "offsets batch" in damage[1]
     with pytest.raises(LogCorruptError):
         FileLog(tmp_path).load(lambda rec: None)
+
+
+def test_loading_leaves_the_garbage_collector_as_it_found_it(tmp_path: Path) -> None:
+    snapshot_of(tmp_path, offsets("g1", 10))
+    seen_enabled: list[bool] = []
+    assert gc.isenabled()
+    FileLog(tmp_path).load(lambda rec: seen_enabled.append(gc.isenabled()))
+    assert gc.isenabled() and seen_enabled and not any(seen_enabled)  # paused while loading, then back on
+    (tmp_path / "00000099.snapshot").write_bytes(b"garbage")
+    with pytest.raises(LogCorruptError):
+        FileLog(tmp_path).load(lambda rec: None)
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        FileLog(tmp_path / "other").load(lambda rec: None)
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
