@@ -27,7 +27,7 @@ from __future__ import annotations
 import heapq
 from bisect import bisect_right
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from itertools import accumulate, compress, filterfalse, islice, repeat
+from itertools import accumulate, compress, islice, repeat
 from operator import is_
 
 from assignors.api import GroupAssignment, GroupSpec, MemberSpec, SubscriptionType, TopicDescriber
@@ -204,8 +204,8 @@ def _assigned(specs: Iterable[MemberSpec]) -> list[object]:
     return [s.assigned_partitions for s in specs]
 
 
-def _find_state(group: GroupSpec, values: list[object]) -> tuple[RunState, bool] | None:
-    """The state whose views the members hold, and whether every member holds one (no joins)."""
+def _find_state(group: GroupSpec, values: list[object]) -> tuple[RunState, list[str]] | None:
+    """The state whose views the members hold, and the members that are new to it."""
     first = next((v for v in values if type(v) is MemberView), None)
     if first is None:
         return None
@@ -214,24 +214,24 @@ def _find_state(group: GroupSpec, values: list[object]) -> tuple[RunState, bool]
     for state in lineage.states:
         if not all(members[m].assigned_partitions is state.views[m] for m in state.created if m in members):
             continue
-        exact = _matches(state, group, values)
-        if exact is not None:
+        new = _matches(state, group, values)
+        if new is not None:
             lineage.remember(state)
-            return state, exact
+            return state, new
     return None
 
 
-def _matches(state: RunState, group: GroupSpec, values: list[object]) -> bool | None:
-    """Every member's current assignment is its view in `state` (True), or some are empty and unknown to
-    `state` (False: new members); None: neither."""
+def _matches(state: RunState, group: GroupSpec, values: list[object]) -> list[str] | None:
+    """The members unknown to `state` (new members, each with an empty assignment) when every other
+    member's current assignment is its view in `state`; None when the input is not that."""
     expected = list(map(state.views.get, group.members))
-    same = sum(map(is_, values, expected))
+    same = list(map(is_, values, expected)).count(True)
     if same == len(values):
-        return True
-    unknown = sum(map(is_, expected, repeat(None)))
-    if same + unknown == len(values) and not any(compress(values, map(is_, expected, repeat(None)))):
-        return False
-    return None
+        return []
+    unknown = list(map(is_, expected, repeat(None)))
+    if same + unknown.count(True) != len(values) or any(compress(values, unknown)):
+        return None
+    return list(compress(group.members, unknown))
 
 
 def incremental(group: GroupSpec, topics: TopicDescriber) -> GroupAssignment | None:
@@ -243,7 +243,7 @@ def incremental(group: GroupSpec, topics: TopicDescriber) -> GroupAssignment | N
     found = _find_state(group, values)
     if found is None:
         return None
-    prev, no_joins = found
+    prev, new = found
     layout = prev.layout
     if sub is not layout.subscription and sub != layout.subscription:
         return None
@@ -252,13 +252,12 @@ def incremental(group: GroupSpec, topics: TopicDescriber) -> GroupAssignment | N
         if not now.same_as(layout):
             return None
         layout = now
-    return _rebalance(prev, group, layout, no_joins)
+    return _rebalance(prev, group, layout, new)
 
 
-def _rebalance(prev: RunState, group: GroupSpec, layout: Layout, no_joins: bool) -> GroupAssignment | None:
+def _rebalance(prev: RunState, group: GroupSpec, layout: Layout, new: list[str]) -> GroupAssignment | None:
     members = group.members
     known = prev.views
-    new = [] if no_joins else list(filterfalse(known.__contains__, members))
     removed = [m for m in known if m not in members] if len(known) + len(new) != len(members) else []
     free = list(prev.free)
     by_count = {c: set(ms) for c, ms in prev.by_count.items()} if removed else prev.by_count
