@@ -322,7 +322,7 @@ def _rebalance(prev: RunState, group: GroupSpec, layout: Layout, new: list[str])
             need -= take
             if a == b:
                 a, b = next(it, (0, 0))
-        moved[m] = (_normalise_runs(got), target)
+        moved[m] = (_normalise_runs(got) if held is not None else tuple(got), target)  # pieces of merged free runs
     views.update(known)
     for m in removed:
         del views[m]
