@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import chain, repeat
+from typing import cast
 
 import numpy as np
 import numpy.typing as npt
@@ -273,7 +274,7 @@ def fill_assignment(
     mstarts = np.concatenate(([0], mbrk)).tolist()
     mends = np.append(mbrk, len(run_owner)).tolist()
     for m, a, b in zip(run_owner[mstarts].tolist(), mstarts, mends, strict=True):
-        out[member_ids[m]].update(zip(names[a:b], sets[a:b], strict=True))
+        cast(dict[str, frozenset[int]], out[member_ids[m]]).update(zip(names[a:b], sets[a:b], strict=True))
 
 
 def lag_vector(lag: LagSnapshot | None, tindex: Mapping[str, int], counts: IntArray, base: IntArray) -> IntArray:

@@ -18,10 +18,11 @@ from typing import Protocol, runtime_checkable
 
 TopicId = str
 MemberId = str
-# member -> topic id -> partitions
-GroupAssignment = dict[MemberId, dict[TopicId, frozenset[int]]]
-# topic id -> partitions (one member's view)
+# topic id -> partitions (one member's view): a dict, or a compact read-only mapping such as
+# `uniform_runs.MemberView` that builds its sets when read
 MemberAssignment = Mapping[TopicId, frozenset[int]]
+# member -> topic id -> partitions
+GroupAssignment = dict[MemberId, MemberAssignment]
 
 
 class AssignorError(Exception):

@@ -34,9 +34,9 @@ class RangeAssignor:
         member_ids = sorted(group.members)
         specs = [group.members[m] for m in member_ids]
         member_class, class_subs = subscription_classes(group, specs)
-        out: GroupAssignment = {m: {} for m in member_ids}
+        out: dict[str, dict[str, frozenset[int]]] = {m: {} for m in member_ids}
         if not member_ids:
-            return out
+            return dict(out)
         classes_of_topic: dict[str, list[int]] = {}
         for k, sub in enumerate(class_subs):
             for t in sub:
@@ -55,4 +55,4 @@ class RangeAssignor:
             for m, block in zip(subscribers, range_blocks(count, len(subscribers)), strict=True):
                 if block:
                     out[m].update(dict.fromkeys(tids, block))
-        return out
+        return dict(out)

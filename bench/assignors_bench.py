@@ -1,6 +1,9 @@
 """Assignor benchmark: time (median of repeated runs) and quality of every assignor at scale.
 
-    python -m bench.assignors_bench [--quick] [--repeat N]
+    python -m bench.assignors_bench [--quick] [--repeat N] [--issue-only] [--issue-repeat N]
+
+First issue 15's table (`bench/assignors_issue.py`: the issue's exact inputs, Kafka's Java figures beside
+each row), then the wider table below.
 
 Shapes follow Kafka's ServerSideAssignorBenchmark: heterogeneous groups are 5 buckets of members, each
 subscribed to its own fifth of the topics; "incremental" is a balanced group of N-1 members plus one new
@@ -36,6 +39,7 @@ from assignors.lag import LagAssignor
 from assignors.lag_sticky import LagStickyAssignor
 from assignors.range import RangeAssignor
 from assignors.uniform import UniformAssignor
+from bench.assignors_issue import issue_rows, print_issue_table, seed_lag_case
 
 BUCKETS = 5
 
@@ -223,7 +227,14 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--quick", action="store_true", help="3 repeats and skip the 10,000-member cases")
     parser.add_argument("--repeat", type=int, default=None, help="timed runs per row (default 7, quick 3)")
     parser.add_argument("--threshold", type=float, default=0.02, help="lag-sticky move_threshold")
+    parser.add_argument("--issue-only", action="store_true", help="only issue 15's table (Java beside each row)")
+    parser.add_argument("--issue-repeat", type=int, default=100, help="warm calls per row of issue 15's table")
     args = parser.parse_args(argv)
+    print("Issue 15's rows, the issue's exact inputs (see bench/assignors_issue.py):")
+    print_issue_table(issue_rows(args.issue_repeat, seed_lag_case))
+    print()
+    if args.issue_only:
+        return
     repeat = args.repeat or (3 if args.quick else 7)
     uniform, rng = UniformAssignor(), RangeAssignor()
     rows: list[Row] = []

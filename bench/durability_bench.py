@@ -1,13 +1,15 @@
 """Durability figures: commits/s with fsync on (group commit) and start-up replay time, with/without snapshot.
 
-    python -m bench.durability_bench [--groups 10000] [--offsets 1000000] [--history 2] [--quick]
+    python -m bench.durability_bench [--groups 10000] [--offsets 1000000] [--history 2] [--quick] [--replay-only]
 
 1. OffsetCommit over real gRPC against `groupcoord serve --state-dir` with `groupcoord.log.fsync=always`
    (every acknowledged commit is fsynced; concurrent commits share an fsync) and `never`, 64 concurrent
    committers, 1 partition per commit.
 2. Start-up: a state dir holding `--groups` consumer groups (one member each) and `--offsets` committed
    offsets, each committed `--history` times (the log holds the history), loaded into a fresh shard;
-   then the same state after a snapshot (the snapshot holds only the latest records).
+   then the same state after a snapshot (the snapshot holds only the latest records). Issue 15 asks for
+   10,000 groups and 1,000,000 offsets from a snapshot within 3 s. Wall and CPU seconds are both printed:
+   on a shared machine the CPU time of the loading process is the fair figure.
 """
 
 from __future__ import annotations
@@ -112,14 +114,15 @@ def build_state_dir(path: Path, groups: int, offsets: int, history: int) -> int:
     return written
 
 
-def load_seconds(path: Path) -> tuple[float, int, int]:
+def load_seconds(path: Path) -> tuple[float, float, int, int]:
+    """(wall s, CPU s, snapshot records, log records) of loading `path` into a fresh shard."""
     shard = GroupCoordinatorShard(BrokerConfig.from_mapping({}), lambda: "unused")
     log = FileLog(path)
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     report = log.load(shard.replay)
-    elapsed = time.perf_counter() - t0
+    elapsed, cpu = time.perf_counter() - t0, time.process_time() - c0
     log.close()
-    return elapsed, report.snapshot_records, report.log_records
+    return elapsed, cpu, report.snapshot_records, report.log_records
 
 
 def snapshot(path: Path) -> None:
@@ -138,11 +141,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--history", type=int, default=2, help="times each offset was committed before start-up")
     p.add_argument("--seconds", type=float, default=5.0)
     p.add_argument("--quick", action="store_true", help="1,000 groups, 100,000 offsets, 3 s")
+    p.add_argument("--replay-only", action="store_true", help="only the start-up rows (no gRPC commits)")
     args = p.parse_args(argv)
     if args.quick:
         args.groups, args.offsets, args.seconds = 1000, 100_000, 3.0
     rows: list[tuple[str, str]] = []
-    for fsync in ("always", "never"):
+    for fsync in () if args.replay_only else ("always", "never"):
         print(f"commits over gRPC, fsync={fsync} ...", flush=True)
         rate, p99 = commits_per_second(fsync, args.seconds)
         rows.append((f"OffsetCommit/s over gRPC, 64 concurrent, fsync={fsync}", f"{rate:,.0f}/s (p99 {p99:.1f} ms)"))
@@ -152,15 +156,16 @@ def main(argv: list[str] | None = None) -> int:
               flush=True)
         build_state_dir(path, args.groups, args.offsets, args.history)
         size = sum(f.stat().st_size for f in path.iterdir())
-        seconds, snap, logged = load_seconds(path)
-        rows.append((f"start-up replay, log only ({logged:,} records, {size / 1e6:.0f} MB)", f"{seconds:.1f} s"))
+        seconds, cpu, snap, logged = load_seconds(path)
+        rows.append((f"start-up replay, log only ({logged:,} records, {size / 1e6:.0f} MB)",
+                     f"{seconds:.1f} s wall, {cpu:.1f} s CPU"))
         t0 = time.perf_counter()
         snapshot(path)
         snap_s = time.perf_counter() - t0
         size = sum(f.stat().st_size for f in path.iterdir())
-        seconds, snap, logged = load_seconds(path)
+        seconds, cpu, snap, logged = load_seconds(path)
         rows.append((f"start-up replay, snapshot ({snap:,} records, {size / 1e6:.0f} MB; written in {snap_s:.1f} s)",
-                     f"{seconds:.1f} s"))
+                     f"{seconds:.1f} s wall, {cpu:.1f} s CPU"))
     finally:
         shutil.rmtree(path, ignore_errors=True)
     width = max(len(a) for a, _ in rows)
