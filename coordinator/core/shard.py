@@ -474,13 +474,16 @@ class GroupCoordinatorShard:
         if r.instance_id is not None:
             holder_id = group.static_members.get(r.instance_id)
             holder = group.members.get(holder_id) if holder_id else None
-            if holder is not None and holder_id != member_id:
+            if holder is not None:
+                # As Kafka: an active holder (not at -2) blocks every join with epoch 0, its own member id too.
                 if holder.member_epoch != LEAVE_GROUP_STATIC_MEMBER_EPOCH:
                     raise CoordinatorError(
                         Errors.UNRELEASED_INSTANCE_ID,
                         f"Static member {r.instance_id} of group {group.group_id} is still held by active member "
                         f"{holder_id}; it must leave (epoch -2) or time out first.")
-                return self._replace_static_member(group, holder, member_id, r, result)
+                if holder_id != member_id:
+                    return self._replace_static_member(group, holder, member_id, r, result)
+                return holder  # back from a temporary leave under its own id: it keeps its assignment
         if member is None:
             if len(group.members) >= self.config["group.consumer.max.size"]:
                 raise CoordinatorError(Errors.GROUP_MAX_SIZE_REACHED,
