@@ -331,16 +331,17 @@ class GroupCoordinatorShard:
         def invalid(msg: str) -> CoordinatorError:
             return CoordinatorError(Errors.INVALID_REQUEST, msg)
 
-        if not r.group_id:
+        # As Kafka's throwIfEmptyString: blank (all whitespace) is empty.
+        if not r.group_id.strip():
             raise invalid("group_id can't be empty.")
-        if r.instance_id is not None and not r.instance_id:
+        if r.instance_id is not None and not r.instance_id.strip():
             raise invalid("instance_id can't be empty when set.")
-        if r.rack_id is not None and not r.rack_id:
+        if r.rack_id is not None and not r.rack_id.strip():
             raise invalid("rack_id can't be empty when set.")
         if r.member_epoch < LEAVE_GROUP_STATIC_MEMBER_EPOCH:
             raise invalid(f"member_epoch {r.member_epoch} is invalid: use 0 to join, -1 to leave, "
                           "-2 for a static member's temporary leave, or the epoch you were given.")
-        if r.member_epoch != 0 and not r.member_id:
+        if r.member_epoch != 0 and not r.member_id.strip():
             raise invalid("member_id can't be empty unless member_epoch is 0 (joining).")
         if r.member_epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH and r.instance_id is None:
             raise invalid("member_epoch -2 (static leave) requires instance_id.")
