@@ -10,6 +10,8 @@ target assignment, so a new group starts at group epoch 2 where Kafka's starts a
 
 from __future__ import annotations
 
+from typing import Any
+
 from coordinator.core.consumer_group import FIRST_GROUP_EPOCH, MemberState
 from coordinator.core.errors import Errors
 from coordinator.core.results import ScheduleTimer
@@ -17,7 +19,7 @@ from coordinator.core.shard import rebalance_timer, session_timer
 from tests.core.context import CoreContext, check_group_invariants, shard_state
 
 
-def ctx_range(topics: dict[str, int] | None = None, **config: object) -> CoreContext:
+def ctx_range(topics: dict[str, int] | None = None, **config: Any) -> CoreContext:
     return CoreContext(topics if topics is not None else {"foo": 6, "bar": 3}, group_consumer_assignors="range",
                        **config)
 
