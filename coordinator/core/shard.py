@@ -411,12 +411,17 @@ class GroupCoordinatorShard:
                 member = None
             member = self._join_member(group, r, member_id, member, result, now)
         else:
+            if r.instance_id is not None:  # as Kafka: the instance is checked before the member id
+                holder_id = group.static_members.get(r.instance_id)
+                if holder_id is None:
+                    raise CoordinatorError(Errors.UNKNOWN_MEMBER_ID,
+                                           f"Instance {r.instance_id} is not a member of group {group.group_id}.")
+                if holder_id != member_id:
+                    raise CoordinatorError(Errors.FENCED_INSTANCE_ID,
+                                           f"Instance {r.instance_id} is held by another member of {group.group_id}.")
             if member is None:
                 raise CoordinatorError(Errors.UNKNOWN_MEMBER_ID,
                                        f"Member {member_id} is not a member of group {group.group_id}.")
-            if r.instance_id is not None and group.static_members.get(r.instance_id) != member_id:
-                raise CoordinatorError(Errors.FENCED_INSTANCE_ID,
-                                       f"Instance {r.instance_id} is held by another member of {group.group_id}.")
             lost_response = self._check_member_epoch(member, r)
 
         # Subscription / metadata updates.

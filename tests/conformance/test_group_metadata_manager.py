@@ -375,3 +375,118 @@ def test_kafka_session_timer_is_armed_by_every_heartbeat_result() -> None:
     ctx = ctx_range()
     result = ctx.shard.consumer_group_heartbeat(ctx.request(member_id="m"), ctx.now)
     assert any(isinstance(t, ScheduleTimer) and t.key == session_timer("grp", "m") for t in result.timers)
+
+
+def test_kafka_testShouldThrowFencedInstanceIdExceptionWhenStaticMemberWithDifferentMemberIdJoins() -> None:
+    ctx = stable_static_pair()
+    epoch = ctx.member("m1").member_epoch
+    r = ctx.heartbeat(member_id="unknown-m1", member_epoch=epoch + 1, instance_id="i1", rebalance_timeout_ms=5000,
+                      subscribed_topic_names=("foo", "bar"), topic_partitions={})
+    # Kafka checks the instance before the member: the instance is held by another member id.
+    assert r.error_code is Errors.FENCED_INSTANCE_ID
+
+
+def test_kafka_testConsumerGroupMemberEpochValidationForStaticMember() -> None:
+    ctx = ctx_range({"foo": 6})
+    ctx.join("m", instance_id="m", subscribed_topic_names=("foo",))
+    ctx.stabilise()
+    ctx.join("m2", subscribed_topic_names=("foo",))
+    ctx.stabilise()
+    m = ctx.member("m")
+    assert ctx.heartbeat(member_id="m", instance_id="m",
+                         member_epoch=m.member_epoch + 100).error_code is Errors.FENCED_MEMBER_EPOCH
+    assert ctx.heartbeat(member_id="m", instance_id="m", member_epoch=m.previous_member_epoch - 1,
+                         topic_partitions=m.assigned_sets()).error_code is Errors.FENCED_MEMBER_EPOCH
+    assert ctx.heartbeat(member_id="m", instance_id="m",
+                         member_epoch=m.previous_member_epoch).error_code is Errors.FENCED_MEMBER_EPOCH
+    r = ctx.heartbeat(member_id="m", instance_id="m", member_epoch=m.previous_member_epoch,
+                      topic_partitions=m.assigned_sets())
+    assert r.error_code is Errors.NONE and r.member_epoch == m.member_epoch
+
+
+def test_kafka_testShouldThrowUnknownMemberIdExceptionWhenUnknownStaticMemberLeaves() -> None:
+    ctx = stable_static_pair()
+    r = ctx.heartbeat(member_id="m1", member_epoch=-2, instance_id="unknown-instance")
+    assert r.error_code is Errors.UNKNOWN_MEMBER_ID
+
+
+def test_kafka_testNewMemberIsRejectedWithMaximumMembersIsReached() -> None:
+    ctx = ctx_range(group_consumer_max_size=2)
+    ctx.join("m1")
+    ctx.join("m2")
+    ctx.stabilise()
+    before = shard_state(ctx.shard)
+    r = ctx.join("m3")
+    assert r.error_code is Errors.GROUP_MAX_SIZE_REACHED
+    assert shard_state(ctx.shard) == before
+
+
+def test_kafka_testConsumerGroupStates() -> None:
+    ctx = CoreContext({"foo": 6}, group_consumer_assignors="range", auto_complete_runs=False,
+                      group_consumer_assignor_offload_enable=True)
+    ctx.join("m", subscribed_topic_names=("foo",))
+    assert ctx.group().state().value == "ASSIGNING"  # the group epoch is ahead of the target's
+    ctx.complete_runs()
+    assert ctx.group().state().value == "RECONCILING"  # the member is not at the target epoch yet
+    epoch = ctx.group().group_epoch
+    ctx.heartbeat(member_id="m", member_epoch=ctx.member("m").member_epoch, topic_partitions={})
+    assert ctx.member("m").member_epoch == epoch
+    assert ctx.group().state().value == "STABLE"
+    ctx.heartbeat(member_id="m", member_epoch=-1)
+    assert ctx.group().state().value == "EMPTY"
+
+
+def test_kafka_testSessionTimeoutExpiration() -> None:
+    ctx = ctx_range()
+    ctx.join("m", rebalance_timeout_ms=90000)
+    epoch = ctx.group().group_epoch
+    ctx.advance(45000 + 1)
+    group = ctx.group()
+    assert "m" not in group.members and "m" not in group.target_assignment
+    assert group.group_epoch == epoch + 1
+    assert session_timer("grp", "m") not in ctx.shard.timer_deadlines
+    assert rebalance_timer("grp", "m") not in ctx.shard.timer_deadlines
+
+
+def test_kafka_testSessionTimeoutExpirationStaticMember() -> None:
+    ctx = ctx_range()
+    r = ctx.join("m", instance_id="m", rebalance_timeout_ms=90000)
+    assert ctx.shard.timer_deadlines[session_timer("grp", "m")] == ctx.now + 45000
+    r = ctx.heartbeat(member_id="m", instance_id="m", member_epoch=-2)
+    assert r.member_epoch == -2
+    # The session timer still runs: nobody rejoins under the instance id, so the member is removed.
+    assert ctx.shard.timer_deadlines[session_timer("grp", "m")] == ctx.now + 45000
+    epoch = ctx.group().group_epoch
+    ctx.advance(45000 + 1)
+    group = ctx.group()
+    assert "m" not in group.members and "m" not in group.static_members
+    assert group.group_epoch == epoch + 1
+    assert session_timer("grp", "m") not in ctx.shard.timer_deadlines
+
+
+def test_kafka_testRebalanceTimeoutExpiration() -> None:
+    ctx = ctx_range({"foo": 3})
+    ctx.join("m1", subscribed_topic_names=("foo",), rebalance_timeout_ms=10000)
+    ctx.stabilise()
+    epoch = ctx.group().group_epoch
+    ctx.join("m2", subscribed_topic_names=("foo",), rebalance_timeout_ms=90000)
+    ctx.heartbeat(member_id="m1", member_epoch=epoch, topic_partitions=ctx.tps(foo=(0, 1, 2)))
+    assert ctx.member("m1").state is MemberState.UNREVOKED_PARTITIONS
+    ctx.advance(10000 + 1)
+    group = ctx.group()
+    assert "m1" not in group.members
+    assert group.group_epoch == epoch + 2
+    # The remaining member gets everything once the new target is computed.
+    r = ctx.heartbeat(member_id="m2", member_epoch=ctx.member("m2").member_epoch, topic_partitions={})
+    ctx.stabilise()
+    assert ctx.member("m2").assigned_sets() == ctx.tps(foo=(0, 1, 2))
+    assert r.error_code is Errors.NONE
+
+
+def test_kafka_heartbeat_with_an_instance_id_nobody_holds_is_unknown_member_id() -> None:
+    """Kafka's throwIfStaticMemberIsUnknown: a regular heartbeat naming an instance id that no member holds is
+    UNKNOWN_MEMBER_ID, even from a known (dynamic) member."""
+    ctx = ctx_range()
+    ctx.join("m")
+    r = ctx.heartbeat(member_id="m", member_epoch=ctx.member("m").member_epoch, instance_id="never-joined")
+    assert r.error_code is Errors.UNKNOWN_MEMBER_ID
