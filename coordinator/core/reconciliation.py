@@ -45,12 +45,11 @@ def reconcile(
         return _compute_next(member, member.member_epoch, target_epoch, target, subscribed_topic_ids,
                              owner_of, owned)
     if state is MemberState.UNREVOKED_PARTITIONS:
-        if owned is None:
+        if _still_owns(owned, member.partitions_pending_revocation):
+            # Still revoking; a subscription change adds what it no longer subscribes to (as Kafka).
+            if subscription_changed and subscribed_topic_ids is not None:
+                return _revoke_unsubscribed(member, subscribed_topic_ids)
             return member
-        for topic_id, revoked in member.partitions_pending_revocation.items():
-            held = owned.get(topic_id)
-            if held and not held.isdisjoint(revoked):
-                return member
         # Revocation acknowledged: the partitions are released and the member moves to the next epoch
         # (never past the target: a revocation caused by a subscription change precedes the new target).
         released = dataclasses.replace(member, partitions_pending_revocation={})
@@ -133,6 +132,19 @@ def _compute_next(
         assigned_partitions=kept,
         partitions_pending_revocation={},
     )
+
+
+def _revoke_unsubscribed(member: ConsumerGroupMember, subscribed: frozenset[str]) -> ConsumerGroupMember:
+    """Kafka's updateCurrentAssignment for a member still revoking: partitions of topics it no longer
+    subscribes to join its pending revocations; its epoch and state do not change."""
+    dropped = {t: ps for t, ps in member.assigned_partitions.items() if ps and t not in subscribed}
+    if not dropped:
+        return member
+    pending = dict(member.partitions_pending_revocation)
+    for t, ps in dropped.items():
+        pending[t] = pending.get(t, frozenset()) | frozenset(ps)
+    kept = {t: ps for t, ps in member.assigned_partitions.items() if t not in dropped}
+    return dataclasses.replace(member, assigned_partitions=kept, partitions_pending_revocation=pending)
 
 
 def _still_owns(owned: Mapping[str, frozenset[int]] | None, revoked: Mapping[str, frozenset[int]]) -> bool:

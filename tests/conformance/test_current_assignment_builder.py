@@ -37,9 +37,11 @@ def held_by(epoch: int | Mapping[str, int]) -> OwnerLookup:
 
 
 def build(m: ConsumerGroupMember, target_epoch: int, target: Sets, partition_epoch: int | Mapping[str, int],
-          owned: Sets | None = None) -> ConsumerGroupMember:
-    return reconcile(m, target_epoch, {t: frozenset(ps) for t, ps in target.items()}, None, held_by(partition_epoch),
-                     None if owned is None else {t: frozenset(ps) for t, ps in owned.items()})
+          owned: Sets | None = None, subscribed: tuple[str, ...] | None = None,
+          subscription_changed: bool = False) -> ConsumerGroupMember:
+    return reconcile(m, target_epoch, {t: frozenset(ps) for t, ps in target.items()},
+                     None if subscribed is None else frozenset(subscribed), held_by(partition_epoch),
+                     None if owned is None else {t: frozenset(ps) for t, ps in owned.items()}, subscription_changed)
 
 
 def view(m: ConsumerGroupMember) -> tuple[MemberState, int, int, dict[str, set[int]], dict[str, set[int]]]:
@@ -146,3 +148,33 @@ def test_kafka_testUnknownState() -> None:
     # ...then it rejoins owning nothing and reconciles from scratch.
     out = build(m, 12, {T1: (3,), T2: (6,)}, 11, owned={})
     assert view(out) == expect(S, 12, 11, {T1: (3,), T2: (6,)})
+
+
+@pytest.mark.parametrize(("member_epoch", "target_epoch", "expected_epoch", "changed"),
+                         [(10, 11, 11, False), (10, 11, 11, True), (10, 10, 10, True)])
+def test_kafka_testStableToStableWithAssignmentTopicsNoLongerInSubscription(
+    member_epoch: int, target_epoch: int, expected_epoch: int, changed: bool
+) -> None:
+    m = member(S, member_epoch, member_epoch, {T1: (1, 2, 3), T2: (4, 5, 6)})
+    out = build(m, target_epoch, {T1: (1, 2, 3), T2: (4, 5, 6)}, -1, owned={T2: (4, 5, 6)}, subscribed=(T2,),
+                subscription_changed=changed)
+    assert view(out) == expect(S, expected_epoch, member_epoch, {T2: (4, 5, 6)})
+
+
+@pytest.mark.parametrize(("member_epoch", "target_epoch", "expected_epoch", "changed"),
+                         [(10, 11, 10, False), (10, 11, 10, True), (10, 10, 10, True)])
+def test_kafka_testStableToUnrevokedPartitionsWithAssignmentTopicsNoLongerInSubscription(
+    member_epoch: int, target_epoch: int, expected_epoch: int, changed: bool
+) -> None:
+    m = member(S, member_epoch, member_epoch, {T1: (1, 2, 3), T2: (4, 5, 6)})
+    out = build(m, target_epoch, {T1: (1, 2, 3), T2: (4, 5, 6)}, -1, owned={T1: (1, 2, 3), T2: (4, 5, 6)},
+                subscribed=(T2,), subscription_changed=changed)
+    assert view(out) == expect(UREV, expected_epoch, member_epoch, {T2: (4, 5, 6)}, {T1: (1, 2, 3)})
+
+
+def test_kafka_testRemainsInUnrevokedPartitionsWithAssignmentTopicsNoLongerInSubscription() -> None:
+    m = member(UREV, 10, 10, {T1: (2, 3), T2: (5, 6)}, {T1: (1,), T2: (4,)})
+    out = build(m, 12, {T1: (1, 3, 4), T2: (6, 7)}, -1, owned={T1: (1, 2, 3), T2: (4, 5, 6)}, subscribed=(T2,),
+                subscription_changed=True)
+    # Still revoking, and now also revoking what it no longer subscribes to; its epoch does not move.
+    assert view(out) == expect(UREV, 10, 10, {T2: (5, 6)}, {T1: (1, 2, 3), T2: (4,)})
