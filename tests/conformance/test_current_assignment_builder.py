@@ -7,6 +7,7 @@ partition sets, the state and both epochs, as Kafka's `assertEquals(member)` doe
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 
 import pytest
@@ -14,6 +15,8 @@ import pytest
 from coordinator.core.consumer_group import ConsumerGroupMember, MemberState
 from coordinator.core.errors import CoordinatorError, Errors
 from coordinator.core.reconciliation import OwnerLookup, reconcile
+from coordinator.core.target_assignment import subscribed_topic_ids
+from tests.core.context import image_of, tid
 
 T1, T2 = "topic-1", "topic-2"
 Sets = Mapping[str, tuple[int, ...]]
@@ -178,3 +181,29 @@ def test_kafka_testRemainsInUnrevokedPartitionsWithAssignmentTopicsNoLongerInSub
                 subscription_changed=True)
     # Still revoking, and now also revoking what it no longer subscribes to; its epoch does not move.
     assert view(out) == expect(UREV, 10, 10, {T2: (5, 6)}, {T1: (1, 2, 3), T2: (4,)})
+
+
+# --- regex subscriptions: the subscribed set is names ∪ what the regex resolved to -----------------------
+def regex_case(names: tuple[str, ...], resolved: Mapping[str, frozenset[str]]) -> ConsumerGroupMember:
+    image = image_of({"foo": 10, "bar": 10})
+    foo, bar = tid("foo"), tid("bar")
+    m = dataclasses.replace(member(S, 10, 10, {foo: (1, 2, 3), bar: (4, 5, 6)}), subscribed_topic_names=names,
+                            subscribed_topic_regex="bar*")
+    subscribed = subscribed_topic_ids(m, image, lambda r: resolved.get(r, frozenset()))
+    return reconcile(m, 10, {foo: frozenset({1, 2, 3}), bar: frozenset({4, 5, 6})}, subscribed, held_by(-1),
+                     {foo: frozenset({1, 2, 3}), bar: frozenset({4, 5, 6})}, True)
+
+
+def test_kafka_testSubscribedTopicNameAndUnresolvedRegularExpression() -> None:
+    out = regex_case(("foo",), {})
+    assert view(out) == expect(UREV, 10, 10, {tid("foo"): (1, 2, 3)}, {tid("bar"): (4, 5, 6)})
+
+
+def test_kafka_testUnresolvedRegularExpression() -> None:
+    out = regex_case((), {})
+    assert view(out) == expect(UREV, 10, 10, {}, {tid("foo"): (1, 2, 3), tid("bar"): (4, 5, 6)})
+
+
+def test_kafka_testSubscribedTopicNameAndResolvedRegularExpression() -> None:
+    out = regex_case(("foo",), {"bar*": frozenset({"bar"})})
+    assert view(out) == expect(S, 10, 10, {tid("foo"): (1, 2, 3), tid("bar"): (4, 5, 6)})
