@@ -487,9 +487,7 @@ class GroupCoordinatorShard:
                         Errors.UNRELEASED_INSTANCE_ID,
                         f"Static member {r.instance_id} of group {group.group_id} is still held by active member "
                         f"{holder_id}; it must leave (epoch -2) or time out first.")
-                if holder_id != member_id:
-                    return self._replace_static_member(group, holder, member_id, r, result)
-                return holder  # back from a temporary leave under its own id: it keeps its assignment
+                return self._replace_static_member(group, holder, member_id, r, result)
         if member is None:
             if len(group.members) >= self.config["group.consumer.max.size"]:
                 raise CoordinatorError(Errors.GROUP_MAX_SIZE_REACHED,
@@ -508,12 +506,13 @@ class GroupCoordinatorShard:
 
     def _replace_static_member(self, group: ConsumerGroup, old: ConsumerGroupMember, new_id: str,
                                r: ConsumerGroupHeartbeatRequest, result: Result[Any]) -> ConsumerGroupMember:
-        """A static member rejoins under a new member id: it inherits the old member's assignment and epoch,
-        and the group epoch does not move (no rebalance)."""
+        """A static member rejoins after a temporary leave (under a new member id or its own): as in Kafka, a
+        copy at epoch 0 inherits the old member's assignment and target, reconciles from there, and the group
+        epoch does not move (no rebalance)."""
         gid = group.group_id
         target = group.target_assignment.get(old.member_id)
         self._remove_member_records(group, old, result, bump_epoch=False)
-        new = dataclasses.replace(old, member_id=new_id)
+        new = dataclasses.replace(old, member_id=new_id, member_epoch=0, previous_member_epoch=0)
         self._write(result, _member_metadata_record(gid, new))
         self._write(result, _current_assignment_record(gid, new))
         if target is not None:

@@ -164,6 +164,8 @@ def test_kafka_testStaticMemberGetsBackAssignmentUponRejoin() -> None:
     assert group.group_epoch == epoch and "m2" not in group.members
     assert group.static_members["i2"] == "m2-rejoin"
     assert group.target_assignment["m2-rejoin"] == held
+    rejoined = ctx.member("m2-rejoin")
+    assert (rejoined.state, rejoined.member_epoch, rejoined.previous_member_epoch) == (MemberState.STABLE, epoch, 0)
     check_group_invariants(group)
 
 
@@ -221,6 +223,7 @@ def test_kafka_static_rejoin_with_epoch_0_under_the_holders_own_member_id_is_unr
     ctx.heartbeat(member_id="m1", member_epoch=-2, instance_id="i1")
     r = ctx.join("m1", instance_id="i1")
     assert r.error_code is Errors.NONE and r.assignment == held
+    assert ctx.member("m1").previous_member_epoch == 0
 
 
 def test_kafka_testShouldThrowUnknownMemberIdExceptionWhenUnknownStaticMemberJoins() -> None:
