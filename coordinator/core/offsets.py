@@ -80,10 +80,18 @@ def validate_consumer_group_commit(
                                f"Commit epoch {epoch} is newer than member epoch {member.member_epoch}.")
     if epoch == member.member_epoch:
         return {}
+    # KIP-1251: an older epoch is fine for a partition the member has held since that epoch, and for one it
+    # still holds pending revocation (it is the only holder; its assignment epoch is not persisted here, so
+    # any older epoch is accepted for it: see the README's "Differences from Kafka").
     errors: dict[tuple[str, int], Errors] = {}
     for name, p in partitions:
         t = image.by_name.get(name)
-        since = member.assigned_partitions.get(t.topic_id, {}).get(p) if t is not None else None
+        if t is None:
+            errors[(name, p)] = Errors.STALE_MEMBER_EPOCH
+            continue
+        since = member.assigned_partitions.get(t.topic_id, {}).get(p)
+        if since is None and p in member.partitions_pending_revocation.get(t.topic_id, ()):
+            continue
         if since is None or since > epoch:
             errors[(name, p)] = Errors.STALE_MEMBER_EPOCH
     return errors

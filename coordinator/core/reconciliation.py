@@ -9,6 +9,10 @@ Rules (KIP-848, with KIP-1263's "revoke what the member no longer subscribes to"
   on a later heartbeat once released.
 - Each granted partition remembers the epoch at which it was granted, so offset commits from any epoch in
   [assignment epoch of the partition, current member epoch] are accepted.
+- As in Kafka's CurrentAssignmentBuilder: once a revocation is acknowledged the member moves to the next
+  epoch (current + 1, never past the target) even if it must revoke more; every transition records the
+  epoch it came from as the previous epoch; a member in an UNKNOWN state is fenced until it reports that
+  it owns nothing.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ import dataclasses
 from collections.abc import Callable, Mapping
 
 from coordinator.core.consumer_group import ConsumerGroupMember, MemberState
+from coordinator.core.errors import CoordinatorError, Errors
 from coordinator.core.records import Partitions
 
 # (topic id, partition) -> owning member id, or None when free
@@ -40,20 +45,24 @@ def reconcile(
         return _compute_next(member, member.member_epoch, target_epoch, target, subscribed_topic_ids,
                              owner_of, owned)
     if state is MemberState.UNREVOKED_PARTITIONS:
-        if owned is None:
+        if _still_owns(owned, member.partitions_pending_revocation):
+            # Still revoking; a subscription change adds what it no longer subscribes to (as Kafka).
+            if subscription_changed and subscribed_topic_ids is not None:
+                return _revoke_unsubscribed(member, subscribed_topic_ids)
             return member
-        for topic_id, revoked in member.partitions_pending_revocation.items():
-            held = owned.get(topic_id)
-            if held and not held.isdisjoint(revoked):
-                return member
-        # Revocation acknowledged: the partitions are released and the member may move on.
+        # Revocation acknowledged: the partitions are released and the member moves to the next epoch
+        # (never past the target: a revocation caused by a subscription change precedes the new target).
         released = dataclasses.replace(member, partitions_pending_revocation={})
-        return _compute_next(released, member.member_epoch, target_epoch, target, subscribed_topic_ids,
-                             owner_of, owned)
+        return _compute_next(released, min(member.member_epoch + 1, target_epoch), target_epoch, target,
+                             subscribed_topic_ids, owner_of, owned)
     if state is MemberState.UNRELEASED_PARTITIONS:
         return _compute_next(member, member.member_epoch, target_epoch, target, subscribed_topic_ids,
                              owner_of, owned)
-    raise AssertionError(f"member {member.member_id} in unexpected state {state}")
+    # UNKNOWN (a state from a newer coordinator): the member must first give up everything.
+    if owned is None or any(owned.values()):
+        raise CoordinatorError(Errors.FENCED_MEMBER_EPOCH,
+                               "The member is in an unknown state; it must abandon all its partitions and rejoin.")
+    return _compute_next(member, target_epoch, target_epoch, target, subscribed_topic_ids, owner_of, owned)
 
 
 def _compute_next(
@@ -99,8 +108,7 @@ def _compute_next(
             member,
             state=MemberState.UNREVOKED_PARTITIONS,
             member_epoch=member_epoch,
-            previous_member_epoch=member.previous_member_epoch if member_epoch == member.member_epoch
-            else member.member_epoch,
+            previous_member_epoch=member.member_epoch,
             assigned_partitions=kept,
             partitions_pending_revocation=pending_revocation,
         )
@@ -120,11 +128,23 @@ def _compute_next(
         member,
         state=new_state,
         member_epoch=target_epoch,
-        previous_member_epoch=member.member_epoch if target_epoch != member.member_epoch
-        else member.previous_member_epoch,
+        previous_member_epoch=member.member_epoch,
         assigned_partitions=kept,
         partitions_pending_revocation={},
     )
+
+
+def _revoke_unsubscribed(member: ConsumerGroupMember, subscribed: frozenset[str]) -> ConsumerGroupMember:
+    """Kafka's updateCurrentAssignment for a member still revoking: partitions of topics it no longer
+    subscribes to join its pending revocations; its epoch and state do not change."""
+    dropped = {t: ps for t, ps in member.assigned_partitions.items() if ps and t not in subscribed}
+    if not dropped:
+        return member
+    pending = dict(member.partitions_pending_revocation)
+    for t, ps in dropped.items():
+        pending[t] = pending.get(t, frozenset()) | frozenset(ps)
+    kept = {t: ps for t, ps in member.assigned_partitions.items() if t not in dropped}
+    return dataclasses.replace(member, assigned_partitions=kept, partitions_pending_revocation=pending)
 
 
 def _still_owns(owned: Mapping[str, frozenset[int]] | None, revoked: Mapping[str, frozenset[int]]) -> bool:

@@ -332,16 +332,17 @@ class GroupCoordinatorShard:
         def invalid(msg: str) -> CoordinatorError:
             return CoordinatorError(Errors.INVALID_REQUEST, msg)
 
-        if not r.group_id:
+        # As Kafka's throwIfEmptyString: blank (all whitespace) is empty.
+        if not r.group_id.strip():
             raise invalid("group_id can't be empty.")
-        if r.instance_id is not None and not r.instance_id:
+        if r.instance_id is not None and not r.instance_id.strip():
             raise invalid("instance_id can't be empty when set.")
-        if r.rack_id is not None and not r.rack_id:
+        if r.rack_id is not None and not r.rack_id.strip():
             raise invalid("rack_id can't be empty when set.")
         if r.member_epoch < LEAVE_GROUP_STATIC_MEMBER_EPOCH:
             raise invalid(f"member_epoch {r.member_epoch} is invalid: use 0 to join, -1 to leave, "
                           "-2 for a static member's temporary leave, or the epoch you were given.")
-        if r.member_epoch != 0 and not r.member_id:
+        if r.member_epoch != 0 and not r.member_id.strip():
             raise invalid("member_id can't be empty unless member_epoch is 0 (joining).")
         if r.member_epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH and r.instance_id is None:
             raise invalid("member_epoch -2 (static leave) requires instance_id.")
@@ -413,12 +414,17 @@ class GroupCoordinatorShard:
                 member = None
             member = self._join_member(group, r, member_id, member, result, now)
         else:
+            if r.instance_id is not None:  # as Kafka: the instance is checked before the member id
+                holder_id = group.static_members.get(r.instance_id)
+                if holder_id is None:
+                    raise CoordinatorError(Errors.UNKNOWN_MEMBER_ID,
+                                           f"Instance {r.instance_id} is not a member of group {group.group_id}.")
+                if holder_id != member_id:
+                    raise CoordinatorError(Errors.FENCED_INSTANCE_ID,
+                                           f"Instance {r.instance_id} is held by another member of {group.group_id}.")
             if member is None:
                 raise CoordinatorError(Errors.UNKNOWN_MEMBER_ID,
                                        f"Member {member_id} is not a member of group {group.group_id}.")
-            if r.instance_id is not None and group.static_members.get(r.instance_id) != member_id:
-                raise CoordinatorError(Errors.FENCED_INSTANCE_ID,
-                                       f"Instance {r.instance_id} is held by another member of {group.group_id}.")
             lost_response = self._check_member_epoch(member, r)
 
         # Subscription / metadata updates.
@@ -477,8 +483,10 @@ class GroupCoordinatorShard:
         if r.instance_id is not None:
             holder_id = group.static_members.get(r.instance_id)
             holder = group.members.get(holder_id) if holder_id else None
-            if holder is not None and holder_id != member_id:
-                check_member_principal(holder.principal, r.principal, r.instance_id, group.group_id)
+            if holder is not None:
+                if holder_id != member_id:
+                    check_member_principal(holder.principal, r.principal, r.instance_id, group.group_id)
+                # As Kafka: an active holder (not at -2) blocks every join with epoch 0, its own member id too.
                 if holder.member_epoch != LEAVE_GROUP_STATIC_MEMBER_EPOCH:
                     raise CoordinatorError(
                         Errors.UNRELEASED_INSTANCE_ID,
@@ -503,12 +511,13 @@ class GroupCoordinatorShard:
 
     def _replace_static_member(self, group: ConsumerGroup, old: ConsumerGroupMember, new_id: str,
                                r: ConsumerGroupHeartbeatRequest, result: Result[Any]) -> ConsumerGroupMember:
-        """A static member rejoins under a new member id: it inherits the old member's assignment and epoch,
-        and the group epoch does not move (no rebalance)."""
+        """A static member rejoins after a temporary leave (under a new member id or its own): as in Kafka, a
+        copy at epoch 0 inherits the old member's assignment and target, reconciles from there, and the group
+        epoch does not move (no rebalance)."""
         gid = group.group_id
         target = group.target_assignment.get(old.member_id)
         self._remove_member_records(group, old, result, bump_epoch=False)
-        new = dataclasses.replace(old, member_id=new_id)
+        new = dataclasses.replace(old, member_id=new_id, member_epoch=0, previous_member_epoch=0)
         self._write(result, _member_metadata_record(gid, new))
         self._write(result, _current_assignment_record(gid, new))
         if target is not None:

@@ -1,0 +1,91 @@
+"""Kafka's RangeAssignorTest (group-coordinator/.../assignor/RangeAssignorTest.java), against assignors/range.py.
+
+Each case asserts Kafka's exact assignment for Kafka's input. Topic ids are plain names here.
+Not here (ours differs; listed in the README's "Differences from Kafka"): testOneMemberSubscribedToNonExistentTopic,
+testStaticMembership, testMixedStaticMembership.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from assignors.api import GroupAssignment, GroupSpec, MemberSpec, StaticTopicDescriber
+from assignors.range import RangeAssignor
+
+RANGE = RangeAssignor()
+T1, T2, T3 = "topic1", "topic2", "topic3"
+A, B, C = "A", "B", "C"
+Plan = Mapping[str, Mapping[str, tuple[int, ...]]]
+
+
+def spec(topics: tuple[str, ...], current: Mapping[str, tuple[int, ...]] | None = None,
+         instance_id: str | None = None) -> MemberSpec:
+    return MemberSpec(frozenset(topics), {t: frozenset(ps) for t, ps in (current or {}).items()},
+                      instance_id=instance_id)
+
+
+def assign(members: Mapping[str, MemberSpec], counts: Mapping[str, int]) -> GroupAssignment:
+    return RANGE.assign(GroupSpec.of(dict(members)), StaticTopicDescriber(dict(counts)))
+
+
+def norm(out: GroupAssignment) -> dict[str, dict[str, frozenset[int]]]:
+    return {m: {t: ps for t, ps in a.items() if ps} for m, a in out.items()}
+
+
+def expect(plan: Plan) -> dict[str, dict[str, frozenset[int]]]:
+    return {m: {t: frozenset(ps) for t, ps in a.items()} for m, a in plan.items()}
+
+
+def test_kafka_testOneMemberNoTopic() -> None:
+    assert norm(assign({A: spec(())}, {T1: 3})) == {A: {}}
+
+
+def test_kafka_testFirstAssignmentTwoMembersTwoTopicsSameSubscriptions() -> None:
+    out = assign({A: spec((T1, T3)), B: spec((T1, T3))}, {T1: 3, T3: 2})
+    assert norm(out) == expect({A: {T1: (0, 1), T3: (0,)}, B: {T1: (2,), T3: (1,)}})
+
+
+def test_kafka_testFirstAssignmentThreeMembersThreeTopicsDifferentSubscriptions() -> None:
+    out = assign({A: spec((T1, T2)), B: spec((T3,)), C: spec((T2, T3))}, {T1: 3, T2: 3, T3: 2})
+    assert norm(out) == expect({A: {T1: (0, 1, 2), T2: (0, 1)}, B: {T3: (0,)}, C: {T2: (2,), T3: (1,)}})
+
+
+def test_kafka_testFirstAssignmentNumMembersGreaterThanNumPartitions() -> None:
+    out = assign({A: spec((T1, T3)), B: spec((T1, T3)), C: spec((T1, T3))}, {T1: 3, T3: 2})
+    assert norm(out) == expect({A: {T1: (0,), T3: (0,)}, B: {T1: (1,), T3: (1,)}, C: {T1: (2,)}})
+
+
+def test_kafka_testReassignmentNumMembersGreaterThanNumPartitionsWhenOneMemberAdded() -> None:
+    out = assign({A: spec((T1, T2), {T1: (0,), T2: (0,)}), B: spec((T1, T2), {T1: (1,), T2: (1,)}),
+                  C: spec((T1, T2))}, {T1: 2, T2: 2})
+    assert norm(out) == expect({A: {T1: (0,), T2: (0,)}, B: {T1: (1,), T2: (1,)}, C: {}})
+
+
+def test_kafka_testReassignmentWhenOnePartitionAddedForTwoMembersTwoTopics() -> None:
+    out = assign({A: spec((T1, T2), {T1: (0, 1), T2: (0, 1)}), B: spec((T1, T2), {T1: (2,), T2: (2,)})},
+                 {T1: 4, T2: 4})
+    assert norm(out) == expect({A: {T1: (0, 1), T2: (0, 1)}, B: {T1: (2, 3), T2: (2, 3)}})
+
+
+def test_kafka_testReassignmentWhenOneMemberAddedAfterInitialAssignmentWithTwoMembersTwoTopics() -> None:
+    out = assign({A: spec((T1, T2), {T1: (0, 1), T2: (0, 1)}), B: spec((T1, T2), {T1: (2,), T2: (2,)}),
+                  C: spec((T1, T2))}, {T1: 3, T2: 3})
+    assert norm(out) == expect({A: {T1: (0,), T2: (0,)}, B: {T1: (1,), T2: (1,)}, C: {T1: (2,), T2: (2,)}})
+
+
+def test_kafka_testReassignmentWhenOneMemberAddedAndOnePartitionAfterInitialAssignmentWithTwoMembersTwoTopics() -> None:
+    out = assign({A: spec((T1, T2), {T1: (0, 1), T2: (0, 1)}), B: spec((T1, T2), {T1: (2,), T2: (2,)}),
+                  C: spec((T1,))}, {T1: 4, T2: 3})
+    assert norm(out) == expect({A: {T1: (0, 1), T2: (0, 1)}, B: {T1: (2,), T2: (2,)}, C: {T1: (3,)}})
+
+
+def test_kafka_testReassignmentWhenOneMemberRemovedAfterInitialAssignmentWithTwoMembersTwoTopics() -> None:
+    out = assign({B: spec((T1, T2), {T1: (2,), T2: (2,)})}, {T1: 3, T2: 3})
+    assert norm(out) == expect({B: {T1: (0, 1, 2), T2: (0, 1, 2)}})
+
+
+def test_kafka_testReassignmentWhenMultipleSubscriptionsRemovedAfterInitialAssignmentWithThreeMembersTwoTopics(
+) -> None:
+    out = assign({A: spec((T1,), {T1: (0, 1, 2), T2: (0,)}), B: spec((T1, T2, T3), {T2: (1,)}),
+                  C: spec((T2,), {T2: (2,), T3: (0, 1)})}, {T1: 3, T2: 3, T3: 2})
+    assert norm(out) == expect({A: {T1: (0, 1)}, B: {T1: (2,), T2: (0, 1), T3: (0, 1)}, C: {T2: (2,)}})

@@ -1,0 +1,49 @@
+"""Shared helpers for the ported UniformAssignor tests: Kafka's topic ids, so topic order matches Kafka's."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from assignors.api import GroupAssignment, GroupSpec, MemberSpec, StaticTopicDescriber
+from assignors.uniform import UniformAssignor
+
+UNIFORM = UniformAssignor()
+T1 = "T1-A4s3VTwiI5CTbEp6POw"
+T2 = "T2-B4s3VTwiI5YHbPp6YUe"
+T3 = "T3-CU8fVTLCz5YMkLoDQsa"
+T4 = "T4-Tw9fVTLCz5HbPp6YQsa"
+A, B, C = "A", "B", "C"
+Plan = Mapping[str, Mapping[str, tuple[int, ...]]]
+
+
+def spec(topics: tuple[str, ...], current: Mapping[str, tuple[int, ...]] | None = None) -> MemberSpec:
+    return MemberSpec(frozenset(topics), {t: frozenset(ps) for t, ps in (current or {}).items()})
+
+
+def assign(members: Mapping[str, MemberSpec], counts: Mapping[str, int]) -> GroupAssignment:
+    return UNIFORM.assign(GroupSpec.of(dict(members)), StaticTopicDescriber(dict(counts)))
+
+
+def norm(out: GroupAssignment) -> dict[str, dict[str, frozenset[int]]]:
+    """Members that got nothing are left out, as Kafka's assignment leaves them empty or absent."""
+    flat = {m: {t: ps for t, ps in a.items() if ps} for m, a in out.items()}
+    return {m: a for m, a in flat.items() if a}
+
+
+def expect(plan: Plan) -> dict[str, dict[str, frozenset[int]]]:
+    full = {m: {t: frozenset(ps) for t, ps in a.items() if ps} for m, a in plan.items()}
+    return {m: a for m, a in full.items() if a}
+
+
+def check_valid_and_balanced(members: Mapping[str, MemberSpec], out: GroupAssignment) -> None:
+    """Kafka's checkValidityAndBalance: subscribed topics only, no partition twice, sizes within one."""
+    seen: set[tuple[str, int]] = set()
+    sizes = []
+    for m, a in out.items():
+        for t, ps in a.items():
+            assert not ps or t in members[m].subscribed_topic_ids
+            for p in ps:
+                assert (t, p) not in seen
+                seen.add((t, p))
+        sizes.append(sum(len(ps) for ps in a.values()))
+    assert not sizes or max(sizes) - min(sizes) <= 1
