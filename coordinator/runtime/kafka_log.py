@@ -50,6 +50,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from coordinator.core import records as r
 from coordinator.core.classic_group import ClassicGroupMetadata, ClassicGroupMetadataTombstone
+from coordinator.core.mixed_group import ConsumerGroupClassicMemberMetadata, ConsumerGroupClassicMemberMetadataTombstone
 from coordinator.core.partitioning import state_partition
 from coordinator.runtime import record_codec
 from coordinator.runtime.record_codec import RecordTooLargeError
@@ -75,6 +76,8 @@ _KEY_KIND: dict[type, str] = {
     r.GroupConfig: "group_config",
     ClassicGroupMetadata: "classic_group",
     ClassicGroupMetadataTombstone: "classic_group",  # same key as the record it deletes, so compaction drops both
+    ConsumerGroupClassicMemberMetadata: "classic_member_metadata",
+    ConsumerGroupClassicMemberMetadataTombstone: "classic_member_metadata",
 }
 
 
