@@ -8,6 +8,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import grpc
@@ -16,11 +17,13 @@ import pytest
 from clients.classic_member import ClassicGroupMember
 from clients.consumer_protocol import TopicPartition
 from clients.group_member import GroupMember
-from coordinator.runtime.server import ServerThread
+from coordinator.core.config import BrokerConfig
+from coordinator.runtime.server import ServerOptions, ServerThread
+from coordinator.runtime.static_metadata import StaticMetadataSource
 from groupcoord.v1 import coordinator_pb2 as pb
 from groupcoord.v1 import coordinator_pb2_grpc as pb_grpc
 from tests.clients.cluster import OverlapSampler
-from tests.integration.conftest import start_server
+from tests.integration.conftest import FAST, start_server
 
 pytestmark = pytest.mark.integration
 
@@ -146,3 +149,37 @@ def test_a_consumer_group_rolled_back_member_by_member_to_the_classic_protocol_n
     assert types == ["consumer"] * 5 + ["classic"]  # mixed until the last consumer-protocol member left
     print(f"downgrade: {overlaps.samples} samples, longest unowned gap {coverage.longest_gap_s:.3f}s")
     assert overlaps.samples > 0 and overlaps.overlaps == []
+
+
+def test_a_mixed_group_is_reloaded_from_the_log_with_its_classic_members(tmp_path: Path) -> None:
+    """The classic members' metadata records reach the log and come back: after a restart the classic member is
+    still a classic member of the consumer group (its heartbeat is answered, not UNKNOWN_MEMBER_ID)."""
+    def options() -> ServerOptions:
+        config = BrokerConfig.from_mapping({**FAST, "group.min.session.timeout.ms": 100,
+                                            "group.initial.rebalance.delay.ms": 0})
+        return ServerOptions(listen="127.0.0.1:0", config=config, state_dir=tmp_path,
+                             metadata_source=StaticMetadataSource({"orders": TOPIC_PARTITIONS}))
+
+    srv = ServerThread(options()).start()
+    try:
+        old = ClassicGroupMember(srv.address, "durable", ["orders"], partitions={"orders": TOPIC_PARTITIONS},
+                                 assignors=("cooperative-sticky",), session_timeout_ms=60_000,
+                                 heartbeat_interval_ms=100, rebalance_timeout_ms=5000).start()
+        wait_until(lambda: old.assignment() == ALL, what="the classic member's assignment")
+        new = GroupMember(srv.address, "durable", ["orders"], rebalance_timeout_ms=5000).start()
+        wait_until(lambda: covered_once([old, new]), what="the mixed group to converge")
+        member_id, generation = old.member_id, old.generation
+        old.kill()
+        new.close(leave=False)
+    finally:
+        srv.stop()
+    srv = ServerThread(options()).start()
+    try:
+        stub = pb_grpc.GroupCoordinatorStub(grpc.insecure_channel(srv.address))
+        (group,) = stub.DescribeGroups(pb.DescribeGroupsRequest(group_ids=["durable"]), timeout=10).groups
+        assert group.group_type == "consumer" and member_id in [d.member_id for d in group.members]
+        beat = stub.Heartbeat(pb.HeartbeatRequest(group_id="durable", generation_id=generation, member_id=member_id),
+                              timeout=10)
+        assert beat.error_code == 0
+    finally:
+        srv.stop()
