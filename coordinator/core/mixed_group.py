@@ -66,7 +66,7 @@ from coordinator.core.consumer_group import FIRST_GROUP_EPOCH, ConsumerGroup, Co
 from coordinator.core.errors import CoordinatorError, Errors
 from coordinator.core.metadata import MetadataImage
 from coordinator.core.reconciliation import reconcile
-from coordinator.core.records import ConsumerGroupMetadata, ConsumerGroupTargetAssignmentMember, Partitions
+from coordinator.core.records import ConsumerGroupMetadata, ConsumerGroupTargetAssignmentMember
 from coordinator.core.results import Result
 from coordinator.core.target_assignment import subscribed_topic_ids
 
@@ -217,7 +217,7 @@ def _join(shard: GroupCoordinatorShard, group: ConsumerGroup, r: JoinGroupReques
     if member is None and replaced is None and len(group.members) >= shard.config["group.consumer.max.size"]:
         raise _error(Errors.GROUP_MAX_SIZE_REACHED, f"Group {gid} reached its maximum size "
                                                     f"{shard.config['group.consumer.max.size']}.")
-    owned = _validated_owned(shard, member, subscription)
+    owned = _owned(shard, subscription)
 
     # --- from here on, records are written (and replayed): nothing below raises -----------------------------
     if replaced is not None:
@@ -259,23 +259,10 @@ def _join(shard: GroupCoordinatorShard, group: ConsumerGroup, r: JoinGroupReques
                              protocol_name=r.protocols[0][0], leader="", member_id=member_id)
 
 
-def _validated_owned(shard: GroupCoordinatorShard, member: ConsumerGroupMember | None,
-                     subscription: Subscription) -> dict[str, frozenset[int]]:
-    """Kafka's validateGenerationIdAndGetOwnedPartition: owned partitions count only from the member's current
-    generation (-1: an eager member, which revoked everything before joining), or from its previous one when
-    they are a subset of its assignment (it missed our last JoinGroup answer)."""
-    owned = owned_from_names(subscription.owned_partitions, shard.metadata)
-    if member is None or member.member_epoch == 0:
-        return owned
-    generation = subscription.generation
-    if generation in (member.member_epoch, -1):
-        return owned
-    if generation == member.previous_member_epoch and all(
-            ps <= set(member.assigned_partitions.get(t, ())) for t, ps in owned.items()):
-        return owned
-    raise _error(Errors.ILLEGAL_GENERATION,
-                 f"The JoinGroup subscription's generation {generation} is not member {member.member_id}'s epoch "
-                 f"{member.member_epoch}; rejoin.")
+def _owned(shard: GroupCoordinatorShard, subscription: Subscription) -> dict[str, frozenset[int]]:
+    """The owned partitions the subscription reports, whatever its generation (as Kafka: what the client holds
+    now; an eager member, generation -1, revoked everything before joining and reports nothing)."""
+    return owned_from_names(subscription.owned_partitions, shard.metadata)
 
 
 def _reconcile(shard: GroupCoordinatorShard, group: ConsumerGroup, member: ConsumerGroupMember,
@@ -367,21 +354,23 @@ def heartbeat(shard: GroupCoordinatorShard, group: ConsumerGroup, r: HeartbeatRe
 
 
 def must_rejoin(group: ConsumerGroup, member: ConsumerGroupMember) -> bool:
-    """KIP-1263: a newer *target* exists (not merely a newer group epoch); or the member must revoke; or
-    partitions it waits for were released (Kafka: UNRELEASED_PARTITIONS no longer waiting)."""
+    """Kafka's three conditions, the first as KIP-1263 states it: a newer *target* exists (not merely a newer
+    group epoch); the member must revoke; or every partition it waits for (UNRELEASED_PARTITIONS) is free."""
     if member.member_epoch < group.effective_target_epoch or member.state is MemberState.UNREVOKED_PARTITIONS:
         return True
     if member.state is MemberState.UNRELEASED_PARTITIONS:
-        return _has_released(group, member.member_id, group.target_for(member.member_id), member)
+        return not _waiting_on_unreleased(group, member)
     return False
 
 
-def _has_released(group: ConsumerGroup, member_id: str, target: Partitions, member: ConsumerGroupMember) -> bool:
+def _waiting_on_unreleased(group: ConsumerGroup, member: ConsumerGroupMember) -> bool:
+    """Kafka's ConsumerGroup.waitingOnUnreleasedPartition: a target partition it lacks is still owned by
+    another member."""
     owner = group.partition_owner
-    for t, ps in target.items():
+    for t, ps in group.target_for(member.member_id).items():
         current = member.assigned_partitions.get(t, {})
         for p in ps:
-            if p not in current and owner.get((t, p)) in (None, member_id):
+            if p not in current and owner.get((t, p)) not in (None, member.member_id):
                 return True
     return False
 
