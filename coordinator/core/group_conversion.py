@@ -36,6 +36,7 @@ from assignors.consumer_protocol import (
     decode_version,
 )
 from coordinator.core import classic_group as cg
+from coordinator.core import mixed_group
 from coordinator.core.classic_messages import JoinGroupResponse, SyncGroupResponse
 from coordinator.core.consumer_group import ConsumerGroup, MemberState
 from coordinator.core.errors import CoordinatorError, Errors
@@ -195,6 +196,8 @@ def _write_consumer_group_tombstones(shard: GroupCoordinatorShard, group: Consum
     for mid in list(group.members):
         if mid in group.classic_members:
             shard._write(result, ConsumerGroupClassicMemberMetadataTombstone(gid, mid))
+            shard.cancel_timer(result, mixed_group.join_timer(gid, mid))
+            shard.cancel_timer(result, mixed_group.sync_timer(gid, mid))
         if mid in group.target_assignment:
             shard._write(result, ConsumerGroupTargetAssignmentMemberTombstone(gid, mid))
         shard._write(result, ConsumerGroupCurrentMemberAssignmentTombstone(gid, mid))

@@ -27,7 +27,8 @@ the member's current assignment as ConsumerProtocol assignment bytes (in the mem
   (a newer target exists: an offloaded run completed, or a consumer member's heartbeat ran a batched one), when
   the member must revoke, or when partitions it waits for (UNRELEASED_PARTITIONS) have been released.
 - **Sessions**: the member's session timeout is its JoinGroup's (Kafka), re-armed by each of its requests; an
-  expired session fences it like a consumer member.
+  expired session fences it like a consumer member. As in Kafka, a member told to rejoin must send JoinGroup,
+  and one that joined must send SyncGroup, within its rebalance timeout, or it is fenced.
 
 Online upgrade and downgrade (turning a classic group into a consumer group and back) live in
 `group_conversion.py`.
@@ -95,9 +96,41 @@ MIXED_RECORD_TYPES: tuple[type, ...] = (ConsumerGroupClassicMemberMetadata,
                                         ConsumerGroupClassicMemberMetadataTombstone)
 
 
+JOIN_TIMER = "classic-member-join"  # Kafka's consumer-group join timeout of a classic member
+SYNC_TIMER = "classic-member-sync"  # ... and its sync timeout
+
+
+def join_timer(group_id: str, member_id: str) -> tuple[str, str, str]:
+    return (JOIN_TIMER, group_id, member_id)
+
+
+def sync_timer(group_id: str, member_id: str) -> tuple[str, str, str]:
+    return (SYNC_TIMER, group_id, member_id)
+
+
 def install(shard: GroupCoordinatorShard) -> None:
     shard.register_replayer(ConsumerGroupClassicMemberMetadata, lambda r: _replay(shard, r))
     shard.register_replayer(ConsumerGroupClassicMemberMetadataTombstone, lambda r: _replay_tombstone(shard, r))
+    for kind in (JOIN_TIMER, SYNC_TIMER):
+        shard.register_timer_handler(kind, lambda key, now: _on_timer(shard, key, now))
+
+
+def _on_timer(shard: GroupCoordinatorShard, key: Any, now: int) -> Result[None]:
+    """A classic member told to rejoin did not send JoinGroup, or one that joined did not send SyncGroup,
+    within its rebalance timeout: fence it, as Kafka's join and sync timeouts do."""
+    result: Result[None] = Result(None)
+    if not shard._timer_due(key, now):
+        return result
+    group = shard.groups.get(key[1])
+    member = group.members.get(key[2]) if isinstance(group, ConsumerGroup) else None
+    if group is None or member is None or key[2] not in group.classic_members:
+        return result
+    from coordinator.core import group_conversion
+
+    shard.stats.members_fenced_rebalance += 1
+    if not group_conversion.maybe_downgrade(shard, group, member.member_id, result, now):
+        shard._remove_member_records(group, member, result, bump_epoch=True)
+    return result
 
 
 def _replay(shard: GroupCoordinatorShard, r: ConsumerGroupClassicMemberMetadata) -> None:
@@ -255,6 +288,8 @@ def _join(shard: GroupCoordinatorShard, group: ConsumerGroup, r: JoinGroupReques
         shard._write(result, shard_current_assignment_record(gid, reconciled))
         shard._maybe_arm_rebalance_timer(group, member, reconciled, now, result)
     _arm_session(shard, group, member_id, now, result)
+    shard.cancel_timer(result, join_timer(gid, member_id))
+    shard.arm_timer(result, sync_timer(gid, member_id), now + rebalance_timeout_ms)
     return JoinGroupResponse(generation_id=reconciled.member_epoch, protocol_type=PROTOCOL_TYPE,
                              protocol_name=r.protocols[0][0], leader="", member_id=member_id)
 
@@ -320,6 +355,7 @@ def sync(shard: GroupCoordinatorShard, group: ConsumerGroup, r: SyncGroupRequest
         result.response = SyncGroupResponse(e.code, e.message)
         return result
     _arm_session(shard, group, member.member_id, now, result)
+    shard.cancel_timer(result, sync_timer(group.group_id, member.member_id))
     try:
         version = decode_version(protocols[0][1])
     except ProtocolDecodeError:
@@ -350,6 +386,9 @@ def heartbeat(shard: GroupCoordinatorShard, group: ConsumerGroup, r: HeartbeatRe
     if must_rejoin(group, member):
         result.response = HeartbeatResponse(Errors.REBALANCE_IN_PROGRESS,
                                             f"Group {group.group_id} has a new assignment for you; rejoin.")
+        key = join_timer(group.group_id, member.member_id)
+        if key not in shard.timer_deadlines:  # Kafka's scheduleConsumerGroupJoinTimeoutIfAbsent
+            shard.arm_timer(result, key, now + member.rebalance_timeout_ms)
     return result
 
 

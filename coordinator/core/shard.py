@@ -618,6 +618,8 @@ class GroupCoordinatorShard:
         gid, mid = group.group_id, member.member_id
         if mid in group.classic_members:
             self._write(result, mixed_group.ConsumerGroupClassicMemberMetadataTombstone(gid, mid))
+            self.cancel_timer(result, mixed_group.join_timer(gid, mid))
+            self.cancel_timer(result, mixed_group.sync_timer(gid, mid))
         self._write(result, ConsumerGroupCurrentMemberAssignmentTombstone(gid, mid))
         if mid in group.target_assignment:
             self._write(result, ConsumerGroupTargetAssignmentMemberTombstone(gid, mid))

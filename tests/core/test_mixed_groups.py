@@ -265,6 +265,33 @@ def test_a_classic_members_session_timeout_is_its_join_groups() -> None:
     assert_replay_equal(ctx)
 
 
+def test_a_classic_member_that_joins_but_never_syncs_is_fenced_after_its_rebalance_timeout() -> None:
+    ctx = MixedContext()
+    ctx.consumer()
+    b = Classic("")
+    ctx.cjoin(b, session_timeout_ms=60_000)  # rebalance timeout 30 s
+    ctx.advance(29_000)
+    assert b.member_id in ctx.cgroup().members
+    ctx.advance(1_000)
+    assert b.member_id not in ctx.cgroup().members
+    assert_replay_equal(ctx)
+
+
+def test_a_classic_member_told_to_rejoin_that_only_heartbeats_is_fenced_after_its_rebalance_timeout() -> None:
+    ctx = MixedContext()
+    ctx.consumer()
+    b = Classic("")
+    ctx.cjoin(b, session_timeout_ms=10_000)
+    ctx.csync(b)
+    ctx.consumer()  # a new target: b must rejoin
+    for _ in range(6):
+        assert ctx.chb(b) is Errors.REBALANCE_IN_PROGRESS
+        ctx.advance(5_000)
+    ctx.advance(1_000)
+    assert b.member_id not in ctx.cgroup().members
+    assert_replay_equal(ctx)
+
+
 def test_classic_requests_of_a_consumer_protocol_member_or_another_generation_are_refused() -> None:
     ctx = MixedContext()
     a = ctx.consumer()
