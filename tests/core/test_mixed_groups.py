@@ -55,9 +55,9 @@ class Classic:
 
 
 class MixedContext(ClassicContext):
-    def __init__(self, auto_complete_runs: bool = True, **config: Any) -> None:
+    def __init__(self, auto_complete_runs: bool = True, overrides: dict[str, Any] | None = None) -> None:
         super().__init__()
-        raw = {**MIXED_CONFIG, **config}
+        raw = {**MIXED_CONFIG, **(overrides or {})}
         self.config = BrokerConfig.from_mapping(raw)
         self.image = image_of({"foo": 6})
         ids = itertools.count(1)
@@ -323,7 +323,7 @@ def test_a_classic_leave_group_removes_the_member_and_bumps_the_group_epoch() ->
 # --- KIP-1263 in mixed groups --------------------------------------------------------------------------------
 def test_rebalance_in_progress_goes_only_below_the_target_epoch_and_only_consumer_heartbeats_run_batched_assignors(
 ) -> None:
-    ctx = MixedContext(**{"group.consumer.assignment.interval.ms": 10_000})
+    ctx = MixedContext(overrides={"group.consumer.assignment.interval.ms": 10_000})
     a = ctx.consumer()
     b = Classic("")
     ctx.cjoin(b, session_timeout_ms=30_000)  # interval not elapsed since a's computation: no new target
@@ -344,7 +344,7 @@ def test_rebalance_in_progress_goes_only_below_the_target_epoch_and_only_consume
 
 
 def test_an_offloaded_run_completing_tells_classic_members_to_rejoin() -> None:
-    ctx = MixedContext(auto_complete_runs=False, **{"group.consumer.assignor.offload.enable": True})
+    ctx = MixedContext(auto_complete_runs=False, overrides={"group.consumer.assignor.offload.enable": True})
     a = ctx.consumer()
     ctx.complete_runs()
     ctx.cack(a.member_id)
@@ -357,7 +357,7 @@ def test_an_offloaded_run_completing_tells_classic_members_to_rejoin() -> None:
 
 
 def test_a_sync_below_the_target_epoch_without_partitions_to_revoke_is_rebalance_in_progress() -> None:
-    ctx = MixedContext(auto_complete_runs=False, **{"group.consumer.assignor.offload.enable": True})
+    ctx = MixedContext(auto_complete_runs=False, overrides={"group.consumer.assignor.offload.enable": True})
     a = ctx.consumer()
     ctx.complete_runs()
     b = Classic("")
@@ -395,7 +395,7 @@ def test_the_first_consumer_member_upgrades_a_classic_group_keeping_its_members_
 
 @pytest.mark.parametrize("policy", ["DISABLED", "downgrade"])
 def test_the_migration_policy_can_forbid_the_upgrade(policy: str) -> None:
-    ctx = MixedContext(**{"group.consumer.migration.policy": policy})
+    ctx = MixedContext(overrides={"group.consumer.migration.policy": policy})
     ctx.classic_group_of(2)
     assert ctx.consumer().error_code is Errors.GROUP_ID_NOT_FOUND
     assert isinstance(ctx.shard.groups["grp"], ClassicGroup)
@@ -466,9 +466,80 @@ def test_a_fenced_last_consumer_member_converts_the_group_back_to_classic() -> N
 
 
 def test_under_the_upgrade_policy_the_group_stays_a_consumer_group() -> None:
-    ctx = MixedContext(**{"group.consumer.migration.policy": "upgrade"})
+    ctx = MixedContext(overrides={"group.consumer.migration.policy": "upgrade"})
     (m1, m2), consumer = upgraded(ctx)
     ctx.consumer(consumer, -1)
     group = ctx.cgroup()
     assert set(group.members) == {m1.member_id, m2.member_id}
+    assert_replay_equal(ctx)
+
+
+# --- randomized: classic and consumer members interleaved ----------------------------------------------------
+def _classic_step(ctx: MixedContext, c: Classic, phase: dict[str, str]) -> None:
+    """One step of a cooperative classic consumer: heartbeat (rejoin when told), or join, or sync."""
+    state = phase[c.member_id]
+    if state == "stable":
+        code = ctx.chb(c)
+        if code is Errors.REBALANCE_IN_PROGRESS:
+            phase[c.member_id] = "rejoin"
+        elif code is not Errors.NONE:
+            c.owned.clear()  # lost: the client drops everything and rejoins
+            c.generation = -1
+            phase[c.member_id] = "rejoin"
+    elif state == "rejoin":
+        code = ctx.cjoin(c).error_code
+        phase[c.member_id] = "sync" if code is Errors.NONE else "rejoin"
+        if code is not Errors.NONE:
+            c.owned.clear()
+            c.generation = -1
+    else:
+        before = set(c.owned)
+        response = ctx.csync(c)
+        if response.error_code is not Errors.NONE:
+            phase[c.member_id] = "rejoin"
+        else:
+            phase[c.member_id] = "rejoin" if not before <= c.owned else "stable"
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_random_mixed_membership_never_lets_two_members_own_a_partition_and_replays_equal(seed: int) -> None:
+    import random
+
+    rng = random.Random(seed)
+    offload = seed % 2 == 1
+    ctx = MixedContext(auto_complete_runs=False, overrides={"group.consumer.migration.policy": "upgrade",
+                          "group.consumer.assignor.offload.enable": offload,
+                          "group.consumer.assignment.interval.ms": rng.choice([0, 500])})
+    consumers = [ctx.consumer().member_id]
+    classics: list[Classic] = []
+    phase: dict[str, str] = {}
+    for _ in range(250):
+        roll = rng.random()
+        if roll < 0.08 and len(classics) < 4:
+            c = Classic("")
+            if ctx.cjoin(c).error_code is Errors.NONE:
+                classics.append(c)
+                phase[c.member_id] = "sync"
+        elif roll < 0.14 and len(consumers) < 4:
+            consumers.append(ctx.consumer().member_id)
+        elif roll < 0.18 and classics:
+            c = classics.pop(rng.randrange(len(classics)))
+            c.owned.clear()  # close(): revoke, then LeaveGroup
+            ctx.leave(c.member_id)
+        elif roll < 0.21 and len(consumers) > 1:
+            mid = consumers.pop(rng.randrange(len(consumers)))
+            ctx.consumer(mid, -1)
+        elif roll < 0.60 and classics:
+            _classic_step(ctx, rng.choice(classics), phase)
+        elif roll < 0.95:
+            ctx.cack(rng.choice(consumers))
+        else:
+            ctx.advance(rng.choice([100, 600]))
+        if offload and rng.random() < 0.3:
+            ctx.complete_runs()
+        owned = owned_by_all(ctx, classics, consumers)
+        group = ctx.cgroup()
+        for mid in consumers:  # a consumer member still owns what it has yet to revoke
+            owned.extend(("foo", p) for t, ps in group.members[mid].partitions_pending_revocation.items() for p in ps)
+        assert len(owned) == len(set(owned)), f"step owned twice: {sorted(owned)}"
     assert_replay_equal(ctx)

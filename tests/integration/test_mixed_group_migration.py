@@ -8,6 +8,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Iterator
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -124,7 +125,7 @@ def roll(srv: ServerThread, start_with: Callable[[ServerThread, int], Any],
             old[i].close()
             new[i].start()
             live = old[i + 1:] + new[:i + 1]
-            wait_until(lambda live=live: covered_once(live), what=f"every partition owned again after step {i}")
+            wait_until(partial(covered_once, live), what=f"every partition owned again after step {i}")
             (group,) = stub.DescribeGroups(pb.DescribeGroupsRequest(group_ids=["migrating"]), timeout=10).groups
             types.append(group.group_type)
     finally:
