@@ -21,6 +21,7 @@ from clients.group_member import GroupMember
 from coordinator.core.config import BrokerConfig
 from coordinator.runtime.server import ServerOptions, ServerThread
 from coordinator.runtime.static_metadata import StaticMetadataSource
+from groupcoord.faults.tcp_proxy import TcpProxy
 from groupcoord.v1 import coordinator_pb2 as pb
 from groupcoord.v1 import coordinator_pb2_grpc as pb_grpc
 from tests.clients.cluster import OverlapSampler
@@ -183,4 +184,31 @@ def test_a_mixed_group_is_reloaded_from_the_log_with_its_classic_members(tmp_pat
                               timeout=10)
         assert beat.error_code == 0
     finally:
+        srv.stop()
+
+
+def test_a_closing_group_member_stops_claiming_its_partitions_before_it_sends_its_leave() -> None:
+    """Found by the rolled-back migration test under load: GroupMember.close() sent its leave heartbeat and
+    only then dropped its partitions, so while the leave's answer was on its way back the coordinator had
+    already handed them to others and two members claimed them. A consumer revokes before it leaves (as the
+    classic member's close() does)."""
+    srv = start_server({"orders": TOPIC_PARTITIONS})
+    proxy = TcpProxy(srv.address).start()
+    stub = pb_grpc.GroupCoordinatorStub(grpc.insecure_channel(srv.address))
+    leaving = GroupMember(proxy.address, "closing", ["orders"], rebalance_timeout_ms=5000).start()
+    try:
+        wait_until(lambda: leaving.assignment() == ALL, what="the member's assignment")
+        proxy.delay(1.0)
+        closer = threading.Thread(target=leaving.close)
+        closer.start()
+
+        def gone() -> bool:
+            (group,) = stub.DescribeGroups(pb.DescribeGroupsRequest(group_ids=["closing"]), timeout=10).groups
+            return not group.members
+
+        wait_until(gone, what="the coordinator to process the leave")
+        assert leaving.assignment() == frozenset()  # the coordinator may give them away now
+        closer.join(timeout=30)
+    finally:
+        proxy.close()
         srv.stop()
