@@ -228,6 +228,28 @@ def test_a_classic_member_revokes_through_a_rejoin_and_its_sync_carries_the_assi
     assert_replay_equal(ctx)
 
 
+@pytest.mark.parametrize("version", [0, 1, 2, 3])
+def test_an_eager_classic_member_of_any_subscription_version_is_answered_in_its_version(version: int) -> None:
+    """An eager consumer (v0 carries no owned partitions) gives everything back before each JoinGroup."""
+    ctx = MixedContext()
+    a = ctx.consumer()
+    b = Classic("")
+    ctx.cjoin(b, version=version)
+    synced = ctx.csync(b)
+    assert decode_version(synced.assignment) == version
+    for _ in range(2):
+        ctx.cack(a.member_id)
+    for _ in range(3):
+        if ctx.chb(b) is Errors.REBALANCE_IN_PROGRESS:
+            b.owned.clear()  # eager: revoke all, then join
+            ctx.cjoin(b, version=version)
+            ctx.csync(b)
+    assert len(b.owned) == 3 and decode_version(ctx.sync_answer(ctx.sync(b.member_id, b.generation)).assignment) \
+        == version
+    owned = owned_by_all(ctx, [b], [a.member_id])
+    assert len(owned) == len(set(owned)) == 6
+
+
 def test_a_classic_member_waiting_for_partitions_is_told_to_rejoin_only_once_all_of_them_are_free() -> None:
     ctx = MixedContext()
     a = ctx.consumer()
