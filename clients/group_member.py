@@ -320,7 +320,17 @@ class GroupMember(LeaseTimers):
         self._wake.set()
         if self._thread is not None:
             self._thread.join(timeout=self._rpc_timeout_s + 5)
-        if leave and self.member_epoch > 0:
+        # Revoke before leaving: once the coordinator has the leave, it may hand the partitions to others
+        # before the answer gets back here.
+        with self._lock:
+            lost = frozenset(self._owned)
+            self._owned.clear()
+            self._pending_revocation.clear()
+            epoch_held = self.member_epoch
+            self.member_epoch = 0
+        if lost and self._on_revoked is not None:
+            self._safe(self._on_revoked, lost)
+        if leave and epoch_held > 0:
             epoch = -2 if self.instance_id is not None else -1
             req = pb.ConsumerGroupHeartbeatRequest(group_id=self.group_id, member_id=self.member_id,
                                                    member_epoch=epoch)
@@ -330,13 +340,6 @@ class GroupMember(LeaseTimers):
                 self._call(lambda stub, timeout: stub.ConsumerGroupHeartbeat(req, timeout=timeout))
             except grpc.RpcError as e:
                 log.warning("leave of group %s failed: %s", self.group_id, e)
-        with self._lock:
-            lost = frozenset(self._owned)
-            self._owned.clear()
-            self._pending_revocation.clear()
-            self.member_epoch = 0
-        if lost and self._on_revoked is not None:
-            self._safe(self._on_revoked, lost)
         route = self._route
         if route.owned:
             route.channel.close()

@@ -7,21 +7,20 @@ another operation's `completions`.
 
 A group id is either classic or consumer (KIP-848), as in Kafka before mixed groups:
 
-- classic requests for a consumer group get GROUP_ID_NOT_FOUND, except a JoinGroup whose protocol type a
-  consumer group could never accept (anything but "consumer"): INCONSISTENT_GROUP_PROTOCOL. A consumer group
-  with no members is converted by a first JoinGroup (Kafka's online downgrade), as the shard converts an empty
-  classic group for a ConsumerGroupHeartbeat.
+- a consumer group with no members is converted by a first JoinGroup (Kafka's online downgrade), as the shard
+  converts an empty classic group for a ConsumerGroupHeartbeat (a non-empty one: `group_conversion.py`).
 - classic requests for a group that does not exist get UNKNOWN_MEMBER_ID (the client drops its member id
   and joins afresh), except a first JoinGroup, which creates it.
 
-Mixed groups (classic members in a consumer group) would plug in where `_group_for_join` refuses a consumer
-group with members: that is the one place the two protocols meet.
+A consumer group *with members* takes classic requests itself (Kafka 4.x's mixed groups): each handler hands
+them to `mixed_group.py` first, and `_group_for_join` only sees empty consumer groups.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from coordinator.core import mixed_group
 from coordinator.core.classic_group import (
     JOIN_TIMER,
     SESSION_TIMER,
@@ -112,15 +111,7 @@ def _group_for_join(shard: GroupCoordinatorShard, r: JoinGroupRequest, result: R
     if isinstance(group, ClassicGroup):
         _check_loaded(group)
         return group
-    if isinstance(group, ConsumerGroup):
-        if group.members:
-            if r.protocol_type == CONSUMER_PROTOCOL_TYPE:
-                raise CoordinatorError(Errors.GROUP_ID_NOT_FOUND,
-                                       f"Group {r.group_id} is a consumer group (KIP-848) with members; classic "
-                                       "members cannot join it (mixed groups are not supported yet).")
-            raise CoordinatorError(Errors.INCONSISTENT_GROUP_PROTOCOL,
-                                   f"Group {r.group_id} is a consumer group (KIP-848); it cannot take members of "
-                                   f"protocol type {r.protocol_type!r}.")
+    if isinstance(group, ConsumerGroup):  # empty: a consumer group with members went to mixed_group.join
         if r.member_id != UNKNOWN_MEMBER_ID:
             raise CoordinatorError(Errors.GROUP_ID_NOT_FOUND,
                                    f"Group {r.group_id} is an empty consumer group; join without a member id.")
@@ -141,6 +132,9 @@ def join_group(shard: GroupCoordinatorShard, request: JoinGroupRequest, now: int
     result: Result[JoinGroupResponse | None] = Result(None)
     try:
         _validate_join(shard, request)
+        mixed = shard.groups.get(request.group_id)
+        if mixed_group.takes_classic_requests(mixed):
+            return mixed_group.join(shard, mixed, request, now)
         group = _group_for_join(shard, request, result)
         response = _join(shard, group, request, token, _effects(shard, result, now))
     except CoordinatorError as e:
@@ -222,6 +216,9 @@ def _new_member(r: JoinGroupRequest, member_id: str, rebalance_timeout_ms: int) 
 def sync_group(shard: GroupCoordinatorShard, request: SyncGroupRequest, now: int,
                token: int) -> Result[SyncGroupResponse | None]:
     result: Result[SyncGroupResponse | None] = Result(None)
+    mixed = shard.groups.get(request.group_id)
+    if mixed_group.takes_classic_requests(mixed):
+        return mixed_group.sync(shard, mixed, request, now)
     try:
         group = _existing_group(shard, request.group_id)
         group.validate_member(request.member_id, request.instance_id, request.principal)
@@ -252,6 +249,9 @@ def _inconsistent(sent: str | None, group_value: str | None) -> bool:
 # --- Heartbeat -----------------------------------------------------------------------------------------------------
 def heartbeat(shard: GroupCoordinatorShard, request: HeartbeatRequest, now: int) -> Result[HeartbeatResponse]:
     result: Result[HeartbeatResponse] = Result(HeartbeatResponse())
+    mixed = shard.groups.get(request.group_id)
+    if mixed_group.takes_classic_requests(mixed):
+        return mixed_group.heartbeat(shard, mixed, request, now)
     try:
         group = _existing_group(shard, request.group_id)
         group.validate_member(request.member_id, request.instance_id, request.principal)
@@ -274,6 +274,9 @@ def leave_group(shard: GroupCoordinatorShard, request: LeaveGroupRequest, now: i
     try:
         if not request.members:
             raise CoordinatorError(Errors.INVALID_REQUEST, "LeaveGroup needs at least one member.")
+        mixed = shard.groups.get(request.group_id)
+        if mixed_group.takes_classic_requests(mixed):
+            return mixed_group.leave(shard, mixed, request, now)
         group = _existing_group(shard, request.group_id)
     except CoordinatorError as e:
         result.response = LeaveGroupResponse(e.code, e.message, tuple(

@@ -19,6 +19,7 @@ from coordinator.core.errors import CoordinatorError, Errors
 from coordinator.core.limits import shorten
 
 INT32_MAX = 2_147_483_647
+MIGRATION_POLICIES = ("bidirectional", "upgrade", "downgrade", "disabled")  # Kafka's ConsumerGroupMigrationPolicy
 
 
 class ConfigError(ValueError):
@@ -150,6 +151,10 @@ BROKER_CONFIG_DEFS: dict[str, ConfigDef] = {
         ConfigDef("group.initial.rebalance.delay.ms", int, 3000,
                   "Classic groups: how long a new group waits for more members before the first rebalance.", 0),
         ConfigDef("group.max.size", int, INT32_MAX, "Classic groups: maximum number of members.", 1),
+        ConfigDef("group.consumer.migration.policy", str, "bidirectional",
+                  "Online migration between the classic and consumer protocols (KIP-848, case-insensitive): "
+                  "bidirectional, upgrade (classic to consumer only), downgrade (consumer to classic only), "
+                  "disabled."),
     ]
 }
 
@@ -199,6 +204,9 @@ def _check_bounds(v: Mapping[str, Any]) -> None:
         raise ConfigError("group.consumer.heartbeat.interval.ms must be lower than group.consumer.session.timeout.ms")
     if v["group.min.session.timeout.ms"] > v["group.max.session.timeout.ms"]:
         raise ConfigError("group.min.session.timeout.ms must not exceed group.max.session.timeout.ms")
+    if str(v["group.consumer.migration.policy"]).lower() not in MIGRATION_POLICIES:
+        raise ConfigError(f"group.consumer.migration.policy={shorten(v['group.consumer.migration.policy'])} is not "
+                          f"one of {', '.join(MIGRATION_POLICIES)} (case-insensitive)")
     if not v["group.consumer.assignors"]:
         raise ConfigError("group.consumer.assignors must name at least one assignor")
     known = server_assignor_names()

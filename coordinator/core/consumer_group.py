@@ -119,6 +119,9 @@ class ConsumerGroup:
     regex_image_seen: object = None  # the metadata image the last resolution ran against
     regex_refreshed_ms: int = 0  # when the last resolution finished (not persisted: refresh after a load)
     regex_subscribers: dict[str, int] = field(default_factory=dict)  # regex -> members subscribed to it
+    # Mixed groups: member id -> its ConsumerGroupClassicMemberMetadata (see mixed_group.py), for the members
+    # that speak the classic protocol (JoinGroup/SyncGroup/Heartbeat) in this consumer group.
+    classic_members: dict[str, Any] = field(default_factory=dict)
 
     @property
     def effective_target_epoch(self) -> int:
@@ -171,6 +174,7 @@ class ConsumerGroup:
 
     def remove_member(self, member_id: str) -> None:
         old = self.members.pop(member_id, None)
+        self.classic_members.pop(member_id, None)
         if old is None:
             return
         if old.instance_id and self.static_members.get(old.instance_id) == member_id:

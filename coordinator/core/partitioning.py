@@ -17,6 +17,7 @@ import zlib
 from collections.abc import Callable
 from typing import Any
 
+from coordinator.core import mixed_group
 from coordinator.core.consumer_group import ConsumerGroup
 from coordinator.core.records import ConsumerGroupMetadataTombstone, GroupConfig, OffsetCommitTombstone
 from coordinator.core.results import CancelTimer, Result
@@ -58,6 +59,9 @@ def drop_groups(shard: Any, predicate: GroupPredicate) -> Result[list[str]]:
             for member_id in group.members:
                 shard.cancel_timer(result, session_timer(group_id, member_id))
                 shard.cancel_timer(result, rebalance_timer(group_id, member_id))
+                if member_id in group.classic_members:
+                    shard.cancel_timer(result, mixed_group.join_timer(group_id, member_id))
+                    shard.cancel_timer(result, mixed_group.sync_timer(group_id, member_id))
                 epochs.pop((group_id, member_id), None)
         elif group is not None:
             after_load = getattr(group, "timers_after_load", None)

@@ -19,7 +19,15 @@ from typing import Any, Protocol, TypeVar
 
 from assignors.api import AssignorError, LagSnapshot, PartitionOffsets
 from assignors.registry import get_server_assignor
-from coordinator.core import admin, classic_handlers, offsets, regex_subscriptions, retention
+from coordinator.core import (
+    admin,
+    classic_handlers,
+    group_conversion,
+    mixed_group,
+    offsets,
+    regex_subscriptions,
+    retention,
+)
 from coordinator.core.classic_messages import (
     HeartbeatRequest,
     HeartbeatResponse,
@@ -151,6 +159,7 @@ class GroupCoordinatorShard:
             GroupEmptySinceTombstone: self._replay_empty_since_tombstone,
         }
         classic_handlers.install(self)
+        mixed_group.install(self)
 
     # =====================================================================================================
     # Records
@@ -383,7 +392,8 @@ class GroupCoordinatorShard:
             raise CoordinatorError(Errors.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer group.")
         return group
 
-    def _get_or_create_group(self, group_id: str, create: bool, result: Result[Any]) -> ConsumerGroup:
+    def _get_or_create_group(self, group_id: str, create: bool, request: ConsumerGroupHeartbeatRequest,
+                             result: Result[Any], now: int) -> ConsumerGroup:
         group = self.groups.get(group_id)
         if group is None or (not isinstance(group, ConsumerGroup) and create and _is_empty_classic(group)):
             if not create:
@@ -394,6 +404,8 @@ class GroupCoordinatorShard:
             self.groups[group_id] = group
             return group
         if not isinstance(group, ConsumerGroup):
+            if create:  # Kafka's online upgrade (group_conversion.py); raises when refused
+                return group_conversion.upgrade(self, group, request, result, now)
             raise CoordinatorError(Errors.GROUP_ID_NOT_FOUND,
                                    f"Group {group_id} is a classic group with members, not a consumer group.")
         return group
@@ -401,7 +413,7 @@ class GroupCoordinatorShard:
     def _heartbeat(self, r: ConsumerGroupHeartbeatRequest, now: int) -> Result[ConsumerGroupHeartbeatResponse]:
         result: Result[ConsumerGroupHeartbeatResponse] = Result(ConsumerGroupHeartbeatResponse())
         joining = r.member_epoch == 0
-        group = self._get_or_create_group(r.group_id, joining, result)
+        group = self._get_or_create_group(r.group_id, joining, r, result, now)
         member_id = r.member_id
         member = group.members.get(member_id) if member_id else None
         if member is not None:
@@ -413,6 +425,8 @@ class GroupCoordinatorShard:
                 member_id = self.member_id_factory()
                 member = None
             member = self._join_member(group, r, member_id, member, result, now)
+            if member_id in group.classic_members:  # a classic member moving to the consumer protocol
+                self._write(result, mixed_group.ConsumerGroupClassicMemberMetadataTombstone(group.group_id, member_id))
         else:
             if r.instance_id is not None:  # as Kafka: the instance is checked before the member id
                 holder_id = group.static_members.get(r.instance_id)
@@ -422,9 +436,10 @@ class GroupCoordinatorShard:
                 if holder_id != member_id:
                     raise CoordinatorError(Errors.FENCED_INSTANCE_ID,
                                            f"Instance {r.instance_id} is held by another member of {group.group_id}.")
-            if member is None:
+            if member is None or member_id in group.classic_members:
                 raise CoordinatorError(Errors.UNKNOWN_MEMBER_ID,
-                                       f"Member {member_id} is not a member of group {group.group_id}.")
+                                       f"Member {member_id} is not a consumer-protocol member of group "
+                                       f"{group.group_id}.")
             lost_response = self._check_member_epoch(member, r)
 
         # Subscription / metadata updates.
@@ -605,7 +620,8 @@ class GroupCoordinatorShard:
                            now + self.session_timeout_ms(group.group_id))
             self.cancel_timer(result, rebalance_timer(group.group_id, member.member_id))
         else:
-            self._remove_member_records(group, member, result, bump_epoch=True)
+            if not group_conversion.maybe_downgrade(self, group, member.member_id, result, now):
+                self._remove_member_records(group, member, result, bump_epoch=True)
             self.stats.members_left += 1
         result.response = ConsumerGroupHeartbeatResponse(member_id=member.member_id, member_epoch=r.member_epoch,
                                                          heartbeat_interval_ms=0)
@@ -614,6 +630,10 @@ class GroupCoordinatorShard:
     def _remove_member_records(self, group: ConsumerGroup, member: ConsumerGroupMember, result: Result[Any],
                                bump_epoch: bool) -> None:
         gid, mid = group.group_id, member.member_id
+        if mid in group.classic_members:
+            self._write(result, mixed_group.ConsumerGroupClassicMemberMetadataTombstone(gid, mid))
+            self.cancel_timer(result, mixed_group.join_timer(gid, mid))
+            self.cancel_timer(result, mixed_group.sync_timer(gid, mid))
         self._write(result, ConsumerGroupCurrentMemberAssignmentTombstone(gid, mid))
         if mid in group.target_assignment:
             self._write(result, ConsumerGroupTargetAssignmentMemberTombstone(gid, mid))
@@ -661,7 +681,7 @@ class GroupCoordinatorShard:
         kind = key[0]
         if kind in ("session", "rebalance"):
             if self._timer_due(key, now):
-                result = self._fence_on_timer(kind, key[1], key[2])
+                result = self._fence_on_timer(kind, key[1], key[2], now)
         elif key == retention.RETENTION_TIMER:
             return retention.on_retention_timer(self, now) if self._timer_due(key, now) else result
         else:
@@ -673,7 +693,7 @@ class GroupCoordinatorShard:
             retention.note_membership(self, key[1], now, result)
         return result
 
-    def _fence_on_timer(self, kind: str, group_id: str, member_id: str) -> Result[None]:
+    def _fence_on_timer(self, kind: str, group_id: str, member_id: str, now: int) -> Result[None]:
         result: Result[None] = Result(None)
         group = self.groups.get(group_id)
         if not isinstance(group, ConsumerGroup):
@@ -688,7 +708,8 @@ class GroupCoordinatorShard:
             self.stats.members_fenced_rebalance += 1
         else:
             self.stats.members_fenced_session += 1
-        self._remove_member_records(group, member, result, bump_epoch=True)
+        if not group_conversion.maybe_downgrade(self, group, member_id, result, now):
+            self._remove_member_records(group, member, result, bump_epoch=True)
         return result
 
     _timer_handlers: dict[str, Callable[[TimerKey, int], Result[None]]] = {}

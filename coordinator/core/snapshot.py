@@ -39,6 +39,8 @@ def snapshot_records(shard: Any) -> Iterator[Any]:
                 yield ConsumerGroupMemberMetadata(
                     gid, m.member_id, m.instance_id, m.rack_id, m.client_id, m.client_host, m.subscribed_topic_names,
                     m.subscribed_topic_regex, m.server_assignor, m.rebalance_timeout_ms, m.principal)
+                if m.member_id in group.classic_members:
+                    yield group.classic_members[m.member_id]
                 yield ConsumerGroupCurrentMemberAssignment(
                     gid, m.member_id, m.member_epoch, m.previous_member_epoch, m.state.value, m.assigned_partitions,
                     m.partitions_pending_revocation)
@@ -69,7 +71,9 @@ def timers_after_load(shard: Any, now: int, group_ids: frozenset[str] | None = N
         if isinstance(group, ConsumerGroup):
             session_ms = shard.session_timeout_ms(group.group_id)
             for m in group.members.values():
-                shard.arm_timer(result, session_timer(group.group_id, m.member_id), now + session_ms)
+                classic = group.classic_members.get(m.member_id)  # a classic member's own session timeout
+                ms = classic.session_timeout_ms if classic is not None else session_ms
+                shard.arm_timer(result, session_timer(group.group_id, m.member_id), now + ms)
                 if m.state is MemberState.UNREVOKED_PARTITIONS:
                     shard._rebalance_timer_epochs[(group.group_id, m.member_id)] = m.member_epoch
                     shard.arm_timer(result, rebalance_timer(group.group_id, m.member_id), now + m.rebalance_timeout_ms)

@@ -26,6 +26,8 @@ class CoreStats:
     members_fenced_rebalance: int = 0
     metadata_bumps: int = 0
     regex_resolutions: int = 0  # background resolutions of subscribed regexes asked for
+    groups_upgraded: int = 0  # classic groups converted to consumer groups (online upgrade)
+    groups_downgraded: int = 0  # consumer groups converted back to classic groups (online downgrade)
 
     def count_heartbeat(self, code: Errors) -> None:
         self.heartbeats_by_error[code.name] += 1

@@ -49,6 +49,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from coordinator.core import records as r
 from coordinator.core.classic_group import ClassicGroupMetadata, ClassicGroupMetadataTombstone
+from coordinator.core.mixed_group import ConsumerGroupClassicMemberMetadata, ConsumerGroupClassicMemberMetadataTombstone
 from coordinator.core.partitioning import state_partition
 from coordinator.runtime import record_codec
 from coordinator.runtime.kafka_tombstones import deleted_keys
@@ -79,6 +80,8 @@ _KEY_KIND: dict[type, str] = {
     r.GroupEmptySinceTombstone: "empty_since",
     ClassicGroupMetadata: "classic_group",
     ClassicGroupMetadataTombstone: "classic_group",  # same key as the record it deletes, so compaction drops both
+    ConsumerGroupClassicMemberMetadata: "classic_member_metadata",
+    ConsumerGroupClassicMemberMetadataTombstone: "classic_member_metadata",
 }
 
 

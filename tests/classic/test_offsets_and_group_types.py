@@ -66,7 +66,9 @@ def test_commits_from_strangers_fenced_instances_and_outsiders_are_rejected() ->
     assert commit(ctx, "", -1) is Errors.NONE  # from outside, once the group is empty
 
 
-def test_a_consumer_group_heartbeat_for_a_classic_group_with_members_is_group_id_not_found() -> None:
+def test_a_consumer_group_heartbeat_cannot_upgrade_a_classic_group_whose_members_do_not_use_the_consumer_protocol(
+) -> None:
+    # Kafka's validateOnlineUpgrade: the members' metadata here is not a ConsumerProtocol subscription.
     ctx = ClassicContext()
     ctx.stable_group(1)
     assert consumer_heartbeat(ctx) is Errors.GROUP_ID_NOT_FOUND
@@ -81,15 +83,18 @@ def test_an_empty_classic_group_becomes_a_consumer_group_on_its_first_consumer_g
     assert ctx.shard.describe_groups(["grp"], ctx.now).response[0].group_type == "consumer"
 
 
-def test_a_join_group_for_a_consumer_group_with_members_is_refused_as_kafka_does() -> None:
+def test_classic_requests_to_a_consumer_group_with_members_are_judged_as_kafka_4_does() -> None:
+    """Kafka 4.x takes classic members into a consumer group (mixed_group.py): a JoinGroup whose metadata is not
+    a ConsumerProtocol subscription, or of another protocol type, is INCONSISTENT_GROUP_PROTOCOL; requests of a
+    member the group does not know are UNKNOWN_MEMBER_ID."""
     ctx = ClassicContext()
     consumer_heartbeat(ctx)
-    assert ctx.join_answer(ctx.join("")).error_code is Errors.GROUP_ID_NOT_FOUND
+    assert ctx.join_answer(ctx.join("")).error_code is Errors.INCONSISTENT_GROUP_PROTOCOL
     other = ctx.join("", protocol_type="leader", protocols=(("single-writer", b""),))
     assert ctx.join_answer(other).error_code is Errors.INCONSISTENT_GROUP_PROTOCOL
-    assert ctx.sync_answer(ctx.sync("x", 1)).error_code is Errors.GROUP_ID_NOT_FOUND
-    assert ctx.heartbeat("x", 1).error_code is Errors.GROUP_ID_NOT_FOUND
-    assert ctx.leave("x").error_code is Errors.GROUP_ID_NOT_FOUND
+    assert ctx.sync_answer(ctx.sync("x", 1)).error_code is Errors.UNKNOWN_MEMBER_ID
+    assert ctx.heartbeat("x", 1).error_code is Errors.UNKNOWN_MEMBER_ID
+    assert ctx.leave("x").members[0].error_code is Errors.UNKNOWN_MEMBER_ID
 
 
 def test_an_empty_consumer_group_becomes_classic_on_a_first_join_group() -> None:

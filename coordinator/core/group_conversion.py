@@ -1,0 +1,213 @@
+"""Online upgrade and downgrade between a classic group and a consumer group (KIP-848's migration path).
+
+Kafka's `GroupMetadataManager.convertToConsumerGroup` / `ConsumerGroup.fromClassicGroup` and
+`convertToClassicGroup` / `ClassicGroup.fromConsumerGroup`, under `group.consumer.migration.policy`
+(BIDIRECTIONAL, UPGRADE, DOWNGRADE, DISABLED; case-insensitive):
+
+- **Upgrade.** The first consumer-protocol heartbeat to a non-empty classic group converts it, keeping every
+  member and its assignment: each classic member becomes a consumer-group member (with its classic metadata,
+  so it goes on speaking JoinGroup/SyncGroup/Heartbeat, see `mixed_group.py`) at member epoch = the classic
+  generation, STABLE, owning what its last SyncGroup gave it, and that assignment is the target at epoch =
+  generation. The joining member then bumps the group epoch and the server assignor moves partitions through
+  the usual revoke-then-assign reconciliation. Refused (GROUP_ID_NOT_FOUND, as Kafka) when the policy forbids
+  it, the protocol type is not "consumer", a member's subscription is not Kafka's ConsumerProtocol, an
+  assignment carries user data (a custom assignor's state the server assignor cannot keep), or the group would
+  exceed `group.consumer.max.size`. groupcoord also waits (same error, the client retries) while the classic
+  group is rebalancing or a member has not yet synced: only then is every member's assignment exactly what it
+  owns (the records clear assignments when a join phase completes), so no partition can be handed out twice.
+- **Downgrade.** When the last consumer-protocol member leaves or is fenced and classic members remain, the
+  group becomes a classic group instead of removing that member: generation = the group epoch, the remaining
+  members with their protocols and current assignments, then a rebalance (Joining), so the classic members
+  rejoin and elect a leader. Refused when the policy forbids it or the group would exceed `group.max.size`.
+
+Conversions are records: tombstones for the old group's records, then the new group's records, in one
+operation, so replay reaches the same group.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from assignors.consumer_protocol import (
+    PROTOCOL_TYPE,
+    ProtocolDecodeError,
+    decode_assignment,
+    decode_subscription,
+    decode_version,
+)
+from coordinator.core import classic_group as cg
+from coordinator.core import mixed_group
+from coordinator.core.classic_messages import JoinGroupResponse, SyncGroupResponse
+from coordinator.core.consumer_group import ConsumerGroup, MemberState
+from coordinator.core.errors import CoordinatorError, Errors
+from coordinator.core.messages import ConsumerGroupHeartbeatRequest
+from coordinator.core.mixed_group import (
+    ConsumerGroupClassicMemberMetadata,
+    ConsumerGroupClassicMemberMetadataTombstone,
+    assignment_bytes,
+    owned_from_names,
+)
+from coordinator.core.records import (
+    ConsumerGroupCurrentMemberAssignment,
+    ConsumerGroupCurrentMemberAssignmentTombstone,
+    ConsumerGroupMemberMetadata,
+    ConsumerGroupMemberMetadataTombstone,
+    ConsumerGroupMetadata,
+    ConsumerGroupMetadataTombstone,
+    ConsumerGroupRegularExpressionTombstone,
+    ConsumerGroupTargetAssignmentMember,
+    ConsumerGroupTargetAssignmentMemberTombstone,
+    ConsumerGroupTargetAssignmentMetadata,
+)
+from coordinator.core.results import Result
+
+if TYPE_CHECKING:
+    from coordinator.core.shard import GroupCoordinatorShard
+
+
+def migration_policy(shard: GroupCoordinatorShard) -> str:
+    return str(shard.config["group.consumer.migration.policy"]).lower()
+
+
+def _refuse(group_id: str, why: str) -> CoordinatorError:
+    return CoordinatorError(Errors.GROUP_ID_NOT_FOUND, f"Cannot upgrade classic group {group_id} to a consumer "
+                                                       f"group: {why}.")
+
+
+# --- upgrade ---------------------------------------------------------------------------------------------------
+def upgrade(shard: GroupCoordinatorShard, classic: Any, request: ConsumerGroupHeartbeatRequest,
+            result: Result[Any], now: int) -> ConsumerGroup:
+    """Convert a non-empty classic group for a joining consumer-protocol member, or raise (nothing written)."""
+    if not isinstance(classic, cg.ClassicGroup):
+        raise CoordinatorError(Errors.GROUP_ID_NOT_FOUND, f"Group {request.group_id} is not a consumer group.")
+    gid = classic.group_id
+    members = _validate_upgrade(shard, classic, request)
+    fx = cg.Effects(now, lambda record: shard._write(result, record), result.timers, result.completions)
+    message = f"Group {gid} was upgraded to a consumer group; rejoin."
+    for token in classic.awaiting_join.values():
+        fx.answer(token, JoinGroupResponse(Errors.REBALANCE_IN_PROGRESS, message))
+    for token in classic.awaiting_sync.values():
+        fx.answer(token, SyncGroupResponse(Errors.REBALANCE_IN_PROGRESS, message))
+    for key in [*(cg.session_timer(gid, m) for m in classic.session_deadlines), cg.join_timer(gid),
+                cg.sync_timer(gid)]:
+        fx.cancel(key)
+    shard._write(result, cg.ClassicGroupMetadataTombstone(gid))
+    epoch = classic.generation
+    for m, subscription, owned in members:
+        shard._write(result, ConsumerGroupMemberMetadata(
+            gid, m.member_id, m.instance_id, subscription.rack_id or None, m.client_id, m.client_host,
+            tuple(sorted(set(subscription.topics))), None, None, m.rebalance_timeout_ms))
+        shard._write(result, ConsumerGroupClassicMemberMetadata(gid, m.member_id, m.session_timeout_ms, m.protocols))
+        shard._write(result, ConsumerGroupTargetAssignmentMember(gid, m.member_id, owned))
+        shard._write(result, ConsumerGroupCurrentMemberAssignment(
+            gid, m.member_id, epoch, epoch, MemberState.STABLE.value,
+            {t: dict.fromkeys(ps, epoch) for t, ps in owned.items()}, {}))
+    group = shard.groups[gid]
+    assert isinstance(group, ConsumerGroup)
+    # Timestamp 0: when the previous computation finished is unknown, so the next one runs at once (KIP-1263).
+    shard._write(result, ConsumerGroupTargetAssignmentMetadata(gid, epoch, 0))
+    shard._write(result, ConsumerGroupMetadata(gid, epoch, shard._subscription_hash(group)))
+    group.metadata_image_seen = shard.metadata
+    from coordinator.core.shard import session_timer
+
+    for m, _, _ in members:
+        shard.arm_timer(result, session_timer(gid, m.member_id), now + m.session_timeout_ms)
+    shard.stats.groups_upgraded += 1
+    return group
+
+
+def _validate_upgrade(shard: GroupCoordinatorShard, classic: cg.ClassicGroup,
+                      request: ConsumerGroupHeartbeatRequest) -> list[tuple[cg.ClassicGroupMember, Any, Any]]:
+    """Kafka's validateOnlineUpgrade and fromClassicGroup's checks, before anything is written."""
+    gid = classic.group_id
+    if classic.state is cg.ClassicGroupState.INITIALIZE:
+        raise CoordinatorError(Errors.COORDINATOR_LOAD_IN_PROGRESS, f"Group {gid} is still loading; retry.")
+    if migration_policy(shard) not in ("bidirectional", "upgrade"):
+        raise _refuse(gid, "group.consumer.migration.policy does not allow upgrades")
+    if classic.protocol_type != PROTOCOL_TYPE:
+        raise _refuse(gid, f"its protocol type is not {PROTOCOL_TYPE!r}")
+    if len(classic.members) >= shard.config["group.consumer.max.size"]:
+        raise _refuse(gid, "it would exceed group.consumer.max.size")
+    if classic.state is not cg.ClassicGroupState.STABLE or classic.pending_sync or classic.awaiting_sync:
+        raise _refuse(gid, "it is rebalancing; retry once its members have synced")
+    if request.instance_id is not None and request.instance_id in classic.static_members:
+        raise CoordinatorError(Errors.UNRELEASED_INSTANCE_ID,
+                               f"Static member {request.instance_id} of classic group {gid} has not left yet.")
+    out = []
+    for m in classic.members.values():
+        try:
+            subscription = decode_subscription(m.metadata(classic.protocol_name))
+            assignment = decode_assignment(m.assignment)
+        except ProtocolDecodeError:
+            raise _refuse(gid, "the embedded consumer protocol is malformed") from None
+        if assignment.user_data:
+            raise _refuse(gid, "an unsupported custom assignor is in use (its assignment carries user data); "
+                               "switch to a built-in assignor first")
+        out.append((m, subscription, owned_from_names(assignment.partitions, shard.metadata)))
+    return out
+
+
+# --- downgrade -------------------------------------------------------------------------------------------------
+def maybe_downgrade(shard: GroupCoordinatorShard, group: ConsumerGroup, leaving_member_id: str,
+                    result: Result[Any], now: int) -> bool:
+    """Kafka's validateOnlineDowngradeWithFencedMembers + convertToClassicGroup: True when the group became a
+    classic group without `leaving_member_id` (which must then not be removed separately)."""
+    remaining = [m for mid, m in group.members.items() if mid != leaving_member_id]
+    if not remaining or any(m.member_id not in group.classic_members for m in remaining):
+        return False
+    if migration_policy(shard) not in ("bidirectional", "downgrade"):
+        return False
+    if len(remaining) > shard.config["group.max.size"]:
+        return False
+    gid = group.group_id
+    classic_members = []
+    for m in remaining:
+        meta = group.classic_members[m.member_id]
+        try:
+            version = decode_version(meta.protocols[0][1])
+        except ProtocolDecodeError:
+            version = 0
+        # groupcoord keeps the *current* assignment (what each member owns; Kafka writes the target): a
+        # rebalance follows at once, so the bytes only matter if the group is read before it completes.
+        classic_members.append(cg.ClassicGroupMember(
+            m.member_id, m.instance_id, m.client_id, m.client_host, m.rebalance_timeout_ms, meta.session_timeout_ms,
+            meta.protocols, assignment_bytes(m.assigned_sets(), shard.metadata, version)))
+    _write_consumer_group_tombstones(shard, group, result)
+    classic = cg.ClassicGroup(gid, protocol_type=PROTOCOL_TYPE)
+    for cm in classic_members:
+        classic._put(cm)
+    protocol = classic.select_protocol()
+    shard.groups[gid] = classic  # created live (not loading), so the record below replays into a Stable group
+    classic.leader_id = classic_members[0].member_id
+    fx = cg.Effects(now, lambda record: shard._write(result, record), result.timers, result.completions,
+                    shard.config["group.initial.rebalance.delay.ms"])
+    fx.write(classic._record(cg.ClassicGroupState.STABLE, group.group_epoch, protocol, classic_members))
+    for cm in classic_members:
+        classic._arm_session(cm.member_id, now + cm.session_timeout_ms, fx)
+    classic._prepare_rebalance(fx)  # Kafka: a downgrade triggered by a leaving member rebalances the group
+    shard.stats.groups_downgraded += 1
+    return True
+
+
+def _write_consumer_group_tombstones(shard: GroupCoordinatorShard, group: ConsumerGroup, result: Result[Any]) -> None:
+    from coordinator.core.shard import rebalance_timer, session_timer
+
+    gid = group.group_id
+    for mid in list(group.members):
+        if mid in group.classic_members:
+            shard._write(result, ConsumerGroupClassicMemberMetadataTombstone(gid, mid))
+            shard.cancel_timer(result, mixed_group.join_timer(gid, mid))
+            shard.cancel_timer(result, mixed_group.sync_timer(gid, mid))
+        if mid in group.target_assignment:
+            shard._write(result, ConsumerGroupTargetAssignmentMemberTombstone(gid, mid))
+        shard._write(result, ConsumerGroupCurrentMemberAssignmentTombstone(gid, mid))
+        shard._write(result, ConsumerGroupMemberMetadataTombstone(gid, mid))
+        shard.cancel_timer(result, session_timer(gid, mid))
+        shard.cancel_timer(result, rebalance_timer(gid, mid))
+        shard._rebalance_timer_epochs.pop((gid, mid), None)
+    for regex in list(group.resolved_regexes):
+        shard._write(result, ConsumerGroupRegularExpressionTombstone(gid, regex))
+    shard._write(result, ConsumerGroupMetadataTombstone(gid))
+
+
+
