@@ -20,6 +20,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+import warnings
 from collections.abc import Callable, Mapping
 from concurrent.futures import Future
 from typing import Any
@@ -101,13 +102,20 @@ class PartitionWriter:
             self._cond.notify()
         if self._thread is not None:
             self._thread.join(timeout_s)
-            if self._thread.is_alive():
+            if self._thread.is_alive():  # leave its producer to it: a newer owner's init_transactions fences it
                 log.error("the writer of state partition %d did not finish within %.0f s", self.partition, timeout_s)
+                return
         producer = self._producer
         if producer is not None:
-            producer.purge()
-            producer.flush(0)
-            producer.close()
+            self._producer = None
+            try:
+                producer.purge()
+                producer.flush(0)
+            except KafkaException as e:  # a fenced producer reports its fatal error once more
+                log.debug("closing the writer of state partition %d: %s", self.partition, e)
+            with warnings.catch_warnings():  # closing a producer whose transaction failed warns that abort failed
+                warnings.simplefilter("ignore", RuntimeWarning)
+                producer.close()
 
     # --- the writer thread -----------------------------------------------------------------------------------
     def _run(self) -> None:
