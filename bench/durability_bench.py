@@ -89,6 +89,11 @@ def kafka_commits_per_second(bootstrap: str, seconds: float, partitions: int = 6
                              server_tree: str | None = None) -> tuple[float, float]:
     """The same load against `serve --state-topic` on the Kafka cluster at `bootstrap` (a fresh topic each run);
     `server_tree` runs the server from another checkout (to compare with an earlier version)."""
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    if "orders" not in admin.list_topics(timeout=10).topics:  # commits name it; metadata comes from Kafka
+        admin.create_topics([NewTopic("orders", 12)])["orders"].result(timeout=30)
     port = free_port()
     topic = f"bench-state-{port}"
     env = {**os.environ, **({"PYTHONPATH": server_tree} if server_tree else {})}

@@ -5,11 +5,12 @@ instance that gains the partition calls `init_transactions` with the same id as 
 bumps the producer epoch, aborts the previous owner's open transaction, and refuses its later commits
 (PRODUCER_FENCED). Replay reads `read_committed`, so nothing a fenced instance wrote after that is seen.
 
-Group commit. Operations are queued; a writer thread waits `linger` after the first one, then writes every
-queued message in one transaction and completes each operation's future only after `commit_transaction`
-returned. A failed transaction (fenced, or any other error) fails its operations and every later one with
-`PartitionFenced`, and the writer stops: the caller drops the partition's groups (memory may be ahead of the
-log) and, unless the failure was fatal, gains the partition again with a fresh writer and a fresh replay.
+Group commit. Operations are queued; a writer thread idle until then waits `linger` after the first one (not
+when operations queued up during the previous commit), then writes every queued message in one transaction
+and completes each operation's future only after `commit_transaction` returned. A failed transaction (fenced,
+or any other error) fails its operations and every later one with `PartitionFenced`, and the writer stops: the
+caller drops the partition's groups (memory may be ahead of the log) and, unless the failure was fatal, gains
+the partition again with a fresh writer and a fresh replay.
 
 Each message carries a header `groupcoord-writer: <instance id>/<acquisition>` so a reader can tell which
 owner (and which of its tenures) wrote it: tests check that no fenced tenure's record follows a newer one.
@@ -120,13 +121,17 @@ class PartitionWriter:
     # --- the writer thread -----------------------------------------------------------------------------------
     def _run(self) -> None:
         while True:
+            idle = False
             with self._cond:
                 while not self._queue and not self._closing:
+                    idle = True
                     self._cond.wait()
                 if not self._queue:
                     return
-            if self._linger_s > 0 and not self._closing:
-                time.sleep(self._linger_s)  # let concurrent operations join this transaction
+            if idle and self._linger_s > 0 and not self._closing:
+                # Let concurrent operations join this transaction. Not after a commit that found work queued:
+                # those operations already waited for a whole transaction.
+                time.sleep(self._linger_s)
             with self._cond:
                 batch, count = [], 0
                 while self._queue and count < MAX_BATCH_MESSAGES:
