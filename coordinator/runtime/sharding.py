@@ -32,11 +32,12 @@ Lease. Kafka moves a partition away from an instance whose session lapsed (no he
 `session.timeout.ms`) without asking it, so an instance cut off from the group's coordinator must stop serving
 before that can happen. Every heartbeat interval the polling thread commits this instance's directory claims
 (an OffsetCommit under the group's generation, which the broker refuses from an ex-member and, for a classic
-group, counts as a heartbeat). A success sent at time T confirms ownership until T + session.timeout.ms -
-margin (`lease_margin_ms`, default a fifth of the session timeout); past that, with no newer confirmation, the
-router answers NOT_COORDINATOR for every group (on this instance's monotonic clock). The margin covers the
-clock-rate difference with the broker and the time between the router's check and the response leaving. A
-process that was paused (SIGSTOP, a long GC-like stall) finds its lease lapsed when it resumes, before its
+group in Stable or PreparingRebalance, counts as a heartbeat: Kafka's `OffsetMetadataManager` renews the
+session). A success sent at time T confirms ownership until T + session.timeout.ms - margin
+(`lease_margin_ms`, default a fifth of the session timeout); past that, with no newer confirmation, the router
+answers NOT_COORDINATOR for every group (on this instance's monotonic clock). The margin covers the clock-rate
+difference with the broker and the time between the router's check and the response leaving. A process that
+was paused (SIGSTOP, a long stall) finds its lease lapsed when it resumes, before its
 first request, and its writers are fenced by then if another instance took over.
 
 Directory. Each owner commits, in the coordinators' group, an offset for each partition it is assigned whose
