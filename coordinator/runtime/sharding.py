@@ -213,9 +213,16 @@ class PartitionOwnership:
         return float(sum(1 for s in list(self._state.values()) if s is state))
 
     def gauges(self) -> dict[str, tuple[str, Callable[[], float]]]:
-        return {f"groupcoord_state_partitions_{state.value}": (
+        out: dict[str, tuple[str, Callable[[], float]]] = {f"groupcoord_state_partitions_{state.value}": (
             f"Partitions of the state topic this instance holds, {state.value}", functools.partial(self.count, state))
             for state in PartitionState}
+        out["groupcoord_state_partition_writer_failures"] = (
+            "Times a state partition's transactional writer failed or was fenced since start",
+            lambda: float(self.fenced))
+        out["groupcoord_state_lease_remaining_seconds"] = (
+            "Seconds this instance may still serve its partitions without a new membership confirmation",
+            lambda: max(-1.0, self.lease_remaining_s()))
+        return out
 
     def directory(self) -> dict[int, tuple[str, int]]:
         return dict(self._directory)
