@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import shutil
 import signal
 import socket
@@ -86,6 +87,52 @@ def commits_per_second(fsync: str, seconds: float) -> tuple[float, float]:
         shutil.rmtree(state, ignore_errors=True)
 
 
+def kafka_commits_per_second(bootstrap: str, seconds: float, partitions: int = 6,
+                             server_tree: str | None = None) -> tuple[float, float]:
+    """The same load against `serve --state-topic` on the Kafka cluster at `bootstrap` (a fresh topic each run);
+    `server_tree` runs the server from another checkout (to compare with an earlier version)."""
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    if "orders" not in admin.list_topics(timeout=10).topics:  # commits name it; metadata comes from Kafka
+        admin.create_topics([NewTopic("orders", 12)])["orders"].result(timeout=30)
+    port = free_port()
+    topic = f"bench-state-{port}"
+    env = {**os.environ, **({"PYTHONPATH": server_tree} if server_tree else {})}
+    proc = subprocess.Popen([sys.executable, "-m", "groupcoord", "--log-level", "WARNING", "serve", "--listen",
+                             f"127.0.0.1:{port}", "--bootstrap-servers", bootstrap, "--state-topic", topic,
+                             "--state-partitions", str(partitions), "--state-session-timeout-ms", "6000"],
+                            cwd=server_tree, env=env)
+    try:
+        asyncio.run(wait_until_serving(port, [f"g{i}" for i in range(64)]))
+        return asyncio.run(commit_load(port, seconds, 64))
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=60)
+
+
+async def wait_until_serving(port: int, groups: list[str], timeout_s: float = 120.0) -> None:
+    """Until a commit for each group is accepted (the instance owns and has loaded every state partition)."""
+    channel = grpc.aio.insecure_channel(f"127.0.0.1:{port}")
+    stub = pb_grpc.GroupCoordinatorStub(channel)
+    deadline = time.monotonic() + timeout_s
+    pending = list(groups)
+    while pending:
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"the instance did not serve groups {pending[:3]} within {timeout_s} s")
+        try:
+            resp = await stub.OffsetCommit(pb.OffsetCommitRequest(group_id=pending[0], generation_id_or_member_epoch=-1,
+                topics=[pb.OffsetCommitRequestTopic(name="orders", partitions=[
+                    pb.OffsetCommitRequestPartition(partition_index=0, committed_offset=0)])]), timeout=5)
+            if resp.topics[0].partitions[0].error_code == 0:
+                pending.pop(0)
+                continue
+        except grpc.aio.AioRpcError:
+            pass
+        await asyncio.sleep(0.1)
+    await channel.close()
+
+
 def build_state_dir(path: Path, groups: int, offsets: int, history: int) -> int:
     log = FileLog(path, fsync="never")
     log.load(lambda rec: None)
@@ -142,10 +189,20 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seconds", type=float, default=5.0)
     p.add_argument("--quick", action="store_true", help="1,000 groups, 100,000 offsets, 3 s")
     p.add_argument("--replay-only", action="store_true", help="only the start-up rows (no gRPC commits)")
+    p.add_argument("--bootstrap-servers", help="also measure commits/s with --state-topic on this Kafka cluster "
+                   "(e.g. one from `python -m groupcoord.kafka_broker`)")
+    p.add_argument("--server-tree", help="with --bootstrap-servers: also run that case's server from this checkout")
     args = p.parse_args(argv)
     if args.quick:
         args.groups, args.offsets, args.seconds = 1000, 100_000, 3.0
     rows: list[tuple[str, str]] = []
+    if args.bootstrap_servers:
+        for tree in (None, args.server_tree) if args.server_tree else (None,):
+            print(f"commits over gRPC, --state-topic on {args.bootstrap_servers} ({tree or 'this tree'}) ...",
+                  flush=True)
+            rate, p99 = kafka_commits_per_second(args.bootstrap_servers, args.seconds, server_tree=tree)
+            rows.append((f"OffsetCommit/s over gRPC, 64 concurrent, --state-topic ({tree or 'this tree'})",
+                         f"{rate:,.0f}/s (p99 {p99:.1f} ms)"))
     for fsync in () if args.replay_only else ("always", "never"):
         print(f"commits over gRPC, fsync={fsync} ...", flush=True)
         rate, p99 = commits_per_second(fsync, args.seconds)

@@ -120,6 +120,11 @@ def cmd_serve(args: argparse.Namespace) -> int:
     if args.state_partitions < 1 or args.state_session_timeout_ms < 1:
         print("groupcoord: --state-partitions and --state-session-timeout-ms must be positive", file=sys.stderr)
         return 2
+    margin = args.state_lease_margin_ms
+    if margin is not None and not 0 <= margin < args.state_session_timeout_ms:
+        print("groupcoord: --state-lease-margin-ms must be at least 0 and below --state-session-timeout-ms",
+              file=sys.stderr)
+        return 2
     if args.advertised_listener:
         from coordinator.runtime.sharding import parse_host_port
 
@@ -181,7 +186,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         from coordinator.runtime.sharding import KafkaStateOptions
 
         kafka_state = KafkaStateOptions(str(bootstrap), topic=args.state_topic, partitions=args.state_partitions,
-                                        session_timeout_ms=args.state_session_timeout_ms)
+                                        session_timeout_ms=args.state_session_timeout_ms, lease_margin_ms=margin)
     try:
         security = _security_options(args)
     except CliError as e:
@@ -454,6 +459,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="partitions of --state-topic (default 50); must match the topic if it exists")
     s.add_argument("--state-session-timeout-ms", type=int, default=10_000, metavar="MS",
                    help="how long a vanished instance keeps its groups before the others take them (default 10000)")
+    s.add_argument("--state-lease-margin-ms", type=int, default=None, metavar="MS",
+                   help="serve a partition only until its last confirmed membership + session timeout - this margin "
+                        "(default: a fifth of the session timeout)")
     s.add_argument("--advertised-listener", metavar="HOST:PORT",
                    help="the address clients reach this instance on, as FindCoordinator answers it "
                    "(default: the --listen address)")

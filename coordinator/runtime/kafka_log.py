@@ -26,8 +26,15 @@ duplicates across retries; `linger.ms` batches the records of concurrent operati
 awaitable completed from the delivery callbacks (a thread polls the producer), so a response leaves only once
 every broker in the ISR has its records. A failed delivery fails the awaitable: the runtime then fails stop.
 
+Transactions (`transactional=True`, the sharded mode). Each owned partition is written by its own
+transactional producer (`kafka_txn`): `acquire(p)` runs `init_transactions` with the partition's stable
+`transactional.id`, which fences the previous owner; `append` queues each partition's messages on its writer,
+which commits the operations of a few ms per transaction and acknowledges them after the commit. An append to a
+partition this instance has not acquired, or whose writer was fenced, fails with `PartitionFenced`.
+
 Reading. `load_partition` reads one partition from its beginning to the high watermark taken at the start,
-with a plain consumer (assign, no group): the owner of a partition is its only writer, so that is everything.
+with a plain consumer (assign, no group, `isolation.level=read_committed`): the owner of a partition is its only
+writer, so that is everything it committed, and nothing of an aborted or fenced transaction.
 """
 
 from __future__ import annotations
@@ -37,8 +44,10 @@ import contextlib
 import itertools
 import json
 import logging
+import os
 import threading
 import time
+import uuid
 from collections.abc import Awaitable, Callable, Mapping
 from concurrent.futures import Future
 from dataclasses import dataclass
@@ -53,7 +62,8 @@ from coordinator.core.mixed_group import ConsumerGroupClassicMemberMetadata, Con
 from coordinator.core.partitioning import state_partition
 from coordinator.runtime import record_codec
 from coordinator.runtime.kafka_tombstones import deleted_keys
-from coordinator.runtime.record_codec import RecordTooLargeError
+from coordinator.runtime.kafka_txn import PartitionWriter
+from coordinator.runtime.record_codec import PartitionFenced, RecordTooLargeError
 
 log = logging.getLogger("groupcoord.kafka_log")
 
@@ -136,7 +146,8 @@ class KafkaRecordLog:
     def __init__(self, bootstrap_servers: str, topic: str, partitions: int, *, client_id: str = "groupcoord",
                  linger_ms: int = 5, delivery_timeout_ms: int = 30_000, create_topic: bool = True,
                  client_config: Mapping[str, Any] | None = None, producer_config: Mapping[str, Any] | None = None,
-                 consumer_config: Mapping[str, Any] | None = None,
+                 consumer_config: Mapping[str, Any] | None = None, transactional: bool = False,
+                 on_fenced: Callable[[PartitionFenced, bool], None] | None = None,
                  encode: Callable[[Any], bytes] = record_codec.encode,
                  decode: Callable[[bytes], Any] = record_codec.decode) -> None:
         if partitions < 1:
@@ -156,7 +167,8 @@ class KafkaRecordLog:
             **self._client_config, "client.id": f"{client_id}-loader",
             # A consumer needs a group id; this one never joins it nor commits (assign only).
             "group.id": f"{client_id}-loader", "enable.auto.commit": False, "enable.partition.eof": True,
-            "auto.offset.reset": "earliest", "fetch.wait.max.ms": 50, **(consumer_config or {})}
+            "auto.offset.reset": "earliest", "fetch.wait.max.ms": 50, "isolation.level": "read_committed",
+            **(consumer_config or {})}
         self._encode = encode
         self._decode = decode
         # librdkafka refuses a message over message.max.bytes (default 1000000); refuse it first, cleanly.
@@ -168,6 +180,13 @@ class KafkaRecordLog:
         self._outstanding: set[Future[None]] = set()
         self._outstanding_lock = threading.Lock()
         self.appended_records = 0
+        # Transactions: one writer per acquired partition; `on_fenced(error, fatal)` hears of a failed one.
+        self.transactional = transactional
+        self.on_fenced = on_fenced
+        self.linger_s = linger_ms / 1000
+        self.instance_id = f"{client_id}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+        self._writers: dict[int, PartitionWriter] = {}
+        self._acquisitions = itertools.count(1)
 
     # --- lifecycle --------------------------------------------------------------------------------------------
     def start(self) -> None:
@@ -234,9 +253,40 @@ class KafkaRecordLog:
             producer.purge()
             producer.flush(0)
         producer.close()
+        for writer in list(self._writers.values()):
+            writer.close(timeout_s)
+        self._writers.clear()
         for future in self.pending():
             if not future.done():
                 future.set_exception(RuntimeError("the Kafka record log closed before delivery"))
+
+    # --- transactional writers (one per owned partition) -----------------------------------------------------
+    def acquire(self, partition: int, timeout_s: float = 60.0) -> str:
+        """Start writing `partition` in transactions: `init_transactions` with its stable id fences the previous
+        owner and aborts its open transaction. Call before loading the partition. Blocking; returns the tag
+        the writer puts on its messages."""
+        self.release(partition)
+        tag = f"{self.instance_id}/{next(self._acquisitions)}"
+        config = {**self._producer_config, "linger.ms": 0}
+        writer = PartitionWriter(self.topic, partition, config, writer_tag=tag, linger_s=self.linger_s,
+                                 on_failed=self._writer_failed)
+        writer.start(timeout_s)
+        self._writers[partition] = writer
+        return tag
+
+    def release(self, partition: int, timeout_s: float = 30.0) -> None:
+        """Stop writing `partition`: commit what is queued (or fail it, if fenced), close its producer."""
+        writer = self._writers.pop(partition, None)
+        if writer is not None:
+            writer.close(timeout_s)
+
+    def writer_tag(self, partition: int) -> str | None:
+        writer = self._writers.get(partition)
+        return None if writer is None else writer.writer_tag
+
+    def _writer_failed(self, writer: PartitionWriter, error: PartitionFenced, fatal: bool) -> None:
+        if self._writers.get(writer.partition) is writer and self.on_fenced is not None:
+            self.on_fenced(error, fatal)
 
     # --- appending --------------------------------------------------------------------------------------------
     def partition_of(self, group_id: str) -> int:
@@ -254,6 +304,8 @@ class KafkaRecordLog:
         messages: list[tuple[int, bytes, bytes | None]] = list(self._operation_messages(records))
         messages += [(state_partition(group_id, self.partitions), key, None)  # Kafka tombstones, for compaction
                      for group_id, key in deleted_keys(records, record_key)]
+        if self.transactional:
+            return self._append_transactional(messages, len(records))
         delivery = _Delivery(len(messages))
         with self._outstanding_lock:
             self._outstanding.add(delivery.future)
@@ -272,6 +324,43 @@ class KafkaRecordLog:
                     return asyncio.wrap_future(delivery.future)
         self.appended_records += len(records)
         return asyncio.wrap_future(delivery.future)
+
+    def _append_transactional(self, messages: list[tuple[int, bytes, bytes | None]], count: int) -> Awaitable[None]:
+        """Queue each partition's messages on its writer; the awaitable completes when every transaction holding
+        them committed, or fails with `PartitionFenced` (nothing of a partition not acquired is written)."""
+        by_partition: dict[int, list[tuple[bytes, bytes | None]]] = {}
+        for partition, key, value in messages:
+            by_partition.setdefault(partition, []).append((key, value))
+        futures: list[Future[None]] = []
+        for partition, batch in by_partition.items():
+            writer = self._writers.get(partition)
+            if writer is None:
+                failed: Future[None] = Future()
+                failed.set_exception(PartitionFenced(partition, "this instance does not write it (not acquired)"))
+                futures.append(failed)
+            else:
+                futures.append(writer.submit(batch))
+        self.appended_records += count
+        if len(futures) == 1:
+            return asyncio.wrap_future(futures[0])
+        return asyncio.ensure_future(self._all(futures))
+
+    @staticmethod
+    async def _all(futures: list[Future[None]]) -> None:
+        """Every partition's transaction; the first failure (all are awaited, so none is left unobserved)."""
+        results = await asyncio.gather(*(asyncio.wrap_future(f) for f in futures), return_exceptions=True)
+        for result in results:
+            if isinstance(result, BaseException):
+                raise result
+
+    def pending_for(self, partitions: list[int]) -> list[Future[None]]:
+        """The appends to `partitions` not yet committed (a hand-off waits for them)."""
+        out: list[Future[None]] = []
+        for p in partitions:
+            writer = self._writers.get(p)
+            if writer is not None:
+                out += writer.pending()
+        return out
 
     def _operation_messages(self, records: list[Any]) -> list[tuple[int, bytes, bytes]]:
         """(partition, key, value) per state partition the operation touches, in the order first touched."""
@@ -299,7 +388,8 @@ class KafkaRecordLog:
     def pending(self) -> list[Future[None]]:
         """The appends not yet acknowledged (a handoff waits for them before the next owner loads)."""
         with self._outstanding_lock:
-            return list(self._outstanding)
+            out = list(self._outstanding)
+        return out + self.pending_for(list(self._writers))
 
     def durable_records(self, group_ids: frozenset[str], timeout_s: float = 30.0) -> list[Any]:
         """The records of `group_ids` as the topic holds them, once every outstanding append is acknowledged

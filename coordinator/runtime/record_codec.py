@@ -52,6 +52,17 @@ class RecordTooLargeError(ValueError):
         self.group_ids = group_ids
 
 
+class PartitionFenced(RuntimeError):
+    """The state partition's transactional writer was fenced (another instance called `init_transactions` with
+    its `transactional.id`) or its transaction failed: the operation was not written and is not acknowledged.
+    The runtime answers its callers NOT_COORDINATOR (16); the instance drops the partition's groups."""
+
+    def __init__(self, partition: int, reason: str) -> None:
+        super().__init__(f"state partition {partition}: {reason}")
+        self.partition = partition
+        self.reason = reason
+
+
 def encode_operation(records: list[Any], encode_record: Callable[[Any], bytes] | None = None) -> bytes:
     """All records of one operation as one payload (see the module docstring)."""
     encode_record = encode_record or encode

@@ -28,7 +28,7 @@ from coordinator.core.topic_regex import RegexResolution, RegexResolutionComplet
 from coordinator.runtime import rollback
 from coordinator.runtime.executor import BackgroundExecutor
 from coordinator.runtime.metrics import CoordinatorMetrics
-from coordinator.runtime.record_codec import RecordTooLargeError
+from coordinator.runtime.record_codec import PartitionFenced, RecordTooLargeError
 from coordinator.runtime.timers import TimerQueue
 
 log = logging.getLogger("groupcoord.runtime")
@@ -255,6 +255,11 @@ class CoordinatorRuntime:
                                     response: Any) -> None:
         try:
             await pending
+        except PartitionFenced as e:  # not written: this instance lost the partition (it drops its groups)
+            if not future.done():
+                future.set_exception(CoordinatorError(
+                    Errors.NOT_COORDINATOR, f"not written: {e.reason[:120]}; ask FindCoordinator."))
+            return
         except Exception as e:
             self._fail(e)
             if not future.done():

@@ -12,14 +12,33 @@ Per partition, on this instance (all of it on the runtime's event loop, so it is
 
     not owned --assigned--> LOADING --replayed--> OWNED --revoked/lost--> not owned
 
-- assigned (`on_assign`): mark LOADING (requests for its groups get COORDINATOR_LOAD_IN_PROGRESS), read the
-  partition from the topic on a worker thread, replay it into the shard as one operation on the event queue
+- assigned (`on_assign`): mark LOADING (requests for its groups get COORDINATOR_LOAD_IN_PROGRESS), start the
+  partition's transactional writer (`init_transactions` fences the previous owner), read the partition from the
+  topic (read_committed) on a worker thread, replay it into the shard as one operation on the event queue
   (the same replay as any other load), arm those groups' timers, mark OWNED: serve.
 - revoked (`on_revoke`, and `on_lost` when the session expired): stop routing to its groups (NOT_COORDINATOR),
   queue an operation that drops them from the shard (a barrier: every operation queued before it has handed
-  its records to the producer), wait until those records are acknowledged, then let the rebalance continue.
-  Kafka gives the partition to the next owner only after this callback returns, so the next owner's replay
-  sees every record this instance acknowledged.
+  its records to the writer), wait until those transactions committed or failed, close the writer, then let
+  the rebalance continue. It waits as long as that takes (no deadline after which it proceeds anyway): Kafka
+  gives the partition to the next owner only after this callback returns, so the next owner's replay sees
+  every record this instance acknowledged. (Were the callback to hang, the next owner's `init_transactions`
+  would still fence this instance's writer.)
+- fenced (the writer's transaction failed: PRODUCER_FENCED because another instance called `init_transactions`,
+  or any other error): stop routing to its groups at once (NOT_COORDINATOR), fail the operations not committed
+  (their callers get NOT_COORDINATOR: they were never acknowledged), drop the groups from memory (it may be
+  ahead of the log). If the failure was not a fencing and Kafka still assigns the partition here, gain it again.
+
+Lease. Kafka moves a partition away from an instance whose session lapsed (no heartbeat for
+`session.timeout.ms`) without asking it, so an instance cut off from the group's coordinator must stop serving
+before that can happen. Every heartbeat interval the polling thread commits this instance's directory claims
+(an OffsetCommit under the group's generation, which the broker refuses from an ex-member and, for a classic
+group in Stable or PreparingRebalance, counts as a heartbeat: Kafka's `OffsetMetadataManager` renews the
+session). A success sent at time T confirms ownership until T + session.timeout.ms - margin
+(`lease_margin_ms`, default a fifth of the session timeout); past that, with no newer confirmation, the router
+answers NOT_COORDINATOR for every group (on this instance's monotonic clock). The margin covers the clock-rate
+difference with the broker and the time between the router's check and the response leaving. A process that
+was paused (SIGSTOP, a long stall) finds its lease lapsed when it resumes, before its
+first request, and its writers are fenced by then if another instance took over.
 
 Directory. Each owner commits, in the coordinators' group, an offset for each partition it is assigned whose
 metadata is its advertised `host:port` (an OffsetCommit under the group's generation: Kafka rejects it from an
@@ -29,8 +48,9 @@ DescribeGroups nor ConsumerGroupDescribe, so members' client ids and assignments
 An entry can be stale for a moment after a move: a client that reaches an instance no longer owning the
 group gets NOT_COORDINATOR and asks again.
 
-Not fenced: an instance cut off from the group (it will get `on_lost`) can still append records it had queued
-until it notices; Kafka fences such a zombie with the partition's producer epoch, which this does not do.
+Fenced: an instance cut off from the group can have records queued or a transaction open when another
+instance gains the partition; that instance's `init_transactions` aborts the open transaction and the zombie's
+later commits fail with PRODUCER_FENCED, so replay (read_committed) never sees them.
 """
 
 from __future__ import annotations
@@ -51,6 +71,7 @@ from coordinator.core.errors import Errors
 from coordinator.core.partitioning import drop_groups, in_partitions, state_partition, timers_after_partition_load
 from coordinator.core.results import Result
 from coordinator.runtime.kafka_log import KafkaRecordLog
+from coordinator.runtime.record_codec import PartitionFenced
 from coordinator.runtime.runtime import CoordinatorRuntime
 
 log = logging.getLogger("groupcoord.sharding")
@@ -79,6 +100,7 @@ class KafkaStateOptions:
     group_id: str | None = None  # the coordinators' consumer group; default "groupcoord-coordinators.<topic>"
     session_timeout_ms: int = 10_000  # how long a dead instance keeps its partitions
     heartbeat_interval_ms: int | None = None  # default: a fifth of the session timeout
+    lease_margin_ms: int | None = None  # serve until confirmed + session - margin; default: a fifth of the session
     directory_refresh_ms: int = 1_000
     load_timeout_s: float = 60.0
     linger_ms: int = 5
@@ -88,12 +110,22 @@ class KafkaStateOptions:
     consumer_config: Mapping[str, Any] = field(default_factory=dict)  # the coordinators' group member
 
     @property
+    def heartbeat_ms(self) -> int:
+        return self.heartbeat_interval_ms or max(100, self.session_timeout_ms // 5)
+
+    @property
+    def lease_ms(self) -> int:
+        """How long a confirmation of membership lets this instance serve: session timeout minus the margin."""
+        margin = self.lease_margin_ms if self.lease_margin_ms is not None else self.session_timeout_ms // 5
+        return self.session_timeout_ms - margin
+
+    @property
     def coordinators_group(self) -> str:
         return self.group_id or f"groupcoord-coordinators.{self.topic}"
 
     def record_log(self, client_id: str = "groupcoord") -> KafkaRecordLog:
         return KafkaRecordLog(self.bootstrap_servers, self.topic, self.partitions, client_id=client_id,
-                              linger_ms=self.linger_ms, create_topic=self.create_topic,
+                              linger_ms=self.linger_ms, create_topic=self.create_topic, transactional=True,
                               client_config=self.client_config, producer_config=self.producer_config)
 
 
@@ -134,13 +166,25 @@ class PartitionOwnership:
         self._stopping = threading.Event()
         self._threads: list[threading.Thread] = []
         self._unclaimed: set[int] = set()  # assigned partitions not yet recorded in the directory (polling thread)
+        self._assigned: set[int] = set()  # what Kafka assigns this instance now (polling thread writes)
+        self._confirmed_at = float("-inf")  # monotonic send time of the last membership confirmation
+        self.fenced = 0  # times a partition's writer failed (metrics, tests)
+        record_log.transactional = True
+        record_log.on_fenced = self._on_fenced
+
+    def lease_remaining_s(self) -> float:
+        return self._confirmed_at + self.options.lease_ms / 1000 - time.monotonic()
 
     # --- routing (event loop) ----------------------------------------------------------------------------------
     def __call__(self, group_id: str) -> tuple[Errors, str] | None:
         p = state_partition(group_id, self.partitions)
         state = self._state.get(p)
         if state is PartitionState.OWNED:
-            return None
+            if self.lease_remaining_s() > 0:
+                return None
+            return (Errors.NOT_COORDINATOR,
+                    f"This instance cannot confirm it still owns partition {p} of {self.topic} (group {group_id}): "
+                    "its session in the coordinators' group may have lapsed; ask FindCoordinator.")
         if state is PartitionState.LOADING:
             return (Errors.COORDINATOR_LOAD_IN_PROGRESS,
                     f"Partition {p} of {self.topic}, which holds group {group_id}, is loading; retry.")
@@ -152,7 +196,8 @@ class PartitionOwnership:
         """Who coordinates `group_id`: this instance if it owns (or is loading) the group's partition, else the
         instance that last claimed it in the directory."""
         p = state_partition(group_id, self.partitions)
-        if p in self._state:
+        state = self._state.get(p)
+        if state is PartitionState.LOADING or (state is PartitionState.OWNED and self.lease_remaining_s() > 0):
             return Located(*self._advertised)
         owner = self._directory.get(p)
         if owner is None or owner == self._advertised:  # never claimed, or our own claim from before a move
@@ -168,9 +213,16 @@ class PartitionOwnership:
         return float(sum(1 for s in list(self._state.values()) if s is state))
 
     def gauges(self) -> dict[str, tuple[str, Callable[[], float]]]:
-        return {f"groupcoord_state_partitions_{state.value}": (
+        out: dict[str, tuple[str, Callable[[], float]]] = {f"groupcoord_state_partitions_{state.value}": (
             f"Partitions of the state topic this instance holds, {state.value}", functools.partial(self.count, state))
             for state in PartitionState}
+        out["groupcoord_state_partition_writer_failures"] = (
+            "Times a state partition's transactional writer failed or was fenced since start",
+            lambda: float(self.fenced))
+        out["groupcoord_state_lease_remaining_seconds"] = (
+            "Seconds this instance may still serve its partitions without a new membership confirmation",
+            lambda: max(-1.0, self.lease_remaining_s()))
+        return out
 
     def directory(self) -> dict[int, tuple[str, int]]:
         return dict(self._directory)
@@ -182,7 +234,7 @@ class PartitionOwnership:
         self._advertised = advertised
         o = self.options
         session = o.session_timeout_ms
-        heartbeat = o.heartbeat_interval_ms or max(100, session // 5)
+        heartbeat = o.heartbeat_ms
         self._consumer = Consumer({
             "bootstrap.servers": o.bootstrap_servers, **o.client_config, "group.id": o.coordinators_group,
             "client.id": format_host_port(*advertised), "partition.assignment.strategy": "cooperative-sticky",
@@ -213,28 +265,35 @@ class PartitionOwnership:
     def _poll(self) -> None:
         consumer = self._consumer
         assert consumer is not None
-        next_claim = 0.0
+        renew_s = self.options.heartbeat_ms / 1000
+        next_renew = 0.0
         try:
             while not self._stopping.is_set():
                 msg = consumer.poll(0.1)  # serves the rebalance callbacks; partitions are paused
                 if msg is not None and msg.error() is not None:
                     log.warning("coordinators' group: %s", msg.error())
-                if self._unclaimed and time.monotonic() >= next_claim:
-                    next_claim = time.monotonic() + (0 if self._claim(consumer) else 0.2)
+                now = time.monotonic()
+                if (self._unclaimed or self._assigned) and (self._unclaimed or now >= next_renew):
+                    next_renew = now + (renew_s if self._claim(consumer) else 0.2)
+                    if self._unclaimed:
+                        time.sleep(0.2)  # a rebalance in progress: retry shortly
         finally:
             consumer.close()  # revokes what we own (on_revoke runs here) and leaves the group
 
     def _claim(self, consumer: Consumer) -> bool:
-        """Record this instance as the owner of the assigned partitions in the directory. The commit carries the
-        group generation, so it fails while a rebalance is in progress (retried) and from an ex-member."""
-        partitions = sorted(self._unclaimed)
+        """Record this instance as the owner of the assigned partitions in the directory, and renew the lease. The
+        commit carries the group generation, so it fails while a rebalance is in progress (retried) and from an
+        ex-member; its success confirms membership as of its send time."""
+        partitions = sorted(self._assigned | self._unclaimed)
         claim = format_host_port(*self._advertised)
+        sent = time.monotonic()
         try:
             consumer.commit(offsets=[TopicPartition(self.topic, p, 0, metadata=claim) for p in partitions],
                             asynchronous=False)
         except KafkaException as e:
             log.debug("recording ownership of partitions %s in the directory failed (%s); retrying", partitions, e)
             return False
+        self._confirmed_at = max(self._confirmed_at, sent)
         self._unclaimed.difference_update(partitions)
         return True
 
@@ -246,6 +305,7 @@ class PartitionOwnership:
         consumer.pause(tps)
         partitions = sorted(tp.partition for tp in tps)
         log.info("assigned state partitions %s: loading", partitions)
+        self._assigned.update(partitions)
         self._call_on_loop(self._gain(partitions), wait=False)
         self._unclaimed.update(partitions)  # claimed by the polling loop once the rebalance completes
 
@@ -262,6 +322,7 @@ class PartitionOwnership:
             return
         partitions = sorted(tp.partition for tp in tps)
         self._unclaimed.difference_update(partitions)
+        self._assigned.difference_update(partitions)
         log.info("state partitions %s %s: handing their groups off", partitions, why)
         self._call_on_loop(self._lose(partitions), wait=True)
 
@@ -271,11 +332,25 @@ class PartitionOwnership:
             coro.close()
             return
         future = asyncio.run_coroutine_threadsafe(coro, loop)
-        if wait:
+        if not wait:
+            return
+        # No deadline: the next owner must not load before this instance's transactions settled. Each one is
+        # bounded by the writer's transaction timeout; a loop that stopped running cannot finish it.
+        waited = 0
+        while True:
             try:
-                future.result(timeout=60)
+                future.result(timeout=10)
+                return
+            except TimeoutError:
+                waited += 10
+                if loop.is_closed() or not loop.is_running():
+                    log.error("the event loop stopped while handing off state partitions")
+                    future.cancel()
+                    return
+                log.warning("handing off state partitions: still waiting after %d s", waited)
             except Exception:
                 log.exception("handing off state partitions failed")
+                return
 
     # --- gaining and losing partitions (event loop) ------------------------------------------------------------
     async def _gain(self, partitions: list[int]) -> None:
@@ -291,6 +366,10 @@ class PartitionOwnership:
         while self._epochs.get(p) == epoch and not self._stopping.is_set():
             records: list[Any] = []
             try:
+                # Fence the previous owner first: its open transaction is aborted (or completed) before we read.
+                await asyncio.to_thread(self.log.acquire, p, self.options.load_timeout_s)
+                if self._epochs.get(p) != epoch:
+                    break
                 report = await asyncio.to_thread(self.log.load_partition, p, records.append,
                                                  self.options.load_timeout_s)
                 applied = await self.runtime.submit(f"load-partition-{p}",
@@ -304,7 +383,10 @@ class PartitionOwnership:
             if applied:
                 log.info("state partition %d loaded: %d records up to offset %d in %.2f s", p, report.records,
                          report.end_offset, report.seconds)
-            return
+                return
+            break
+        if self._epochs.get(p) != epoch or p not in self._state:  # moved away meanwhile: stop writing it
+            await asyncio.to_thread(self.log.release, p)
 
     def _apply_load(self, p: int, epoch: int, records: list[Any], now: int) -> Result[bool]:
         """Replay partition `p` (an operation on the event queue) unless it moved away meanwhile."""
@@ -326,10 +408,36 @@ class PartitionOwnership:
             self._epochs[p] = self._epochs.get(p, 0) + 1
             self._state.pop(p, None)  # from now on the router answers NOT_COORDINATOR
         dropped = await self.runtime.submit("drop-partitions", lambda now: self._drop(partitions))
-        pending = [asyncio.wrap_future(f) for f in self.log.pending()]
+        pending = [asyncio.wrap_future(f) for f in self.log.pending_for(partitions)]
         if pending:
             await asyncio.gather(*pending, return_exceptions=True)
+        for p in partitions:
+            if p not in self._state:  # not gained again meanwhile
+                await asyncio.to_thread(self.log.release, p)
         log.info("state partitions %s handed off: dropped %d group(s)", partitions, len(dropped))
+
+    # --- fenced (a writer's thread, then the event loop) -------------------------------------------------------
+    def _on_fenced(self, error: PartitionFenced, fatal: bool) -> None:
+        loop = self._loop
+        if loop is not None and not loop.is_closed():
+            loop.call_soon_threadsafe(self._fenced_on_loop, error.partition, fatal)
+
+    def _fenced_on_loop(self, p: int, fatal: bool) -> None:
+        self.fenced += 1
+        if p not in self._state:
+            return
+        self._epochs[p] = self._epochs.get(p, 0) + 1
+        self._state.pop(p, None)  # NOT_COORDINATOR from now on
+        log.warning("state partition %d: writer %s; dropping its groups", p,
+                    "fenced by a newer owner" if fatal else "failed")
+        task = asyncio.create_task(self._after_fenced(p, fatal), name=f"groupcoord-fenced-{p}")
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _after_fenced(self, p: int, fatal: bool) -> None:
+        await self._lose([p])
+        if not fatal and p in self._assigned and not self._stopping.is_set():
+            await self._gain([p])  # still ours: a fresh writer and a fresh replay
 
     # --- directory (its own thread) ----------------------------------------------------------------------------
     def _refresh_directory(self) -> None:

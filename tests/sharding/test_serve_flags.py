@@ -11,6 +11,8 @@ from groupcoord import cli
     (["--state-topic", "s", "--state-dir", "/tmp/x", "--bootstrap-servers", "k:9092"], "choose one"),
     (["--state-topic", "s"], "--state-topic needs --bootstrap-servers"),
     (["--state-topic", "s", "--bootstrap-servers", "k:9092", "--state-partitions", "0"], "must be positive"),
+    (["--state-topic", "s", "--bootstrap-servers", "k:9092", "--state-lease-margin-ms", "10000"],
+     "--state-lease-margin-ms must be at least 0 and below --state-session-timeout-ms"),
     (["--state-topic", "s", "--bootstrap-servers", "k:9092", "--advertised-listener", "nohost"],
      "expected HOST:PORT"),
 ])
