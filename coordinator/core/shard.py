@@ -413,6 +413,9 @@ class GroupCoordinatorShard:
             if member is None:
                 raise CoordinatorError(Errors.UNKNOWN_MEMBER_ID,
                                        f"Member {member_id} is not a member of group {group.group_id}.")
+            if r.instance_id is not None and group.static_members.get(r.instance_id) is None:
+                raise CoordinatorError(Errors.UNKNOWN_MEMBER_ID,  # as Kafka: an instance no member holds
+                                       f"Instance {r.instance_id} is not a member of group {group.group_id}.")
             if r.instance_id is not None and group.static_members.get(r.instance_id) != member_id:
                 raise CoordinatorError(Errors.FENCED_INSTANCE_ID,
                                        f"Instance {r.instance_id} is held by another member of {group.group_id}.")

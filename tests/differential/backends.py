@@ -15,7 +15,6 @@ from typing import Any, Protocol
 
 import grpc
 
-from coordinator.core.metadata import topic_id_for_name
 from groupcoord.v1 import coordinator_pb2 as pb
 from groupcoord.v1 import coordinator_pb2_grpc as pb_grpc
 from tests.differential.kafka_wire import KafkaConnection
@@ -37,8 +36,12 @@ def _tps(items: list[Msg] | None, id_to_name: Mapping[str, str]) -> list[tuple[s
     return sorted(tp for tp in out if tp[1] or True)
 
 
-def _none_if_empty(s: str | None) -> str | None:
-    return s or None
+def _union(a: list[tuple[str, list[int]]] | None,
+           b: list[tuple[str, list[int]]] | None) -> list[tuple[str, list[int]]]:
+    merged: dict[str, set[int]] = {}
+    for t, ps in (a or []) + (b or []):
+        merged.setdefault(t, set()).update(ps)
+    return sorted((t, sorted(ps)) for t, ps in merged.items())
 
 
 # --- Kafka ------------------------------------------------------------------------------------------------
@@ -149,14 +152,15 @@ def _fetched(topics: list[Msg]) -> list[Any]:
 # --- groupcoord -------------------------------------------------------------------------------------------
 
 class GroupcoordBackend:
-    """groupcoord over real gRPC on loopback. Topic ids are its static source's (derived from names)."""
+    """groupcoord over real gRPC on loopback, with the broker's topic ids (its Kafka metadata source)."""
 
     name = "groupcoord"
 
-    def __init__(self, address: str, topics: list[str]) -> None:
+    def __init__(self, address: str, topic_ids: Mapping[str, uuid.UUID]) -> None:
         self._channel = grpc.insecure_channel(address)
         self._stub = pb_grpc.GroupCoordinatorStub(self._channel)
-        self._id_to_name = {topic_id_for_name(t): t for t in topics}
+        self._name_to_id = {k: str(v) for k, v in topic_ids.items()}
+        self._id_to_name = {str(v): k for k, v in topic_ids.items()}
 
     def close(self) -> None:
         self._channel.close()
@@ -176,7 +180,7 @@ class GroupcoordBackend:
             if req.get("topic_partitions") is not None:
                 r.topic_partitions.SetInParent()
                 for t, p in req["topic_partitions"]:
-                    r.topic_partitions.topics.add(topic_id=topic_id_for_name(t), partitions=p)
+                    r.topic_partitions.topics.add(topic_id=self._name_to_id[t], partitions=p)
             resp = s.ConsumerGroupHeartbeat(r, timeout=30)
             a = [{"topic_id": t.topic_id, "partitions": list(t.partitions)} for t in resp.assignment.topic_partitions]
             return {"error_code": resp.error_code, "member_id": resp.member_id or None,
@@ -295,5 +299,7 @@ class GroupcoordBackend:
                              "subscribed_topic_names": sorted(m.subscribed_topic_names),
                              "subscribed_topic_regex": m.subscribed_topic_regex
                              if m.HasField("subscribed_topic_regex") else None,
-                             "assignment": tps(m.assignment), "target_assignment": tps(m.target_assignment)}
+                             # Kafka's Assignment is what the member holds: pending revocation included
+                             "assignment": _union(tps(m.assignment), tps(m.partitions_pending_revocation)),
+                             "target_assignment": tps(m.target_assignment)}
                             for m in g.members]}

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from coordinator.core.config import BrokerConfig
+from coordinator.runtime.kafka_metadata import KafkaMetadataSource
 from coordinator.runtime.server import ServerOptions, ServerThread
-from coordinator.runtime.static_metadata import StaticMetadataSource
 from groupcoord.kafka_broker import KAFKA_VERSION, TEST_BROKER_CONFIG, KafkaBroker
 from tests.differential.backends import GroupcoordBackend, KafkaBackend
 from tests.differential.kafka_wire import KafkaConnection
@@ -60,12 +60,17 @@ def differential_env(kafka_broker: KafkaBroker) -> Iterator[DifferentialEnv]:
             time.sleep(0.1)
     finally:
         conn.close()
+    # groupcoord reads the broker's topics (refreshed once, no background thread): the same names, partition
+    # counts and topic ids, so assignors that order topics by id see the same order on both sides.
+    source = KafkaMetadataSource(kafka_broker.bootstrap_servers, refresh_interval_s=60)
+    assert source.refresh_now(), "groupcoord could not read the broker's metadata"
+    assert all(n in source.snapshot().by_name for n in topics.values())
     options = ServerOptions(listen="127.0.0.1:0", config=BrokerConfig.from_mapping(GROUPCOORD_CONFIG),
-                            metadata_source=StaticMetadataSource({topics[a]: n for a, n in TOPICS.items()}),
-                            metadata_poll_s=0.2)
+                            metadata_source=source, metadata_poll_s=0.2)
     server = ServerThread(options).start()
-    kafka = KafkaBackend(kafka_broker.bootstrap_servers, jar, {name: ids[name] for name in topics.values()})
-    ours = GroupcoordBackend(server.address, list(topics.values()))
+    ids_by_name = {name: ids[name] for name in topics.values()}
+    kafka = KafkaBackend(kafka_broker.bootstrap_servers, jar, ids_by_name)
+    ours = GroupcoordBackend(server.address, ids_by_name)
     try:
         yield DifferentialEnv(kafka, ours, topics)
     finally:

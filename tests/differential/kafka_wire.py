@@ -201,17 +201,13 @@ class Schema:
         if t == "uuid":
             return uuid.UUID(bytes=r.take(16))
         if t in ("string", "bytes"):
-            if flex:
-                n = r.uvarint() - 1
-            else:
-                n = r.unpack(">h" if t == "string" else ">i")
+            n = r.uvarint() - 1 if flex else r.unpack(">h" if t == "string" else ">i")
             if n < 0:
                 return None
             raw = r.take(n)
             return raw.decode() if t == "string" else raw
-        if _in(f.get("nullableVersions"), v):
-            if r.unpack(">b") < 0:
-                return None
+        if _in(f.get("nullableVersions"), v) and r.unpack(">b") < 0:
+            return None
         return self._decode_fields(r, self._sub(f), v, flex)
 
 
