@@ -8,6 +8,7 @@ Member ids are left raw; the script maps them to aliases (Kafka and groupcoord g
 from __future__ import annotations
 
 import threading
+import time
 import uuid
 from collections.abc import Mapping
 from pathlib import Path
@@ -124,10 +125,32 @@ class KafkaBackend:
             return {"error_code": resp["error_code"],
                     "groups": sorted((g["group_id"], g["protocol_type"], g["group_state"], g["group_type"])
                                      for g in resp["groups"])}
+        if api == "AlterGroupConfigs":
+            return self._alter_group_configs(c, req["group_id"], req["configs"])
         if api == "FindCoordinator":
             resp = c.call(api, {"key_type": 0, "coordinator_keys": req["coordinator_keys"]})
             return {"coordinators": [(x["key"], x["error_code"]) for x in resp["coordinators"]]}
         raise ValueError(api)
+
+    def _alter_group_configs(self, c: KafkaConnection, group_id: str, configs: dict[str, str]) -> Msg:
+        """IncrementalAlterConfigs on the GROUP resource (type 32) goes through the controller; the group
+        coordinator sees it once the broker has applied the metadata, so wait until DescribeConfigs shows it."""
+        resp = c.call("IncrementalAlterConfigs", {"resources": [{
+            "resource_type": 32, "resource_name": group_id,
+            "configs": [{"name": k, "config_operation": 0, "value": v} for k, v in configs.items()]}],
+            "validate_only": False})
+        code = resp["responses"][0]["error_code"]
+        deadline = time.monotonic() + 30
+        while code == 0:
+            d = c.call("DescribeConfigs", {"resources": [{"resource_type": 32, "resource_name": group_id,
+                                                          "configuration_keys": list(configs)}]})
+            seen = {x["name"]: x["value"] for x in d["results"][0]["configs"]}
+            if all(seen.get(k) == v for k, v in configs.items()):
+                break
+            if time.monotonic() > deadline:
+                raise AssertionError(f"Kafka did not apply {configs} to {group_id} in 30 s")
+            time.sleep(0.02)
+        return {"error_code": code}
 
     def _described(self, g: Msg) -> Msg:
         return {"error_code": g["error_code"], "group_id": g["group_id"], "group_state": g["group_state"],
@@ -279,6 +302,11 @@ class GroupcoordBackend:
             return {"error_code": resp.error_code,
                     "groups": sorted((g.group_id, g.protocol_type, g.group_state, g.group_type)
                                      for g in resp.groups)}
+        if api == "AlterGroupConfigs":
+            r = pb.AlterGroupConfigsRequest(group_id=req["group_id"])
+            for k, v in req["configs"].items():
+                r.configs.add(name=k, value=v)
+            return {"error_code": s.AlterGroupConfigs(r, timeout=30).error_code}
         if api == "FindCoordinator":
             resp = s.FindCoordinator(pb.FindCoordinatorRequest(keys=req["coordinator_keys"]), timeout=30)
             return {"coordinators": [(c.key, c.error_code) for c in resp.coordinators]}

@@ -41,6 +41,7 @@ API_KEYS: dict[str, tuple[int, int]] = {
     "DescribeGroups": (15, 6),
     "ListGroups": (16, 5),
     "IncrementalAlterConfigs": (44, 1),
+    "DescribeConfigs": (32, 4),
 }
 
 

@@ -9,6 +9,8 @@ from typing import Any
 
 Pin = tuple[str, Any, Any, str]  # (step.field path, Kafka's value, groupcoord's value, difference id)
 
+Pin = tuple[str, Any, Any, str]  # (step.field path, Kafka's value, groupcoord's value, difference id)
+
 KNOWN: dict[str, list[Pin]] = {'classic_join_to_a_consumer_group': [('2:classic join to consumer group.error_code',
                                        79,
                                        69,
@@ -118,6 +120,11 @@ KNOWN: dict[str, list[Pin]] = {'classic_join_to_a_consumer_group': [('2:classic 
                                       1,
                                       2,
                                       'D4')],
+ 'first_join_with_assignor_offload': [('1:join m1.assignment',
+                                       [('a', [0, 1, 2, 3, 4, 5])],
+                                       [],
+                                       'D4'),
+                                      ('1:join m1.member_epoch', 2, 1, 'D4')],
  'heartbeat_of_unknown_member_is_unknown_member_id': [('2:hb unknown m2.member_epoch',
                                                        0,
                                                        1,
@@ -257,6 +264,16 @@ KNOWN: dict[str, list[Pin]] = {'classic_join_to_a_consumer_group': [('2:classic 
                                      2,
                                      3,
                                      'D4')],
+ 'silent_member_is_fenced_after_the_session_timeout': [('9:m2 heartbeats after its '
+                                                        'session expired.member_epoch',
+                                                        0,
+                                                        3,
+                                                        'D1'),
+                                                       ('9:m2 heartbeats after its '
+                                                        'session expired.member_id',
+                                                        None,
+                                                        'm2',
+                                                        'D1')],
  'static_member_heartbeat_with_wrong_instance': [('2:m1 claims instance '
                                                   'i2.member_epoch',
                                                   0,

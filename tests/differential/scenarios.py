@@ -679,3 +679,52 @@ def epochs_advance_once_per_membership_change(s: Script) -> None:
     settle(s, {**{m: {"member_epoch": st[m]["epoch"], "assignment": _asg(s, st[m]["owned"])} for m in st},
                "m3": r3})
     describe(s)
+
+
+# --- group configs: KIP-1263 offload, session timeouts ------------------------------------------------------
+
+def group_configs(s: Script, configs: dict[str, str], group: str = "g") -> None:
+    s.call("admin", "AlterGroupConfigs", {"group_id": s.group(group), "configs": configs}, "alter group configs")
+
+
+@scenario
+def first_join_with_assignor_offload(s: Script) -> None:
+    """KIP-1263: with the assignor offloaded, the first member of a new group gets the empty assignment at
+    epoch 1 and its partitions (epoch 2) on a later heartbeat."""
+    group_configs(s, {"consumer.assignor.offload.enable": "true"})
+    r = join(s, "m1")
+    st = {"epoch": r["member_epoch"], "owned": owned(r, s)}
+
+    def assigned() -> bool:
+        resp = s.call("m1", CGHB, {"group_id": s.group(), "member_id": s.mid("m1"), "member_epoch": st["epoch"],
+                                   "topic_partitions": [(s.topic(t), p) for t, p in st["owned"]]}, record=False)
+        st["epoch"] = resp["member_epoch"]
+        if resp["assignment"] is not None:
+            st["owned"] = owned(resp, s)
+        return bool(st["owned"])
+
+    s.wait_until(assigned)
+    s.note("settled", {"epoch": st["epoch"], "owned": st["owned"]})
+    describe(s)
+
+
+@scenario
+def silent_member_is_fenced_after_the_session_timeout(s: Script) -> None:
+    group_configs(s, {"consumer.heartbeat.interval.ms": "100", "consumer.session.timeout.ms": "1000"})
+    rs = {m: join(s, m) for m in ("m1", "m2")}
+    st = settle(s, rs)
+
+    def m2_gone() -> bool:  # m1 keeps heartbeating (unrecorded) while m2 stays silent
+        resp = s.call("m1", CGHB, {"group_id": s.group(), "member_id": s.mid("m1"),
+                                   "member_epoch": st["m1"]["epoch"],
+                                   "topic_partitions": [(s.topic(t), p) for t, p in st["m1"]["owned"]]},
+                      record=False)
+        st["m1"]["epoch"] = resp["member_epoch"]
+        if resp["assignment"] is not None:
+            st["m1"]["owned"] = owned(resp, s)
+        members = s.call("admin", "ConsumerGroupDescribe", {"group_ids": [s.group()]}, record=False)
+        return len(members["groups"][0]["members"]) == 1 and len(st["m1"]["owned"][0][1]) == 6
+
+    s.wait_until(m2_gone)
+    hb(s, "m2", st["m2"]["epoch"], st["m2"]["owned"], label="m2 heartbeats after its session expired")
+    describe(s)
