@@ -43,6 +43,8 @@ class Script:
         self._run = run
         self._topics = topics  # alias -> real name
         self._topic_alias = {v: k for k, v in topics.items()}
+        # the run's topic-name prefix, as it appears inside regexes
+        self._topic_prefix = next(iter(topics.values())).rsplit("-", 1)[0] + "-" if topics else "\0"
         self._members: dict[str, str] = {}  # real member id -> alias
         self._mids: dict[str, str] = {}  # alias -> client-generated member id
         self._generated = 0
@@ -151,6 +153,8 @@ class Script:
                 return self._topic_alias[value]
             if value.startswith(self._run + "-"):
                 return "@" + value[len(self._run) + 1:]
+            if self._topic_prefix in value:
+                return value.replace(self._topic_prefix, "T-")
         return value
 
 

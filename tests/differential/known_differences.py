@@ -7,9 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-Pin = tuple[str, Any, Any, str]  # (step.field path, Kafka's value, groupcoord's value, difference id)
-
-Pin = tuple[str, Any, Any, str]  # (step.field path, Kafka's value, groupcoord's value, difference id)
+Pin = tuple[str, Any, Any, str]  # (step.field path, Kafka's value, groupcoord's value, id)
 
 KNOWN: dict[str, list[Pin]] = {'classic_join_to_a_consumer_group': [('2:classic join to consumer group.error_code',
                                        79,
@@ -159,6 +157,11 @@ KNOWN: dict[str, list[Pin]] = {'classic_join_to_a_consumer_group': [('2:classic 
                                                                        None,
                                                                        'm2',
                                                                        'D1')],
+ 'heartbeat_with_epoch_and_no_member_id_is_invalid': [('1:hb without member '
+                                                       'id.member_epoch',
+                                                       0,
+                                                       2,
+                                                       'D1')],
  'heartbeat_with_previous_epoch_and_matching_owned_is_accepted': [('4:m1 repeats the '
                                                                    'previous '
                                                                    'epoch.assignment',
@@ -176,6 +179,7 @@ KNOWN: dict[str, list[Pin]] = {'classic_join_to_a_consumer_group': [('2:classic 
                                           None,
                                           'm1',
                                           'D1')],
+ 'join_with_empty_instance_id_is_invalid': [('0:join m1.member_id', None, 'm1', 'D1')],
  'join_with_empty_member_id_is_invalid_in_v1': [('0:join with empty member '
                                                  'id.assignment',
                                                  None,
@@ -201,6 +205,7 @@ KNOWN: dict[str, list[Pin]] = {'classic_join_to_a_consumer_group': [('2:classic 
                                                  None,
                                                  'c1',
                                                  'D2')],
+ 'join_with_empty_rack_id_is_invalid': [('0:join m1.member_id', None, 'm1', 'D1')],
  'join_with_negative_epoch_below_minus_two_is_invalid': [('0:hb epoch -3.member_epoch',
                                                           0,
                                                           -3,
@@ -210,6 +215,43 @@ KNOWN: dict[str, list[Pin]] = {'classic_join_to_a_consumer_group': [('2:classic 
                                                           'm1',
                                                           'D1')],
  'join_with_owned_partitions_is_invalid': [('0:join m1.member_id', None, 'm1', 'D1')],
+ 'join_with_topic_names_and_regex': [('0:join m1.assignment',
+                                      [('a', [0, 1, 2, 3, 4, 5])],
+                                      None,
+                                      'D15'),
+                                     ('0:join m1.error_code', 0, 42, 'D15'),
+                                     ('0:join m1.heartbeat_interval_ms',
+                                      5000,
+                                      0,
+                                      'D15'),
+                                     ('0:join m1.member_epoch', 2, 0, 'D15'),
+                                     ('1:describe.groups[0].assignment_epoch',
+                                      3,
+                                      0,
+                                      'D15'),
+                                     ('1:describe.groups[0].assignor_name',
+                                      'uniform',
+                                      '',
+                                      'D15'),
+                                     ('1:describe.groups[0].error_code', 0, 69, 'D15'),
+                                     ('1:describe.groups[0].group_epoch', 3, 0, 'D15'),
+                                     ('1:describe.groups[0].group_state',
+                                      'stable',
+                                      'dead',
+                                      'D15'),
+                                     ('1:describe.groups[0].members',
+                                      [{'assignment': [('a', [0, 1, 2, 3, 4, 5]),
+                                                       ('b', [0, 1, 2])],
+                                        'instance_id': None,
+                                        'member_epoch': 3,
+                                        'member_id': 'm1',
+                                        'rack_id': None,
+                                        'subscribed_topic_names': ['a'],
+                                        'subscribed_topic_regex': 'T-[b]',
+                                        'target_assignment': [('a', [0, 1, 2, 3, 4, 5]),
+                                                              ('b', [0, 1, 2])]}],
+                                      [],
+                                      'D15')],
  'join_with_unknown_assignor_is_unsupported': [('0:join m1.member_id',
                                                 None,
                                                 'm1',
@@ -244,6 +286,8 @@ KNOWN: dict[str, list[Pin]] = {'classic_join_to_a_consumer_group': [('2:classic 
                                                   None,
                                                   'm1',
                                                   'D1')],
+ 'leave_of_an_unknown_group': [('0:leave unknown group.member_epoch', 0, -1, 'D1'),
+                               ('0:leave unknown group.member_id', None, 'm1', 'D1')],
  'leave_of_unknown_member_is_unknown_member_id': [('1:m2 leaves (never '
                                                    'joined).member_epoch',
                                                    0,

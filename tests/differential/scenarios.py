@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from tests.differential.harness import Script, scenario
@@ -728,3 +729,111 @@ def silent_member_is_fenced_after_the_session_timeout(s: Script) -> None:
     s.wait_until(m2_gone)
     hb(s, "m2", st["m2"]["epoch"], st["m2"]["owned"], label="m2 heartbeats after its session expired")
     describe(s)
+
+
+# --- more invalid field combinations -------------------------------------------------------------------------
+
+@scenario
+def join_with_empty_instance_id_is_invalid(s: Script) -> None:
+    join(s, "m1", instance_id="")
+
+
+@scenario
+def join_with_empty_rack_id_is_invalid(s: Script) -> None:
+    join(s, "m1", rack_id="")
+
+
+@scenario
+def join_with_topic_names_and_regex(s: Script) -> None:
+    r = join(s, "m1", subscribed_topic_regex=s.topic("b").replace("-b", "-[b]"))
+    if r["error_code"] == 0:  # wait (unrecorded) until the regex is resolved and b's partitions assigned
+        st = {"epoch": r["member_epoch"], "owned": owned(r, s)}
+
+        def has_b() -> bool:
+            resp = s.call("m1", CGHB, {"group_id": s.group(), "member_id": s.mid("m1"),
+                                       "member_epoch": st["epoch"],
+                                       "topic_partitions": [(s.topic(t), p) for t, p in st["owned"]]},
+                          record=False)
+            st["epoch"] = resp["member_epoch"]
+            if resp["assignment"] is not None:
+                st["owned"] = owned(resp, s)
+            return any(t == "b" for t, _ in st["owned"])
+
+        s.wait_until(has_b)
+    describe(s)
+
+
+@scenario
+def heartbeat_with_epoch_and_no_member_id_is_invalid(s: Script) -> None:
+    r = join(s, "m1")
+    s.call("m1", CGHB, {"group_id": s.group(), "member_id": "", "member_epoch": r["member_epoch"]},
+           "hb without member id")
+
+
+@scenario
+def leave_of_an_unknown_group(s: Script) -> None:
+    hb(s, "m1", -1, label="leave unknown group")
+
+
+@scenario
+def commit_with_too_large_metadata(s: Script) -> None:
+    r = join(s, "m1")
+    req = {"group_id": s.group(), "generation_id_or_member_epoch": r["member_epoch"], "member_id": s.mid("m1"),
+           "topics": [{"name": s.topic("a"), "partitions": [
+               {"partition_index": 0, "committed_offset": 1, "committed_leader_epoch": -1,
+                "committed_metadata": "x" * 5000},
+               {"partition_index": 1, "committed_offset": 1, "committed_leader_epoch": -1,
+                "committed_metadata": "ok"}]}]}
+    s.call("m1", "OffsetCommit", req, "commit, one metadata over 4096 bytes")
+    fetch(s, "m1", r["member_epoch"], {"a": [0, 1]})
+
+
+@scenario
+def fetch_all_offsets_with_member_epoch(s: Script) -> None:
+    r = join(s, "m1", topics=("a", "b"))
+    st = settle(s, {"m1": r})
+    commit(s, "m1", st["m1"]["epoch"], {"a": [0, 3], "b": [1]}, offset=42)
+    fetch(s, "m1", st["m1"]["epoch"], None, label="fetch all with member epoch")
+
+
+@scenario
+def classic_join_without_protocols(s: Script) -> None:
+    req = jg(s, "k1", "")
+    req["protocols"] = []
+    s.call("k1", "JoinGroup", req, "join with no protocols")
+
+
+@scenario
+def classic_requests_to_an_unknown_group(s: Script) -> None:
+    s.call("k1", "Heartbeat", {"group_id": s.group(), "generation_id": 1, "member_id": "nobody"}, "heartbeat")
+    s.call("k1", "SyncGroup", {"group_id": s.group(), "generation_id": 1, "member_id": "nobody",
+                               "protocol_type": "consumer", "protocol_name": "range", "assignments": []}, "sync")
+    s.call("k1", "LeaveGroup", {"group_id": s.group(), "members": [
+        {"member_id": "nobody", "group_instance_id": None, "reason": None}]}, "leave")
+
+
+@scenario
+def classic_sync_of_unknown_member(s: Script) -> None:
+    k = classic_stable_single(s)
+    s.call("k2", "SyncGroup", {"group_id": s.group(), "generation_id": k["generation_id"], "member_id": "nobody",
+                               "protocol_type": "consumer", "protocol_name": "range", "assignments": []},
+           "sync of unknown member")
+
+
+def _classic_members_are(s: Script, n: int) -> bool:
+    return len(s.call("admin", "DescribeGroups", {"groups": [s.group()]}, record=False)["groups"][0]["members"]) == n
+
+
+@scenario
+def classic_three_members_keep_the_first_leader(s: Script) -> None:
+    """k1 leads a stable group; k2 and k3 join one after the other (each parks); k1 rejoins: all three
+    JoinGroups complete in one generation, k1 still the leader and the only one given the members."""
+    k1 = classic_stable_single(s, "k1")
+    pending = {}
+    for n, c in enumerate(("k2", "k3"), start=2):
+        first = classic_join(s, c)
+        pending[c] = s.spawn(c, "JoinGroup", jg(s, c, first["member_id"]))
+        s.wait_until(functools.partial(_classic_members_are, s, n))
+    s.call("k1", "JoinGroup", jg(s, "k1", k1["member_id"]), "k1 rejoins")
+    for c in ("k2", "k3"):
+        s.result(pending[c], f"{c} join completes")
