@@ -711,7 +711,7 @@ def first_join_with_assignor_offload(s: Script) -> None:
 
 @scenario
 def silent_member_is_fenced_after_the_session_timeout(s: Script) -> None:
-    group_configs(s, {"consumer.heartbeat.interval.ms": "100", "consumer.session.timeout.ms": "1000"})
+    group_configs(s, {"consumer.heartbeat.interval.ms": "100", "consumer.session.timeout.ms": "2000"})
     rs = {m: join(s, m) for m in ("m1", "m2")}
     st = settle(s, rs)
 
