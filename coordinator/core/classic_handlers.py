@@ -279,7 +279,9 @@ def leave_group(shard: GroupCoordinatorShard, request: LeaveGroupRequest, now: i
             return mixed_group.leave(shard, mixed, request, now)
         group = _existing_group(shard, request.group_id)
     except CoordinatorError as e:
-        result.response = LeaveGroupResponse(e.code, e.message, tuple(
+        # A missing group (UNKNOWN_MEMBER_ID) fails each member, not the request, as Kafka answers it.
+        top = Errors.NONE if e.code is Errors.UNKNOWN_MEMBER_ID else e.code
+        result.response = LeaveGroupResponse(top, "" if top is Errors.NONE else e.message, tuple(
             MemberResponse(m.member_id, m.instance_id, e.code, e.message) for m in request.members))
         return result
     left = group.leave(request.members, _effects(shard, result, now), request.principal)

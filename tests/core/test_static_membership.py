@@ -63,6 +63,14 @@ def test_heartbeat_with_an_instance_id_held_by_another_member_is_fenced_instance
     assert r.error_code is Errors.FENCED_INSTANCE_ID
 
 
+def test_heartbeat_with_an_instance_id_no_member_holds_is_unknown_member_id() -> None:
+    """As Kafka 4.4 answers (found by tests/differential): the instance is unknown, not held by another."""
+    ctx = stable_static_pair()
+    epoch = ctx.member("a").member_epoch
+    r = ctx.heartbeat(member_id="a", member_epoch=epoch, instance_id="i-nobody")
+    assert r.error_code is Errors.UNKNOWN_MEMBER_ID
+
+
 def test_static_leave_with_a_member_id_that_does_not_hold_the_instance_is_fenced_instance_id() -> None:
     ctx = stable_static_pair()
     before = shard_state(ctx.shard)
