@@ -223,11 +223,11 @@ def _join(shard: GroupCoordinatorShard, group: ConsumerGroup, r: JoinGroupReques
         raise _error(Errors.INCONSISTENT_GROUP_PROTOCOL,
                      f"Group {gid} is a consumer group: a classic member must use protocol type "
                      f"{PROTOCOL_TYPE!r} and share a protocol with its other classic members.")
-    subscription = decode_first_subscription(r.protocols)
     member_id = r.member_id
-    if member_id == UNKNOWN_MEMBER_ID and r.instance_id is None:
+    if member_id == UNKNOWN_MEMBER_ID and r.instance_id is None:  # as Kafka: before the subscription is decoded
         return JoinGroupResponse(Errors.MEMBER_ID_REQUIRED, "Join again with the member id in this response "
                                  "(KIP-394).", member_id=shard.member_id_factory())
+    subscription = decode_first_subscription(r.protocols)
     replaced: ConsumerGroupMember | None = None
     member: ConsumerGroupMember | None
     if r.instance_id is None:

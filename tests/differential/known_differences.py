@@ -9,15 +9,7 @@ from typing import Any
 
 Pin = tuple[str, Any, Any, str]  # (step.field path, Kafka's value, groupcoord's value, id)
 
-KNOWN: dict[str, list[Pin]] = {'classic_join_to_a_consumer_group': [('2:classic join to consumer group.error_code',
-                                       79,
-                                       69,
-                                       'D12'),
-                                      ('2:classic join to consumer group.member_id',
-                                       'c1',
-                                       '',
-                                       'D12')],
- 'classic_second_member_triggers_rebalance': [('11:describe after '
+KNOWN: dict[str, list[Pin]] = {'classic_second_member_triggers_rebalance': [('11:describe after '
                                                'leave.groups[0].group_state',
                                                'PreparingRebalance',
                                                'Joining',
