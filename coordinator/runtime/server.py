@@ -89,7 +89,9 @@ class CoordinatorServer:
         shard = GroupCoordinatorShard(o.config, lambda: str(uuid.uuid4()), lag_provider=o.lag_provider)
         if image is not None:
             shard.metadata = image
-        executor = BackgroundExecutor(o.config["group.coordinator.background.threads"], metrics)
+        executor = BackgroundExecutor(o.config["group.coordinator.background.threads"], metrics,
+                                      o.config["group.coordinator.background.executor"])
+        executor.start()
         sink = o.sink
         if o.kafka_state is not None:
             if o.state_dir is not None or (sink is not None and not isinstance(sink, KafkaRecordLog)):
