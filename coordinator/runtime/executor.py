@@ -7,15 +7,17 @@ run needs no lock and cannot corrupt coordinator state; its result goes back thr
 worker processes forked from a forkserver started with the coordinator, so an assignor run on a large group
 holds another interpreter's GIL, never the one answering heartbeats. The run crosses as a small pickle
 (`compact_run`: the spec, and only the subscribed topics' partition counts and racks rather than the whole
-metadata image: 0.6 MB for 10,000 members on 100 topics of 1,000 partitions), and the assignment comes back
-in chunks the coordinator loads with the event loop running in between; the child measures its own start and run time, so the background-* metrics stay true.
-`thread`: threads of this process (no start-up cost; for tests and small deployments).
+metadata image: 0.6 MB for 10,000 members on 100 topics of 1,000 partitions); the assignment comes back in
+chunks the coordinator loads with the event loop running in between. The child times its own start and
+run, so the background-* metrics stay true. `thread`: threads of this process (no start-up cost; for tests
+and small deployments).
 """
 
 from __future__ import annotations
 
 import logging
 import multiprocessing
+import os
 import pickle
 import threading
 import time
@@ -130,6 +132,21 @@ def _warm() -> int:
     return 0
 
 
+def _exit_with(coordinator_pid: int) -> None:
+    """Pool initializer: exit when the coordinator is gone. A coordinator killed with SIGKILL cannot stop its
+    pool, and a worker never sees EOF on its call queue (it holds the queue's write end itself)."""
+
+    def watch() -> None:
+        while True:
+            time.sleep(1.0)
+            try:
+                os.kill(coordinator_pid, 0)
+            except ProcessLookupError:
+                os._exit(0)
+
+    threading.Thread(target=watch, name="groupcoord-parent-watch", daemon=True).start()
+
+
 class BackgroundExecutor:
     def __init__(self, threads: int, metrics: CoordinatorMetrics, mode: str = "thread") -> None:
         self._threads = threads
@@ -148,7 +165,8 @@ class BackgroundExecutor:
         # never from this process with its gRPC threads (fork would copy their locks mid-use).
         context = multiprocessing.get_context("forkserver")
         context.set_forkserver_preload(["assignors.registry", "coordinator.runtime.executor"])
-        return ProcessPoolExecutor(max_workers=self._threads, mp_context=context)
+        return ProcessPoolExecutor(max_workers=self._threads, mp_context=context, initializer=_exit_with,
+                                   initargs=(os.getpid(),))
 
     def start(self) -> None:
         """Start the worker processes now, off the caller's thread, so the first run does not pay for them."""
