@@ -1,17 +1,22 @@
-"""The process-pool background executor: same assignments as the thread one, metrics recorded, a killed
-worker process does not wedge the executor."""
+"""The process-pool background executor: same assignments as the thread one, metrics recorded (and exported), a
+killed worker process does not wedge the executor."""
 
 from __future__ import annotations
 
 import os
+import re
 import signal
 import threading
+import time
+import urllib.request
 
 from assignors.api import GroupSpec, MemberSpec
+from clients.group_member import GroupMember
 from coordinator.core.metadata import MetadataImage, TopicMetadata
 from coordinator.core.target_assignment import AssignorCompletion, AssignorRun
 from coordinator.runtime.executor import BackgroundExecutor
 from coordinator.runtime.metrics import CoordinatorMetrics
+from tests.integration.conftest import start_server
 
 
 def _run(run_id: int, members: int = 300, assigned: bool = False) -> AssignorRun:
@@ -88,3 +93,31 @@ def test_process_executor_recovers_after_a_worker_process_is_killed() -> None:
         assert any(c.error is None and c.assignment for c in outcomes.values())
     finally:
         executor.shutdown()
+
+
+def test_offloaded_runs_on_worker_processes_show_in_the_background_metrics() -> None:
+    server = start_server({"orders": 24}, **{"group.coordinator.background.executor": "process"})
+    members: list[GroupMember] = []
+    try:
+        assert server.server.runtime is not None and server.server.runtime.executor.mode == "process"
+        members = [GroupMember(server.address, "metered", ["orders"]).start() for _ in range(3)]
+        for m in members:
+            assert m.wait_joined(timeout=60)
+        url = f"http://127.0.0.1:{server.server.metrics_port}/metrics"
+        deadline = time.monotonic() + 60
+        while True:
+            body = urllib.request.urlopen(url, timeout=10).read().decode()
+            runs = re.search(r'^group_coordinator_assignor_runs_total\{mode="offloaded"\} (\S+)$', body, re.M)
+            count = re.search(r"^group_coordinator_background_processing_time_ms_count (\S+)$", body, re.M)
+            if runs and count and float(runs.group(1)) > 0 and float(count.group(1)) > 0:
+                break
+            assert time.monotonic() < deadline, "no offloaded run recorded"
+            time.sleep(0.2)
+        for name in ("group_coordinator_background_queue_time_ms_count",
+                     "group_coordinator_background_queue_time_ms_max",
+                     "group_coordinator_background_thread_idle_ratio_avg"):
+            assert re.search(rf"^{name} \S+$", body, re.M), name
+    finally:
+        for m in members:
+            m.close()
+        server.stop()
