@@ -26,7 +26,7 @@ from concurrent.futures import Executor, Future, ProcessPoolExecutor, ThreadPool
 from dataclasses import dataclass
 
 from assignors.api import AssignorError, GroupAssignment, GroupSpec, LagSnapshot, StaticTopicDescriber, TopicDescriber
-from assignors.registry import get_server_assignor
+from assignors.registry import get_server_assignor, server_assignor_names
 from coordinator.core.target_assignment import AssignorCompletion, AssignorRun
 from coordinator.core.topic_regex import RegexResolution, RegexResolutionCompletion, resolve_topic_regexes
 from coordinator.runtime.metrics import CoordinatorMetrics
@@ -135,6 +135,7 @@ def _warm() -> int:
 def _exit_with(coordinator_pid: int) -> None:
     """Pool initializer: exit when the coordinator is gone. A coordinator killed with SIGKILL cannot stop its
     pool, and a worker never sees EOF on its call queue (it holds the queue's write end itself)."""
+    server_assignor_names()  # load the built-in assignors before the first run (see BackgroundExecutor)
 
     def watch() -> None:
         while True:
@@ -152,6 +153,9 @@ class BackgroundExecutor:
         self._threads = threads
         self._metrics = metrics
         self.mode = mode
+        # The registry loads the built-in assignors on first use and marks them loaded before the import ends:
+        # two workers' first runs at once could see "loaded" and no 'uniform' (KeyError). Load them here, once.
+        server_assignor_names()
         self._lock = threading.Lock()
         self._pool: Executor = self._new_pool()
         # Regex resolutions get one worker of their own: a flood of new patterns then queues there instead of
