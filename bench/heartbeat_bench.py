@@ -18,7 +18,9 @@ import argparse
 import asyncio
 import contextlib
 import gc
+import os
 import random
+import resource
 import signal
 import socket
 import subprocess
@@ -39,6 +41,22 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def free_ports(n: int) -> int:
+    """A base port with n consecutive free ports (serve --workers n listens on base..base+n-1)."""
+    for _ in range(200):
+        base = free_port()
+        ok = base + n <= 65535
+        for k in range(1, n if ok else 0):
+            with socket.socket() as s:
+                try:
+                    s.bind(("127.0.0.1", base + k))
+                except OSError:
+                    ok = False
+        if ok:
+            return base
+    raise RuntimeError(f"no {n} consecutive free ports")
+
+
 @dataclass
 class Member:
     group_id: str
@@ -48,6 +66,7 @@ class Member:
     owned: dict[str, list[int]] = field(default_factory=dict)
     sent_owned: dict[str, list[int]] | None = None
     alive: bool = True
+    port: int = 0  # the coordinator (worker) FindCoordinator named for the group; 0: the load's only one
 
 
 class StreamWorker:
@@ -68,9 +87,13 @@ class StreamWorker:
 
 
 class Load:
-    def __init__(self, stub: pb_grpc.GroupCoordinatorStub, streams: int) -> None:
+    def __init__(self, stub: pb_grpc.GroupCoordinatorStub, streams: int,
+                 others: dict[int, pb_grpc.GroupCoordinatorStub] | None = None) -> None:
         self.stub = stub
         self.workers = [StreamWorker(stub) for _ in range(streams)]
+        # --workers: each worker's own stub and streams, picked by the member's port
+        self.by_port = {port: (s, [StreamWorker(s) for _ in range(streams)]) for port, s in (others or {}).items()}
+        self.served: dict[int, int] = {}  # heartbeats answered while recording, per port
         self.latencies: list[float] = []
         self.recording = False
         self.errors = 0
@@ -78,9 +101,13 @@ class Load:
         self.done_at: list[float] = []  # completion times of successful heartbeats while recording
 
     def transport(self, m: Member) -> Any:
-        if not self.workers:
-            return self.stub.ConsumerGroupHeartbeat
-        return self.workers[hash((m.group_id, id(m))) % len(self.workers)]
+        stub, workers = self.by_port[m.port] if m.port else (self.stub, self.workers)
+        if not workers:
+            return stub.ConsumerGroupHeartbeat
+        return workers[hash((m.group_id, id(m))) % len(workers)]
+
+    def all_streams(self) -> list[StreamWorker]:
+        return [*self.workers, *(w for _, ws in self.by_port.values() for w in ws)]
 
     async def heartbeat(self, m: Member, record: bool = True) -> None:
         req = pb.ConsumerGroupHeartbeatRequest(group_id=m.group_id, member_id=m.member_id, member_epoch=m.epoch)
@@ -101,6 +128,7 @@ class Load:
         elapsed = (time.perf_counter() - started) * 1000
         if self.recording:
             self.done_at.append(time.perf_counter())
+            self.served[m.port] = self.served.get(m.port, 0) + 1
             if record:
                 self.latencies.append(elapsed)
         if resp.error_code:
@@ -189,37 +217,82 @@ async def churn_loop(load: Load, big: list[Member], churn_ms: int, stop: asyncio
     return changes
 
 
-async def run_case(port: int, args: argparse.Namespace, offload: bool) -> dict[str, float]:
+def cpu_seconds(pid: int) -> float:
+    fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()  # noqa: SIM115
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def worker_pids(server: subprocess.Popen[bytes], base: int, workers: int) -> dict[int, int]:
+    """port -> pid of the coordinator process serving it (the server itself, or the supervisor's workers)."""
+    if workers == 1:
+        return {base: server.pid}
+    out: dict[int, int] = {}
+    for pid in open(f"/proc/{server.pid}/task/{server.pid}/children").read().split():  # noqa: SIM115
+        argv = open(f"/proc/{pid}/cmdline", "rb").read().split(b"\0")  # noqa: SIM115
+        if b"--worker-index" in argv:
+            out[base + int(argv[argv.index(b"--worker-index") + 1])] = int(pid)
+    return out
+
+
+async def run_case(port: int, args: argparse.Namespace, pids: dict[int, int]) -> dict[str, Any]:
     channel = grpc.aio.insecure_channel(f"127.0.0.1:{port}")
     await channel.channel_ready()
     stub = pb_grpc.GroupCoordinatorStub(channel)
-    load = Load(stub, 0 if args.unary else args.streams)
     per_group = args.members // args.groups
     members = [Member(f"group-{g}", f"t{g}") for g in range(args.groups) for _ in range(per_group)]
+    port_of: dict[str, int] = {}
+    others: dict[int, pb_grpc.GroupCoordinatorStub] = {}
+    if args.workers > 1:  # as a client does: ask FindCoordinator where each group lives, then go there
+        found = await stub.FindCoordinator(pb.FindCoordinatorRequest(
+            keys=[f"group-{g}" for g in range(args.groups)] + ["big"]), timeout=30)
+        port_of = {c.key: c.port for c in found.coordinators}
+        for p in sorted(set(port_of.values())):
+            ch = grpc.aio.insecure_channel(f"127.0.0.1:{p}")
+            await ch.channel_ready()
+            others[p] = pb_grpc.GroupCoordinatorStub(ch)
+        for m in members:
+            m.port = port_of[m.group_id]
+    load = Load(stub, 0 if args.unary else args.streams, others)
     print(f"  joining {len(members)} members in {args.groups} groups ...", flush=True)
     await reconcile(load, members)
-    out: dict[str, float] = {}
+    out: dict[str, Any] = {}
 
     # Quiet.
     stop = asyncio.Event()
-    load.latencies, load.done_at, load.recording = [], [], True
+    load.latencies, load.done_at, load.recording, load.served = [], [], True, {}
     t0 = time.perf_counter()
+    gen0 = resource.getrusage(resource.RUSAGE_SELF)
+    cpu0 = {p: cpu_seconds(pid) for p, pid in pids.items()}
     task = asyncio.create_task(steady_loop(load, members, args.rate, stop))
     await asyncio.sleep(args.seconds)
     stop.set()
     await task
+    wall = time.perf_counter() - t0
+    gen1 = resource.getrusage(resource.RUSAGE_SELF)
+    cpu1 = {p: cpu_seconds(pid) for p, pid in pids.items()}
     load.recording = False
+    served = {p or port: n for p, n in load.served.items()}
     out.update(quiet_rate=window_rate(load.done_at, t0, args), quiet_p50=pct(load.latencies, 0.5),
-               quiet_p99=pct(load.latencies, 0.99))
+               quiet_p99=pct(load.latencies, 0.99), quiet_load=os.getloadavg()[0],
+               gen_cores=(gen1.ru_utime + gen1.ru_stime - gen0.ru_utime - gen0.ru_stime) / wall,
+               workers=[(p, (cpu1[p] - cpu0[p]) / wall, served.get(p, 0),
+                         (cpu1[p] - cpu0[p]) * 1e6 / max(1, served.get(p, 0))) for p in sorted(pids)])
+    if args.big <= 0:
+        for w in load.all_streams():
+            await w.close()
+        await channel.close()
+        return out
 
     # Rebalancing: the big group churns while the others heartbeat.
     print(f"  joining the {args.big}-member rebalancing group ...", flush=True)
+    big_port = port_of.get("big", port)
+    stub = others.get(big_port, stub)
     await stub.AlterGroupConfigs(pb.AlterGroupConfigsRequest(group_id="big", configs=[
         pb.AlterableConfig(name="consumer.assignment.interval.ms", value=str(args.assignment_interval_ms))]))
     big = [Member("big", "big") for _ in range(args.big)]
     # The rebalancing group is another application: its own connection and streams, so its bursts do not
     # queue on the measured groups' streams inside this load generator (they still share the coordinator).
-    big_channel = grpc.aio.insecure_channel(f"127.0.0.1:{port}")
+    big_channel = grpc.aio.insecure_channel(f"127.0.0.1:{big_port}")
     big_load = Load(pb_grpc.GroupCoordinatorStub(big_channel), 0 if args.unary else 16)
     await reconcile(big_load, big, rounds=4)
     rng = random.Random(1)
@@ -234,11 +307,11 @@ async def run_case(port: int, args: argparse.Namespace, offload: bool) -> dict[s
     await task
     changes = await churn
     load.recording = False
-    for w in [*load.workers, *big_load.workers]:
+    for w in [*load.all_streams(), *big_load.workers]:
         await w.close()
     await big_channel.close()
     out.update(busy_rate=window_rate(load.done_at, t0, args), big_rate=window_rate(big_load.done_at, t0, args),
-               busy_p50=pct(load.latencies, 0.5), busy_p99=pct(load.latencies, 0.99),
+               busy_p50=pct(load.latencies, 0.5), busy_p99=pct(load.latencies, 0.99), busy_load=os.getloadavg()[0],
                churn=changes, errors=load.errors + sum(load.rpc_errors.values()) + big_load.errors)
     if load.rpc_errors:
         print(f"  rpc errors: {load.rpc_errors}", flush=True)
@@ -246,8 +319,13 @@ async def run_case(port: int, args: argparse.Namespace, offload: bool) -> dict[s
     return out
 
 
-def start_server(port: int, args: argparse.Namespace, offload: bool) -> subprocess.Popen[bytes]:
+CASES = {"process": (True, "process"), "thread": (True, "thread"), "off": (False, "thread")}
+
+
+def start_server(port: int, args: argparse.Namespace, case: str) -> subprocess.Popen[bytes]:
+    offload, executor = CASES[case]
     cmd = [sys.executable, "-m", "groupcoord", "--log-level", "INFO", "serve", "--listen", f"127.0.0.1:{port}",
+           "--workers", str(args.workers), "--set", f"group.coordinator.background.executor={executor}",
            "--set", f"group.consumer.assignor.offload.enable={'true' if offload else 'false'}",
            "--set", "group.consumer.session.timeout.ms=60000", "--set", "group.consumer.max.session.timeout.ms=60000",
            "--topic", f"big:{args.big_partitions}"]
@@ -275,36 +353,57 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--streams", type=int, default=64, help="ConsumerGroupHeartbeatStream streams to multiplex on")
     p.add_argument("--unary", action="store_true", help="unary ConsumerGroupHeartbeat calls instead of streams")
     p.add_argument("--quick", action="store_true", help="1,000 members, 5 s phases")
+    p.add_argument("--cases", default="process,thread,off",
+                   help="comma-separated: process (offload to worker processes), thread (offload to threads), "
+                   "off (assignor on the event loop)")
+    p.add_argument("--workers", type=int, default=1, help="serve --workers N; the load routes by FindCoordinator")
     args = p.parse_args(argv)
     if args.quick:
         args.members, args.groups, args.seconds, args.big = 1000, 10, 5.0, 300
     rows = []
-    for offload in (True, False):
-        port = free_port()
-        print(f"offload={'on' if offload else 'off'}: starting the coordinator on :{port}", flush=True)
-        server = start_server(port, args, offload)
+    for case in args.cases.split(","):
+        port = free_port() if args.workers == 1 else free_ports(args.workers)
+        print(f"{case}: starting the coordinator on :{port} ({args.workers} worker(s))", flush=True)
+        server = start_server(port, args, case)
         try:
-            rows.append((offload, asyncio.run(run_case(port, args, offload))))
+            pids: dict[int, int] = {}
+            deadline = time.monotonic() + 30
+            while len(pids) < args.workers and time.monotonic() < deadline:
+                time.sleep(0.2)
+                pids = worker_pids(server, port, args.workers)
+            rows.append((case, asyncio.run(run_case(port, args, pids))))
         finally:
             server.send_signal(signal.SIGTERM)
-            server.wait(timeout=30)
+            server.wait(timeout=60)
     print()
     transport = "unary calls" if args.unary else f"{args.streams} heartbeat streams"
     print(f"transport: {transport}; {args.members} members in {args.groups} groups at a target of "
           f"{args.rate:,.0f} heartbeats/s; rebalancing group: {args.big} members, "
           f"one leaves + one joins every {args.churn_ms} ms, assignment interval {args.assignment_interval_ms} ms")
     header = (f"{'offload':<8} {'phase':<12} {'hb/s':>8} {'+big hb/s':>10} {'p50 ms':>8} {'p99 ms':>8} "
-              f"{'p99/quiet':>10} {'churn':>6} {'errors':>6}")
+              f"{'p99/quiet':>10} {'churn':>6} {'errors':>6} {'load1':>6}")
     print("hb/s: heartbeats/s of the 50 measured groups (latency columns are theirs); +big: the rebalancing group's")
     print(header)
     print("-" * len(header))
-    for offload, r in rows:
-        name = "on" if offload else "off"
+    for name, r in rows:
         print(f"{name:<8} {'quiet':<12} {r['quiet_rate']:>8,.0f} {'':>10} {r['quiet_p50']:>8.2f} "
-              f"{r['quiet_p99']:>8.2f} {'':>10} {'':>6} {'':>6}")
-        print(f"{name:<8} {'rebalancing':<12} {r['busy_rate']:>8,.0f} {r['big_rate']:>10,.0f} {r['busy_p50']:>8.2f} "
-              f"{r['busy_p99']:>8.2f} {r['busy_p99'] / r['quiet_p99']:>10.2f} {int(r['churn']):>6} "
-              f"{int(r['errors']):>6}")
+              f"{r['quiet_p99']:>8.2f} {'':>10} {'':>6} {'':>6} {r['quiet_load']:>6.1f}")
+        if "busy_rate" in r:
+            print(f"{name:<8} {'rebalancing':<12} {r['busy_rate']:>8,.0f} {r['big_rate']:>10,.0f} "
+                  f"{r['busy_p50']:>8.2f} {r['busy_p99']:>8.2f} {r['busy_p99'] / r['quiet_p99']:>10.2f} "
+                  f"{int(r['churn']):>6} {int(r['errors']):>6} {r['busy_load']:>6.1f}")
+    print()
+    print(f"CPU in the quiet phase ({args.workers} worker(s)); cores = CPU seconds per wall second; load1 = the "
+          "machine's 1-minute load average then")
+    print(f"{'case':<8} {'process':<16} {'cores':>6} {'hb/s':>8} {'CPU us/hb':>10} {'load1':>6}")
+    for name, r in rows:
+        total = sum(n for _, _, n, _ in r["workers"])
+        rate = total / args.seconds
+        print(f"{name:<8} {'load generator':<16} {r['gen_cores']:>6.2f} {rate:>8,.0f} "
+              f"{r['gen_cores'] * 1e6 / max(rate, 1):>10.0f} {r['quiet_load']:>6.1f}")
+        for port, cores, n, us in r["workers"]:
+            print(f"{name:<8} {f'worker :{port}':<16} {cores:>6.2f} {n / args.seconds:>8,.0f} {us:>10.0f} "
+                  f"{r['quiet_load']:>6.1f}")
     return 0
 
 

@@ -49,6 +49,7 @@ from typing import Any, TypeVar
 import grpc
 
 from clients.credentials import Credentials
+from clients.heartbeat_stream import HeartbeatStream
 from clients.lease import (
     BACKOFF_BASE_S,
     BACKOFF_MAX_S,
@@ -150,6 +151,7 @@ class GroupMember(LeaseTimers):
         rpc_timeout_s: float = 10.0,
         channel_factory: Callable[[str], grpc.Channel] | None = None,
         credentials: Credentials | None = None,
+        heartbeat_stream: bool = True,
     ) -> None:
         self.group_id = group_id
         self._topics = tuple(sorted(set(topics)))
@@ -179,6 +181,10 @@ class GroupMember(LeaseTimers):
         self._route = _Route(first, ch, pb_grpc.GroupCoordinatorStub(ch), channel is None)
         self._route_lock = threading.Lock()
         self._rpc_timeout_s = rpc_timeout_s
+        # Heartbeats go on one ConsumerGroupHeartbeatStream per route (clients/heartbeat_stream.py), each with
+        # its own deadline; False: unary ConsumerGroupHeartbeat calls. Used by the member thread only.
+        self._use_stream = heartbeat_stream
+        self._stream: HeartbeatStream | None = None
 
         self._lock = threading.RLock()
         self._wake = threading.Event()
@@ -192,6 +198,9 @@ class GroupMember(LeaseTimers):
         self._topic_ids: dict[str, str] = {}  # name -> topic id
         self._send_full = True
         self._subscription_changed = True
+        # bumped by subscribe(): a heartbeat built before a change must not clear `_subscription_changed`
+        self._subscription_version = 0
+        self._built_subscription_version = 0
         self._last_sent_owned: frozenset[TopicPartition] | None = None
         self.heartbeat_interval_ms = 1000
         self.session_timeout_ms = 0  # the coordinator's, from its heartbeat responses (0: not known yet)
@@ -267,6 +276,7 @@ class GroupMember(LeaseTimers):
             self._topics = tuple(sorted(set(topics)))
             self._regex = None
             self._subscription_changed = True
+            self._subscription_version += 1
         self._wake.set()
 
     def commit_offsets(self, offsets: dict[TopicPartition, int], metadata: str = "", *,
@@ -369,6 +379,7 @@ class GroupMember(LeaseTimers):
             try:
                 delay = self._heartbeat_once()
             except grpc.RpcError as e:
+                self._drop_stream()
                 self._failures += 1
                 log.info("heartbeat to group %s failed: %s; retrying", self.group_id, e.code())
                 with self._lock:
@@ -380,10 +391,27 @@ class GroupMember(LeaseTimers):
                     moved = several and self._find_coordinator(self._route)
                 delay = 0.0 if moved else self._retry_delay()
             except GroupMemberError as e:
+                self._drop_stream()
                 self._fail(e)
                 return
             self._wake.wait(self._until_lease_end(delay))
             self._wake.clear()
+        self._drop_stream()
+
+    def _drop_stream(self) -> None:
+        if self._stream is not None:
+            self._stream.close()
+            self._stream = None
+
+    def _send_heartbeat(self, route: _Route, req: pb.ConsumerGroupHeartbeatRequest) -> Any:
+        """On the route's heartbeat stream (a new one after a failure or a move), or as a unary call."""
+        if not self._use_stream:
+            return route.stub.ConsumerGroupHeartbeat(req, timeout=self._heartbeat_deadline())
+        if self._stream is not None and (self._stream.broken or self._stream.stub is not route.stub):
+            self._drop_stream()
+        if self._stream is None:
+            self._stream = HeartbeatStream(route.stub)
+        return self._stream.call(req, timeout=self._heartbeat_deadline())
 
     def _fail(self, error: GroupMemberError) -> None:
         """Release first, then surface the error (callback, `fatal_error`, `wait_joined` raises)."""
@@ -423,6 +451,7 @@ class GroupMember(LeaseTimers):
                                                    member_epoch=self.member_epoch)
             full = self._send_full or self.member_epoch == 0
             if full or self._subscription_changed:
+                self._built_subscription_version = self._subscription_version
                 req.rebalance_timeout_ms = self.rebalance_timeout_ms
                 if self._regex is not None:
                     req.subscribed_topic_regex = self._regex
@@ -451,7 +480,7 @@ class GroupMember(LeaseTimers):
         req = self._build_request()
         route = self._route
         sent = time.monotonic()
-        resp = route.stub.ConsumerGroupHeartbeat(req, timeout=self._heartbeat_deadline())
+        resp = self._send_heartbeat(route, req)
         self.heartbeats += 1
         code = resp.error_code
         with self._lock:
@@ -490,7 +519,8 @@ class GroupMember(LeaseTimers):
         revoked: frozenset[TopicPartition] = frozenset()
         with self._lock:
             self._send_full = False
-            self._subscription_changed = False
+            if req.HasField("rebalance_timeout_ms") and self._built_subscription_version == self._subscription_version:
+                self._subscription_changed = False  # the coordinator has the current subscription
             if req.HasField("topic_partitions"):
                 self._last_sent_owned = frozenset(
                     (self._topic_names.get(t.topic_id, ""), p) for t in req.topic_partitions.topics

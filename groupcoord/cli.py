@@ -90,6 +90,57 @@ def _check_free(flag: str, host: str, port: int) -> None:
             raise CliError(f"{flag}: cannot listen on port {port} of {host or '*'}: {e.strerror}") from None
 
 
+def _split_workers(args: argparse.Namespace) -> int | None:
+    """`--workers N`: the parent supervises (returns its exit code); a worker (`--worker-index K`) gets its own
+    port, metrics port and state directory (returns None and serves). See coordinator/runtime/workers.py."""
+    from coordinator.runtime.workers import LayoutMismatch, WorkerLayout, check_layout
+
+    n = args.workers
+    if not 1 <= n <= 64:
+        print("groupcoord: --workers expects 1..64", file=sys.stderr)
+        return 2
+    if args.state_topic or args.embedded_kafka:
+        print("groupcoord: --workers splits the groups over file logs; with --state-topic run one instance per "
+              "core instead", file=sys.stderr)
+        return 2
+    try:
+        host, base = _listen_port("--listen", args.listen)
+        adv_host, adv_base = (_listen_port("--advertised-listener", args.advertised_listener)
+                              if args.advertised_listener else (host, base))
+        if base + n > 65536 or adv_base + n > 65536:
+            raise CliError("--workers N needs ports PORT..PORT+N-1 below 65536")
+        if args.worker_index is None:
+            for k in range(n):
+                _check_free("--listen", host, base + k)
+                if args.metrics_port:
+                    _check_free("--metrics-port", args.metrics_host, args.metrics_port + k)
+            if args.state_dir:
+                check_layout(Path(args.state_dir), n, args.state_partitions)
+            from groupcoord.supervisor import supervise
+
+            return supervise(args.argv, n, [base + k for k in range(n)])
+    except LayoutMismatch as e:
+        print(f"groupcoord: {e}", file=sys.stderr)
+        return 2
+    except CliError as e:
+        print(f"groupcoord: {e}", file=sys.stderr)
+        return 2
+    k = args.worker_index
+    if not 0 <= k < n:
+        print("groupcoord: --worker-index must be below --workers", file=sys.stderr)
+        return 2
+    listen_host = f"[{host}]" if ":" in host else host
+    args.listen = f"{listen_host}:{base + k}"
+    if args.metrics_port:
+        args.metrics_port += k
+    if args.state_dir:
+        args.state_dir = str(Path(args.state_dir) / f"worker-{k}")
+    adv = "127.0.0.1" if adv_host in ("0.0.0.0", "::", "") else adv_host
+    args.advertised_listener = f"{f'[{adv}]' if ':' in adv else adv}:{adv_base + k}"
+    args.layout = WorkerLayout(k, n, args.state_partitions, adv, adv_base)
+    return None
+
+
 def cmd_serve(args: argparse.Namespace) -> int:
     from coordinator.core.config import BrokerConfig, ConfigError
     from coordinator.runtime.server import CoordinatorServer, ServerOptions
@@ -133,6 +184,10 @@ def cmd_serve(args: argparse.Namespace) -> int:
         except ValueError as e:
             print(f"groupcoord: --advertised-listener: {e}", file=sys.stderr)
             return 2
+    if args.workers != 1 or args.worker_index is not None:
+        supervised = _split_workers(args)
+        if supervised is not None:
+            return supervised
     try:
         listen_host, listen_port = _listen_port("--listen", args.listen)
         if args.metrics_port is not None and not 0 <= args.metrics_port < 65536:
@@ -196,7 +251,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
                             metrics_host=args.metrics_host,
                             config=config, metadata_source=metadata_source, lag_provider=lag_provider,
                             gauges=gauges, state_dir=Path(args.state_dir) if args.state_dir else None,
-                            kafka_state=kafka_state, advertised_listener=args.advertised_listener)
+                            kafka_state=kafka_state, advertised_listener=args.advertised_listener,
+                            workers=getattr(args, "layout", None))
 
     async def main() -> None:
         server = CoordinatorServer(options)
@@ -479,6 +535,10 @@ def build_parser() -> argparse.ArgumentParser:
                    "(deny by default; reloaded when it changes)")
     s.add_argument("--health-port", type=int, metavar="PORT",
                    help="also serve gRPC health in plaintext on this port (probes without client certificates)")
+    s.add_argument("--workers", type=int, default=1, metavar="N",
+                   help="run N coordinator processes (one per core), worker K on port PORT+K with its own "
+                   "--state-dir/worker-K, splitting the groups as the state partitions do (default 1)")
+    s.add_argument("--worker-index", type=int, default=None, help=argparse.SUPPRESS)
     s.set_defaults(fn=cmd_serve)
 
     server = argparse.ArgumentParser(add_help=False)
@@ -571,6 +631,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
         return int(importlib.import_module(PASS_THROUGH[argv[i]]).main(argv[i + 1:]) or 0)
     args = build_parser().parse_args(argv)
+    args.argv = argv  # `serve --workers N` starts its workers with the same arguments
     logging.basicConfig(level=getattr(logging, str(args.log_level).upper(), logging.INFO),
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:

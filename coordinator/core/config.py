@@ -104,6 +104,11 @@ BROKER_CONFIG_DEFS: dict[str, ConfigDef] = {
     for d in [
         ConfigDef("group.coordinator.background.threads", int, 2,
                   "Workers of the background executor that runs offloaded assignor runs.", 1, 64),
+        ConfigDef("group.coordinator.background.executor", str, "process",
+                  "Where offloaded assignor runs execute: 'process' (a pool of worker processes, so an assignor "
+                  "never holds the event loop's GIL) or 'thread' (threads of the coordinator process: no "
+                  "start-up cost, for tests and small groups). groupcoord's own; Kafka has one JVM.",
+                  choices=("process", "thread")),
         ConfigDef("group.consumer.session.timeout.ms", int, 45000,
                   "Timeout to detect a failed consumer-group member.", 1),
         ConfigDef("group.consumer.min.session.timeout.ms", int, 45000, "Lower bound for session timeouts.", 1),

@@ -35,6 +35,7 @@ from coordinator.runtime.runtime import CoordinatorRuntime, MetadataSource, Reco
 from coordinator.runtime.secured_service import SecuredService
 from coordinator.runtime.service import GroupCoordinatorService
 from coordinator.runtime.sharding import KafkaStateOptions, PartitionOwnership, parse_host_port
+from coordinator.runtime.workers import StaticOwnership, WorkerLayout
 from groupcoord.v1 import coordinator_pb2 as pb
 from groupcoord.v1 import coordinator_pb2_grpc as pb_grpc
 
@@ -57,6 +58,7 @@ class ServerOptions:
     # persist records in a Kafka topic instead, and share the groups with every instance using the same topic
     kafka_state: KafkaStateOptions | None = None
     advertised_listener: str | None = None  # HOST:PORT clients reach this instance on; default: the listen address
+    workers: WorkerLayout | None = None  # one of `serve --workers N`: serve only this worker's groups
     extensions: list[Callable[[CoordinatorRuntime, grpc.aio.Server], None]] = field(default_factory=list)
     # extra gauges: name -> (help, read), e.g. the age of the Kafka metadata and lag snapshots
     gauges: dict[str, tuple[str, Callable[[], float]]] = field(default_factory=dict)
@@ -103,7 +105,9 @@ class CoordinatorServer:
         shard = GroupCoordinatorShard(o.config, lambda: str(uuid.uuid4()), lag_provider=o.lag_provider)
         if image is not None:
             shard.metadata = image
-        executor = BackgroundExecutor(o.config["group.coordinator.background.threads"], metrics)
+        executor = BackgroundExecutor(o.config["group.coordinator.background.threads"], metrics,
+                                      o.config["group.coordinator.background.executor"])
+        executor.start()
         sink = o.sink
         if o.kafka_state is not None:
             if o.state_dir is not None or (sink is not None and not isinstance(sink, KafkaRecordLog)):
@@ -124,6 +128,8 @@ class CoordinatorServer:
             # Routing from the first request on: until Kafka assigns partitions, every group is NOT_COORDINATOR.
             runtime.router = self.ownership = PartitionOwnership(runtime, self.kafka_log, o.kafka_state)
             metrics.gauges.update(self.ownership.gauges())
+        if o.workers is not None:
+            runtime.router = StaticOwnership(o.workers)
         metrics.gauges.update(o.gauges)
 
         def not_serving(_: Exception) -> None:

@@ -581,8 +581,10 @@ class GroupCoordinatorService(pb_grpc.GroupCoordinatorServicer):
                               context: grpc.aio.ServicerContext) -> pb.FindCoordinatorResponse:
         """A single instance serves every group: it answers with its own advertised address. Instances sharing a
         Kafka state topic answer with the owner of the group's partition; while no instance owns it (a move in
-        progress), COORDINATOR_NOT_AVAILABLE, and the client asks again."""
+        progress), COORDINATOR_NOT_AVAILABLE, and the client asks again. `serve --workers N`: the worker owning
+        the group's partition."""
         from coordinator.runtime.sharding import PartitionOwnership
+        from coordinator.runtime.workers import StaticOwnership
 
         if len(request.keys) > limits.ADMIN_MAX_GROUP_IDS:
             message = f"{len(request.keys)} keys in one request; at most {limits.ADMIN_MAX_GROUP_IDS} are accepted."
@@ -591,7 +593,7 @@ class GroupCoordinatorService(pb_grpc.GroupCoordinatorServicer):
                                node_id=-1) for k in request.keys])
         too_long = f"a group id is at most {limits.ID_MAX_CHARS} characters."
         router = self.runtime.router
-        if not isinstance(router, PartitionOwnership):
+        if not isinstance(router, (PartitionOwnership, StaticOwnership)):
             host, port = self.runtime.advertised
             return pb.FindCoordinatorResponse(coordinators=[
                 pb.Coordinator(key=k, host=host, port=port, node_id=0) if len(k) <= limits.ID_MAX_CHARS else
