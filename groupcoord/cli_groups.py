@@ -276,13 +276,14 @@ def _require_inactive(stub: Any, group_id: str) -> None:
 def _targets(args: argparse.Namespace, committed: Mapping[TopicPartition, int],
              kafka: KafkaOffsets | None) -> list[TopicPartition]:
     """The partitions to act on: --topic T (every partition: from Kafka, or the committed ones without it),
-    --topic T:0,1, or --all-topics (the topics the group has offsets for)."""
+    --topic T:0,1, or --all-topics (the partitions the group has offsets for)."""
     if args.all_topics and args.topic:
         raise CliError("--all-topics and --topic exclude each other")
     if not args.all_topics and not args.topic:
         raise CliError("say which partitions: --topic TOPIC[:PARTITION,...] (repeatable) or --all-topics")
-    topics: dict[str, list[int] | None] = parse_topics(args.topic or []) if args.topic else \
-        {t: None for t, _ in committed}
+    if args.all_topics:  # Kafka: the partitions the group has offsets for
+        return sorted(committed)
+    topics = parse_topics(args.topic)
     out: list[TopicPartition] = []
     for topic, parts in sorted(topics.items()):
         if parts is None:
