@@ -22,7 +22,7 @@ from typing import Any
 from groupcoord.cli import CliError, _short, _stub, _table
 
 INACTIVE_STATES = {"EMPTY", "DEAD"}
-KAFKA_TIMEOUT_S = 10.0
+KAFKA_TIMEOUT_MS = 5000  # kafka-consumer-groups.sh --timeout
 TopicPartition = tuple[str, int]
 
 
@@ -89,19 +89,24 @@ def parse_topics(specs: Iterable[str]) -> dict[str, list[int] | None]:
 class KafkaOffsets:
     """What only the Kafka cluster knows; every failure is one CliError line."""
 
-    def __init__(self, bootstrap: str) -> None:
+    def __init__(self, bootstrap: str, timeout_ms: int = KAFKA_TIMEOUT_MS) -> None:
         from confluent_kafka.admin import AdminClient
 
         self.bootstrap = bootstrap
-        self._admin = AdminClient({"bootstrap.servers": bootstrap, "socket.timeout.ms": int(KAFKA_TIMEOUT_S * 1000),
+        self.timeout_s = timeout_ms / 1000
+        self._admin = AdminClient({"bootstrap.servers": bootstrap, "socket.timeout.ms": timeout_ms,
                                    "log_level": 0, "logger": _quiet_logger()})
 
     def _fail(self, e: BaseException) -> CliError:
-        return CliError(f"cannot read offsets from Kafka at {self.bootstrap}: {_short(str(e), 160)}")
+        err: Any = e.args[0] if e.args else None
+        text = str(err.str()) if hasattr(err, "str") else str(e)  # a KafkaException carries a KafkaError
+        if not text:
+            text = f"no answer within {self.timeout_s:g} s (is --bootstrap-server right? --timeout MS waits longer)"
+        return CliError(f"cannot read offsets from Kafka at {self.bootstrap}: {text[:200]}")
 
     def partitions(self, topic: str) -> list[int]:
         try:
-            meta = self._admin.list_topics(topic=topic, timeout=KAFKA_TIMEOUT_S)
+            meta = self._admin.list_topics(topic=topic, timeout=self.timeout_s)
         except Exception as e:
             raise self._fail(e) from None
         t = meta.topics.get(topic)
@@ -120,10 +125,18 @@ class KafkaOffsets:
         if not wanted:
             return {}
         try:
-            futures = self._admin.list_offsets(wanted, request_timeout=KAFKA_TIMEOUT_S)
-            return {(tp.topic, tp.partition): f.result(timeout=KAFKA_TIMEOUT_S).offset for tp, f in futures.items()}
+            futures = self._admin.list_offsets(wanted, request_timeout=self.timeout_s)
+            return {(tp.topic, tp.partition): f.result(timeout=self.timeout_s).offset for tp, f in futures.items()}
         except Exception as e:
             raise self._fail(e) from None
+
+
+def _kafka(args: argparse.Namespace) -> KafkaOffsets | None:
+    if not args.bootstrap_server:
+        return None
+    if args.timeout <= 0:
+        raise CliError("--timeout expects a positive number of milliseconds")
+    return KafkaOffsets(args.bootstrap_server, args.timeout)
 
 
 def _quiet_logger() -> Any:
@@ -217,7 +230,7 @@ def _print_rows(rows: list[dict[str, Any]], headers: list[str]) -> None:
 
 def cmd_describe(args: argparse.Namespace) -> int:
     stub = _stub(args)
-    kafka = KafkaOffsets(args.bootstrap_server) if args.bootstrap_server else None
+    kafka = _kafka(args)
     view = "members" if args.members else "state" if args.state else "offsets"
     if args.verbose and view == "offsets":
         raise CliError("--verbose goes with --members or --state")
@@ -341,7 +354,7 @@ def cmd_reset_offsets(args: argparse.Namespace) -> int:
     if args.to_offset is not None and args.to_offset < 0:
         raise CliError("--to-offset expects a non-negative offset")
     stub = _stub(args)
-    kafka = KafkaOffsets(args.bootstrap_server) if args.bootstrap_server else None
+    kafka = _kafka(args)
     _require_inactive(stub, args.group)
     committed = _committed(stub, args.group)
     tps = _targets(args, committed, kafka)
@@ -429,6 +442,8 @@ def add_parsers(gsub: Any, server: argparse.ArgumentParser, fn: Callable[[argpar
     kafka.add_argument("--bootstrap-server", metavar="HOST:PORT",
                        help="the Kafka cluster, for LOG-END-OFFSET and LAG and the offsets of --to-earliest, "
                             "--to-latest, --to-datetime (without it: '-')")
+    kafka.add_argument("--timeout", type=int, default=KAFKA_TIMEOUT_MS, metavar="MS",
+                       help=f"how long to wait for the Kafka cluster (default {KAFKA_TIMEOUT_MS}, as Kafka's tool)")
     kafka.add_argument("--json", action="store_true", help="machine-readable output")
     gd = gsub.add_parser("describe", help="a group's offsets and lag, members or state (kafka-consumer-groups.sh "
                          "--describe)", parents=[server, kafka])

@@ -226,3 +226,13 @@ def test_delete_offsets_of_a_topic_the_group_no_longer_reads_while_members_stay(
     rc, out, _ = groups(capsys, server, "delete-offsets", "g", "--topic", "audit")
     assert rc == 0 and "Request succeed for deleting offsets from group g." in out
     assert committed(stub, "g") == {}
+
+
+def test_an_unreachable_kafka_cluster_is_one_line(capsys: pytest.CaptureFixture[str], server: ServerThread,
+                                                  stub: pb_grpc.GroupCoordinatorStub) -> None:
+    join(stub, "g", "m1", ["orders"])
+    rc, out, err = groups(capsys, server, "describe", "g", "--bootstrap-server", "127.0.0.1:1", "--timeout", "300")
+    assert rc == 1 and out == ""
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("groupcoord: cannot read offsets from Kafka at 127.0.0.1:1: ")
+    assert len(lines[0]) > len("groupcoord: cannot read offsets from Kafka at 127.0.0.1:1: ") + 5  # says why
