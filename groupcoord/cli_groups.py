@@ -379,12 +379,11 @@ def cmd_reset_offsets(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps({"group": args.group, "executed": bool(args.execute), "partitions": rows}, indent=2))
         return rc
-    if not args.execute:
+    if not args.execute and not args.dry_run:  # Kafka's warning when neither is given
         print("WARN: No action will be performed as the --execute option is missing. In a future major release, "
               "the default behavior of this command will be to prompt the user before executing the reset "
               "rather than doing a dry run. You should add the --dry-run option explicitly if you are scripting "
-              "this command and want to keep the current default behavior without prompting."
-              if not args.dry_run else "", end="\n" if not args.dry_run else "")
+              "this command and want to keep the current default behavior without prompting.")
     print()
     print(_table([[r["group"], r["topic"], str(r["partition"]), str(r["new_offset"])]
                   + ([r["error"] or "-"] if args.execute else []) for r in rows],
