@@ -615,6 +615,11 @@ def _run(plan: Plan, output: Path) -> int:
         _plots(demo, output)
         rc = 0
     finally:
+        if rc != 0 and demo.samples:  # a run cut short still draws what it saw (figures help say why)
+            try:
+                _plots(demo, output)
+            except Exception as e:  # never hide the run's own error behind a drawing error
+                demo.say(f"could not draw the figures: {e}")
         for d in demo.drivers.values():
             with contextlib.suppress(Exception):
                 d.terminate(30)
