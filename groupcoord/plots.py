@@ -118,6 +118,9 @@ def demo_rebalances(rebalances: Sequence[tuple[str, float, float]], path: str | 
         ax.text(end, k, f"  {end - start:.1f} s", va="center", fontsize=8)
     ax.set_yticks(range(len(rebalances)), [r[0] for r in rebalances], fontsize=8)
     ax.invert_yaxis()
+    if rebalances:  # room on the right for the last bar's duration label
+        first, last = min(r[1] for r in rebalances), max(r[2] for r in rebalances)
+        ax.set_xlim(first - 0.02 * (last - first + 1), last + 0.12 * (last - first + 1))
     ax.set_xlabel("seconds since the demo started")
     ax.set_title("Rebalances: group epoch bump -> every member holds its target")
     ax.grid(alpha=0.3, axis="x")
