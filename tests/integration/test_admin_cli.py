@@ -236,3 +236,40 @@ def test_an_unreachable_kafka_cluster_is_one_line(capsys: pytest.CaptureFixture[
     lines = err.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("groupcoord: cannot read offsets from Kafka at 127.0.0.1:1: ")
     assert len(lines[0]) > len("groupcoord: cannot read offsets from Kafka at 127.0.0.1:1: ") + 5  # says why
+
+
+def test_a_classic_group_shows_its_decoded_assignment_and_keeps_its_offsets_while_it_has_members(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    from clients.consumer_protocol import Assignment, Subscription, encode_assignment, encode_subscription
+
+    srv = start_server({"orders": 4}, **{"group.initial.rebalance.delay.ms": 0})
+    try:
+        import grpc
+
+        with grpc.insecure_channel(srv.address) as channel:
+            s = pb_grpc.GroupCoordinatorStub(channel)
+            join_req = pb.JoinGroupRequest(group_id="c", session_timeout_ms=30_000, rebalance_timeout_ms=10_000,
+                                           protocol_type="consumer", protocols=[pb.JoinGroupRequestProtocol(
+                                               name="range", metadata=encode_subscription(Subscription(("orders",))))])
+            first = s.JoinGroup(join_req, timeout=10)
+            assert first.error_code == 79  # MEMBER_ID_REQUIRED
+            join_req.member_id = first.member_id
+            joined = s.JoinGroup(join_req, timeout=30)
+            assert joined.error_code == 0, joined.error_message
+            synced = s.SyncGroup(pb.SyncGroupRequest(
+                group_id="c", generation_id=joined.generation_id, member_id=joined.member_id, assignments=[
+                    pb.SyncGroupRequestAssignment(member_id=joined.member_id,
+                                                  assignment=encode_assignment(Assignment((("orders", 1),
+                                                                                           ("orders", 0)))))]),
+                timeout=10)
+            assert synced.error_code == 0, synced.error_message
+            commit(s, "c", {("orders", 0): 3}, joined.member_id, joined.generation_id)
+            rc = cli.main(["groups", "describe", "c", "--members", "--verbose", "--server", srv.address])
+            table = rows(capsys.readouterr().out)
+            assert rc == 0 and table[0][-2:] == ["#PARTITIONS", "ASSIGNMENT"]
+            assert table[1][1] == joined.member_id and table[1][-2:] == ["2", "orders:0,1"]
+            rc = cli.main(["groups", "delete-offsets", "c", "--topic", "orders", "--server", srv.address])
+            assert rc == 1 and "Error: The group is subscribed to the topic." in capsys.readouterr().out
+            assert committed(s, "c") == {("orders", 0): 3}
+    finally:
+        srv.stop()
