@@ -12,7 +12,8 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from coordinator.simulation import Timeline
 
-__all__ = ["bench_medians", "demo_lag_spread", "demo_member_lag", "demo_rebalances", "simulation_timelines"]
+__all__ = ["bench_medians", "bench_phases", "demo_lag_spread", "demo_member_lag", "demo_rebalances",
+           "simulation_timelines"]
 
 
 def _pyplot() -> Any:
@@ -142,4 +143,27 @@ def bench_medians(rows: Sequence[tuple[str, float]], title: str, path: str | os.
     ax.set_xlabel(unit + " (log scale)")
     ax.set_title(title)
     ax.grid(alpha=0.3, axis="x")
+    return _save(fig, path)
+
+
+def bench_phases(rows: Sequence[tuple[str, Mapping[str, float]]], title: str, path: str | os.PathLike[str],
+                 unit: str = "ms") -> Path:
+    """A benchmark whose rows split into phases (join, assign, sync) as stacked bars, one bar per row."""
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(9, 0.45 * len(rows) + 1.6))
+    phases = list(dict.fromkeys(k for _, parts in rows for k in parts))
+    left = [0.0] * len(rows)
+    for phase in phases:
+        values = [parts.get(phase, 0.0) for _, parts in rows]
+        ax.barh(range(len(rows)), values, left=left, label=phase)
+        left = [a + b for a, b in zip(left, values, strict=True)]
+    for k, total in enumerate(left):
+        ax.text(total, k, f" {total:,.0f}", va="center", fontsize=8)
+    ax.set_yticks(range(len(rows)), [r[0] for r in rows], fontsize=8)
+    ax.invert_yaxis()
+    ax.set_xlim(0, max(left, default=1) * 1.12 or 1)
+    ax.set_xlabel(unit)
+    ax.set_title(title)
+    ax.grid(alpha=0.3, axis="x")
+    ax.legend(fontsize=8, loc="lower right")
     return _save(fig, path)

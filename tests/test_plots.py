@@ -62,3 +62,6 @@ def test_demo_and_bench_figures_are_written(tmp_path: Path) -> None:
                                            tmp_path / "rebalances.png"), min_bytes=10_000)
     assert_drawn_png(plots.bench_medians([("uniform | full", 0.5), ("range | full", 3.4), ("lag | fresh", 140.0)],
                                          "medians", tmp_path / "bench.png"), min_bytes=10_000)
+    assert_drawn_png(plots.bench_phases([("range | form", {"join": 400.0, "assign": 30.0, "sync": 90.0}),
+                                         ("range | +1", {"join": 200.0, "assign": 20.0, "sync": 60.0})],
+                                        "phases", tmp_path / "phases.png"), min_bytes=10_000)
