@@ -229,6 +229,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--threshold", type=float, default=0.02, help="lag-sticky move_threshold")
     parser.add_argument("--issue-only", action="store_true", help="only issue 15's table (Java beside each row)")
     parser.add_argument("--issue-repeat", type=int, default=100, help="warm calls per row of issue 15's table")
+    parser.add_argument("--plot", metavar="FILE.png", help="also draw the main table's medians as bars")
     args = parser.parse_args(argv)
     print("Issue 15's rows, the issue's exact inputs (see bench/assignors_issue.py):")
     print_issue_table(issue_rows(args.issue_repeat, seed_lag_case))
@@ -250,6 +251,12 @@ def main(argv: list[str] | None = None) -> None:
     lrows, ratios = lag_rows(repeat, args.threshold)
     rows += lrows
     print_table(rows)
+    if args.plot:
+        from groupcoord import plots
+
+        plots.bench_medians([(f"{r.case} | {r.assignor} | {r.mode}", r.ms) for r in rows],
+                            "Server-side assignors: median time per assign() call", args.plot)
+        print(f"plot written to {args.plot}")
 
     case = "1,000 x 1,000 x 50"
     shifted = find(rows, "1,000 x 50,000 skewed", "lag-sticky", "lags shifted")

@@ -207,6 +207,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--initial-delay-ms", type=int, default=500, help="group.initial.rebalance.delay.ms")
     p.add_argument("--assignors", default="cooperative-sticky,range")
     p.add_argument("--quick", action="store_true", help="200 members, 800 partitions")
+    p.add_argument("--plot", metavar="FILE.png", help="also draw the table: join, assign and sync time per row")
     args = p.parse_args(argv)
     if args.quick:
         args.members, args.partitions = 200, 800
@@ -231,6 +232,15 @@ def main(argv: list[str] | None = None) -> int:
     for assignor, scenario, total, t in rows:
         print(f"{assignor:<19} {scenario:<10} {t.rounds:>6} {t.join_s * 1000:>9.0f} {t.assign_s * 1000:>9.0f} "
               f"{t.sync_s * 1000:>9.0f} {total * 1000:>9.0f} {t.moved:>6} {sum(t.errors.values()):>6}")
+    if args.plot:
+        from groupcoord import plots
+
+        plots.bench_phases([(f"{assignor} | {scenario}", {"join": t.join_s * 1000, "assign": t.assign_s * 1000,
+                                                          "sync": t.sync_s * 1000})
+                            for assignor, scenario, _, t in rows],
+                           f"Classic rebalance, {args.members:,} members x {args.partitions:,} partitions "
+                           "(real gRPC)", args.plot)
+        print(f"plot written to {args.plot}")
     return 0
 
 

@@ -65,6 +65,8 @@ class Timeline:
     events: tuple[Event, ...]
     completion_ms: int  # when every member owns its whole target, relative to member N's join
     preamble: str = ""
+    # (time_ms, member, partitions owned) from recording's start: what `--plot` draws, one line per member
+    ownership: tuple[tuple[int, int, int], ...] = ()
 
     def title(self) -> str:
         return (f"N = {self.n_members} member{'s' if self.n_members != 1 else ''}, {self.partitions} partitions, "
@@ -141,6 +143,7 @@ class _ScaleUp:
         self.now = 0
         self.recording = False
         self.steps: list[_Step] = []
+        self.ownership: list[tuple[int, int, int]] = []
 
     # --- driving the core -------------------------------------------------------------------------------
     def group(self) -> ConsumerGroup:
@@ -178,6 +181,8 @@ class _ScaleUp:
             new = {t: frozenset(ps) for t, ps in response.assignment.items() if ps}
             revoked = sum(len(ps - new.get(t, frozenset())) for t, ps in c.owned.items())
             c.owned = new
+            if self.recording:
+                self.ownership.append((self.now, c.index, c.count()))
         step = self._step(c, joining, revoked, c.count() - had + revoked)
         if self.group().target_assignment_epoch != target_before:
             step.notes.append(self._target_text())
@@ -259,6 +264,7 @@ class _ScaleUp:
             if not self.recording and time_ms >= min(self.previous_join_ms, 0):
                 preamble = self._warm_up_done()
                 self.recording = True
+                self.ownership.extend((time_ms, c.index, c.count()) for c in self.clients.values())
             self.now = time_ms
             self.heartbeat(self.clients[index])
             self.schedule(time_ms + self.hb, index)
@@ -270,7 +276,7 @@ class _ScaleUp:
         events[-1] = Event(events[-1].time_ms, events[-1].text + " The rebalance has completed.", events[-1].end_ms)
         return Timeline(n, int(self.shard.config["group.consumer.assignment.interval.ms"]),
                         bool(self.shard.config["group.consumer.assignor.offload.enable"]), self.hb,
-                        self.partitions, tuple(events), completion, preamble)
+                        self.partitions, tuple(events), completion, preamble, tuple(self.ownership))
 
     def _warm_up_done(self) -> str:
         established = [c for c in self.clients.values() if c.index <= self.n - 2]
@@ -348,6 +354,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                    help="assignment.interval.ms compared with 0 (default 1000, the KIP's default)")
     p.add_argument("--previous-join-ms", type=int, default=-200,
                    help="when member N-1 joined, relative to member N (default -200)")
+    p.add_argument("--plot", metavar="FILE.png",
+                   help="also draw the timelines: partitions owned per member over time, one panel per table")
     rest = list(argv) if argv is not None else None
     if rest and rest[0] == "--":  # `groupcoord simulate -- --members 20` passes the separator through
         rest = rest[1:]
@@ -358,6 +366,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (ValueError, RuntimeError) as e:
         print(f"error: {e}")
         return 2
+    if args.plot and timelines:
+        from groupcoord import plots  # matplotlib only when asked for
+
+        try:
+            plots.simulation_timelines(timelines, args.plot)
+        except OSError as e:
+            print(f"error: cannot write {args.plot}: {e.strerror or e}")
+            return 2
+        print(f"plot written to {args.plot}")
     return 0 if timelines else 1
 
 

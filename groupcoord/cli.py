@@ -2,7 +2,9 @@
 
     groupcoord serve --topic orders:12                     # a coordinator on 127.0.0.1:50051
     groupcoord groups list                                 # every group, with type and state
-    groupcoord groups describe my-group                    # members, epochs, assignments
+    groupcoord groups describe my-group --bootstrap-server localhost:9092   # offsets and lag, as Kafka's tool
+    groupcoord groups describe my-group --members --verbose # members, epochs, current and target assignments
+    groupcoord groups reset-offsets my-group --all-topics --to-earliest --bootstrap-server localhost:9092 --execute
     groupcoord config set my-group consumer.assignment.interval.ms=0
     groupcoord simulate                                    # KIP-1263 rebalance-time tables
     groupcoord acls check --acl-file acls.toml --principal User:alice --operation READ --group orders
@@ -378,6 +380,8 @@ def cmd_groups(args: argparse.Namespace) -> int:
 
     from groupcoord.v1 import coordinator_pb2 as pb
 
+    if getattr(args, "run", None) is not None:  # describe, reset-offsets, delete-offsets: cli_groups.py
+        return int(args.run(args))
     stub = _stub(args)
     if args.groups_cmd == "list":
         resp = stub.ListGroups(pb.ListGroupsRequest(states_filter=args.state or [], types_filter=args.type or []))
@@ -386,23 +390,6 @@ def cmd_groups(args: argparse.Namespace) -> int:
         else:
             print(_table([[g.group_id, g.group_type, g.group_state] for g in resp.groups], ["GROUP", "TYPE", "STATE"]))
         return 1 if resp.error_code else 0
-    if args.groups_cmd == "describe":
-        resp = stub.DescribeGroups(pb.DescribeGroupsRequest(group_ids=args.group))
-        if args.json:
-            print(json.dumps(MessageToDict(resp, preserving_proto_field_name=True), indent=2))
-            return 0
-        rc = 0
-        for g in resp.groups:
-            if g.error_code:
-                print(f"{g.group_id}: error {g.error_code}: {g.error_message}")
-                rc = 1
-                continue
-            print(f"group {g.group_id}  type={g.group_type}  state={g.group_state}  epoch={g.group_epoch}  "
-                  f"assignment_epoch={g.assignment_epoch}  assignor={g.assignor_name or '-'}")
-            rows = [[m.member_id, m.instance_id or "-", str(m.member_epoch), m.state or "-", _tps(m.assignment),
-                     _tps(m.target_assignment)] for m in g.members]
-            print(_table(rows, ["MEMBER", "INSTANCE", "EPOCH", "STATE", "ASSIGNMENT", "TARGET"]))
-        return rc
     if args.groups_cmd == "delete":
         resp = stub.DeleteGroups(pb.DeleteGroupsRequest(group_ids=args.group))
         rc = 0
@@ -547,15 +534,15 @@ def build_parser() -> argparse.ArgumentParser:
     server.add_argument("--tls-cert", help="client certificate (PEM) for mTLS; with --tls-key")
     server.add_argument("--tls-key", help="the client certificate's private key (PEM)")
     server.add_argument("--token", help="bearer token (default: $GROUPCOORD_TOKEN)")
-    g = sub.add_parser("groups", help="list, describe or delete groups")
+    g = sub.add_parser("groups", help="list, describe or delete groups; reset or delete their offsets")
     gsub = g.add_subparsers(dest="groups_cmd", required=True)
     gl = gsub.add_parser("list", help="list groups", parents=[server])
     gl.add_argument("--state", action="append", help="only groups in this state (repeatable)")
     gl.add_argument("--type", action="append", choices=["consumer", "classic"], help="only this group type")
     gl.add_argument("--json", action="store_true", help="machine-readable output")
-    gd = gsub.add_parser("describe", help="describe groups", parents=[server])
-    gd.add_argument("group", nargs="+")
-    gd.add_argument("--json", action="store_true", help="machine-readable output")
+    from groupcoord import cli_groups
+
+    cli_groups.add_parsers(gsub, server, cmd_groups)
     gx = gsub.add_parser("delete", help="delete empty groups and their committed offsets",
                          parents=[server])
     gx.add_argument("group", nargs="+")

@@ -192,6 +192,7 @@ class LagSample:
     spread_live: int
     spread_range: int
     total: int
+    members: dict[str, int] = field(default_factory=dict)  # driver name -> its lag, for the lag-over-time plot
 
 
 class GroupMonitor:
@@ -380,8 +381,10 @@ class Demo:
     def sample(self, monitor: GroupMonitor, view: GroupView) -> tuple[Offsets, LagSample]:
         offsets = monitor.offsets()
         live, ranged = monitor.spreads(view, offsets)
-        s = LagSample(time.monotonic() - self.t0, live, ranged, sum(GroupMonitor.lag_of(offsets, m.assignment)
-                                                                     for m in view.members))
+        names = self.names()
+        lags = {names.get(m.member_id, m.member_id[:8]): GroupMonitor.lag_of(offsets, m.assignment)
+                for m in view.members}
+        s = LagSample(time.monotonic() - self.t0, live, ranged, sum(lags.values()), lags)
         self.samples.append(s)
         self._last_sample = time.monotonic()
         return offsets, s
@@ -609,8 +612,14 @@ def _run(plan: Plan, output: Path) -> int:
         for t in stoppers:
             t.join(90)
         _summary(demo, monitor, batch_ranges, coverage, output)
+        _plots(demo, output)
         rc = 0
     finally:
+        if rc != 0 and demo.samples:  # a run cut short still draws what it saw (figures help say why)
+            try:
+                _plots(demo, output)
+            except Exception as e:  # never hide the run's own error behind a drawing error
+                demo.say(f"could not draw the figures: {e}")
         for d in demo.drivers.values():
             with contextlib.suppress(Exception):
                 d.terminate(30)
@@ -665,3 +674,23 @@ def _summary(demo: Demo, monitor: GroupMonitor, batch_ranges: Any, coverage: Any
         top = totals.slice(0, 3).to_pylist()
         out(f"  per-key aggregates: {totals.num_rows} keys in {len(files)} Parquet batch files under {output}; "
             "top: " + ", ".join(f"{r['key'].decode()}={r['records_sum']}" for r in top))
+
+
+def _plots(demo: Demo, output: Path) -> None:
+    """demo-output/*.png: the lags and rebalances the summary prints, as pictures (README: "Plots")."""
+    from groupcoord import plots
+
+    series: dict[str, list[tuple[float, int]]] = {}
+    for s in demo.samples:
+        for name, lag in s.members.items():
+            series.setdefault(name, []).append((s.at, lag))
+    spans = [(r.started - demo.t0, r.started - demo.t0 + (r.seconds or 0)) for r in demo.rebalances]
+    written = [
+        plots.demo_member_lag(series, spans, output / "member-lag.png"),
+        plots.demo_lag_spread([(s.at, s.spread_live, s.spread_range) for s in demo.samples],
+                              output / "lag-sticky-vs-range.png"),
+        plots.demo_rebalances([(f"epoch {r.epoch}: {r.cause}"[:60], a, b)
+                               for r, (a, b) in zip(demo.rebalances, spans, strict=True)],
+                              output / "rebalances.png"),
+    ]
+    demo.out("  plots: " + ", ".join(str(p) for p in written))

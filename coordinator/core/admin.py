@@ -1,4 +1,4 @@
-"""Administrative operations: describe, list and delete groups; describe and alter group configs.
+"""Administrative operations: describe, list and delete groups, delete offsets; describe and alter configs.
 
 A group known only by its committed offsets (standalone commits, no membership) is shown as Kafka shows its
 "simple consumer group": type classic, state Empty, protocol type "".
@@ -19,6 +19,7 @@ from coordinator.core.messages import (
     DescribedMember,
     GroupResult,
     ListedGroup,
+    PartitionError,
 )
 from coordinator.core.records import (
     ConsumerGroupCurrentMemberAssignmentTombstone,
@@ -107,6 +108,46 @@ def delete_groups(shard: Any, group_ids: Sequence[str]) -> Result[list[GroupResu
             continue
         write_group_deletion(shard, gid, group, result)
         result.response.append(GroupResult(gid))
+    return result
+
+
+def delete_offsets(shard: Any, group_id: str,
+                   partitions: Sequence[tuple[str, int]]) -> Result[tuple[GroupResult, list[PartitionError]]]:
+    """Kafka's OffsetDelete (KIP-496): tombstone committed offsets of topics the group does not consume.
+
+    Whole request: GROUP_ID_NOT_FOUND for an unknown group; NON_EMPTY_GROUP for a classic group with members
+    that does not use the consumer protocol type. Per partition: GROUP_SUBSCRIBED_TO_TOPIC (86) when a member
+    subscribes to the topic. Our classic groups keep subscriptions opaque, so a classic group with members
+    counts as subscribed to every topic (Kafka's answer when it cannot read the subscriptions)."""
+    result: Result[tuple[GroupResult, list[PartitionError]]] = Result((GroupResult(group_id), []))
+    group = shard.groups.get(group_id)
+    if group is None and not shard.offsets.has_offsets(group_id):
+        result.response = (GroupResult(group_id, Errors.GROUP_ID_NOT_FOUND, f"Group {group_id} does not exist."),
+                           [])
+        return result
+    subscribed: set[str] | None = set()  # None: every topic
+    if isinstance(group, ConsumerGroup):
+        subscribed = group.subscribed_topic_names()
+        for regex in group.regexes():
+            subscribed.update(group.resolved_topics(regex))
+    elif group is not None and not group.is_empty():
+        if group.protocol_type != "consumer":
+            result.response = (GroupResult(group_id, Errors.NON_EMPTY_GROUP,
+                                           f"Group {group_id} has members and does not use the consumer "
+                                           "protocol type; its offsets cannot be deleted."), [])
+            return result
+        subscribed = None
+    committed = shard.offsets.committed(group_id)
+    out: list[PartitionError] = []
+    for topic, p in partitions:
+        if subscribed is None or topic in subscribed:
+            out.append(PartitionError(topic, p, Errors.GROUP_SUBSCRIBED_TO_TOPIC,
+                                      "The group is subscribed to the topic."))
+            continue
+        if (topic, p) in committed:
+            shard._write(result, OffsetCommitTombstone(group_id, topic, p))
+        out.append(PartitionError(topic, p, Errors.NONE))
+    result.response = (GroupResult(group_id), out)
     return result
 
 

@@ -60,6 +60,7 @@ from coordinator.core.messages import (
     OffsetCommitResponse,
     OffsetFetchRequest,
     OffsetFetchResponse,
+    PartitionError,
 )
 from coordinator.core.metadata import EMPTY_IMAGE, MetadataImage
 from coordinator.core.offsets import OffsetStore
@@ -741,6 +742,10 @@ class GroupCoordinatorShard:
 
     def delete_groups(self, group_ids: list[str], now: int) -> Result[list[GroupResult]]:
         return admin.delete_groups(self, group_ids)
+
+    def delete_offsets(self, group_id: str, partitions: list[tuple[str, int]],
+                       now: int) -> Result[tuple[GroupResult, list[PartitionError]]]:
+        return admin.delete_offsets(self, group_id, partitions)
 
     def describe_group_configs(self, group_ids: list[str], now: int) -> Result[list[DescribedGroupConfig]]:
         return Result(admin.describe_group_configs(self, group_ids))

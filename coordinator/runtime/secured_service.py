@@ -4,7 +4,8 @@ Operations per RPC, as Kafka's KafkaApis asks them of GROUP resources:
 - READ: ConsumerGroupHeartbeat (and its stream), JoinGroup, SyncGroup, Heartbeat, LeaveGroup, OffsetCommit;
 - DESCRIBE: OffsetFetch, DescribeGroups, FindCoordinator, and ListGroups, which lists only the groups the
   caller may DESCRIBE;
-- DELETE: DeleteGroups; DESCRIBE_CONFIGS / ALTER_CONFIGS: DescribeGroupConfigs / AlterGroupConfigs.
+- DELETE: DeleteGroups, OffsetDelete (Kafka also asks READ of each topic; we have no topic ACLs);
+  DESCRIBE_CONFIGS / ALTER_CONFIGS: DescribeGroupConfigs / AlterGroupConfigs.
 A refusal is GROUP_AUTHORIZATION_FAILED (30) in-band, per group in the many-group admin responses. A caller
 without credentials is refused with gRPC UNAUTHENTICATED before any of this.
 
@@ -178,6 +179,12 @@ class SecuredService(GroupCoordinatorService):
         out.results.extend(await self._split(principal, "DELETE", list(request.group_ids), run, lambda g: (
             pb.DeletableGroupResult(group_id=_echo(g), error_code=DENIED, error_message=_denied("DELETE", g)))))
         return out
+
+    async def OffsetDelete(self, request: pb.OffsetDeleteRequest,
+                           context: grpc.aio.ServicerContext) -> pb.OffsetDeleteResponse:
+        if not await self._may(context, "DELETE", request.group_id):
+            return pb.OffsetDeleteResponse(error_code=DENIED, error_message=_denied("DELETE", request.group_id))
+        return await super().OffsetDelete(request, context)
 
     async def DescribeGroupConfigs(self, request: pb.DescribeGroupConfigsRequest,
                                    context: grpc.aio.ServicerContext) -> pb.DescribeGroupConfigsResponse:

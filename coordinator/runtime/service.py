@@ -541,6 +541,34 @@ class GroupCoordinatorService(pb_grpc.GroupCoordinatorServicer):
                                 out.results)
         return out
 
+    async def OffsetDelete(self, request: pb.OffsetDeleteRequest,
+                           context: grpc.aio.ServicerContext) -> pb.OffsetDeleteResponse:
+        def error(code: Errors, message: str) -> pb.OffsetDeleteResponse:
+            return pb.OffsetDeleteResponse(error_code=int(code), error_message=message)
+
+        try:
+            limits.check_group_id(request.group_id)
+            limits.check_count("partitions", sum(len(t.partition_indexes) for t in request.topics),
+                               limits.OFFSETS_MAX_PARTITIONS)
+            limits.check_lengths("topic name", (t.name for t in request.topics), limits.TOPIC_NAME_MAX_CHARS)
+        except CoordinatorError as e:
+            return error(e.code, e.message)
+        partitions = [(t.name, p) for t in request.topics for p in t.partition_indexes]
+        resp = await self._run("OffsetDelete", lambda now: self.shard.delete_offsets(
+            request.group_id, partitions, now), error, [request.group_id])
+        if isinstance(resp, pb.OffsetDeleteResponse):
+            return resp
+        whole, per_partition = resp
+        out = pb.OffsetDeleteResponse(error_code=int(whole.error_code), error_message=whole.error_message)
+        by_topic: dict[str, pb.OffsetDeleteResponseTopic] = {}
+        for pe in per_partition:
+            topic = by_topic.get(pe.topic)
+            if topic is None:
+                topic = by_topic[pe.topic] = out.topics.add(name=pe.topic)
+            topic.partitions.add(partition_index=pe.partition, error_code=int(pe.error_code),
+                                 error_message=pe.error_message)
+        return out
+
     async def DescribeGroupConfigs(self, request: pb.DescribeGroupConfigsRequest,
                                    context: grpc.aio.ServicerContext) -> pb.DescribeGroupConfigsResponse:
         def invalid(group_id: str, code: Errors, message: str) -> pb.DescribedGroupConfig:

@@ -89,6 +89,11 @@ class GroupCoordinatorStub:
                 request_serializer=groupcoord_dot_v1_dot_coordinator__pb2.DeleteGroupsRequest.SerializeToString,
                 response_deserializer=groupcoord_dot_v1_dot_coordinator__pb2.DeleteGroupsResponse.FromString,
                 _registered_method=True)
+        self.OffsetDelete = channel.unary_unary(
+                '/groupcoord.v1.GroupCoordinator/OffsetDelete',
+                request_serializer=groupcoord_dot_v1_dot_coordinator__pb2.OffsetDeleteRequest.SerializeToString,
+                response_deserializer=groupcoord_dot_v1_dot_coordinator__pb2.OffsetDeleteResponse.FromString,
+                _registered_method=True)
         self.DescribeGroupConfigs = channel.unary_unary(
                 '/groupcoord.v1.GroupCoordinator/DescribeGroupConfigs',
                 request_serializer=groupcoord_dot_v1_dot_coordinator__pb2.DescribeGroupConfigsRequest.SerializeToString,
@@ -183,6 +188,12 @@ class GroupCoordinatorServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def OffsetDelete(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def DescribeGroupConfigs(self, request, context):
         """Missing associated documentation comment in .proto file."""
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
@@ -259,6 +270,11 @@ def add_GroupCoordinatorServicer_to_server(servicer, server):
                     servicer.DeleteGroups,
                     request_deserializer=groupcoord_dot_v1_dot_coordinator__pb2.DeleteGroupsRequest.FromString,
                     response_serializer=groupcoord_dot_v1_dot_coordinator__pb2.DeleteGroupsResponse.SerializeToString,
+            ),
+            'OffsetDelete': grpc.unary_unary_rpc_method_handler(
+                    servicer.OffsetDelete,
+                    request_deserializer=groupcoord_dot_v1_dot_coordinator__pb2.OffsetDeleteRequest.FromString,
+                    response_serializer=groupcoord_dot_v1_dot_coordinator__pb2.OffsetDeleteResponse.SerializeToString,
             ),
             'DescribeGroupConfigs': grpc.unary_unary_rpc_method_handler(
                     servicer.DescribeGroupConfigs,
@@ -573,6 +589,33 @@ class GroupCoordinator:
             '/groupcoord.v1.GroupCoordinator/DeleteGroups',
             groupcoord_dot_v1_dot_coordinator__pb2.DeleteGroupsRequest.SerializeToString,
             groupcoord_dot_v1_dot_coordinator__pb2.DeleteGroupsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def OffsetDelete(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/groupcoord.v1.GroupCoordinator/OffsetDelete',
+            groupcoord_dot_v1_dot_coordinator__pb2.OffsetDeleteRequest.SerializeToString,
+            groupcoord_dot_v1_dot_coordinator__pb2.OffsetDeleteResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -54,6 +54,9 @@ def test_certificate_principal_without_acl_gets_group_authorization_failed(
     assert alice.OffsetFetch(pb.OffsetFetchRequest(group_id="orders-app"), timeout=10).error_code == 0
     deleted = alice.DeleteGroups(pb.DeleteGroupsRequest(group_ids=["orders-app"]), timeout=10)
     assert deleted.results[0].error_code == GROUP_AUTHORIZATION_FAILED
+    offsets_deleted = alice.OffsetDelete(pb.OffsetDeleteRequest(group_id="orders-app", topics=[
+        pb.OffsetDeleteRequestTopic(name="orders", partition_indexes=[0])]), timeout=10)
+    assert offsets_deleted.error_code == GROUP_AUTHORIZATION_FAILED
     altered = alice.AlterGroupConfigs(pb.AlterGroupConfigsRequest(
         group_id="orders-app", configs=[pb.AlterableConfig(name="consumer.session.timeout.ms", value="3000")]),
         timeout=10)

@@ -210,3 +210,27 @@ def test_random_config_alterations_never_raise_and_are_all_or_nothing(
             assert (name in ctx.shard.group_configs.get("grp", {})) == (value is not None)
     [described] = ctx.shard.describe_group_configs(["grp"], ctx.now).response
     assert described.error_code is Errors.NONE
+
+
+def test_offset_delete_refuses_topics_subscribed_by_name_or_by_resolved_regex_and_tombstones_the_rest() -> None:
+    ctx = CoreContext({"foo": 2, "bar": 2, "baz": 2})
+    commits = [CommitPartition(t, p, 5) for t in ("foo", "bar", "baz") for p in (0, 1)]
+    ctx.apply(ctx.shard.offset_commit(OffsetCommitRequest("grp", "", -1, commits), ctx.now))
+    ctx.join("a", subscribed_topic_names=("foo",))
+    ctx.join("b", subscribed_topic_regex="ba[r]")
+    before = len(ctx.records)
+    whole, per_partition = ctx.apply(ctx.shard.delete_offsets("grp", [("foo", 0), ("bar", 1), ("baz", 0)], ctx.now))
+    assert whole.error_code is Errors.NONE
+    assert [(p.topic, p.partition, p.error_code) for p in per_partition] == [
+        ("foo", 0, Errors.GROUP_SUBSCRIBED_TO_TOPIC), ("bar", 1, Errors.GROUP_SUBSCRIBED_TO_TOPIC),
+        ("baz", 0, Errors.NONE)]
+    assert ctx.records[before:] == [OffsetCommitTombstone("grp", "baz", 0)]
+    left = ctx.shard.offset_fetch(OffsetFetchRequest("grp"), ctx.now).response.offsets
+    assert sorted((o.topic, o.partition) for o in left) == [("bar", 0), ("bar", 1), ("baz", 1), ("foo", 0), ("foo", 1)]
+
+
+def test_offset_delete_of_an_unknown_group_is_group_id_not_found_and_writes_nothing() -> None:
+    ctx = CoreContext({"foo": 2})
+    before = len(ctx.records)
+    whole, per_partition = ctx.apply(ctx.shard.delete_offsets("nope", [("foo", 0)], ctx.now))
+    assert whole.error_code is Errors.GROUP_ID_NOT_FOUND and per_partition == [] and len(ctx.records) == before

@@ -58,7 +58,7 @@ def test_serve_answers_health_reflection_and_admin_commands_then_stops_gracefull
         listed = run_cli("groups", "list", "--server", f"127.0.0.1:{port}")
         assert listed.returncode == 0 and "cli" in listed.stdout and "consumer" in listed.stdout
         described = run_cli("groups", "describe", "cli", "--server", f"127.0.0.1:{port}", "--json")
-        assert described.returncode == 0 and '"member_id": "m1"' in described.stdout
+        assert described.returncode == 0 and '"consumer_id": "m1"' in described.stdout
         bad = run_cli("config", "set", "cli", "consumer.session.timeout.ms=1", "--server", f"127.0.0.1:{port}")
         assert bad.returncode == 1 and "error 40" in bad.stdout
         channel.close()
