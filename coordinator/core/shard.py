@@ -19,7 +19,7 @@ from typing import Any, Protocol, TypeVar
 
 from assignors.api import AssignorError, LagSnapshot, PartitionOffsets
 from assignors.registry import get_server_assignor
-from coordinator.core import admin, classic_handlers, offsets, regex_subscriptions, retention
+from coordinator.core import admin, classic_handlers, offsets, regex_subscriptions, retention, share_handlers
 from coordinator.core.classic_messages import (
     HeartbeatRequest,
     HeartbeatResponse,
@@ -151,6 +151,7 @@ class GroupCoordinatorShard:
             GroupEmptySinceTombstone: self._replay_empty_since_tombstone,
         }
         classic_handlers.install(self)
+        share_handlers.install(self)
 
     # =====================================================================================================
     # Records
@@ -395,7 +396,8 @@ class GroupCoordinatorShard:
             return group
         if not isinstance(group, ConsumerGroup):
             raise CoordinatorError(Errors.GROUP_ID_NOT_FOUND,
-                                   f"Group {group_id} is a classic group with members, not a consumer group.")
+                                   f"Group {group_id} is a {getattr(group, 'group_type', 'classic')} group"
+                                   f"{' with members' if not _is_empty_classic(group) else ''}, not a consumer group.")
         return group
 
     def _heartbeat(self, r: ConsumerGroupHeartbeatRequest, now: int) -> Result[ConsumerGroupHeartbeatResponse]:
@@ -767,6 +769,8 @@ class GroupCoordinatorShard:
     def on_assignment_complete(self, completion: AssignorCompletion, now: int) -> Result[None]:
         """An offloaded run finished. Apply it unless the group is gone or the run is stale, after
         applying what changed meanwhile (removed members dropped, replaced static members moved)."""
+        if getattr(self.groups.get(completion.group_id), "group_type", "") == "share":
+            return share_handlers.on_assignment_complete(self, completion, now)
         result: Result[None] = Result(None)
         group = self.groups.get(completion.group_id)
         if not isinstance(group, ConsumerGroup) or group.inflight is None \
@@ -825,6 +829,8 @@ class GroupCoordinatorShard:
 
 
 def _is_empty_classic(group: Any) -> bool:
+    if getattr(group, "group_type", "classic") != "classic":
+        return False  # a share group is never converted (Kafka: one type per group id)
     is_empty = getattr(group, "is_empty", None)
     return bool(is_empty()) if callable(is_empty) else False
 
