@@ -1,0 +1,94 @@
+"""ShareMember against the real server on loopback and the embedded Kafka: queue semantics on 2 partitions
+with 3 members, one of which dies holding locks."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+from confluent_kafka import Producer
+
+from clients.share_member import RELEASE, ShareMember
+from coordinator.core.config import BrokerConfig
+from coordinator.runtime.server import ServerOptions, ServerThread
+from coordinator.runtime.static_metadata import StaticMetadataSource
+from groupcoord.embedded_kafka import EmbeddedKafka
+
+SHARE_FAST = {
+    "group.share.min.heartbeat.interval.ms": 20,
+    "group.share.heartbeat.interval.ms": 100,
+    "group.share.min.session.timeout.ms": 500,
+    "group.share.session.timeout.ms": 2000,
+    "group.share.assignment.interval.ms": 100,
+    "group.share.min.record.lock.duration.ms": 1000,
+    "group.share.record.lock.duration.ms": 1500,
+}
+TOTAL = 400
+
+
+def wait_until(cond: Callable[[], bool], timeout: float = 30.0, what: str = "condition") -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if cond():
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def test_three_members_share_two_partitions_and_a_dead_members_records_come_back() -> None:
+    with EmbeddedKafka(brokers=1) as kafka:
+        kafka.create_topic("jobs", 2)
+        options = ServerOptions(listen="127.0.0.1:0", config=BrokerConfig.from_mapping(SHARE_FAST),
+                                metadata_source=StaticMetadataSource({"jobs": 2}), metadata_poll_s=0.2)
+        with ServerThread(options) as server:
+            members = [ShareMember(server.address, "queue", ["jobs"], kafka.bootstrap_servers).start()
+                       for _ in range(3)]
+            try:
+                wait_until(lambda: all(m.assignment() for m in members), what="every member assigned")
+                wait_until(lambda: set().union(*(m.assignment() for m in members)) == {("jobs", 0), ("jobs", 1)},
+                           what="both partitions covered")
+                for m in members:  # share-partitions start at the log end (share.auto.offset.reset=latest)
+                    assert m.poll(timeout=2) == []
+                producer = Producer({"bootstrap.servers": kafka.bootstrap_servers})
+                for i in range(TOTAL):
+                    producer.produce("jobs", value=str(i).encode(), partition=i % 2)
+                assert producer.flush(10) == 0
+
+                doomed = members[0]
+                held = []
+                wait_until(lambda: bool(held.extend(doomed.poll(max_records=30, timeout=2)) or held),
+                           what="the doomed member acquires records")
+                doomed.close(leave=False)  # dies holding its locks: no acknowledgement, no leave
+                held_offsets = {(r.partition, r.offset) for r in held}
+
+                processed: list[tuple[str, tuple[int, int], int]] = []
+                live = members[1:]
+                released_once = False
+
+                def drain() -> bool:
+                    nonlocal released_once
+                    for i, m in enumerate(live):
+                        records = m.poll(max_records=50, timeout=2)
+                        if records and not released_once:  # give some back: they are redelivered
+                            released_once = True
+                            assert all(not r.lock_expired() for r in records[:1])
+                            m.acknowledge(records[:1], RELEASE)
+                            records = records[1:]
+                        for r in records:
+                            processed.append((f"m{i + 1}", (r.partition, r.offset), r.delivery_count))
+                        results = m.acknowledge(records)
+                        assert all(res.error_code == 0 for res in results), results
+                    return {o for _, o, _ in processed} >= {(p, o) for p in (0, 1) for o in range(TOTAL // 2)}
+
+                wait_until(drain, timeout=60, what="every record processed")
+                seen: dict[tuple[int, int], int] = {}
+                for _, o, _ in processed:
+                    seen[o] = seen.get(o, 0) + 1
+                duplicates = {o for o, n in seen.items() if n > 1}
+                assert duplicates == set()  # the live members never processed a record twice
+                assert held_offsets <= set(seen)  # the dead member's records came back after lock expiry
+                assert all(count >= 2 for _, o, count in processed if o in held_offsets)
+                assert {who for who, _, _ in processed} == {"m1", "m2"}  # both live members did work
+            finally:
+                for m in members[1:]:
+                    m.close()
