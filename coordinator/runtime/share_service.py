@@ -15,14 +15,12 @@ import grpc
 from coordinator.core import limits, share_handlers
 from coordinator.core.errors import CoordinatorError, Errors
 from coordinator.core.share_records import (
-    SHARE_RECORD_TYPES,
     AcknowledgeRange,
     AcquirePartition,
     ShareAcknowledgeRequest,
     ShareAcquireRequest,
     ShareGroupHeartbeatRequest,
 )
-from coordinator.runtime import record_codec
 from coordinator.runtime.runtime import CoordinatorRuntime
 from groupcoord.v1 import share_pb2 as spb
 from groupcoord.v1 import share_pb2_grpc as spb_grpc
@@ -30,9 +28,6 @@ from groupcoord.v1 import share_pb2_grpc as spb_grpc
 log = logging.getLogger("groupcoord.share")
 T = TypeVar("T")
 MAX_PARTITIONS = 10_000  # partitions or acknowledgement batches in one request
-
-for _record_type in SHARE_RECORD_TYPES:  # persisted as GenericRecord (typed back from the dataclasses)
-    record_codec.register_generic(_record_type)
 
 
 def _peer_host(context: Any) -> str:
