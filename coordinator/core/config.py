@@ -4,8 +4,8 @@ Broker configs are validated once at start-up (`BrokerConfig.from_mapping`); gro
 go through the same validator (`validate_group_configs`) when altered over the RPC. Every rejection names
 the key, the value and the allowed range, so the message alone tells the operator what to fix.
 
-`group.share.*` and `group.streams.*` keys exist in the schema, validated like their `group.consumer.*`
-twins, but are reserved: groupcoord serves consumer and classic groups only.
+`group.share.*` keys configure share groups (KIP-932, Kafka 4.x names, defaults and bounds); `group.streams.*`
+keys exist in the schema, validated like their `group.consumer.*` twins, but are reserved.
 """
 
 from __future__ import annotations

@@ -26,8 +26,8 @@ from typing import Any
 from coordinator.core import records as r
 from coordinator.core.classic_group import CLASSIC_RECORD_TYPES
 from coordinator.core.config import GROUP_CONFIG_DEFS, render_value
-from coordinator.core.share_records import SHARE_RECORD_TYPES
 from coordinator.core.config import _coerce as coerce_config_value
+from coordinator.core.share_records import SHARE_RECORD_TYPES
 from groupcoord.records.v1 import records_pb2 as pb
 
 VERSION = 1
