@@ -165,6 +165,11 @@ class ShareGroup:
     def member_count(self) -> int:
         return len(self.members)
 
+    def should_expire(self) -> bool:
+        """As Kafka's ShareGroup: an empty share group is not deleted by the offsets retention check (its
+        delivery state would go with it); DeleteGroups deletes it."""
+        return False
+
     def validate_offset_commit(self, member_id: str, instance_id: str | None, generation: int) -> None:
         raise CoordinatorError(Errors.GROUP_ID_NOT_FOUND, f"Group {self.group_id} is not a consumer group.")
 

@@ -353,3 +353,22 @@ def test_share_groups_are_described_and_listed_with_their_type() -> None:
     c.hb("m1", -1)
     assert c.apply(admin.delete_groups(c.shard, ["sg"]))[0].error_code is Errors.NONE
     assert "sg" not in c.shard.groups and "sg" not in c.fresh().groups
+
+
+def test_an_empty_share_group_keeps_its_delivery_state_through_the_offsets_retention_check() -> None:
+    c = ShareContext()
+    c.shard.group_configs["sg"] = {"share.auto.offset.reset": "earliest"}
+    c.hb("m1")
+    c.acquire("m1", end=10)
+    c.ack("m1", 0, 9, 1)
+    c.hb("m1", -1)
+    c.advance(int(c.config["offsets.retention.check.interval.ms"]) * 2)
+    assert c.sgroup().partitions[(c.tid("foo"), 0)].start_offset == 10
+
+
+def test_new_partitions_of_a_subscribed_topic_are_assigned_at_the_next_heartbeat() -> None:
+    c = ShareContext()
+    c.hb("m1")
+    c.set_metadata({"foo": 4})
+    r = c.hb("m1", 2)
+    assert r.member_epoch == 3 and r.assignment == {c.tid("foo"): frozenset({0, 1, 2, 3})}
