@@ -260,16 +260,18 @@ class _Stub:
     def __init__(self, server: str, credentials: Any = None) -> None:
         from clients.credentials import NO_CREDENTIALS
         from groupcoord.v1 import coordinator_pb2_grpc as pb_grpc
+        from groupcoord.v1 import share_pb2_grpc as spb_grpc
 
         self.server = server
         channel = (credentials or NO_CREDENTIALS).channel(server, options=[
             ("grpc.max_receive_message_length", ADMIN_MAX_RESPONSE_BYTES)])
         self._stub = pb_grpc.GroupCoordinatorStub(channel)
+        self._share = spb_grpc.ShareGroupCoordinatorStub(channel)
 
     def __getattr__(self, method: str) -> Any:
         import grpc
 
-        call = getattr(self._stub, method)
+        call = getattr(self._stub, method, None) or getattr(self._share, method)
 
         def invoke(request: Any) -> Any:
             try:
@@ -341,6 +343,13 @@ def cmd_groups(args: argparse.Namespace) -> int:
             rows = [[m.member_id, m.instance_id or "-", str(m.member_epoch), m.state or "-", _tps(m.assignment),
                      _tps(m.target_assignment)] for m in g.members]
             print(_table(rows, ["MEMBER", "INSTANCE", "EPOCH", "STATE", "ASSIGNMENT", "TARGET"]))
+            if g.group_type == "share":
+                from groupcoord.v1 import share_pb2 as spb
+
+                offsets = stub.DescribeShareGroupOffsets(spb.DescribeShareGroupOffsetsRequest(group_id=g.group_id))
+                rows = [[f"{p.topic_name or p.topic_id[:8]}-{p.partition}", str(p.start_offset), str(p.end_offset),
+                         str(p.in_flight), str(p.acquired), str(p.available)] for p in offsets.partitions]
+                print(_table(rows, ["SHARE-PARTITION", "START", "END", "IN-FLIGHT", "ACQUIRED", "AVAILABLE"]))
         return rc
     if args.groups_cmd == "delete":
         resp = stub.DeleteGroups(pb.DeleteGroupsRequest(group_ids=args.group))

@@ -437,3 +437,9 @@ def acknowledge(shard: Any, r: ShareAcknowledgeRequest, now: int) -> Result[Shar
         _write_partition(shard, group, t, p, sp, result)
     result.response = ShareAcknowledgeResponse(results=tuple(out))
     return result
+
+
+def describe_offsets(shard: Any, group_id: str) -> list[tuple[str, int, SharePartition]]:
+    """Kafka's DescribeShareGroupOffsets: every share-partition's state, sorted (raises GROUP_ID_NOT_FOUND)."""
+    group = _share_group(shard, group_id, create=False)
+    return [(t, p, sp) for (t, p), sp in sorted(group.partitions.items())]

@@ -79,6 +79,9 @@ class SharePartition:
     def acquired_count(self) -> int:
         return sum(b.count for b in self.batches if b.state is RecordState.ACQUIRED)
 
+    def available_count(self) -> int:
+        return sum(b.count for b in self.batches if b.state is RecordState.AVAILABLE)
+
     def next_lock_deadline(self) -> int | None:
         deadlines = [b.lock_deadline_ms for b in self.batches if b.state is RecordState.ACQUIRED]
         return min(deadlines) if deadlines else None

@@ -3,6 +3,7 @@
 Operations per RPC, as Kafka's KafkaApis asks them of GROUP resources:
 - READ: ConsumerGroupHeartbeat (and its stream), JoinGroup, SyncGroup, Heartbeat, LeaveGroup, OffsetCommit,
   and the share-group RPCs (ShareGroupHeartbeat, ShareAcquire, ShareAcknowledge: `SecuredShareService`);
+- DESCRIBE for DescribeShareGroupOffsets;
 - DESCRIBE: OffsetFetch, DescribeGroups, FindCoordinator, and ListGroups, which lists only the groups the
   caller may DESCRIBE;
 - DELETE: DeleteGroups; DESCRIBE_CONFIGS / ALTER_CONFIGS: DescribeGroupConfigs / AlterGroupConfigs.
@@ -247,3 +248,15 @@ class SecuredShareService(ShareGroupService):
         if not await self._may_read(context, request.group_id):
             return spb.ShareAcknowledgeResponse(error_code=DENIED, error_message=_denied("READ", request.group_id))
         return await super().ShareAcknowledge(request, context)
+
+    async def DescribeShareGroupOffsets(self, request: spb.DescribeShareGroupOffsetsRequest,
+                                        context: grpc.aio.ServicerContext) -> spb.DescribeShareGroupOffsetsResponse:
+        try:
+            principal = authenticate(context, self.tokens)
+        except Unauthenticated as e:
+            await context.abort(grpc.StatusCode.UNAUTHENTICATED, str(e))
+            raise
+        if not self.authorizer.allowed(principal, "DESCRIBE", request.group_id):
+            return spb.DescribeShareGroupOffsetsResponse(error_code=DENIED,
+                                                         error_message=_denied("DESCRIBE", request.group_id))
+        return await super().DescribeShareGroupOffsets(request, context)

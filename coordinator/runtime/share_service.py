@@ -14,6 +14,7 @@ import grpc
 
 from coordinator.core import limits, share_handlers
 from coordinator.core.errors import CoordinatorError, Errors
+from coordinator.core.results import Result
 from coordinator.core.share_records import (
     AcknowledgeRange,
     AcquirePartition,
@@ -149,4 +150,27 @@ class ShareGroupService(spb_grpc.ShareGroupCoordinatorServicer):
         for r in response.results:
             out.results.add(topic_id=r.topic_id, partition=r.partition, first_offset=r.first, last_offset=r.last,
                             error_code=int(r.error_code), error_message=r.error_message)
+        return out
+
+    async def DescribeShareGroupOffsets(self, request: spb.DescribeShareGroupOffsetsRequest,
+                                        context: grpc.aio.ServicerContext) -> spb.DescribeShareGroupOffsetsResponse:
+        def error(code: Errors, message: str) -> spb.DescribeShareGroupOffsetsResponse:
+            return spb.DescribeShareGroupOffsetsResponse(error_code=int(code), error_message=message)
+
+        def run(now: int) -> Any:
+            try:
+                return Result(share_handlers.describe_offsets(self.shard, request.group_id))
+            except CoordinatorError as e:
+                return Result(error(e.code, e.message))
+
+        response = await self._run("DescribeShareGroupOffsets", request.group_id, run, error)
+        if isinstance(response, spb.DescribeShareGroupOffsetsResponse):
+            return response
+        out = spb.DescribeShareGroupOffsetsResponse()
+        image = self.shard.metadata
+        for topic_id, partition, sp in response:
+            t = image.by_id.get(topic_id)
+            out.partitions.add(topic_id=topic_id, topic_name=t.name if t else "", partition=partition,
+                               start_offset=sp.start_offset, end_offset=sp.next_offset, in_flight=sp.in_flight,
+                               acquired=sp.acquired_count(), available=sp.available_count())
         return out

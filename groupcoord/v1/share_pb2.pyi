@@ -169,3 +169,39 @@ class ShareAcknowledgeResponse(_message.Message):
     error_message: str
     results: _containers.RepeatedCompositeFieldContainer[AcknowledgementResult]
     def __init__(self, error_code: _Optional[int] = ..., error_message: _Optional[str] = ..., results: _Optional[_Iterable[_Union[AcknowledgementResult, _Mapping]]] = ...) -> None: ...
+
+class DescribeShareGroupOffsetsRequest(_message.Message):
+    __slots__ = ("group_id",)
+    GROUP_ID_FIELD_NUMBER: _ClassVar[int]
+    group_id: str
+    def __init__(self, group_id: _Optional[str] = ...) -> None: ...
+
+class SharePartitionOffsets(_message.Message):
+    __slots__ = ("topic_id", "topic_name", "partition", "start_offset", "end_offset", "in_flight", "acquired", "available")
+    TOPIC_ID_FIELD_NUMBER: _ClassVar[int]
+    TOPIC_NAME_FIELD_NUMBER: _ClassVar[int]
+    PARTITION_FIELD_NUMBER: _ClassVar[int]
+    START_OFFSET_FIELD_NUMBER: _ClassVar[int]
+    END_OFFSET_FIELD_NUMBER: _ClassVar[int]
+    IN_FLIGHT_FIELD_NUMBER: _ClassVar[int]
+    ACQUIRED_FIELD_NUMBER: _ClassVar[int]
+    AVAILABLE_FIELD_NUMBER: _ClassVar[int]
+    topic_id: str
+    topic_name: str
+    partition: int
+    start_offset: int
+    end_offset: int
+    in_flight: int
+    acquired: int
+    available: int
+    def __init__(self, topic_id: _Optional[str] = ..., topic_name: _Optional[str] = ..., partition: _Optional[int] = ..., start_offset: _Optional[int] = ..., end_offset: _Optional[int] = ..., in_flight: _Optional[int] = ..., acquired: _Optional[int] = ..., available: _Optional[int] = ...) -> None: ...
+
+class DescribeShareGroupOffsetsResponse(_message.Message):
+    __slots__ = ("error_code", "error_message", "partitions")
+    ERROR_CODE_FIELD_NUMBER: _ClassVar[int]
+    ERROR_MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    PARTITIONS_FIELD_NUMBER: _ClassVar[int]
+    error_code: int
+    error_message: str
+    partitions: _containers.RepeatedCompositeFieldContainer[SharePartitionOffsets]
+    def __init__(self, error_code: _Optional[int] = ..., error_message: _Optional[str] = ..., partitions: _Optional[_Iterable[_Union[SharePartitionOffsets, _Mapping]]] = ...) -> None: ...

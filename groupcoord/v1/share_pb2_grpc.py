@@ -49,6 +49,11 @@ class ShareGroupCoordinatorStub:
                 request_serializer=groupcoord_dot_v1_dot_share__pb2.ShareAcknowledgeRequest.SerializeToString,
                 response_deserializer=groupcoord_dot_v1_dot_share__pb2.ShareAcknowledgeResponse.FromString,
                 _registered_method=True)
+        self.DescribeShareGroupOffsets = channel.unary_unary(
+                '/groupcoord.v1.share.ShareGroupCoordinator/DescribeShareGroupOffsets',
+                request_serializer=groupcoord_dot_v1_dot_share__pb2.DescribeShareGroupOffsetsRequest.SerializeToString,
+                response_deserializer=groupcoord_dot_v1_dot_share__pb2.DescribeShareGroupOffsetsResponse.FromString,
+                _registered_method=True)
 
 
 class ShareGroupCoordinatorServicer:
@@ -72,6 +77,13 @@ class ShareGroupCoordinatorServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def DescribeShareGroupOffsets(self, request, context):
+        """Kafka's DescribeShareGroupOffsets: each share-partition's start offset, plus groupcoord's in-flight counts.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_ShareGroupCoordinatorServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -89,6 +101,11 @@ def add_ShareGroupCoordinatorServicer_to_server(servicer, server):
                     servicer.ShareAcknowledge,
                     request_deserializer=groupcoord_dot_v1_dot_share__pb2.ShareAcknowledgeRequest.FromString,
                     response_serializer=groupcoord_dot_v1_dot_share__pb2.ShareAcknowledgeResponse.SerializeToString,
+            ),
+            'DescribeShareGroupOffsets': grpc.unary_unary_rpc_method_handler(
+                    servicer.DescribeShareGroupOffsets,
+                    request_deserializer=groupcoord_dot_v1_dot_share__pb2.DescribeShareGroupOffsetsRequest.FromString,
+                    response_serializer=groupcoord_dot_v1_dot_share__pb2.DescribeShareGroupOffsetsResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -172,6 +189,33 @@ class ShareGroupCoordinator:
             '/groupcoord.v1.share.ShareGroupCoordinator/ShareAcknowledge',
             groupcoord_dot_v1_dot_share__pb2.ShareAcknowledgeRequest.SerializeToString,
             groupcoord_dot_v1_dot_share__pb2.ShareAcknowledgeResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DescribeShareGroupOffsets(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/groupcoord.v1.share.ShareGroupCoordinator/DescribeShareGroupOffsets',
+            groupcoord_dot_v1_dot_share__pb2.DescribeShareGroupOffsetsRequest.SerializeToString,
+            groupcoord_dot_v1_dot_share__pb2.DescribeShareGroupOffsetsResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import grpc
@@ -53,6 +55,14 @@ def test_share_state_and_locks_are_replayed_from_the_file_log(tmp_path: Path) ->
         assert (described.group_type, described.group_state, len(described.members)) == ("share", "STABLE", 1)
         listed = admin.ListGroups(pb.ListGroupsRequest(), timeout=10).groups
         assert [(g.group_id, g.group_type) for g in listed] == [("q", "share")]
+        offsets = stub.DescribeShareGroupOffsets(spb.DescribeShareGroupOffsetsRequest(group_id="q"), timeout=10)
+        assert [(p.topic_name, p.start_offset, p.end_offset, p.in_flight, p.acquired, p.available)
+                for p in offsets.partitions] == [("jobs", 50, 100, 50, 50, 0)]
+        cli = subprocess.run([sys.executable, "-m", "groupcoord", "groups", "describe", "q", "--server",
+                              server.address], capture_output=True, text=True, timeout=60)
+        assert cli.returncode == 0, cli.stderr
+        assert "type=share" in cli.stdout and "SHARE-PARTITION" in cli.stdout
+        assert cli.stdout.split("SHARE-PARTITION")[1].split()[5:11] == ["jobs-0", "50", "100", "50", "50", "0"]
 
     with _server(tmp_path) as server, grpc.insecure_channel(server.address) as channel:
         stub = spb_grpc.ShareGroupCoordinatorStub(channel)
