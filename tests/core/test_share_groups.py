@@ -372,3 +372,16 @@ def test_new_partitions_of_a_subscribed_topic_are_assigned_at_the_next_heartbeat
     c.set_metadata({"foo": 4})
     r = c.hb("m1", 2)
     assert r.member_epoch == 3 and r.assignment == {c.tid("foo"): frozenset({0, 1, 2, 3})}
+
+
+def test_simulated_share_scale_up_matches_the_seed_offload_costs_at_most_a_heartbeat_batching_less() -> None:
+    from coordinator.share_simulation import simulate_share_scale_up
+    from coordinator.simulation import simulate_scale_up
+
+    base = simulate_share_scale_up(10, 0, False)
+    offloaded = simulate_share_scale_up(10, 0, True)
+    batched = simulate_share_scale_up(10, 1000, False)
+    assert base <= offloaded <= base + 5000
+    assert simulate_share_scale_up(1, 0, True) - simulate_share_scale_up(1, 0, False) <= 5000
+    consumer_delay = simulate_scale_up(10, 1000, False).completion_ms - simulate_scale_up(10, 0, False).completion_ms
+    assert batched - base < consumer_delay
