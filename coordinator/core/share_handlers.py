@@ -36,6 +36,7 @@ from coordinator.core.share_partition import AcknowledgeType, SharePartition
 from coordinator.core.share_records import (
     AcknowledgeResult,
     AcquiredPartition,
+    AcquirePartition,
     Partitions,
     ShareAcknowledgeRequest,
     ShareAcknowledgeResponse,
@@ -384,9 +385,15 @@ def acquire(shard: Any, r: ShareAcquireRequest, now: int) -> Result[ShareAcquire
     budget = r.max_records
     for req in r.partitions:
         tid, p = req.topic_id, req.partition
+        if req.log_end_offset < 0:  # not sent: the runtime's last known offsets (the Kafka lag source)
+            req = _with_known_offsets(shard, req)
         if p not in member.assigned_partitions.get(tid, frozenset()):
             out.append(AcquiredPartition(tid, p, Errors.UNKNOWN_TOPIC_OR_PARTITION,
                                          "the partition is not assigned to this member"))
+            continue
+        if req.log_end_offset < 0:
+            out.append(AcquiredPartition(tid, p, Errors.UNKNOWN_TOPIC_OR_PARTITION,
+                                         "no log end offset: send it, or run with a Kafka offsets source"))
             continue
         if req.log_start_offset < 0 or req.log_end_offset < req.log_start_offset:
             out.append(AcquiredPartition(tid, p, Errors.INVALID_REQUEST, "invalid log start/end offsets"))
@@ -403,6 +410,16 @@ def acquire(shard: Any, r: ShareAcquireRequest, now: int) -> Result[ShareAcquire
                                      lock_deadline_ms=now + lock_ms if ranges else 0, start_offset=sp.start_offset))
     result.response = ShareAcquireResponse(partitions=tuple(out), record_lock_duration_ms=lock_ms)
     return result
+
+
+def _with_known_offsets(shard: Any, req: AcquirePartition) -> AcquirePartition:
+    topic = shard.metadata.by_id.get(req.topic_id)
+    if topic is None or shard.lag_provider is None:
+        return req
+    known = shard.lag_provider.offsets([(topic.name, req.partition)]).get((topic.name, req.partition))
+    if known is None:
+        return req
+    return AcquirePartition(req.topic_id, req.partition, known[0], known[1])
 
 
 def acknowledge(shard: Any, r: ShareAcknowledgeRequest, now: int) -> Result[ShareAcknowledgeResponse]:

@@ -385,3 +385,22 @@ def test_simulated_share_scale_up_matches_the_seed_offload_costs_at_most_a_heart
     assert simulate_share_scale_up(1, 0, True) - simulate_share_scale_up(1, 0, False) <= 5000
     consumer_delay = simulate_scale_up(10, 1000, False).completion_ms - simulate_scale_up(10, 0, False).completion_ms
     assert batched - base < consumer_delay
+
+
+class KnownOffsets:
+    """The LagProvider interface over a dict (the in-memory implementation the Kafka lag source stands for)."""
+
+    def __init__(self, offsets: dict[tuple[str, int], tuple[int, int]]) -> None:
+        self.known = offsets
+
+    def offsets(self, topic_partitions: list[tuple[str, int]]) -> dict[tuple[str, int], tuple[int, int]]:
+        return {tp: self.known[tp] for tp in topic_partitions if tp in self.known}
+
+
+def test_acquire_without_offsets_uses_the_runtimes_known_log_offsets() -> None:
+    c = ShareContext()
+    c.shard.lag_provider = KnownOffsets({("foo", 0): (5, 50)})
+    c.shard.group_configs["sg"] = {"share.auto.offset.reset": "earliest"}
+    c.hb("m1")
+    assert c.acquire("m1", start=-1, end=-1).ranges == ((5, 49, 1),)
+    assert c.acquire("m1", partition=1, start=-1, end=-1).error_code is Errors.UNKNOWN_TOPIC_OR_PARTITION
