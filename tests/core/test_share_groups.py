@@ -404,3 +404,22 @@ def test_acquire_without_offsets_uses_the_runtimes_known_log_offsets() -> None:
     c.hb("m1")
     assert c.acquire("m1", start=-1, end=-1).ranges == ((5, 49, 1),)
     assert c.acquire("m1", partition=1, start=-1, end=-1).error_code is Errors.UNKNOWN_TOPIC_OR_PARTITION
+
+
+def test_a_snapshot_of_the_shard_rebuilds_the_same_share_groups() -> None:
+    from coordinator.core.snapshot import snapshot_records, timers_after_load
+
+    c = ShareContext()
+    c.shard.group_configs["sg"] = {"share.auto.offset.reset": "earliest"}
+    c.hb("m1")
+    c.hb("m2")
+    c.keep_alive()
+    for m in ("m1", "m2"):
+        for p in c.assigned(m)[c.tid("foo")]:
+            c.acquire(m, partition=p, end=30, max_records=10)
+    fresh = GroupCoordinatorShard(c.config, lambda: "unused", c.image)
+    for record in snapshot_records(c.shard):
+        fresh.replay(record)
+    assert share_state(fresh) == share_state(c.shard)
+    keys = {t.key[0] for t in timers_after_load(fresh, c.now).timers}
+    assert {"share-session", "share-lock"} <= keys
