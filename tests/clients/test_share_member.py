@@ -92,3 +92,65 @@ def test_three_members_share_two_partitions_and_a_dead_members_records_come_back
             finally:
                 for m in members[1:]:
                     m.close()
+
+
+DOOMED = """
+import json, sys, time
+from clients.share_member import ShareMember
+m = ShareMember(sys.argv[1], "queue", ["jobs"], sys.argv[2]).start()
+deadline = time.monotonic() + 60
+while time.monotonic() < deadline:
+    records = m.poll(max_records=25, timeout=2)
+    if records:
+        print(json.dumps([[r.partition, r.offset] for r in records]), flush=True)
+        time.sleep(3600)  # holds its locks until killed
+    time.sleep(0.05)
+"""
+
+
+def test_a_member_killed_with_sigkill_loses_its_locks_and_its_records_are_redelivered() -> None:
+    import json
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    with EmbeddedKafka(brokers=1) as kafka:
+        kafka.create_topic("jobs", 2)
+        options = ServerOptions(listen="127.0.0.1:0", config=BrokerConfig.from_mapping(SHARE_FAST),
+                                metadata_source=StaticMetadataSource({"jobs": 2}), metadata_poll_s=0.2)
+        with ServerThread(options) as server:
+            live = ShareMember(server.address, "queue", ["jobs"], kafka.bootstrap_servers).start()
+            try:
+                wait_until(lambda: live.assignment() == {("jobs", 0), ("jobs", 1)}, what="live member assigned")
+                assert live.poll(timeout=2) == []  # initialises both share-partitions at the log end
+                env = {**os.environ, "PYTHONPATH": os.getcwd()}
+                doomed = subprocess.Popen([sys.executable, "-c", DOOMED, server.address, kafka.bootstrap_servers],
+                                          stdout=subprocess.PIPE, text=True, env=env)
+                try:
+                    wait_until(lambda: len(server.server.runtime.shard.groups["queue"].members) == 2,  # type: ignore
+                               what="the doomed member joined")
+                    producer = Producer({"bootstrap.servers": kafka.bootstrap_servers})
+                    for i in range(200):
+                        producer.produce("jobs", value=str(i).encode(), partition=i % 2)
+                    assert producer.flush(10) == 0
+                    line = doomed.stdout.readline() if doomed.stdout else ""
+                    held = {(p, o) for p, o in json.loads(line)}
+                    assert held
+                finally:
+                    doomed.send_signal(signal.SIGKILL)
+                    doomed.wait(10)
+                processed: dict[tuple[int, int], int] = {}
+
+                def drain() -> bool:
+                    records = live.poll(max_records=100, timeout=2)
+                    for r in records:
+                        processed[(r.partition, r.offset)] = r.delivery_count
+                    assert all(res.error_code == 0 for res in live.acknowledge(records))
+                    return set(processed) == {(p, o) for p in (0, 1) for o in range(100)}
+
+                wait_until(drain, timeout=60, what="every record processed after the kill")
+                assert all(processed[o] == 2 for o in held)  # redelivered once the dead member's locks expired
+                assert all(n == 1 for o, n in processed.items() if o not in held)
+            finally:
+                live.close()
