@@ -110,6 +110,7 @@ class ShareGroupService(spb_grpc.ShareGroupCoordinatorServicer):
         try:
             limits.check_length("member_id", request.member_id)
             limits.check_count("partitions", len(request.partitions), MAX_PARTITIONS)
+            limits.check_lengths("topic id", (p.topic_id for p in request.partitions), limits.TOPIC_NAME_MAX_CHARS)
         except CoordinatorError as e:
             return error(e.code, e.message)
         req = ShareAcquireRequest(request.group_id, request.member_id, tuple(
@@ -137,6 +138,7 @@ class ShareGroupService(spb_grpc.ShareGroupCoordinatorServicer):
         try:
             limits.check_length("member_id", request.member_id)
             limits.check_count("acknowledgement batches", len(request.batches), MAX_PARTITIONS)
+            limits.check_lengths("topic id", (b.topic_id for b in request.batches), limits.TOPIC_NAME_MAX_CHARS)
         except CoordinatorError as e:
             return error(e.code, e.message)
         req = ShareAcknowledgeRequest(request.group_id, request.member_id, tuple(

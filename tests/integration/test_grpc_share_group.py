@@ -72,3 +72,19 @@ def test_share_state_and_locks_are_replayed_from_the_file_log(tmp_path: Path) ->
         ack.batches.add(topic_id=JOBS, partition=0, first_offset=50, last_offset=199, acknowledge_type=1)
         assert [r.error_code for r in stub.ShareAcknowledge(ack, timeout=10).results] == [0]
         assert again.start_offset == 50
+
+
+def test_oversized_share_requests_are_refused_in_band(tmp_path: Path) -> None:
+    with _server(tmp_path) as server, grpc.insecure_channel(server.address) as channel:
+        stub = spb_grpc.ShareGroupCoordinatorStub(channel)
+        long_id = "x" * 5000
+        req = spb.ShareAcquireRequest(group_id="q", member_id="a", max_records=1)
+        req.partitions.add(topic_id=long_id, partition=0, log_end_offset=1)
+        resp = stub.ShareAcquire(req, timeout=10)
+        assert resp.error_code == 42 and long_id not in resp.error_message  # INVALID_REQUEST, not echoed
+        ack = spb.ShareAcknowledgeRequest(group_id="q", member_id="a")
+        ack.batches.add(topic_id=long_id, partition=0, first_offset=0, last_offset=0, acknowledge_type=1)
+        assert stub.ShareAcknowledge(ack, timeout=10).error_code == 42
+        bad_group = stub.ShareGroupHeartbeat(spb.ShareGroupHeartbeatRequest(group_id=long_id, member_epoch=0),
+                                             timeout=10)
+        assert bad_group.error_code == 24 and long_id not in bad_group.error_message  # INVALID_GROUP_ID
