@@ -83,4 +83,27 @@ def balance_pool(partitions: Sequence[Partition], members: Sequence[str],
             m = max(need, key=lambda x: (want[x] - len(got[x]), -order[x]))
             holders[tp].append(m)
             got[m].append(tp)
+    _fill_stuck_slots(partitions, members, sharing, want, holders, got)
     return got
+
+
+def _fill_stuck_slots(partitions: Sequence[Partition], members: Sequence[str], sharing: int, want: dict[str, int],
+                      holders: dict[Partition, list[str]], got: dict[str, list[Partition]]) -> None:
+    """The greedy pass can leave a partition short of `sharing` while every member still short of its count
+    already holds it (Kafka's builder accepts that). Swap instead: a member X that does not hold the partition
+    takes it and hands one of its own partitions Q to the short member M (which lacks Q). M gains one, X
+    keeps its count, and Q keeps its sharing."""
+    for tp in sorted(partitions):
+        while len(holders[tp]) < sharing:
+            short = [m for m in members if len(got[m]) < want[m]]
+            swap = next(((m, x, q) for m in short for x in members if x not in holders[tp] and x != m
+                         for q in sorted(got[x]) if m not in holders[q] and q != tp), None)
+            if swap is None:
+                break
+            m, x, q = swap
+            got[x].remove(q)
+            holders[q].remove(x)
+            got[x].append(tp)
+            holders[tp].append(x)
+            got[m].append(q)
+            holders[q].append(m)
