@@ -154,3 +154,75 @@ def test_a_member_killed_with_sigkill_loses_its_locks_and_its_records_are_redeli
                 assert all(n == 1 for o, n in processed.items() if o not in held)
             finally:
                 live.close()
+
+
+PAUSED = """
+import json, sys, time
+from clients.share_member import ShareMember
+m = ShareMember(sys.argv[1], "paused", ["jobs"], sys.argv[2]).start()
+deadline = time.monotonic() + 60
+records = []
+while not records and time.monotonic() < deadline:
+    records = m.poll(max_records=10, timeout=2)
+    time.sleep(0.05)
+print(json.dumps([[r.partition, r.offset] for r in records]), flush=True)
+sys.stdin.readline()  # the test stops us (SIGSTOP) here, and resumes us after our locks expired
+expired_before = all(r.lock_expired() for r in records)
+results = m.acknowledge(records)
+print(json.dumps({"expired_before": expired_before, "codes": [r.error_code for r in results],
+                  "lock_expired": [r.lock_expired for r in results]}), flush=True)
+m.close()
+"""
+
+
+def test_a_member_paused_past_its_lock_sees_the_expiry_and_its_records_went_to_another_member() -> None:
+    import json
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    config = {**SHARE_FAST, "group.share.session.timeout.ms": 20000, "group.share.max.session.timeout.ms": 60000,
+              "group.share.record.lock.duration.ms": 1000}
+    with EmbeddedKafka(brokers=1) as kafka:
+        kafka.create_topic("jobs", 1)
+        options = ServerOptions(listen="127.0.0.1:0", config=BrokerConfig.from_mapping(config),
+                                metadata_source=StaticMetadataSource({"jobs": 1}), metadata_poll_s=0.2)
+        with ServerThread(options) as server:
+            live = ShareMember(server.address, "paused", ["jobs"], kafka.bootstrap_servers).start()
+            env = {**os.environ, "PYTHONPATH": os.getcwd()}
+            paused = subprocess.Popen([sys.executable, "-c", PAUSED, server.address, kafka.bootstrap_servers],
+                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env)
+            try:
+                wait_until(lambda: live.assignment() == {("jobs", 0)}, what="live member assigned")
+                assert live.poll(timeout=2) == []  # the share-partition starts at the log end
+                producer = Producer({"bootstrap.servers": kafka.bootstrap_servers})
+                for i in range(10):
+                    producer.produce("jobs", value=str(i).encode(), partition=0)
+                assert producer.flush(10) == 0
+                assert paused.stdout is not None and paused.stdin is not None
+                held = {(p, o) for p, o in json.loads(paused.stdout.readline())}
+                assert held
+                paused.send_signal(signal.SIGSTOP)
+                got: dict[tuple[int, int], int] = {}
+
+                def redelivered() -> bool:
+                    records = live.poll(max_records=10, timeout=2)
+                    got.update({(r.partition, r.offset): r.delivery_count for r in records})
+                    assert all(res.error_code == 0 for res in live.acknowledge(records))
+                    return held <= set(got)
+
+                wait_until(redelivered, timeout=30, what="the paused member's records redelivered")
+                assert all(got[o] == 2 for o in held)
+                paused.send_signal(signal.SIGCONT)
+                paused.stdin.write("ack\n")
+                paused.stdin.flush()
+                outcome = json.loads(paused.stdout.readline())
+                assert outcome["expired_before"] is True  # visible before acknowledging
+                assert set(outcome["codes"]) == {121} and all(outcome["lock_expired"])  # INVALID_RECORD_STATE
+                assert paused.wait(30) == 0
+            finally:
+                if paused.poll() is None:
+                    paused.send_signal(signal.SIGCONT)
+                    paused.kill()
+                live.close()
