@@ -363,6 +363,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         timelines = _print_comparison(args.members, args.partitions, args.heartbeat_ms, args.interval_ms,
                                       args.previous_join_ms)
+        from coordinator.share_simulation import print_share_comparison
+
+        print()
+        print_share_comparison(args.members, args.partitions, args.heartbeat_ms, args.interval_ms,
+                               args.previous_join_ms)
     except (ValueError, RuntimeError) as e:
         print(f"error: {e}")
         return 2

@@ -323,16 +323,18 @@ class _Stub:
     def __init__(self, server: str, credentials: Any = None) -> None:
         from clients.credentials import NO_CREDENTIALS
         from groupcoord.v1 import coordinator_pb2_grpc as pb_grpc
+        from groupcoord.v1 import share_pb2_grpc as spb_grpc
 
         self.server = server
         channel = (credentials or NO_CREDENTIALS).channel(server, options=[
             ("grpc.max_receive_message_length", ADMIN_MAX_RESPONSE_BYTES)])
         self._stub = pb_grpc.GroupCoordinatorStub(channel)
+        self._share = spb_grpc.ShareGroupCoordinatorStub(channel)
 
     def __getattr__(self, method: str) -> Any:
         import grpc
 
-        call = getattr(self._stub, method)
+        call = getattr(self._stub, method, None) or getattr(self._share, method)
 
         def invoke(request: Any) -> Any:
             try:

@@ -111,6 +111,10 @@ def _group_for_join(shard: GroupCoordinatorShard, r: JoinGroupRequest, result: R
     if isinstance(group, ClassicGroup):
         _check_loaded(group)
         return group
+    if group is not None and not isinstance(group, ConsumerGroup):
+        raise CoordinatorError(Errors.INCONSISTENT_GROUP_PROTOCOL,
+                               f"Group {r.group_id} is a {getattr(group, 'group_type', 'different')} group; classic "
+                               "members cannot join it.")
     if isinstance(group, ConsumerGroup):  # empty: a consumer group with members went to mixed_group.join
         if r.member_id != UNKNOWN_MEMBER_ID:
             raise CoordinatorError(Errors.GROUP_ID_NOT_FOUND,

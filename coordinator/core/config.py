@@ -4,8 +4,8 @@ Broker configs are validated once at start-up (`BrokerConfig.from_mapping`); gro
 go through the same validator (`validate_group_configs`) when altered over the RPC. Every rejection names
 the key, the value and the allowed range, so the message alone tells the operator what to fix.
 
-`group.share.*` and `group.streams.*` keys exist in the schema, validated like their `group.consumer.*`
-twins, but are reserved: groupcoord serves consumer and classic groups only.
+`group.share.*` keys configure share groups (KIP-932, Kafka 4.x names, defaults and bounds); `group.streams.*`
+keys exist in the schema, validated like their `group.consumer.*` twins, but are reserved.
 """
 
 from __future__ import annotations
@@ -97,7 +97,7 @@ def _interval_defs(kind: str, doc_suffix: str) -> list[ConfigDef]:
     ]
 
 
-_RESERVED = " Reserved: groupcoord has no share or streams groups yet."
+_RESERVED = " Reserved: groupcoord has no streams groups yet."
 
 BROKER_CONFIG_DEFS: dict[str, ConfigDef] = {
     d.name: d
@@ -123,7 +123,34 @@ BROKER_CONFIG_DEFS: dict[str, ConfigDef] = {
         ConfigDef("group.consumer.assignors", list, ["uniform", "range"],
                   "Server-side assignors, by name; the first is the default."),
         *_interval_defs("consumer", ""),
-        *_interval_defs("share", _RESERVED),
+        *_interval_defs("share", ""),
+        # Share groups (KIP-932), Kafka 4.x names, defaults and bounds.
+        ConfigDef("group.share.session.timeout.ms", int, 45000,
+                  "The timeout to detect client failures when using the share group protocol.", 1),
+        ConfigDef("group.share.min.session.timeout.ms", int, 45000,
+                  "The minimum allowed session timeout for share group members.", 1),
+        ConfigDef("group.share.max.session.timeout.ms", int, 60000,
+                  "The maximum allowed session timeout for share group members.", 1),
+        ConfigDef("group.share.heartbeat.interval.ms", int, 5000,
+                  "The heartbeat interval given to the members of a share group.", 1),
+        ConfigDef("group.share.min.heartbeat.interval.ms", int, 5000,
+                  "The minimum heartbeat interval for share group members.", 1),
+        ConfigDef("group.share.max.heartbeat.interval.ms", int, 15000,
+                  "The maximum heartbeat interval for share group members.", 1),
+        ConfigDef("group.share.max.size", int, 200,
+                  "The maximum number of members that a single share group can accommodate.", 1, 1000),
+        ConfigDef("group.share.assignors", list, ["simple"],
+                  "The server-side share-group assignor (a single entry).", choices=("simple",)),
+        ConfigDef("group.share.record.lock.duration.ms", int, 30000,
+                  "The record acquisition lock duration in milliseconds for share groups.", 1000, 3600000),
+        ConfigDef("group.share.min.record.lock.duration.ms", int, 15000,
+                  "The record acquisition lock minimum duration in milliseconds for share groups.", 1000, 30000),
+        ConfigDef("group.share.max.record.lock.duration.ms", int, 60000,
+                  "The record acquisition lock maximum duration in milliseconds for share groups.", 30000, 3600000),
+        ConfigDef("group.share.delivery.count.limit", int, 5,
+                  "The maximum number of delivery attempts for a record delivered to a share group.", 2, 10),
+        ConfigDef("group.share.partition.max.record.locks", int, 2000,
+                  "Share-group record lock limit per share-partition.", 100, 10000),
         *_interval_defs("streams", _RESERVED),
         ConfigDef("group.consumer.regex.refresh.interval.ms", int, 600000,
                   "How often the topics matching a group's subscribed regexes are resolved again (they are also "
@@ -202,6 +229,14 @@ def _check_bounds(v: Mapping[str, Any]) -> None:
             "group.consumer.max.session.timeout.ms")
     between("group.consumer.heartbeat.interval.ms", "group.consumer.min.heartbeat.interval.ms",
             "group.consumer.max.heartbeat.interval.ms")
+    between("group.share.session.timeout.ms", "group.share.min.session.timeout.ms",
+            "group.share.max.session.timeout.ms")
+    between("group.share.heartbeat.interval.ms", "group.share.min.heartbeat.interval.ms",
+            "group.share.max.heartbeat.interval.ms")
+    between("group.share.record.lock.duration.ms", "group.share.min.record.lock.duration.ms",
+            "group.share.max.record.lock.duration.ms")
+    if v["group.share.heartbeat.interval.ms"] >= v["group.share.session.timeout.ms"]:
+        raise ConfigError("group.share.heartbeat.interval.ms must be lower than group.share.session.timeout.ms")
     for kind in ("consumer", "share", "streams"):
         between(f"group.{kind}.assignment.interval.ms", f"group.{kind}.min.assignment.interval.ms",
                 f"group.{kind}.max.assignment.interval.ms")
@@ -262,6 +297,22 @@ GROUP_CONFIG_DEFS: dict[str, GroupConfigDef] = {
                                f"Whether to offload this {kind} group's assignor runs; not set uses the broker's."),
             )
         ],
+        GroupConfigDef("share.session.timeout.ms", int, None, "Session timeout for this share group.",
+                       _bounds("group.share.min.session.timeout.ms", "group.share.max.session.timeout.ms")),
+        GroupConfigDef("share.heartbeat.interval.ms", int, None, "Heartbeat interval for this share group.",
+                       _bounds("group.share.min.heartbeat.interval.ms", "group.share.max.heartbeat.interval.ms")),
+        GroupConfigDef("share.record.lock.duration.ms", int, None,
+                       "The record acquisition lock duration for this share group.",
+                       _bounds("group.share.min.record.lock.duration.ms", "group.share.max.record.lock.duration.ms")),
+        GroupConfigDef("share.delivery.count.limit", int, None,
+                       "The maximum number of delivery attempts for a record of this share group (KIP-1240).",
+                       lambda b: (2, 10)),
+        GroupConfigDef("share.partition.max.record.locks", int, None,
+                       "Record lock limit per share-partition of this share group (KIP-1240).",
+                       lambda b: (100, 10000)),
+        GroupConfigDef("share.auto.offset.reset", str, "latest",
+                       "Where a new share-partition starts: latest (the log end) or earliest (the log start).",
+                       choices=("latest", "earliest")),
         GroupConfigDef("consumer.auto.offset.reset", str, "latest",
                        "groupcoord extension: how lag-aware assignors count a partition with no committed offset "
                        "(latest: lag 0; earliest: the whole retained log).",

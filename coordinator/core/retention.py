@@ -85,5 +85,6 @@ def cleanup_group(shard: Any, group_id: str, now: int, result: Result[Any]) -> N
             shard._write(result, OffsetCommitTombstone(group_id, topic, partition))
         else:
             all_expired = False
-    if all_expired and group is not None and empty:
+    should_expire = getattr(group, "should_expire", None)  # Kafka's Group.shouldExpire (false: share groups)
+    if all_expired and group is not None and empty and (should_expire is None or should_expire()):
         admin.write_group_deletion(shard, group_id, group, result)

@@ -27,6 +27,7 @@ from coordinator.core import (
     offsets,
     regex_subscriptions,
     retention,
+    share_handlers,
 )
 from coordinator.core.classic_messages import (
     HeartbeatRequest,
@@ -161,6 +162,7 @@ class GroupCoordinatorShard:
         }
         classic_handlers.install(self)
         mixed_group.install(self)
+        share_handlers.install(self)
 
     # =====================================================================================================
     # Records
@@ -408,7 +410,8 @@ class GroupCoordinatorShard:
             if create:  # Kafka's online upgrade (group_conversion.py); raises when refused
                 return group_conversion.upgrade(self, group, request, result, now)
             raise CoordinatorError(Errors.GROUP_ID_NOT_FOUND,
-                                   f"Group {group_id} is a classic group with members, not a consumer group.")
+                                   f"Group {group_id} is a {getattr(group, 'group_type', 'classic')} group"
+                                   f"{' with members' if not _is_empty_classic(group) else ''}, not a consumer group.")
         return group
 
     def _heartbeat(self, r: ConsumerGroupHeartbeatRequest, now: int) -> Result[ConsumerGroupHeartbeatResponse]:
@@ -793,6 +796,8 @@ class GroupCoordinatorShard:
     def on_assignment_complete(self, completion: AssignorCompletion, now: int) -> Result[None]:
         """An offloaded run finished. Apply it unless the group is gone or the run is stale, after
         applying what changed meanwhile (removed members dropped, replaced static members moved)."""
+        if getattr(self.groups.get(completion.group_id), "group_type", "") == "share":
+            return share_handlers.on_assignment_complete(self, completion, now)
         result: Result[None] = Result(None)
         group = self.groups.get(completion.group_id)
         if not isinstance(group, ConsumerGroup) or group.inflight is None \
@@ -851,6 +856,8 @@ class GroupCoordinatorShard:
 
 
 def _is_empty_classic(group: Any) -> bool:
+    if getattr(group, "group_type", "classic") != "classic":
+        return False  # a share group is never converted (Kafka: one type per group id)
     is_empty = getattr(group, "is_empty", None)
     return bool(is_empty()) if callable(is_empty) else False
 

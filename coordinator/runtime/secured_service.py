@@ -1,7 +1,9 @@
 """The gRPC servicer with authentication and Kafka-style authorization in front of every RPC.
 
 Operations per RPC, as Kafka's KafkaApis asks them of GROUP resources:
-- READ: ConsumerGroupHeartbeat (and its stream), JoinGroup, SyncGroup, Heartbeat, LeaveGroup, OffsetCommit;
+- READ: ConsumerGroupHeartbeat (and its stream), JoinGroup, SyncGroup, Heartbeat, LeaveGroup, OffsetCommit,
+  and the share-group RPCs (ShareGroupHeartbeat, ShareAcquire, ShareAcknowledge: `SecuredShareService`);
+- DESCRIBE for DescribeShareGroupOffsets;
 - DESCRIBE: OffsetFetch, DescribeGroups, FindCoordinator, and ListGroups, which lists only the groups the
   caller may DESCRIBE;
 - DELETE: DeleteGroups, OffsetDelete (Kafka also asks READ of each topic; we have no topic ACLs);
@@ -30,7 +32,9 @@ from coordinator.runtime.acl import Authorizer
 from coordinator.runtime.auth import TokenStore, Unauthenticated, authenticate
 from coordinator.runtime.runtime import CoordinatorRuntime
 from coordinator.runtime.service import GroupCoordinatorService, _echo
+from coordinator.runtime.share_service import ShareGroupService
 from groupcoord.v1 import coordinator_pb2 as pb
+from groupcoord.v1 import share_pb2 as spb
 
 DENIED = int(Errors.GROUP_AUTHORIZATION_FAILED)
 
@@ -207,3 +211,59 @@ class SecuredService(GroupCoordinatorService):
             return pb.AlterGroupConfigsResponse(error_code=DENIED,
                                                 error_message=_denied("ALTER_CONFIGS", request.group_id))
         return await super().AlterGroupConfigs(request, context)
+
+
+class SecuredShareService(ShareGroupService):
+    """The share-group RPCs behind the same authentication and ACLs: each needs READ on the group, as Kafka's
+    ShareGroupHeartbeat, ShareFetch and ShareAcknowledge do."""
+
+    def __init__(self, runtime: CoordinatorRuntime, authorizer: Authorizer, tokens: TokenStore | None) -> None:
+        super().__init__(runtime)
+        self.authorizer = authorizer
+        self.tokens = tokens
+
+    def principal_of(self, context: Any) -> str | None:
+        try:
+            return authenticate(context, self.tokens)
+        except Unauthenticated:
+            return None
+
+    async def _may_read(self, context: grpc.aio.ServicerContext, group_id: str) -> bool:
+        try:
+            principal = authenticate(context, self.tokens)
+        except Unauthenticated as e:
+            await context.abort(grpc.StatusCode.UNAUTHENTICATED, str(e))
+            raise
+        return self.authorizer.allowed(principal, "READ", group_id)
+
+    async def ShareGroupHeartbeat(self, request: spb.ShareGroupHeartbeatRequest,
+                                  context: grpc.aio.ServicerContext) -> spb.ShareGroupHeartbeatResponse:
+        if not await self._may_read(context, request.group_id):
+            return spb.ShareGroupHeartbeatResponse(error_code=DENIED, error_message=_denied("READ", request.group_id),
+                                                   member_id=_echo(request.member_id),
+                                                   member_epoch=request.member_epoch)
+        return await super().ShareGroupHeartbeat(request, context)
+
+    async def ShareAcquire(self, request: spb.ShareAcquireRequest,
+                           context: grpc.aio.ServicerContext) -> spb.ShareAcquireResponse:
+        if not await self._may_read(context, request.group_id):
+            return spb.ShareAcquireResponse(error_code=DENIED, error_message=_denied("READ", request.group_id))
+        return await super().ShareAcquire(request, context)
+
+    async def ShareAcknowledge(self, request: spb.ShareAcknowledgeRequest,
+                               context: grpc.aio.ServicerContext) -> spb.ShareAcknowledgeResponse:
+        if not await self._may_read(context, request.group_id):
+            return spb.ShareAcknowledgeResponse(error_code=DENIED, error_message=_denied("READ", request.group_id))
+        return await super().ShareAcknowledge(request, context)
+
+    async def DescribeShareGroupOffsets(self, request: spb.DescribeShareGroupOffsetsRequest,
+                                        context: grpc.aio.ServicerContext) -> spb.DescribeShareGroupOffsetsResponse:
+        try:
+            principal = authenticate(context, self.tokens)
+        except Unauthenticated as e:
+            await context.abort(grpc.StatusCode.UNAUTHENTICATED, str(e))
+            raise
+        if not self.authorizer.allowed(principal, "DESCRIBE", request.group_id):
+            return spb.DescribeShareGroupOffsetsResponse(error_code=DENIED,
+                                                         error_message=_denied("DESCRIBE", request.group_id))
+        return await super().DescribeShareGroupOffsets(request, context)

@@ -32,16 +32,20 @@ from coordinator.runtime.log import FileLog
 from coordinator.runtime.malformed import add_guarded
 from coordinator.runtime.metrics import CoordinatorCollector, CoordinatorMetrics
 from coordinator.runtime.runtime import CoordinatorRuntime, MetadataSource, RecordSink
-from coordinator.runtime.secured_service import SecuredService
+from coordinator.runtime.secured_service import SecuredService, SecuredShareService
 from coordinator.runtime.service import GroupCoordinatorService
 from coordinator.runtime.sharding import KafkaStateOptions, PartitionOwnership, parse_host_port
+from coordinator.runtime.share_service import ShareGroupService
 from coordinator.runtime.workers import StaticOwnership, WorkerLayout
 from groupcoord.v1 import coordinator_pb2 as pb
 from groupcoord.v1 import coordinator_pb2_grpc as pb_grpc
+from groupcoord.v1 import share_pb2 as spb
+from groupcoord.v1 import share_pb2_grpc as spb_grpc
 
 log = logging.getLogger("groupcoord.server")
 
 SERVICE_NAME = pb.DESCRIPTOR.services_by_name["GroupCoordinator"].full_name
+SHARE_SERVICE_NAME = spb.DESCRIPTOR.services_by_name["ShareGroupCoordinator"].full_name
 
 
 @dataclass
@@ -159,9 +163,13 @@ class CoordinatorServer:
             log.warning("bearer tokens over plaintext: anyone on the network path can read and replay them; "
                         "serve TLS (--tls-cert, --tls-key)")
         add_guarded(pb_grpc.add_GroupCoordinatorServicer_to_server, service, server)
+        share_service = (ShareGroupService(runtime) if self.authorizer is None
+                         else SecuredShareService(runtime, self.authorizer, o.tokens))
+        add_guarded(spb_grpc.add_ShareGroupCoordinatorServicer_to_server, share_service, server)
         health_pb2_grpc.add_HealthServicer_to_server(self.health, server)
         reflection.enable_server_reflection(
-            (SERVICE_NAME, health_pb2.DESCRIPTOR.services_by_name["Health"].full_name, reflection.SERVICE_NAME),
+            (SERVICE_NAME, SHARE_SERVICE_NAME, health_pb2.DESCRIPTOR.services_by_name["Health"].full_name,
+             reflection.SERVICE_NAME),
             server)
         for extend in o.extensions:
             extend(runtime, server)

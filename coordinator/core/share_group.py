@@ -1,0 +1,299 @@
+"""Share group (KIP-932) state: members, target assignment, share-partitions; replay and the group protocol.
+
+Theory of operation
+-------------------
+A share group is a queue over Kafka topics: every member subscribed to a topic may be assigned the same
+partitions (the `simple` assignor balances members over partitions as well), and the records of a partition
+are handed out one range at a time under an acquisition lock (`share_partition.py`).
+
+Epochs work as in consumer groups, without revocation: the *group epoch* bumps when a member joins, leaves,
+is fenced, or changes its subscription or rack, or when the subscribed topics' metadata changes. The
+*target assignment epoch* is the group epoch an assignment was computed for; KIP-1263 lets it lag (batching
+by `share.assignment.interval.ms` from when the previous computation finished, runs offloaded to the
+background executor with one run in flight per group) and reserves epoch 1 for the empty assignment before
+the first computation (new groups start at epoch 2). There is no revoke-before-assign: a partition may have
+several members anyway, so a member moves to the target epoch and its target partitions at its next
+heartbeat, minus the topics it no longer subscribes to (KIP-1263's reconciliation rule).
+
+States: EMPTY (no members), STABLE (members), DEAD (deleted). Nothing changes except by replaying records
+(`share_records.py`), so replaying the log (or a snapshot) rebuilds the same state.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from coordinator.core.errors import CoordinatorError, Errors
+from coordinator.core.messages import DescribedGroup, DescribedMember, ListedGroup
+from coordinator.core.results import CancelTimer, Result, ScheduleTimer, TimerKey, TimerOp
+from coordinator.core.share_partition import Batch, RecordState, SharePartition
+from coordinator.core.share_records import (
+    Partitions,
+    ShareGroupCurrentMemberAssignment,
+    ShareGroupCurrentMemberAssignmentTombstone,
+    ShareGroupMemberMetadata,
+    ShareGroupMemberMetadataTombstone,
+    ShareGroupMetadata,
+    ShareGroupMetadataTombstone,
+    ShareGroupTargetAssignmentMember,
+    ShareGroupTargetAssignmentMemberTombstone,
+    ShareGroupTargetAssignmentMetadata,
+    SharePartitionState,
+    SharePartitionStateTombstone,
+)
+
+GROUP_TYPE = "share"
+ASSIGNOR_NAME = "simple"
+EMPTY_ASSIGNMENT_EPOCH = 1
+FIRST_GROUP_EPOCH = 2
+LEAVE_GROUP_MEMBER_EPOCH = -1
+SESSION_TIMER = "share-session"
+LOCK_TIMER = "share-lock"
+
+
+class ShareGroupState(enum.StrEnum):
+    EMPTY = "EMPTY"
+    STABLE = "STABLE"
+    DEAD = "DEAD"
+
+
+@dataclass(frozen=True, slots=True)
+class ShareGroupMember:
+    member_id: str
+    rack_id: str | None = None
+    client_id: str = ""
+    client_host: str = ""
+    subscribed_topic_names: tuple[str, ...] = ()
+    principal: str | None = None
+    member_epoch: int = 0
+    previous_member_epoch: int = -1
+    assigned_partitions: Partitions = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class ShareInflightRun:
+    """An offloaded assignor run (not persisted: after a failover the next heartbeat runs it again)."""
+
+    run_id: int
+    assignment_epoch: int
+
+
+def session_timer(group_id: str, member_id: str) -> TimerKey:
+    return (SESSION_TIMER, group_id, member_id)
+
+
+def lock_timer(group_id: str, topic_id: str, partition: int) -> TimerKey:
+    return (LOCK_TIMER, group_id, topic_id, str(partition))
+
+
+@dataclass(slots=True, eq=False)
+class ShareGroup:
+    group_id: str
+    owner: Any = field(default=None, repr=False)  # ShareConfigs: the session timeout for timers after a load
+    group_epoch: int = 0
+    metadata_hash: int = 0
+    members: dict[str, ShareGroupMember] = field(default_factory=dict)
+    target_assignment: dict[str, Partitions] = field(default_factory=dict)
+    target_assignment_epoch: int = 0
+    assignment_timestamp_ms: int = 0
+    partitions: dict[tuple[str, int], SharePartition] = field(default_factory=dict)
+    inflight: ShareInflightRun | None = None
+    deleted: bool = False
+    metadata_image_seen: object = None
+    timer_deadlines: dict[TimerKey, int] = field(default_factory=dict)
+
+    group_type = GROUP_TYPE
+
+    @property
+    def effective_target_epoch(self) -> int:
+        return max(self.target_assignment_epoch, EMPTY_ASSIGNMENT_EPOCH)
+
+    def target_for(self, member_id: str) -> Partitions:
+        return self.target_assignment.get(member_id, {}) if self.target_assignment_epoch else {}
+
+    def state(self) -> ShareGroupState:
+        if self.deleted:
+            return ShareGroupState.DEAD
+        return ShareGroupState.STABLE if self.members else ShareGroupState.EMPTY
+
+    def subscribed_topic_names(self) -> set[str]:
+        out: set[str] = set()
+        for m in self.members.values():
+            out.update(m.subscribed_topic_names)
+        return out
+
+    # --- timers (deadlines kept here, so a stale fired timer is recognised) ------------------------------
+    def arm(self, result: Result[Any], key: TimerKey, deadline_ms: int) -> None:
+        self.timer_deadlines[key] = deadline_ms
+        result.timers.append(ScheduleTimer(key, deadline_ms))
+
+    def disarm(self, result: Result[Any], key: TimerKey) -> None:
+        if self.timer_deadlines.pop(key, None) is not None:
+            result.timers.append(CancelTimer(key))
+
+    def due(self, key: TimerKey, now: int) -> bool:
+        deadline = self.timer_deadlines.get(key)
+        if deadline is None or now < deadline:
+            return False
+        del self.timer_deadlines[key]
+        return True
+
+    # --- the protocol the shard and admin use for every non-consumer group type --------------------------
+    def describe(self) -> DescribedGroup:
+        members = [
+            DescribedMember(
+                member_id=m.member_id, instance_id=None, rack_id=m.rack_id, member_epoch=m.member_epoch,
+                state="STABLE", subscribed_topic_names=m.subscribed_topic_names, subscribed_topic_regex=None,
+                assignment=dict(m.assigned_partitions), target_assignment=dict(self.target_for(m.member_id)),
+                partitions_pending_revocation={}, client_id=m.client_id, client_host=m.client_host)
+            for m in sorted(self.members.values(), key=lambda m: m.member_id)
+        ]
+        return DescribedGroup(group_id=self.group_id, group_type=GROUP_TYPE, group_state=self.state().value,
+                              group_epoch=self.group_epoch, assignment_epoch=self.target_assignment_epoch,
+                              assignor_name=ASSIGNOR_NAME, protocol_type=GROUP_TYPE, members=members,
+                              assignment_timestamp_ms=self.assignment_timestamp_ms)
+
+    def listed(self) -> ListedGroup:
+        return ListedGroup(self.group_id, GROUP_TYPE, self.state().value, GROUP_TYPE)
+
+    def is_empty(self) -> bool:
+        return not self.members
+
+    def member_count(self) -> int:
+        return len(self.members)
+
+    def should_expire(self) -> bool:
+        """As Kafka's ShareGroup: an empty share group is not deleted by the offsets retention check (its
+        delivery state would go with it); DeleteGroups deletes it."""
+        return False
+
+    def validate_offset_commit(self, member_id: str, instance_id: str | None, generation: int) -> None:
+        raise CoordinatorError(Errors.GROUP_ID_NOT_FOUND, f"Group {self.group_id} is not a consumer group.")
+
+    def deletion_records(self) -> list[Any]:
+        gid = self.group_id
+        out: list[Any] = [SharePartitionStateTombstone(gid, t, p) for (t, p) in sorted(self.partitions)]
+        out.extend(ShareGroupTargetAssignmentMemberTombstone(gid, m) for m in sorted(self.target_assignment))
+        for m in sorted(self.members):
+            out.append(ShareGroupCurrentMemberAssignmentTombstone(gid, m))
+            out.append(ShareGroupMemberMetadataTombstone(gid, m))
+        out.append(ShareGroupMetadataTombstone(gid))
+        return out
+
+    def snapshot_records(self) -> Iterator[Any]:
+        gid = self.group_id
+        yield ShareGroupMetadata(gid, self.group_epoch, self.metadata_hash)
+        for m in self.members.values():
+            yield member_record(gid, m)
+            yield assignment_record(gid, m)
+        for mid, parts in self.target_assignment.items():
+            yield ShareGroupTargetAssignmentMember(gid, mid, parts)
+        if self.target_assignment_epoch:
+            yield ShareGroupTargetAssignmentMetadata(gid, self.target_assignment_epoch, self.assignment_timestamp_ms)
+        for (t, p), sp in self.partitions.items():
+            yield partition_record(gid, t, p, sp)
+
+    def timers_after_load(self, now: int) -> list[TimerOp]:
+        """Every member's session timer anew, and a lock-expiry timer per partition holding locks."""
+        result: Result[None] = Result(None)
+        session_ms = self.owner.session_timeout_ms(self.group_id) if self.owner is not None else 45000
+        for mid in self.members:
+            self.arm(result, session_timer(self.group_id, mid), now + session_ms)
+        for (t, p), sp in self.partitions.items():
+            deadline = sp.next_lock_deadline()
+            if deadline is not None:
+                self.arm(result, lock_timer(self.group_id, t, p), deadline)
+        return result.timers
+
+
+def member_record(gid: str, m: ShareGroupMember) -> ShareGroupMemberMetadata:
+    return ShareGroupMemberMetadata(gid, m.member_id, m.rack_id, m.client_id, m.client_host,
+                                    m.subscribed_topic_names, m.principal)
+
+
+def assignment_record(gid: str, m: ShareGroupMember) -> ShareGroupCurrentMemberAssignment:
+    return ShareGroupCurrentMemberAssignment(gid, m.member_id, m.member_epoch, m.previous_member_epoch,
+                                             m.assigned_partitions)
+
+
+def partition_record(gid: str, topic_id: str, partition: int, sp: SharePartition) -> SharePartitionState:
+    return SharePartitionState(gid, topic_id, partition, sp.start_offset, sp.next_offset, tuple(
+        (b.first, b.last, int(b.state), b.delivery_count, b.member_id, b.lock_deadline_ms) for b in sp.batches))
+
+
+# --- replay ----------------------------------------------------------------------------------------------------
+def install_replayers(shard: Any, owner: Any) -> None:
+    def group(gid: str) -> ShareGroup:
+        g = shard.groups.get(gid)
+        if not isinstance(g, ShareGroup):
+            g = ShareGroup(gid, owner=owner)
+            shard.groups[gid] = g
+        return g
+
+    def existing(gid: str) -> ShareGroup | None:
+        g = shard.groups.get(gid)
+        return g if isinstance(g, ShareGroup) else None
+
+    def metadata(r: ShareGroupMetadata) -> None:
+        g = group(r.group_id)
+        g.group_epoch, g.metadata_hash = r.epoch, r.metadata_hash
+
+    def tombstone(r: ShareGroupMetadataTombstone) -> None:
+        g = existing(r.group_id)
+        if g is not None:
+            del shard.groups[r.group_id]
+            g.deleted = True
+
+    def member(r: ShareGroupMemberMetadata) -> None:
+        g = group(r.group_id)
+        old = g.members.get(r.member_id) or ShareGroupMember(r.member_id)
+        g.members[r.member_id] = ShareGroupMember(
+            r.member_id, r.rack_id, r.client_id, r.client_host, r.subscribed_topic_names, r.principal,
+            old.member_epoch, old.previous_member_epoch, old.assigned_partitions)
+
+    def remove_member(r: ShareGroupMemberMetadataTombstone | ShareGroupCurrentMemberAssignmentTombstone) -> None:
+        g = existing(r.group_id)
+        if g is not None:
+            g.members.pop(r.member_id, None)
+
+    def target(r: ShareGroupTargetAssignmentMember) -> None:
+        group(r.group_id).target_assignment[r.member_id] = r.partitions
+
+    def target_tombstone(r: ShareGroupTargetAssignmentMemberTombstone) -> None:
+        g = existing(r.group_id)
+        if g is not None:
+            g.target_assignment.pop(r.member_id, None)
+
+    def target_metadata(r: ShareGroupTargetAssignmentMetadata) -> None:
+        g = group(r.group_id)
+        g.target_assignment_epoch, g.assignment_timestamp_ms = r.assignment_epoch, r.timestamp_ms
+
+    def current(r: ShareGroupCurrentMemberAssignment) -> None:
+        g = group(r.group_id)
+        old = g.members.get(r.member_id) or ShareGroupMember(r.member_id)
+        g.members[r.member_id] = ShareGroupMember(
+            old.member_id, old.rack_id, old.client_id, old.client_host, old.subscribed_topic_names, old.principal,
+            r.member_epoch, r.previous_member_epoch, r.assigned_partitions)
+
+    def partition(r: SharePartitionState) -> None:
+        batches = tuple(Batch(f, la, RecordState(s), c, m, d) for f, la, s, c, m, d in r.batches)
+        group(r.group_id).partitions[(r.topic_id, r.partition)] = SharePartition(r.start_offset, r.next_offset,
+                                                                                  batches)
+
+    def partition_tombstone(r: SharePartitionStateTombstone) -> None:
+        g = existing(r.group_id)
+        if g is not None:
+            g.partitions.pop((r.topic_id, r.partition), None)
+
+    for record_type, fn in (
+        (ShareGroupMetadata, metadata), (ShareGroupMetadataTombstone, tombstone),
+        (ShareGroupMemberMetadata, member), (ShareGroupMemberMetadataTombstone, remove_member),
+        (ShareGroupTargetAssignmentMember, target), (ShareGroupTargetAssignmentMemberTombstone, target_tombstone),
+        (ShareGroupTargetAssignmentMetadata, target_metadata), (ShareGroupCurrentMemberAssignment, current),
+        (ShareGroupCurrentMemberAssignmentTombstone, remove_member), (SharePartitionState, partition),
+        (SharePartitionStateTombstone, partition_tombstone),
+    ):
+        shard.register_replayer(record_type, fn)

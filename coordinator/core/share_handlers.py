@@ -1,0 +1,462 @@
+"""Share-group operations on the shard: ShareGroupHeartbeat, acquire (ShareFetch without the records),
+ShareAcknowledge, their timers, and the offloaded assignor runs' completions.
+
+Each validates once at the edge, writes records through `shard._write` (replayed at once, appended by the
+runtime) and returns a `Result`. A group id has one type: a share request for a group of another type gets
+GROUP_ID_NOT_FOUND ("is not a share group"), as Kafka's getOrMaybeCreatePersistedShareGroup.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from assignors.api import AssignorError, GroupSpec, MemberSpec
+from assignors.registry import register_server_assignor
+from assignors.simple_share import SimpleShareAssignor
+from coordinator.core.errors import CoordinatorError, Errors
+from coordinator.core.principals import check_member_principal
+from coordinator.core.results import Result, TimerKey
+from coordinator.core.share_group import (
+    ASSIGNOR_NAME,
+    FIRST_GROUP_EPOCH,
+    LEAVE_GROUP_MEMBER_EPOCH,
+    LOCK_TIMER,
+    SESSION_TIMER,
+    ShareGroup,
+    ShareGroupMember,
+    ShareInflightRun,
+    assignment_record,
+    install_replayers,
+    lock_timer,
+    member_record,
+    partition_record,
+    session_timer,
+)
+from coordinator.core.share_partition import AcknowledgeType, SharePartition
+from coordinator.core.share_records import (
+    AcknowledgeResult,
+    AcquiredPartition,
+    AcquirePartition,
+    Partitions,
+    ShareAcknowledgeRequest,
+    ShareAcknowledgeResponse,
+    ShareAcquireRequest,
+    ShareAcquireResponse,
+    ShareGroupCurrentMemberAssignmentTombstone,
+    ShareGroupHeartbeatRequest,
+    ShareGroupHeartbeatResponse,
+    ShareGroupMemberMetadataTombstone,
+    ShareGroupMetadata,
+    ShareGroupTargetAssignmentMember,
+    ShareGroupTargetAssignmentMemberTombstone,
+    ShareGroupTargetAssignmentMetadata,
+)
+from coordinator.core.target_assignment import AssignorCompletion, AssignorRun
+
+SIMPLE = SimpleShareAssignor()
+register_server_assignor(SIMPLE)  # so the background executor finds it by name for offloaded runs
+
+
+class ShareConfigs:
+    """Group overrides (`share.*`) over the broker's `group.share.*`, as Kafka's GroupConfigManager."""
+
+    def __init__(self, shard: Any) -> None:
+        self.shard = shard
+
+    def _value(self, group_id: str, group_name: str, broker_name: str) -> Any:
+        v = self.shard.group_config(group_id, group_name)
+        return self.shard.config[broker_name] if v is None or v == -1 else v
+
+    def session_timeout_ms(self, gid: str) -> int:
+        return int(self._value(gid, "share.session.timeout.ms", "group.share.session.timeout.ms"))
+
+    def heartbeat_interval_ms(self, gid: str) -> int:
+        return int(self._value(gid, "share.heartbeat.interval.ms", "group.share.heartbeat.interval.ms"))
+
+    def assignment_interval_ms(self, gid: str) -> int:
+        return int(self._value(gid, "share.assignment.interval.ms", "group.share.assignment.interval.ms"))
+
+    def offload_enabled(self, gid: str) -> bool:
+        return bool(self._value(gid, "share.assignor.offload.enable", "group.share.assignor.offload.enable"))
+
+    def record_lock_duration_ms(self, gid: str) -> int:
+        return int(self._value(gid, "share.record.lock.duration.ms", "group.share.record.lock.duration.ms"))
+
+    def delivery_count_limit(self, gid: str) -> int:
+        return int(self._value(gid, "share.delivery.count.limit", "group.share.delivery.count.limit"))
+
+    def max_record_locks(self, gid: str) -> int:
+        return int(self._value(gid, "share.partition.max.record.locks", "group.share.partition.max.record.locks"))
+
+    def auto_offset_reset(self, gid: str) -> str:
+        return str(self.shard.group_config(gid, "share.auto.offset.reset"))
+
+
+def install(shard: Any) -> None:
+    """Plug share groups into the shard: their records into replay, their timers into the timer path."""
+    configs = ShareConfigs(shard)
+    shard.share_configs = configs
+    install_replayers(shard, configs)
+    shard.register_timer_handler(SESSION_TIMER, lambda key, now: on_session_timer(shard, key, now))
+    shard.register_timer_handler(LOCK_TIMER, lambda key, now: on_lock_timer(shard, key, now))
+
+
+def _invalid(message: str) -> CoordinatorError:
+    return CoordinatorError(Errors.INVALID_REQUEST, message)
+
+
+def _share_group(shard: Any, group_id: str, create: bool) -> ShareGroup:
+    group = shard.groups.get(group_id)
+    if isinstance(group, ShareGroup):
+        return group
+    if group is not None:
+        raise CoordinatorError(Errors.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a share group.")
+    if not create:
+        raise CoordinatorError(Errors.GROUP_ID_NOT_FOUND, f"Group {group_id} not found.")
+    group = ShareGroup(group_id, owner=shard.share_configs)
+    shard.groups[group_id] = group
+    return group
+
+
+def _member(shard: Any, group_id: str, member_id: str, principal: str | None) -> tuple[ShareGroup, ShareGroupMember]:
+    group = _share_group(shard, group_id, create=False)
+    member = group.members.get(member_id)
+    if member is None:
+        raise CoordinatorError(Errors.UNKNOWN_MEMBER_ID, f"Member {member_id} is not a member of group {group_id}.")
+    check_member_principal(member.principal, principal, member_id, group_id)
+    return group, member
+
+
+# =========================================================================================================
+# ShareGroupHeartbeat
+# =========================================================================================================
+def heartbeat(shard: Any, r: ShareGroupHeartbeatRequest, now: int) -> Result[ShareGroupHeartbeatResponse]:
+    from coordinator.core import retention
+
+    try:
+        _validate(r)
+        result = _leave(shard, r, now) if r.member_epoch == LEAVE_GROUP_MEMBER_EPOCH else _heartbeat(shard, r, now)
+    except CoordinatorError as e:
+        return Result(ShareGroupHeartbeatResponse(e.code, e.message, r.member_id, r.member_epoch))
+    retention.note_membership(shard, r.group_id, now, result)
+    return result
+
+
+def _validate(r: ShareGroupHeartbeatRequest) -> None:
+    if not r.group_id.strip():
+        raise _invalid("GroupId can't be empty.")
+    if r.rack_id is not None and not r.rack_id.strip():
+        raise _invalid("RackId can't be empty.")
+    if r.member_epoch > 0 or r.member_epoch == LEAVE_GROUP_MEMBER_EPOCH:
+        if not r.member_id.strip():
+            raise _invalid("MemberId can't be empty.")
+    elif r.member_epoch == 0:
+        if not r.subscribed_topic_names:
+            raise _invalid("SubscribedTopicNames must be set in first request.")
+    else:
+        raise _invalid("MemberEpoch is invalid.")
+    if r.subscribed_topic_names is not None and any(not n for n in r.subscribed_topic_names):
+        raise _invalid("SubscribedTopicNames can't contain an empty topic name.")
+
+
+def _heartbeat(shard: Any, r: ShareGroupHeartbeatRequest, now: int) -> Result[ShareGroupHeartbeatResponse]:
+    result: Result[ShareGroupHeartbeatResponse] = Result(ShareGroupHeartbeatResponse())
+    configs: ShareConfigs = shard.share_configs
+    joining = r.member_epoch == 0
+    group = _share_group(shard, r.group_id, create=joining)
+    gid = group.group_id
+    member_id = r.member_id or shard.member_id_factory()
+    member = group.members.get(member_id)
+    max_size = int(shard.config["group.share.max.size"])
+    if member is None and len(group.members) >= max_size:
+        raise CoordinatorError(Errors.GROUP_MAX_SIZE_REACHED,
+                               f"The share group has reached its maximum capacity of {max_size} members.")
+    if member is None:
+        if not joining:
+            raise CoordinatorError(Errors.UNKNOWN_MEMBER_ID, f"Member {member_id} is not a member of group {gid}.")
+        member = ShareGroupMember(member_id, principal=r.principal)
+    else:
+        check_member_principal(member.principal, r.principal, member_id, gid)
+        if not joining and r.member_epoch > member.member_epoch:
+            raise CoordinatorError(Errors.FENCED_MEMBER_EPOCH,
+                                   f"Member epoch {r.member_epoch} is newer than the coordinator's "
+                                   f"{member.member_epoch}; rejoin with epoch 0.")
+        if not joining and r.member_epoch < member.member_epoch and r.member_epoch != member.previous_member_epoch:
+            raise CoordinatorError(Errors.FENCED_MEMBER_EPOCH,
+                                   f"Member epoch {r.member_epoch} is stale (current {member.member_epoch}); "
+                                   "rejoin with epoch 0.")
+    is_new = member_id not in group.members
+    updated = ShareGroupMember(
+        member_id, r.rack_id if r.rack_id is not None else member.rack_id,
+        r.client_id if joining else member.client_id, r.client_host if joining else member.client_host,
+        tuple(sorted(set(r.subscribed_topic_names))) if r.subscribed_topic_names is not None
+        else member.subscribed_topic_names,
+        member.principal, member.member_epoch, member.previous_member_epoch, member.assigned_partitions)
+    subscription_changed = updated.subscribed_topic_names != member.subscribed_topic_names
+    bump = is_new or subscription_changed or updated.rack_id != member.rack_id
+    if is_new or updated != member:
+        shard._write(result, member_record(gid, updated))
+    if bump or group.metadata_image_seen is not shard.metadata:
+        group.metadata_image_seen = shard.metadata
+        new_hash = shard.metadata.topics_hash(group.subscribed_topic_names())
+        if bump or new_hash != group.metadata_hash:
+            shard._write(result, ShareGroupMetadata(gid, max(group.group_epoch + 1, FIRST_GROUP_EPOCH), new_hash))
+
+    if group.group_epoch > group.target_assignment_epoch:
+        maybe_compute_target(shard, group, now, result)
+
+    # No revoke-before-assign: straight to the target epoch and partitions, minus unsubscribed topics.
+    before = group.members[member_id]
+    subscribed_ids = {shard.metadata.by_name[n].topic_id for n in before.subscribed_topic_names
+                      if n in shard.metadata.by_name}
+    target = {t: ps for t, ps in group.target_for(member_id).items() if t in subscribed_ids and ps}
+    epoch = group.effective_target_epoch
+    changed = _normalise(target) != _normalise(before.assigned_partitions)
+    if before.member_epoch != epoch or changed:
+        reconciled = ShareGroupMember(
+            member_id, before.rack_id, before.client_id, before.client_host, before.subscribed_topic_names,
+            before.principal, epoch, before.member_epoch if before.member_epoch != epoch
+            else before.previous_member_epoch, target)
+        shard._write(result, assignment_record(gid, reconciled))
+    group.arm(result, session_timer(gid, member_id), now + configs.session_timeout_ms(gid))
+    after = group.members[member_id]
+    result.response = ShareGroupHeartbeatResponse(
+        member_id=member_id, member_epoch=after.member_epoch,
+        heartbeat_interval_ms=configs.heartbeat_interval_ms(gid),
+        assignment=dict(after.assigned_partitions) if joining or changed else None)
+    return result
+
+
+def _normalise(p: Partitions) -> dict[str, frozenset[int]]:
+    return {t: frozenset(ps) for t, ps in p.items() if ps}
+
+
+def _leave(shard: Any, r: ShareGroupHeartbeatRequest, now: int) -> Result[ShareGroupHeartbeatResponse]:
+    result: Result[ShareGroupHeartbeatResponse] = Result(ShareGroupHeartbeatResponse())
+    group, member = _member(shard, r.group_id, r.member_id, r.principal)
+    remove_member(shard, group, member.member_id, now, result)
+    result.response = ShareGroupHeartbeatResponse(member_id=member.member_id, member_epoch=LEAVE_GROUP_MEMBER_EPOCH)
+    return result
+
+
+def remove_member(shard: Any, group: ShareGroup, member_id: str, now: int, result: Result[Any]) -> None:
+    """A member leaves or is fenced: its records go, its locks are released, the group epoch bumps."""
+    gid = group.group_id
+    shard._write(result, ShareGroupCurrentMemberAssignmentTombstone(gid, member_id))
+    if member_id in group.target_assignment:
+        shard._write(result, ShareGroupTargetAssignmentMemberTombstone(gid, member_id))
+    shard._write(result, ShareGroupMemberMetadataTombstone(gid, member_id))
+    group.disarm(result, session_timer(gid, member_id))
+    limit = shard.share_configs.delivery_count_limit(gid)
+    for (t, p), sp in list(group.partitions.items()):
+        released = sp.release_member(member_id, limit)
+        if released is not sp:
+            _write_partition(shard, group, t, p, released, result)
+    new_hash = shard.metadata.topics_hash(group.subscribed_topic_names())
+    shard._write(result, ShareGroupMetadata(gid, max(group.group_epoch + 1, FIRST_GROUP_EPOCH), new_hash))
+
+
+# =========================================================================================================
+# Target assignment (KIP-1263 batching and offload)
+# =========================================================================================================
+def build_spec(shard: Any, group: ShareGroup) -> GroupSpec:
+    image = shard.metadata
+    members = {
+        mid: MemberSpec(
+            subscribed_topic_ids=frozenset(image.by_name[n].topic_id for n in m.subscribed_topic_names
+                                           if n in image.by_name),
+            assigned_partitions=group.target_for(mid), rack_id=m.rack_id)
+        for mid, m in group.members.items()
+    }
+    return GroupSpec.of(members)
+
+
+def maybe_compute_target(shard: Any, group: ShareGroup, now: int, result: Result[Any]) -> None:
+    """KIP-1263: nothing while a run is in flight or within the interval since the last computation finished;
+    else run the assignor, on the executor when offload is enabled."""
+    configs: ShareConfigs = shard.share_configs
+    gid = group.group_id
+    if group.inflight is not None:
+        shard.stats.assignor_skipped_inflight += 1
+        return
+    if group.assignment_timestamp_ms and now - group.assignment_timestamp_ms < configs.assignment_interval_ms(gid):
+        shard.stats.assignor_skipped_interval += 1
+        return
+    spec = build_spec(shard, group)
+    epoch = group.group_epoch
+    if configs.offload_enabled(gid):
+        run_id = next(shard._run_ids)
+        group.inflight = ShareInflightRun(run_id, epoch)
+        result.tasks.append(AssignorRun(gid, run_id, ASSIGNOR_NAME, epoch, spec, shard.metadata, None))
+        shard.stats.assignor_runs_offloaded += 1
+        return
+    shard.stats.assignor_runs_sync += 1
+    try:
+        assignment = SIMPLE.assign(spec, shard.metadata)
+    except AssignorError:
+        shard.stats.assignor_failures += 1
+        return
+    _write_target(shard, group, assignment, epoch, now, result)
+
+
+def on_assignment_complete(shard: Any, completion: AssignorCompletion, now: int) -> Result[None]:
+    """An offloaded run ended: applied unless stale; members removed meanwhile are dropped from it (the
+    changes it missed bumped the group epoch, so the next heartbeat after the interval runs again)."""
+    result: Result[None] = Result(None)
+    group = shard.groups.get(completion.group_id)
+    if not isinstance(group, ShareGroup) or group.inflight is None or group.inflight.run_id != completion.run_id:
+        shard.stats.assignor_results_discarded += 1
+        return result
+    inflight, group.inflight = group.inflight, None
+    if completion.assignment is None:
+        shard.stats.assignor_failures += 1
+        return result
+    kept = {m: a for m, a in completion.assignment.items() if m in group.members}
+    _write_target(shard, group, kept, inflight.assignment_epoch, now, result)
+    return result
+
+
+def _write_target(shard: Any, group: ShareGroup, assignment: Any, epoch: int, now: int, result: Result[Any]) -> None:
+    gid = group.group_id
+    for mid in sorted(group.members):
+        new = _normalise(assignment.get(mid, {}))
+        old = group.target_assignment.get(mid)
+        if old is None or _normalise(old) != new:
+            shard._write(result, ShareGroupTargetAssignmentMember(gid, mid, new))
+    shard._write(result, ShareGroupTargetAssignmentMetadata(gid, epoch, now))
+
+
+# =========================================================================================================
+# Timers
+# =========================================================================================================
+def on_session_timer(shard: Any, key: TimerKey, now: int) -> Result[None]:
+    result: Result[None] = Result(None)
+    group = shard.groups.get(key[1])
+    if not isinstance(group, ShareGroup) or not group.due(key, now) or key[2] not in group.members:
+        return result
+    shard.stats.members_fenced_session += 1
+    remove_member(shard, group, key[2], now, result)
+    return result
+
+
+def on_lock_timer(shard: Any, key: TimerKey, now: int) -> Result[None]:
+    """Acquisition locks expired: their records are available again (or archived at the delivery limit)."""
+    result: Result[None] = Result(None)
+    group = shard.groups.get(key[1])
+    if not isinstance(group, ShareGroup) or not group.due(key, now):
+        return result
+    tp = (key[2], int(key[3]))
+    sp = group.partitions.get(tp)
+    if sp is not None:
+        expired = sp.expire_locks(now, shard.share_configs.delivery_count_limit(group.group_id))
+        _write_partition(shard, group, tp[0], tp[1], expired, result)
+    return result
+
+
+def _write_partition(shard: Any, group: ShareGroup, topic_id: str, partition: int, sp: SharePartition,
+                     result: Result[Any]) -> None:
+    if group.partitions.get((topic_id, partition)) != sp:
+        shard._write(result, partition_record(group.group_id, topic_id, partition, sp))
+    key = lock_timer(group.group_id, topic_id, partition)
+    deadline = sp.next_lock_deadline()
+    if deadline is None:
+        group.disarm(result, key)
+    elif group.timer_deadlines.get(key) != deadline:
+        group.arm(result, key, deadline)
+
+
+# =========================================================================================================
+# Acquire (ShareFetch without the records) and ShareAcknowledge
+# =========================================================================================================
+def acquire(shard: Any, r: ShareAcquireRequest, now: int) -> Result[ShareAcquireResponse]:
+    try:
+        if r.max_records < 1:
+            raise _invalid("max_records must be at least 1.")
+        group, member = _member(shard, r.group_id, r.member_id, r.principal)
+    except CoordinatorError as e:
+        return Result(ShareAcquireResponse(e.code, e.message))
+    configs: ShareConfigs = shard.share_configs
+    gid = group.group_id
+    lock_ms = configs.record_lock_duration_ms(gid)
+    limit = configs.delivery_count_limit(gid)
+    max_locks = configs.max_record_locks(gid)
+    result: Result[ShareAcquireResponse] = Result(ShareAcquireResponse())
+    out: list[AcquiredPartition] = []
+    budget = r.max_records
+    for req in r.partitions:
+        tid, p = req.topic_id, req.partition
+        if req.log_end_offset < 0:  # not sent: the runtime's last known offsets (the Kafka lag source)
+            req = _with_known_offsets(shard, req)
+        if p not in member.assigned_partitions.get(tid, frozenset()):
+            out.append(AcquiredPartition(tid, p, Errors.UNKNOWN_TOPIC_OR_PARTITION,
+                                         "the partition is not assigned to this member"))
+            continue
+        if req.log_end_offset < 0:
+            out.append(AcquiredPartition(tid, p, Errors.UNKNOWN_TOPIC_OR_PARTITION,
+                                         "no log end offset: send it, or run with a Kafka offsets source"))
+            continue
+        if req.log_start_offset < 0 or req.log_end_offset < req.log_start_offset:
+            out.append(AcquiredPartition(tid, p, Errors.INVALID_REQUEST, "invalid log start/end offsets"))
+            continue
+        sp = group.partitions.get((tid, p))
+        if sp is None:
+            start = req.log_end_offset if configs.auto_offset_reset(gid) == "latest" else req.log_start_offset
+            sp = SharePartition(start, start)
+        sp = sp.expire_locks(now, limit).skip_to(req.log_start_offset)
+        sp, ranges = sp.acquire(member.member_id, budget, req.log_end_offset, now + lock_ms, max_locks)
+        budget -= sum(x.last - x.first + 1 for x in ranges)
+        _write_partition(shard, group, tid, p, sp, result)
+        out.append(AcquiredPartition(tid, p, ranges=tuple((x.first, x.last, x.delivery_count) for x in ranges),
+                                     lock_deadline_ms=now + lock_ms if ranges else 0, start_offset=sp.start_offset))
+    result.response = ShareAcquireResponse(partitions=tuple(out), record_lock_duration_ms=lock_ms)
+    return result
+
+
+def _with_known_offsets(shard: Any, req: AcquirePartition) -> AcquirePartition:
+    topic = shard.metadata.by_id.get(req.topic_id)
+    if topic is None or shard.lag_provider is None:
+        return req
+    known = shard.lag_provider.offsets([(topic.name, req.partition)]).get((topic.name, req.partition))
+    if known is None:
+        return req
+    return AcquirePartition(req.topic_id, req.partition, known[0], known[1])
+
+
+def acknowledge(shard: Any, r: ShareAcknowledgeRequest, now: int) -> Result[ShareAcknowledgeResponse]:
+    try:
+        group, member = _member(shard, r.group_id, r.member_id, r.principal)
+    except CoordinatorError as e:
+        return Result(ShareAcknowledgeResponse(e.code, e.message))
+    gid = group.group_id
+    limit = shard.share_configs.delivery_count_limit(gid)
+    result: Result[ShareAcknowledgeResponse] = Result(ShareAcknowledgeResponse())
+    touched: dict[tuple[str, int], SharePartition] = {}
+    out: list[AcknowledgeResult] = []
+    for a in r.ranges:
+        tp = (a.topic_id, a.partition)
+        sp = touched.get(tp) or group.partitions.get(tp)
+        if a.acknowledge_type not in (1, 2, 3) or a.first > a.last:
+            out.append(AcknowledgeResult(*tp, a.first, a.last, Errors.INVALID_REQUEST,
+                                         "acknowledge_type must be 1 (accept), 2 (release) or 3 (reject), "
+                                         "and first <= last"))
+            continue
+        if sp is not None:
+            sp = sp.expire_locks(now, limit)
+        if sp is None or not sp.holds(member.member_id, a.first, a.last):
+            if sp is not None:
+                touched[tp] = sp
+            out.append(AcknowledgeResult(*tp, a.first, a.last, Errors.INVALID_RECORD_STATE,
+                                         "the records are not acquired by this member (lock expired or never held)"))
+            continue
+        touched[tp] = sp.acknowledge(a.first, a.last, AcknowledgeType(a.acknowledge_type), limit)
+        out.append(AcknowledgeResult(*tp, a.first, a.last))
+    for (t, p), sp in touched.items():
+        _write_partition(shard, group, t, p, sp, result)
+    result.response = ShareAcknowledgeResponse(results=tuple(out))
+    return result
+
+
+def describe_offsets(shard: Any, group_id: str) -> list[tuple[str, int, SharePartition]]:
+    """Kafka's DescribeShareGroupOffsets: every share-partition's state, sorted (raises GROUP_ID_NOT_FOUND)."""
+    group = _share_group(shard, group_id, create=False)
+    return [(t, p, sp) for (t, p), sp in sorted(group.partitions.items())]
