@@ -84,12 +84,15 @@ def test_an_empty_classic_group_becomes_a_consumer_group_on_its_first_consumer_g
 
 
 def test_classic_requests_to_a_consumer_group_with_members_are_judged_as_kafka_4_does() -> None:
-    """Kafka 4.x takes classic members into a consumer group (mixed_group.py): a JoinGroup whose metadata is not
-    a ConsumerProtocol subscription, or of another protocol type, is INCONSISTENT_GROUP_PROTOCOL; requests of a
-    member the group does not know are UNKNOWN_MEMBER_ID."""
+    """Kafka 4.x takes classic members into a consumer group (mixed_group.py): a JoinGroup without a member id
+    is asked for one first (MEMBER_ID_REQUIRED, as Kafka 4.4 answers in the differential suite); with one, metadata
+    that is not a ConsumerProtocol subscription, or another protocol type, is INCONSISTENT_GROUP_PROTOCOL;
+    requests of a member the group does not know are UNKNOWN_MEMBER_ID."""
     ctx = ClassicContext()
     consumer_heartbeat(ctx)
-    assert ctx.join_answer(ctx.join("")).error_code is Errors.INCONSISTENT_GROUP_PROTOCOL
+    first = ctx.join_answer(ctx.join(""))
+    assert first.error_code is Errors.MEMBER_ID_REQUIRED
+    assert ctx.join_answer(ctx.join(first.member_id)).error_code is Errors.INCONSISTENT_GROUP_PROTOCOL
     other = ctx.join("", protocol_type="leader", protocols=(("single-writer", b""),))
     assert ctx.join_answer(other).error_code is Errors.INCONSISTENT_GROUP_PROTOCOL
     assert ctx.sync_answer(ctx.sync("x", 1)).error_code is Errors.UNKNOWN_MEMBER_ID
