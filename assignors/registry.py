@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+
 from assignors.api import ServerAssignor
 
 _SERVER_ASSIGNORS: dict[str, ServerAssignor] = {}
@@ -17,17 +19,29 @@ def get_server_assignor(name: str) -> ServerAssignor:
     return _SERVER_ASSIGNORS[name]
 
 
+# Assignors that are registered (so an offloaded run finds them by name) but may not serve consumer groups: the
+# share groups' `simple` assignor gives a partition to several members.
+SHARE_ONLY_ASSIGNORS = frozenset({"simple"})
+
+
 def server_assignor_names() -> list[str]:
+    """The assignors `group.consumer.assignors` may name (share-only ones excluded)."""
     _load_builtins()
-    return sorted(_SERVER_ASSIGNORS)
+    return sorted(set(_SERVER_ASSIGNORS) - SHARE_ONLY_ASSIGNORS)
 
 
 _loaded = False
+_load_lock = threading.Lock()
 
 
 def _load_builtins() -> None:
+    """Import the built-in assignors once; `_loaded` is set only after the import finished, under a lock, so two
+    first callers on different threads never see a half-filled registry."""
     global _loaded
     if _loaded:
         return
-    _loaded = True
-    from assignors import builtin  # noqa: F401  (registers the built-in assignors on import)
+    with _load_lock:
+        if not _loaded:
+            from assignors import builtin  # noqa: F401  (registers the built-in assignors on import)
+
+            _loaded = True
