@@ -193,6 +193,20 @@ def offset_rows(stub: Any, group: Any, kafka: KafkaOffsets | None) -> list[dict[
     return rows
 
 
+def share_offset_rows(stub: Any, group: Any) -> list[dict[str, Any]]:
+    """A share group's partitions as kafka-share-groups.sh shows them: the share-partition start offset (records
+    before it are done), plus groupcoord's in-flight, acquired and available counts."""
+    from groupcoord.v1 import share_pb2 as spb
+
+    resp = stub.DescribeShareGroupOffsets(spb.DescribeShareGroupOffsetsRequest(group_id=group.group_id))
+    if resp.error_code:
+        raise CliError(f"{_short(group.group_id)}: error {resp.error_code}: {_short(resp.error_message)}")
+    return [{"GROUP": group.group_id, "TOPIC": p.topic_name or p.topic_id, "PARTITION": p.partition,
+             "START-OFFSET": p.start_offset, "END-OFFSET": p.end_offset, "IN-FLIGHT": p.in_flight,
+             "ACQUIRED": p.acquired, "AVAILABLE": p.available}
+            for p in sorted(resp.partitions, key=lambda p: (p.topic_name or p.topic_id, p.partition))]
+
+
 def member_rows(group: Any, verbose: bool) -> list[dict[str, Any]]:
     rows = []
     for m in group.members:
@@ -248,7 +262,11 @@ def cmd_describe(args: argparse.Namespace) -> int:
                 print(f"Error: {message}")
             rc = 1
             continue
-        if view == "offsets":
+        if view == "offsets" and g.group_type == "share":
+            rows = share_offset_rows(stub, g)
+            headers = ["GROUP", "TOPIC", "PARTITION", "START-OFFSET", "END-OFFSET", "IN-FLIGHT", "ACQUIRED",
+                       "AVAILABLE"]
+        elif view == "offsets":
             rows = offset_rows(stub, g, kafka)
             headers = ["GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG", "CONSUMER-ID",
                        "HOST", "CLIENT-ID"]

@@ -61,8 +61,10 @@ def test_share_state_and_locks_are_replayed_from_the_file_log(tmp_path: Path) ->
         cli = subprocess.run([sys.executable, "-m", "groupcoord", "groups", "describe", "q", "--server",
                               server.address], capture_output=True, text=True, timeout=60)
         assert cli.returncode == 0, cli.stderr
-        assert "type=share" in cli.stdout and "SHARE-PARTITION" in cli.stdout
-        assert cli.stdout.split("SHARE-PARTITION")[1].split()[5:11] == ["jobs-0", "50", "100", "50", "50", "0"]
+        header, row = cli.stdout.strip().splitlines()[-2:]
+        assert header.split() == ["GROUP", "TOPIC", "PARTITION", "START-OFFSET", "END-OFFSET", "IN-FLIGHT",
+                                  "ACQUIRED", "AVAILABLE"]
+        assert row.split() == ["q", "jobs", "0", "50", "100", "50", "50", "0"]
 
     with _server(tmp_path) as server, grpc.insecure_channel(server.address) as channel:
         stub = spb_grpc.ShareGroupCoordinatorStub(channel)
