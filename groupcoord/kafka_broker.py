@@ -131,7 +131,7 @@ class KafkaBroker:
         internal_rf = str(min(brokers, 3))
         started = time.monotonic()
         try:
-            cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+            cluster_id = new_cluster_id()
             for node in range(1, brokers + 1):
                 mine = {**overrides, **{k: str(v) for k, v in (node_config or {}).get(node, {}).items()}}
                 props = self._write_properties(node, voters, internal_rf, mine)
@@ -314,3 +314,12 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 if __name__ == "__main__":
     raise SystemExit(main())
+
+
+def new_cluster_id() -> str:
+    """A KRaft cluster id: a random UUID in URL-safe base64, never starting with "-" (Kafka's Uuid.randomUuid
+    rule: the storage tool's argument parser would take such an id for an option and refuse to format)."""
+    while True:
+        cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not cluster_id.startswith("-"):
+            return cluster_id

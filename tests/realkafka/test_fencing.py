@@ -77,3 +77,4 @@ def test_the_mock_cluster_does_not_fence_so_fencing_tests_need_the_real_broker(u
         _open_transaction(second, unique, b"owner")
         second.commit_transaction(10)
         assert _committed_values(mock.bootstrap_servers, unique) == [b"zombie", b"owner"]
+
