@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-
 from groupcoord.kafka_broker import new_cluster_id
 
 
