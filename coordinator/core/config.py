@@ -4,8 +4,8 @@ Broker configs are validated once at start-up (`BrokerConfig.from_mapping`); gro
 go through the same validator (`validate_group_configs`) when altered over the RPC. Every rejection names
 the key, the value and the allowed range, so the message alone tells the operator what to fix.
 
-`group.share.*` and `group.streams.*` keys exist in the schema, validated like their `group.consumer.*`
-twins, but are reserved: groupcoord serves consumer and classic groups only.
+`group.share.*` keys exist in the schema, validated like their `group.consumer.*` twins, but are reserved;
+`group.streams.*` configure streams groups (KIP-1071).
 """
 
 from __future__ import annotations
@@ -96,7 +96,7 @@ def _interval_defs(kind: str, doc_suffix: str) -> list[ConfigDef]:
     ]
 
 
-_RESERVED = " Reserved: groupcoord has no share or streams groups yet."
+_RESERVED = " Reserved: groupcoord has no share groups yet."
 
 BROKER_CONFIG_DEFS: dict[str, ConfigDef] = {
     d.name: d
@@ -118,7 +118,16 @@ BROKER_CONFIG_DEFS: dict[str, ConfigDef] = {
                   "Server-side assignors, by name; the first is the default."),
         *_interval_defs("consumer", ""),
         *_interval_defs("share", _RESERVED),
-        *_interval_defs("streams", _RESERVED),
+        *_interval_defs("streams", ""),
+        ConfigDef("group.streams.session.timeout.ms", int, 45000, "Timeout to detect a failed streams-group member.",
+                  1),
+        ConfigDef("group.streams.heartbeat.interval.ms", int, 5000,
+                  "Interval at which streams-group members heartbeat.", 1),
+        ConfigDef("group.streams.max.size", int, INT32_MAX, "Maximum number of members of a streams group.", 1),
+        ConfigDef("group.streams.num.standby.replicas", int, 0, "Standby replicas per stateful task.", 0, 2),
+        ConfigDef("group.streams.initial.rebalance.delay.ms", int, 3000,
+                  "How long a new streams group waits for more members before its first assignment; "
+                  "group.streams.assignment.interval.ms starts after it.", 0),
         ConfigDef("group.consumer.regex.refresh.interval.ms", int, 600000,
                   "How often the topics matching a group's subscribed regexes are resolved again (they are also "
                   "resolved when topic metadata changes).", 10000),

@@ -19,7 +19,7 @@ from typing import Any, Protocol, TypeVar
 
 from assignors.api import AssignorError, LagSnapshot, PartitionOffsets
 from assignors.registry import get_server_assignor
-from coordinator.core import admin, classic_handlers, offsets, regex_subscriptions, retention
+from coordinator.core import admin, classic_handlers, offsets, regex_subscriptions, retention, streams_shard
 from coordinator.core.classic_messages import (
     HeartbeatRequest,
     HeartbeatResponse,
@@ -151,6 +151,7 @@ class GroupCoordinatorShard:
             GroupEmptySinceTombstone: self._replay_empty_since_tombstone,
         }
         classic_handlers.install(self)
+        streams_shard.install(self)
 
     # =====================================================================================================
     # Records

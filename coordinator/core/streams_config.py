@@ -44,6 +44,10 @@ class StreamsGroupConfig:
                              f"[0, {self.max_standby_replicas}]")
 
     @staticmethod
+    def broker_keys() -> list[str]:
+        return ["group.streams." + n.replace("_", ".") for n in StreamsGroupConfig.__dataclass_fields__]
+
+    @staticmethod
     def from_broker(configs: Mapping[str, object]) -> StreamsGroupConfig:
         """From Kafka's `group.streams.*` names (unknown keys ignored: other modules own them)."""
         kw: dict[str, object] = {}

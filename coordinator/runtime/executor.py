@@ -10,6 +10,7 @@ import logging
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
 from assignors.api import AssignorError
 from assignors.registry import get_server_assignor
@@ -66,6 +67,21 @@ class BackgroundExecutor:
             log.info("assignor %s ran for group %s (%d members) in %.1f ms", run.assignor_name, run.group_id,
                      len(run.spec.members), elapsed * 1000)
             done(completion)
+
+        self._pool.submit(task)
+
+    def submit_call(self, fn: Callable[[], Any], done: Callable[[Any], None]) -> None:
+        """Run a self-contained background computation (a streams assignor run) and hand its result to `done`."""
+        submitted = time.perf_counter()
+
+        def task() -> None:
+            started = time.perf_counter()
+            self._metrics.background_queue_time.record((started - submitted) * 1000)
+            result = fn()
+            elapsed = time.perf_counter() - started
+            self._metrics.background_processing_time.record(elapsed * 1000)
+            self._metrics.background_idle.add_busy(elapsed)
+            done(result)
 
         self._pool.submit(task)
 

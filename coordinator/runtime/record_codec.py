@@ -27,6 +27,7 @@ from coordinator.core import records as r
 from coordinator.core.classic_group import CLASSIC_RECORD_TYPES
 from coordinator.core.config import GROUP_CONFIG_DEFS, render_value
 from coordinator.core.config import _coerce as coerce_config_value
+from coordinator.core.streams_shard import RECORD_TYPES as STREAMS_RECORD_TYPES
 from groupcoord.records.v1 import records_pb2 as pb
 
 VERSION = 1
@@ -134,7 +135,8 @@ def register_generic(cls: type) -> None:
     _GENERIC[cls.__name__] = cls
 
 
-for _record_type in CLASSIC_RECORD_TYPES:  # so every reader of the log (the server, `groupcoord log`) knows them
+# so every reader of the log (the server, `groupcoord log`) knows them
+for _record_type in (*CLASSIC_RECORD_TYPES, *STREAMS_RECORD_TYPES):
     register_generic(_record_type)
 for _record in (r.ConsumerGroupRegularExpression, r.ConsumerGroupRegularExpressionTombstone, r.GroupEmptySince,
                 r.GroupEmptySinceTombstone):

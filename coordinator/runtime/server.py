@@ -35,12 +35,15 @@ from coordinator.runtime.runtime import CoordinatorRuntime, MetadataSource, Reco
 from coordinator.runtime.secured_service import SecuredService
 from coordinator.runtime.service import GroupCoordinatorService
 from coordinator.runtime.sharding import KafkaStateOptions, PartitionOwnership, parse_host_port
+from coordinator.runtime.streams_service import StreamsService
 from groupcoord.v1 import coordinator_pb2 as pb
 from groupcoord.v1 import coordinator_pb2_grpc as pb_grpc
+from groupcoord.v1 import streams_pb2, streams_pb2_grpc
 
 log = logging.getLogger("groupcoord.server")
 
 SERVICE_NAME = pb.DESCRIPTOR.services_by_name["GroupCoordinator"].full_name
+STREAMS_SERVICE_NAME = streams_pb2.DESCRIPTOR.services_by_name["StreamsGroupCoordinator"].full_name
 
 
 @dataclass
@@ -153,9 +156,13 @@ class CoordinatorServer:
             log.warning("bearer tokens over plaintext: anyone on the network path can read and replay them; "
                         "serve TLS (--tls-cert, --tls-key)")
         add_guarded(pb_grpc.add_GroupCoordinatorServicer_to_server, service, server)
+        guard = service._may if isinstance(service, SecuredService) else None
+        add_guarded(streams_pb2_grpc.add_StreamsGroupCoordinatorServicer_to_server,
+                    StreamsService(runtime, guard), server)
         health_pb2_grpc.add_HealthServicer_to_server(self.health, server)
         reflection.enable_server_reflection(
-            (SERVICE_NAME, health_pb2.DESCRIPTOR.services_by_name["Health"].full_name, reflection.SERVICE_NAME),
+            (SERVICE_NAME, STREAMS_SERVICE_NAME, health_pb2.DESCRIPTOR.services_by_name["Health"].full_name,
+             reflection.SERVICE_NAME),
             server)
         for extend in o.extensions:
             extend(runtime, server)
