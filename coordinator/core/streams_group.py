@@ -34,7 +34,7 @@ epoch but waits for them (UNRELEASED_TASKS). Standby and warm-up tasks follow th
 from __future__ import annotations
 
 import enum
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 
 from assignors.sticky_task import StreamsMemberSpec, TaskId, assign_tasks
@@ -234,12 +234,24 @@ class StreamsGroups:
 
     def __init__(self, config: StreamsGroupConfig | None = None, image: MetadataImage = EMPTY_IMAGE) -> None:
         self.config = config or StreamsGroupConfig()
-        self.image = image
+        self._image_of: Callable[[], MetadataImage] = lambda: image
         self.groups: dict[str, StreamsGroup] = {}
         self.group_configs: dict[str, Mapping[str, str]] = {}
         self._next_run = 0
 
     # --- plumbing ---------------------------------------------------------------------------------------
+    @property
+    def image(self) -> MetadataImage:
+        """The current topic metadata (the shard's, when installed in one: it is replaced whole on refresh)."""
+        return self._image_of()
+
+    @image.setter
+    def image(self, image: MetadataImage) -> None:
+        self._image_of = lambda: image
+
+    def follow_image(self, image_of: Callable[[], MetadataImage]) -> None:
+        self._image_of = image_of
+
     def _emit(self, out: _Out, rec: object) -> None:
         apply_record(self.groups, rec)
         out.records.append(rec)
@@ -579,6 +591,35 @@ class StreamsGroups:
         elif kind == "streams-assign":
             self._maybe_assign(g, now, out, self._cfg(gid))
         return Result(None, out.records, out.timers, out.tasks)
+
+    def snapshot_records(self) -> list[object]:
+        """Every group's state as records: replaying them into empty groups rebuilds the same state."""
+        out: list[object] = []
+        for gid, g in self.groups.items():
+            out.append(StreamsGroupMetadata(gid, g.epoch, g.metadata_hash, g.first_assignment_not_before_ms))
+            if g.topology is not None:
+                out.append(StreamsGroupTopologyRecord(gid, g.topology))
+            out.extend(g.members.values())
+            out.extend(g.current.values())
+            out.extend(g.target.values())
+            if g.target_timestamp_ms is not None:
+                out.append(StreamsGroupTargetAssignmentMetadata(gid, g.target_epoch, g.target_timestamp_ms))
+        return out
+
+    def timers_after_load(self, now: int) -> list[TimerOp]:
+        """Timers are not state: after a load every member's session timer is armed anew, revoking members'
+        rebalance timers too, and a group whose target is behind gets an assignment attempt at once."""
+        timers: list[TimerOp] = []
+        for gid, g in self.groups.items():
+            session = self._cfg(gid).session_timeout_ms
+            for mid, m in g.members.items():
+                timers.append(ScheduleTimer(session_key(gid, mid), now + session))
+                cur = g.current.get(mid)
+                if cur is not None and cur.state == UNREVOKED:
+                    timers.append(ScheduleTimer(rebalance_key(gid, mid), now + m.rebalance_timeout_ms))
+            if g.members and g.target_epoch < g.epoch:
+                timers.append(ScheduleTimer(assign_key(gid), now))
+        return timers
 
     def delete_group(self, group_id: str) -> Result[int]:
         """DeleteGroups for a streams group: only an empty one (NON_EMPTY_GROUP otherwise); it becomes Dead."""

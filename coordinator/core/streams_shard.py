@@ -32,13 +32,13 @@ def install(shard: Any, config: StreamsGroupConfig | None = None) -> StreamsGrou
         values = getattr(shard.config, "values", {})
         config = StreamsGroupConfig.from_broker({k: values[k] for k in StreamsGroupConfig.broker_keys()
                                                  if k in values})
-    groups = StreamsGroups(config, shard.metadata)
+    groups = StreamsGroups(config)
+    groups.follow_image(lambda: shard.metadata)
     shard.streams = groups
     for t in RECORD_TYPES:
         shard.register_replayer(t, groups.replay)
 
     def on_timer(key: tuple[str, ...], now: int) -> Result[None]:
-        groups.image = shard.metadata
         return groups.fire_timer(key, now)
 
     for kind in TIMER_KINDS:
@@ -53,11 +53,9 @@ def heartbeat(shard: Any, req: StreamsHeartbeatRequest, now: int) -> Result[Stre
         return Result(StreamsHeartbeatResponse(int(Errors.GROUP_ID_NOT_FOUND),
                                                "The group is not a streams group.", req.member_id[:64]))
     groups: StreamsGroups = shard.streams
-    groups.image = shard.metadata
     return groups.heartbeat(req, now)
 
 
 def assignor_done(shard: Any, done: StreamsAssignorCompletion, now: int) -> Result[None]:
     groups: StreamsGroups = shard.streams
-    groups.image = shard.metadata
     return groups.complete_assignor(done, now)

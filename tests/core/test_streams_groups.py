@@ -280,3 +280,17 @@ def test_changelog_topic_info_partitions_are_validated_against_the_repartition_t
     ctx = Ctx(SYNC, topics={"lines": 4, "r": 4})
     r = ctx.join("a", topology=t)
     assert r.status and r.status[0].code == StreamsStatus.INCORRECTLY_PARTITIONED_TOPICS
+
+
+def test_snapshot_records_rebuild_the_same_groups_and_load_rearms_session_timers() -> None:
+    ctx = Ctx(replace(SYNC, num_standby_replicas=1))
+    stable_pair(ctx)
+    ctx.join("c")
+    ctx.hb("a", ctx.sg.groups[GROUP].current["a"].member_epoch, task_offsets={("1", 0): 3},
+           task_end_offsets={("1", 0): 7})
+    fresh = Ctx(SYNC)
+    for rec in ctx.sg.snapshot_records():
+        fresh.sg.replay(rec)
+    assert {g: v.persisted() for g, v in fresh.sg.groups.items()} == ctx.live()
+    keys = {t.key for t in fresh.sg.timers_after_load(100)}  # type: ignore[union-attr]
+    assert {("streams-session", GROUP, m) for m in "abc"} <= keys

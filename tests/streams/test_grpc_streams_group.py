@@ -117,3 +117,35 @@ def test_missing_internal_topic_is_reported_in_the_heartbeat(server: ServerThrea
         assert resp.error_code == 0 and resp.member_epoch == 1
         assert [s.status_code for s in resp.status.items] == [3]
         assert "absent-changelog" in resp.status.items[0].status_detail
+
+
+def test_a_restarted_coordinator_reloads_the_streams_group_from_its_log(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from coordinator.core.config import BrokerConfig
+    from coordinator.runtime.server import ServerOptions
+    from coordinator.runtime.static_metadata import StaticMetadataSource
+    from tests.integration.conftest import FAST
+
+    def start() -> ServerThread:
+        options = ServerOptions(listen="127.0.0.1:0", config=BrokerConfig.from_mapping({**FAST, **STREAMS_FAST}),
+                                metadata_source=StaticMetadataSource(TOPICS), metadata_poll_s=0.2,
+                                state_dir=tmp_path)
+        return ServerThread(options).start()
+
+    srv = start()
+    try:
+        with grpc.insecure_channel(srv.address) as channel:
+            a = Member(spb_grpc.StreamsGroupCoordinatorStub(channel), "a", "pa")
+            a.beat()
+            wait_until(lambda: bool(a.beat()) and len(a.tasks()) == 8, what="a runs every task")
+            before = spb_grpc.StreamsGroupCoordinatorStub(channel).StreamsGroupDescribe(
+                spb.StreamsGroupDescribeRequest(group_ids=["app"]), timeout=10).groups[0]
+    finally:
+        srv.stop()
+    srv = start()
+    try:
+        with grpc.insecure_channel(srv.address) as channel:
+            after = spb_grpc.StreamsGroupCoordinatorStub(channel).StreamsGroupDescribe(
+                spb.StreamsGroupDescribeRequest(group_ids=["app"]), timeout=10).groups[0]
+            assert after == before
+    finally:
+        srv.stop()
