@@ -260,16 +260,18 @@ class _Stub:
     def __init__(self, server: str, credentials: Any = None) -> None:
         from clients.credentials import NO_CREDENTIALS
         from groupcoord.v1 import coordinator_pb2_grpc as pb_grpc
+        from groupcoord.v1 import streams_pb2_grpc
 
         self.server = server
         channel = (credentials or NO_CREDENTIALS).channel(server, options=[
             ("grpc.max_receive_message_length", ADMIN_MAX_RESPONSE_BYTES)])
         self._stub = pb_grpc.GroupCoordinatorStub(channel)
+        self._streams = streams_pb2_grpc.StreamsGroupCoordinatorStub(channel)
 
     def __getattr__(self, method: str) -> Any:
         import grpc
 
-        call = getattr(self._stub, method)
+        call = getattr(self._streams if method.startswith("StreamsGroup") else self._stub, method)
 
         def invoke(request: Any) -> Any:
             try:
@@ -312,6 +314,27 @@ def _tps(tps: Any) -> str:
     return " ".join(f"{t.topic_name or t.topic_id[:8]}:{','.join(map(str, t.partitions))}" for t in tps) or "-"
 
 
+def _tasks(tasks: Any) -> str:
+    return " ".join(f"{t.subtopology_id}:{','.join(map(str, t.partitions))}" for t in tasks if t.partitions) or "-"
+
+
+def _print_streams_group(stub: Any, group_id: str) -> None:
+    """A streams group's topology and each member's active, standby and warm-up tasks (StreamsGroupDescribe)."""
+    from groupcoord.v1 import streams_pb2 as spb
+
+    g = stub.StreamsGroupDescribe(spb.StreamsGroupDescribeRequest(group_ids=[group_id])).groups[0]
+    if g.HasField("topology"):
+        print(f"topology epoch {g.topology.epoch}")
+        for s in g.topology.subtopologies:
+            sources = list(s.source_topics) + [t.name for t in s.repartition_source_topics]
+            changelogs = [t.name for t in s.state_changelog_topics]
+            print(f"  subtopology {s.subtopology_id}: sources={','.join(sources) or '-'}  "
+                  f"sinks={','.join(s.repartition_sink_topics) or '-'}  changelogs={','.join(changelogs) or '-'}")
+    rows = [[m.member_id, m.process_id, str(m.member_epoch), _tasks(m.active_tasks), _tasks(m.standby_tasks),
+             _tasks(m.warmup_tasks)] for m in g.members]
+    print(_table(rows, ["MEMBER", "PROCESS", "EPOCH", "ACTIVE", "STANDBY", "WARMUP"]))
+
+
 def cmd_groups(args: argparse.Namespace) -> int:
     from google.protobuf.json_format import MessageToDict
 
@@ -338,6 +361,9 @@ def cmd_groups(args: argparse.Namespace) -> int:
                 continue
             print(f"group {g.group_id}  type={g.group_type}  state={g.group_state}  epoch={g.group_epoch}  "
                   f"assignment_epoch={g.assignment_epoch}  assignor={g.assignor_name or '-'}")
+            if g.group_type == "streams":
+                _print_streams_group(stub, g.group_id)
+                continue
             rows = [[m.member_id, m.instance_id or "-", str(m.member_epoch), m.state or "-", _tps(m.assignment),
                      _tps(m.target_assignment)] for m in g.members]
             print(_table(rows, ["MEMBER", "INSTANCE", "EPOCH", "STATE", "ASSIGNMENT", "TARGET"]))
@@ -483,7 +509,7 @@ def build_parser() -> argparse.ArgumentParser:
     gsub = g.add_subparsers(dest="groups_cmd", required=True)
     gl = gsub.add_parser("list", help="list groups", parents=[server])
     gl.add_argument("--state", action="append", help="only groups in this state (repeatable)")
-    gl.add_argument("--type", action="append", choices=["consumer", "classic"], help="only this group type")
+    gl.add_argument("--type", action="append", choices=["consumer", "classic", "streams"], help="only this group type")
     gl.add_argument("--json", action="store_true", help="machine-readable output")
     gd = gsub.add_parser("describe", help="describe groups", parents=[server])
     gd.add_argument("group", nargs="+")

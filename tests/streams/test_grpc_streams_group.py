@@ -149,3 +149,34 @@ def test_a_restarted_coordinator_reloads_the_streams_group_from_its_log(tmp_path
             assert after == before
     finally:
         srv.stop()
+
+
+def test_list_and_describe_groups_and_the_cli_show_streams_groups(server: ServerThread) -> None:
+    import subprocess
+    import sys
+
+    from groupcoord.v1 import coordinator_pb2 as pb
+    from groupcoord.v1 import coordinator_pb2_grpc as pb_grpc
+
+    with grpc.insecure_channel(server.address) as channel:
+        stub = spb_grpc.StreamsGroupCoordinatorStub(channel)
+        a, b = Member(stub, "a", "pa"), Member(stub, "b", "pb")
+        a.beat()
+        b.beat()
+        wait_until(lambda: bool(a.beat()) and bool(b.beat()) and len(a.tasks()) + len(b.tasks()) == 8
+                   and a.epoch == b.epoch > 1, what="both members running")
+        admin = pb_grpc.GroupCoordinatorStub(channel)
+        listed = admin.ListGroups(pb.ListGroupsRequest(types_filter=["streams"]), timeout=10)
+        assert [(g.group_id, g.group_type) for g in listed.groups] == [("app", "streams")]
+        described = admin.DescribeGroups(pb.DescribeGroupsRequest(group_ids=["app"]), timeout=10).groups[0]
+        assert described.group_type == "streams" and [m.member_id for m in described.members] == ["a", "b"]
+        active = {(t.topic_id, p) for m in described.members for t in m.assignment for p in t.partitions}
+        assert active == a.tasks() | b.tasks()
+        deleted = admin.DeleteGroups(pb.DeleteGroupsRequest(group_ids=["app"]), timeout=10).results[0]
+        assert deleted.error_code == 68  # NON_EMPTY_GROUP
+    out = subprocess.run([sys.executable, "-m", "groupcoord", "groups", "describe", "app",
+                          "--server", server.address], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert "type=streams" in out.stdout and "subtopology 1: sources=app-words-repartition" in out.stdout
+    assert "changelogs=app-counts-changelog" in out.stdout
+    assert "MEMBER" in out.stdout and "STANDBY" in out.stdout and "pa" in out.stdout
