@@ -10,6 +10,8 @@ BENCHMARKS = {
     "bench.classic_rebalance_bench": "a 1,000-member classic group completing a rebalance over real gRPC",
     "bench.spark_source_bench": "records/s through one Spark driver vs a plain confluent-kafka loop",
     "bench.durability_bench": "commits/s with fsync, start-up replay with and without snapshot",
+    "bench.streams_assignor_bench": "the streams sticky task assignor: 1,000 members x 10,000 tasks (fresh, steady, "
+                                    "join, leave; stateless and stateful with a standby)",
     "bench.hostile_bench": "loop hold of the largest legal requests; another group's heartbeat p99 while they "
                            "and catastrophic regexes are sent (target p99 < 100 ms)",
 }

@@ -1,6 +1,6 @@
 """Streams task assignor benchmark (issue 14): time of `assign_tasks` at 1,000 members x 10,000 tasks.
 
-    python -m bench.streams_assignor_bench [--members N] [--tasks N] [--repeat N]
+    python -m bench.streams_assignor_bench [--quick] [--members N] [--tasks N] [--repeat N]
 
 Cases: a fresh group (no previous assignment), a steady group re-assigned with nothing changed, one member
 joining a balanced group, and one member leaving it; each stateless, and stateful with one standby replica
@@ -47,7 +47,10 @@ def main() -> None:
     ap.add_argument("--members", type=int, default=1000)
     ap.add_argument("--tasks", type=int, default=10_000)
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--quick", action="store_true", help="100 members x 1,000 tasks")
     args = ap.parse_args()
+    if args.quick:
+        args.members, args.tasks = 100, 1000
     n, n_tasks = args.members, args.tasks
     n_subs = 10
     process_of = {f"m{i:05d}": f"p{i // 2:05d}" for i in range(n + 1)}

@@ -57,13 +57,18 @@ class StreamsGroupConfig:
                 kw[name] = configs[key]
         return StreamsGroupConfig(**kw)  # type: ignore[arg-type]
 
-    def validate_group_overrides(self, configs: Mapping[str, str]) -> None:
+    def validate_group_overrides(self, configs: Mapping[str, object]) -> None:
         """INVALID_CONFIG for an override outside the broker's bounds (the message names key and range)."""
         self.with_overrides(configs)
 
-    def with_overrides(self, configs: Mapping[str, str]) -> StreamsGroupConfig:
+    def with_overrides(self, configs: Mapping[str, object]) -> StreamsGroupConfig:
+        """Apply the `streams.*` group configs (strings from a request, or typed values from a GroupConfig
+        record; other group types' keys are ignored)."""
         kw: dict[str, object] = {}
-        for key, raw in configs.items():
+        for key, value in configs.items():
+            if not key.startswith("streams.") or value is None:
+                continue
+            raw = str(value).lower() if isinstance(value, bool) else str(value)
             if key == "streams.assignment.interval.ms":
                 v = _int(key, raw)
                 if v == -1:

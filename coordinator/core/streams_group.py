@@ -236,7 +236,7 @@ class StreamsGroups:
         self.config = config or StreamsGroupConfig()
         self._image_of: Callable[[], MetadataImage] = lambda: image
         self.groups: dict[str, StreamsGroup] = {}
-        self.group_configs: dict[str, Mapping[str, str]] = {}
+        self.group_configs: dict[str, Mapping[str, object]] = {}
         self._next_run = 0
 
     # --- plumbing ---------------------------------------------------------------------------------------
@@ -259,7 +259,11 @@ class StreamsGroups:
     def replay(self, rec: object) -> None:
         apply_record(self.groups, rec)
 
-    def set_group_config(self, group_id: str, configs: Mapping[str, str]) -> None:
+    def follow_group_configs(self, configs: dict[str, Mapping[str, object]]) -> None:
+        """Read the group-level overrides from the shard's GroupConfig state (AlterGroupConfigs)."""
+        self.group_configs = configs
+
+    def set_group_config(self, group_id: str, configs: Mapping[str, object]) -> None:
         """Group-level `streams.*` overrides, validated against the broker's bounds (INVALID_CONFIG)."""
         self.config.validate_group_overrides(configs)
         self.group_configs[group_id] = dict(configs)

@@ -34,6 +34,7 @@ def install(shard: Any, config: StreamsGroupConfig | None = None) -> StreamsGrou
                                                  if k in values})
     groups = StreamsGroups(config)
     groups.follow_image(lambda: shard.metadata)
+    groups.follow_group_configs(shard.group_configs)
     shard.streams = groups
     for t in RECORD_TYPES:
         shard.register_replayer(t, groups.replay)

@@ -294,3 +294,27 @@ def test_snapshot_records_rebuild_the_same_groups_and_load_rearms_session_timers
     assert {g: v.persisted() for g, v in fresh.sg.groups.items()} == ctx.live()
     keys = {t.key for t in fresh.sg.timers_after_load(100)}  # type: ignore[union-attr]
     assert {("streams-session", GROUP, m) for m in "abc"} <= keys
+
+
+def test_alter_group_configs_override_reaches_the_streams_group_in_a_shard() -> None:
+    from coordinator.core import streams_shard
+    from coordinator.core.config import BrokerConfig
+    from coordinator.core.shard import GroupCoordinatorShard
+    from coordinator.core.streams_group import StreamsHeartbeatRequest
+
+    shard = GroupCoordinatorShard(BrokerConfig.from_mapping({
+        "group.streams.initial.rebalance.delay.ms": 0, "group.streams.assignor.offload.enable": False,
+        "group.streams.assignment.interval.ms": 0}), lambda: "unused", image(**READY))
+    res = shard.alter_group_configs(GROUP, {"streams.assignment.interval.ms": "5000"}, False, 0)
+    assert res.response.error_code == 0
+
+    def join(m: str, now: int) -> None:
+        req = StreamsHeartbeatRequest(GROUP, m, 0, topology=word_count(), process_id=m, rebalance_timeout_ms=1000,
+                                      active_tasks=NO_TASKS, standby_tasks=NO_TASKS, warmup_tasks=NO_TASKS)
+        assert streams_shard.heartbeat(shard, req, now).response.error_code == 0
+
+    join("a", 0)
+    join("b", 10)
+    g = shard.streams.groups[GROUP]
+    assert g.target_epoch == 2 and g.epoch == 3, "the group's 5,000 ms interval holds the second run"
+    assert shard.streams.state(GROUP).value == "Assigning"
