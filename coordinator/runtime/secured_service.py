@@ -1,9 +1,11 @@
 """The gRPC servicer with authentication and Kafka-style authorization in front of every RPC.
 
 Operations per RPC, as Kafka's KafkaApis asks them of GROUP resources:
-- READ: ConsumerGroupHeartbeat (and its stream), JoinGroup, SyncGroup, Heartbeat, LeaveGroup, OffsetCommit;
-- DESCRIBE: OffsetFetch, DescribeGroups, FindCoordinator, and ListGroups, which lists only the groups the
-  caller may DESCRIBE;
+- READ: ConsumerGroupHeartbeat (and its stream), JoinGroup, SyncGroup, Heartbeat, LeaveGroup, OffsetCommit,
+  StreamsGroupHeartbeat;
+- DESCRIBE: OffsetFetch, DescribeGroups, StreamsGroupDescribe, FindCoordinator, and ListGroups, which lists
+  only the groups the caller may DESCRIBE;
+(the streams RPCs are another service, streams_service.py, which asks this class's `_may`.)
 - DELETE: DeleteGroups; DESCRIBE_CONFIGS / ALTER_CONFIGS: DescribeGroupConfigs / AlterGroupConfigs.
 A refusal is GROUP_AUTHORIZATION_FAILED (30) in-band, per group in the many-group admin responses. A caller
 without credentials is refused with gRPC UNAUTHENTICATED before any of this.

@@ -166,8 +166,12 @@ class StreamsService(spb_grpc.StreamsGroupCoordinatorServicer):
                 out.groups.add(group_id=gid[:limits.ECHO_MAX_CHARS],
                                error_code=int(Errors.GROUP_AUTHORIZATION_FAILED))
                 continue
-            out.groups.append(await self.runtime.submit(
-                "StreamsGroupDescribe", lambda now, gid=gid: Result(describe(self.runtime.shard, gid))))  # type: ignore[misc]
+            described = await self.runtime.submit(
+                "StreamsGroupDescribe", lambda now, gid=gid: Result(describe(self.runtime.shard, gid)))  # type: ignore[misc]
+            if self.guard is not None:  # ACLs on: no member hosts (stricter than DescribeGroups)
+                for m in described.members:
+                    m.client_host = ""
+            out.groups.append(described)
         return out
 
 
