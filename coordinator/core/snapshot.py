@@ -81,6 +81,6 @@ def timers_after_load(shard: Any, now: int, group_ids: frozenset[str] | None = N
             if after_load is not None:
                 result.timers.extend(after_load(now))
     streams = getattr(shard, "streams", None)
-    if streams is not None and group_ids is None:
-        result.timers.extend(streams.timers_after_load(now))
+    if streams is not None:
+        result.timers.extend(streams.timers_after_load(now, group_ids))
     return result

@@ -610,11 +610,13 @@ class StreamsGroups:
                 out.append(StreamsGroupTargetAssignmentMetadata(gid, g.target_epoch, g.target_timestamp_ms))
         return out
 
-    def timers_after_load(self, now: int) -> list[TimerOp]:
+    def timers_after_load(self, now: int, group_ids: frozenset[str] | None = None) -> list[TimerOp]:
         """Timers are not state: after a load every member's session timer is armed anew, revoking members'
         rebalance timers too, and a group whose target is behind gets an assignment attempt at once."""
         timers: list[TimerOp] = []
         for gid, g in self.groups.items():
+            if group_ids is not None and gid not in group_ids:
+                continue
             session = self._cfg(gid).session_timeout_ms
             for mid, m in g.members.items():
                 timers.append(ScheduleTimer(session_key(gid, mid), now + session))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from dataclasses import replace
 
 import pytest
@@ -318,3 +319,28 @@ def test_alter_group_configs_override_reaches_the_streams_group_in_a_shard() -> 
     g = shard.streams.groups[GROUP]
     assert g.target_epoch == 2 and g.epoch == 3, "the group's 5,000 ms interval holds the second run"
     assert shard.streams.state(GROUP).value == "Assigning"
+
+
+def test_a_refused_operation_is_rolled_back_to_the_streams_group_the_log_holds() -> None:
+    from coordinator.core import streams_shard
+    from coordinator.core.config import BrokerConfig
+    from coordinator.core.shard import GroupCoordinatorShard
+    from coordinator.core.streams_group import StreamsHeartbeatRequest
+    from coordinator.runtime.rollback import reset_groups
+
+    shard = GroupCoordinatorShard(BrokerConfig.from_mapping({
+        "group.streams.initial.rebalance.delay.ms": 0, "group.streams.assignor.offload.enable": False,
+        "group.streams.assignment.interval.ms": 0}), lambda: "unused", image(**READY))
+
+    def join(m: str, now: int) -> list[object]:
+        req = StreamsHeartbeatRequest(GROUP, m, 0, topology=word_count(), process_id=m, rebalance_timeout_ms=1000,
+                                      active_tasks=NO_TASKS, standby_tasks=NO_TASKS, warmup_tasks=NO_TASKS)
+        return streams_shard.heartbeat(shard, req, now).records
+
+    durable = join("a", 0)
+    before = copy.deepcopy(shard.streams.groups[GROUP].persisted())
+    join("b", 10)  # the log refuses this one
+    assert shard.streams.groups[GROUP].persisted() != before
+    timers = reset_groups(shard, frozenset({GROUP}), durable, 20).timers
+    assert shard.streams.groups[GROUP].persisted() == before
+    assert {t.key for t in timers} == {("streams-session", GROUP, "a")}  # type: ignore[union-attr]
