@@ -40,6 +40,7 @@ from dataclasses import dataclass, field, replace
 from assignors.sticky_task import StreamsMemberSpec, TaskId, assign_tasks
 from coordinator.core.errors import CoordinatorError, Errors
 from coordinator.core.metadata import EMPTY_IMAGE, MetadataImage
+from coordinator.core.principals import check_member_principal
 from coordinator.core.results import CancelTimer, Result, ScheduleTimer, TimerOp
 from coordinator.core.streams_config import StreamsGroupConfig
 from coordinator.core.streams_records import (
@@ -103,6 +104,7 @@ class StreamsHeartbeatRequest:
     shutdown_application: bool = False
     client_id: str = ""
     client_host: str = ""
+    principal: str | None = None  # the authenticated caller (None: authentication off)
 
 
 @dataclass(frozen=True, slots=True)
@@ -339,6 +341,9 @@ class StreamsGroups:
         self._validate(req)
         cfg = self._cfg(req.group_id)
         g = self.groups.get(req.group_id)
+        if g is not None and req.member_id in g.members:
+            check_member_principal(g.members[req.member_id].principal, req.principal, req.member_id[:64],
+                                   g.group_id[:64])
         if req.member_epoch < 0:
             if g is None or req.member_id not in g.members:
                 raise CoordinatorError(Errors.UNKNOWN_MEMBER_ID, "The member is not in the group.")
@@ -432,7 +437,7 @@ class StreamsGroups:
                 g.group_id, req.member_id, req.process_id or "", req.instance_id, req.rack_id,
                 req.client_id, req.client_host, req.user_endpoint, req.client_tags or (),
                 req.rebalance_timeout_ms, topo_epoch, dict(req.task_offsets or {}),
-                dict(req.task_end_offsets or {}))
+                dict(req.task_end_offsets or {}), req.principal)
         new = old
         if req.process_id is not None and req.process_id != old.process_id:
             new = replace(new, process_id=req.process_id)

@@ -56,6 +56,7 @@ class StreamsGroupMemberMetadata:
     topology_epoch: int
     task_offsets: Mapping[TaskId, int] = field(default_factory=dict)
     task_end_offsets: Mapping[TaskId, int] = field(default_factory=dict)
+    principal: str | None = None  # who joined the member (authentication on); see core/principals.py
 
 
 @dataclass(frozen=True, slots=True)

@@ -158,7 +158,7 @@ class CoordinatorServer:
         add_guarded(pb_grpc.add_GroupCoordinatorServicer_to_server, service, server)
         guard = service._may if isinstance(service, SecuredService) else None
         add_guarded(streams_pb2_grpc.add_StreamsGroupCoordinatorServicer_to_server,
-                    StreamsService(runtime, guard), server)
+                    StreamsService(runtime, guard, service.principal_of), server)
         health_pb2_grpc.add_HealthServicer_to_server(self.health, server)
         reflection.enable_server_reflection(
             (SERVICE_NAME, STREAMS_SERVICE_NAME, health_pb2.DESCRIPTOR.services_by_name["Health"].full_name,

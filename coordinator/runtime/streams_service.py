@@ -78,7 +78,8 @@ def _offsets_pb(offsets: Mapping[tuple[str, int], int]) -> list[spb.StreamsTaskO
     return [spb.StreamsTaskOffset(subtopology_id=s, partition=p, offset=o) for (s, p), o in sorted(offsets.items())]
 
 
-def request_from_pb(r: spb.StreamsGroupHeartbeatRequest, peer: str) -> StreamsHeartbeatRequest:
+def request_from_pb(r: spb.StreamsGroupHeartbeatRequest, peer: str,
+                    principal: str | None = None) -> StreamsHeartbeatRequest:
     def opt(name: str) -> Any:
         return getattr(r, name) if r.HasField(name) else None  # type: ignore[arg-type]
 
@@ -96,7 +97,7 @@ def request_from_pb(r: spb.StreamsGroupHeartbeatRequest, peer: str) -> StreamsHe
         task_offsets=_offsets(r.task_offsets) if r.HasField("task_offsets") else None,
         task_end_offsets=_offsets(r.task_end_offsets) if r.HasField("task_end_offsets") else None,
         shutdown_application=r.shutdown_application, client_id=r.client_id,
-        client_host=peer if r.member_epoch == 0 else "")
+        client_host=peer if r.member_epoch == 0 else "", principal=principal)
 
 
 def response_to_pb(resp: StreamsHeartbeatResponse) -> spb.StreamsGroupHeartbeatResponse:
@@ -123,9 +124,11 @@ class StreamsService(spb_grpc.StreamsGroupCoordinatorServicer):
     """`guard(context, operation, group_id)`: the authorizer's check when ACLs are on (READ for the
     heartbeat, DESCRIBE for describe, as Kafka's StreamsGroupHeartbeat and StreamsGroupDescribe)."""
 
-    def __init__(self, runtime: CoordinatorRuntime, guard: Guard | None = None) -> None:
+    def __init__(self, runtime: CoordinatorRuntime, guard: Guard | None = None,
+                 principal_of: Callable[[grpc.aio.ServicerContext], str | None] | None = None) -> None:
         self.runtime = runtime
         self.guard = guard
+        self.principal_of = principal_of
 
     def _unavailable(self) -> tuple[Errors, str] | None:
         if not self.runtime.loaded:
@@ -150,7 +153,8 @@ class StreamsService(spb_grpc.StreamsGroupCoordinatorServicer):
         if len(request.group_id) > limits.ID_MAX_CHARS or len(request.member_id) > limits.ID_MAX_CHARS:
             return error(Errors.INVALID_REQUEST, "GroupId or MemberId is too long.")
         try:
-            req = request_from_pb(request, context.peer())
+            principal = self.principal_of(context) if self.principal_of is not None else None
+            req = request_from_pb(request, context.peer(), principal)
         except ValueError as e:
             return error(Errors.INVALID_REQUEST, str(e))
         shard = self.runtime.shard

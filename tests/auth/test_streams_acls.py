@@ -40,3 +40,21 @@ def test_streams_heartbeat_needs_read_and_describe_needs_describe(
     assert [g.error_code for g in described.groups] == [0, GROUP_AUTHORIZATION_FAILED]
     assert bob.StreamsGroupDescribe(spb.StreamsGroupDescribeRequest(group_ids=["orders-app"]),
                                     timeout=10).groups[0].error_code == GROUP_AUTHORIZATION_FAILED
+
+
+def test_a_streams_member_joined_by_one_principal_cannot_be_used_by_another(
+        pki: Pki, start_secured: StartServer, tmp_path: Path) -> None:
+    acls = tmp_path / "acls.toml"
+    write_acls(acls, ("User:*", "READ", "PREFIXED:orders-", "ALLOW"))
+    srv = start_secured(tls=pki.tls(), acl_file=acls)
+    target = f"localhost:{srv.server.port}"
+    alice = spb_grpc.StreamsGroupCoordinatorStub(pki.client("alice").channel(target))
+    bob = spb_grpc.StreamsGroupCoordinatorStub(pki.client("bob").channel(target))
+    assert join(alice, "orders-app").error_code == 0
+    stolen = bob.StreamsGroupHeartbeat(spb.StreamsGroupHeartbeatRequest(
+        group_id="orders-app", member_id="m", member_epoch=-1), timeout=10)
+    assert stolen.error_code == 25  # UNKNOWN_MEMBER_ID: as if the member did not exist
+    assert join(bob, "orders-app").error_code == 25
+    left = alice.StreamsGroupHeartbeat(spb.StreamsGroupHeartbeatRequest(
+        group_id="orders-app", member_id="m", member_epoch=-1), timeout=10)
+    assert left.error_code == 0
