@@ -180,3 +180,7 @@ def test_list_and_describe_groups_and_the_cli_show_streams_groups(server: Server
     assert "type=streams" in out.stdout and "subtopology 1: sources=app-words-repartition" in out.stdout
     assert "changelogs=app-counts-changelog" in out.stdout
     assert "MEMBER" in out.stdout and "STANDBY" in out.stdout and "pa" in out.stdout
+    listed_out = subprocess.run([sys.executable, "-m", "groupcoord", "groups", "list", "--type", "streams",
+                                 "--server", server.address], capture_output=True, text=True, timeout=60)
+    assert listed_out.returncode == 0, listed_out.stderr
+    assert listed_out.stdout.split("\n")[1].split() == ["app", "streams", "Stable"]
