@@ -151,9 +151,21 @@ def test_a_restarted_coordinator_reloads_the_streams_group_from_its_log(tmp_path
         srv.stop()
 
 
-def test_list_and_describe_groups_and_the_cli_show_streams_groups(server: ServerThread) -> None:
+@pytest.fixture
+def long_sessions() -> Iterator[ServerThread]:
+    """Members outlive the CLI's start-up (seconds on a loaded machine) without heartbeating."""
+    srv = start_server(TOPICS, **{**STREAMS_FAST, "group.streams.session.timeout.ms": 60_000})
+    try:
+        yield srv
+    finally:
+        srv.stop()
+
+
+def test_list_and_describe_groups_and_the_cli_show_streams_groups(long_sessions: ServerThread) -> None:
     import subprocess
     import sys
+
+    server = long_sessions
 
     from groupcoord.v1 import coordinator_pb2 as pb
     from groupcoord.v1 import coordinator_pb2_grpc as pb_grpc
