@@ -62,7 +62,7 @@ def groups(draw: st.DrawFn, one_member_per_process: bool = False) -> tuple[
     return members, subs, cfg
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=40, deadline=None)
 @given(groups())
 def test_each_active_task_is_assigned_exactly_once(case) -> None:
     members, subs, cfg = case
@@ -73,7 +73,7 @@ def test_each_active_task_is_assigned_exactly_once(case) -> None:
     assert set(result) == set(members)
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=40, deadline=None)
 @given(groups())
 def test_standby_and_warmup_never_share_a_process_with_the_task_active(case) -> None:
     members, subs, cfg = case
@@ -91,7 +91,7 @@ def test_standby_and_warmup_never_share_a_process_with_the_task_active(case) -> 
     assert sum(len(a.warmup) for a in result.values()) <= cfg.max_warmup_replicas
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=40, deadline=None)
 @given(groups())
 def test_standby_replicas_reach_the_configured_count_when_processes_allow(case) -> None:
     members, subs, cfg = case
@@ -105,7 +105,7 @@ def test_standby_replicas_reach_the_configured_count_when_processes_allow(case) 
             assert standbys[t] == want
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=40, deadline=None)
 @given(groups(one_member_per_process=True))
 def test_active_tasks_are_balanced_without_warmups(case) -> None:
     members, subs, _ = case
@@ -118,7 +118,7 @@ def test_active_tasks_are_balanced_without_warmups(case) -> None:
             assert len(a.active & set(kind)) <= quota
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=40, deadline=None)
 @given(groups())
 def test_assignment_is_stable_when_nothing_changes(case) -> None:
     members, subs, cfg = case
@@ -128,7 +128,7 @@ def test_assignment_is_stable_when_nothing_changes(case) -> None:
     assert again == first
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=40, deadline=None)
 @given(groups(one_member_per_process=True), st.booleans())
 def test_one_member_joining_moves_only_its_share_to_it(case, stateful) -> None:
     members, subs, _ = case
@@ -142,7 +142,7 @@ def test_one_member_joining_moves_only_its_share_to_it(case, stateful) -> None:
     assert len(second["new"].active) <= -(-total // len(grown))
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=40, deadline=None)
 @given(groups(one_member_per_process=True), st.booleans(), st.data())
 def test_one_member_leaving_moves_only_its_tasks(case, stateful, data) -> None:
     members, subs, _ = case
