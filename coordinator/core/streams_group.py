@@ -43,6 +43,7 @@ from coordinator.core.metadata import EMPTY_IMAGE, MetadataImage
 from coordinator.core.principals import check_member_principal
 from coordinator.core.results import CancelTimer, Result, ScheduleTimer, TimerOp
 from coordinator.core.streams_config import StreamsGroupConfig
+from coordinator.core.streams_endpoints import partitions_by_endpoint
 from coordinator.core.streams_messages import (
     StreamsAssignorCompletion,
     StreamsAssignorRun,
@@ -106,6 +107,7 @@ class StreamsGroup:
     inflight_epoch: int = 0
     owned_active: dict[str, Tasks] = field(default_factory=dict)
     shutdown_requested: bool = False
+    endpoint_epoch: int = 0  # moves whenever a member's tasks or endpoint may have changed
     configured: tuple[object, object, ConfiguredTopology] | None = None
 
     def persisted(self) -> tuple[object, ...]:
@@ -194,6 +196,10 @@ class StreamsGroups:
     def _emit(self, out: _Out, rec: object) -> None:
         apply_record(self.groups, rec)
         out.records.append(rec)
+        if isinstance(rec, _ENDPOINT_INPUTS):
+            g = self.groups.get(rec.group_id)
+            if g is not None:
+                g.endpoint_epoch += 1
 
     def replay(self, rec: object) -> None:
         apply_record(self.groups, rec)
@@ -344,6 +350,9 @@ class StreamsGroups:
             active_tasks=cur.active if send else None,
             standby_tasks=cur.standby if send else None,
             warmup_tasks=cur.warmup if send else None,
+            partitions_by_user_endpoint=partitions_by_endpoint(g.topology, g.members, g.current, self.image)
+            if req.endpoint_information_epoch != g.endpoint_epoch else None,
+            endpoint_information_epoch=g.endpoint_epoch,
         )
 
     def _join_topology(self, g: StreamsGroup, topology: StreamsTopology, out: _Out) -> bool:
@@ -583,6 +592,10 @@ class StreamsGroups:
             self._emit(out, StreamsGroupTopologyTombstone(group_id))
         self._emit(out, StreamsGroupMetadataTombstone(group_id))
         return Result(0, out.records)
+
+
+_ENDPOINT_INPUTS = (StreamsGroupCurrentMemberAssignment, StreamsGroupCurrentMemberAssignmentTombstone,
+                    StreamsGroupMemberMetadata)
 
 
 def _target_tasks(g: StreamsGroup, member_id: str) -> tuple[Tasks, Tasks, Tasks]:

@@ -40,6 +40,16 @@ class StreamsHeartbeatRequest:
 
 
 @dataclass(frozen=True, slots=True)
+class EndpointPartitions:
+    """Interactive queries: the partitions one user endpoint materializes (its members' tasks' inputs)."""
+
+    host: str
+    port: int
+    active: tuple[tuple[str, tuple[int, ...]], ...]  # (topic, partitions)
+    standby: tuple[tuple[str, tuple[int, ...]], ...]
+
+
+@dataclass(frozen=True, slots=True)
 class StreamsHeartbeatResponse:
     error_code: int = 0
     error_message: str | None = None
@@ -52,6 +62,8 @@ class StreamsHeartbeatResponse:
     active_tasks: Tasks | None = None
     standby_tasks: Tasks | None = None
     warmup_tasks: Tasks | None = None
+    partitions_by_user_endpoint: tuple[EndpointPartitions, ...] | None = None
+    endpoint_information_epoch: int = 0
 
 
 @dataclass(frozen=True, slots=True)

@@ -111,6 +111,14 @@ def response_to_pb(resp: StreamsHeartbeatResponse) -> spb.StreamsGroupHeartbeatR
         out.status.SetInParent()
         out.status.items.extend(spb.StreamsStatus(status_code=int(s.code), status_detail=s.detail)
                                 for s in resp.status)
+    out.endpoint_information_epoch = resp.endpoint_information_epoch
+    if resp.partitions_by_user_endpoint is not None:
+        out.partitions_by_user_endpoint.SetInParent()
+        for e in resp.partitions_by_user_endpoint:
+            item = out.partitions_by_user_endpoint.items.add()
+            item.user_endpoint.host, item.user_endpoint.port = e.host, e.port
+            item.active_partitions.extend(spb.StreamsTopicPartitions(topic=t, partitions=ps) for t, ps in e.active)
+            item.standby_partitions.extend(spb.StreamsTopicPartitions(topic=t, partitions=ps) for t, ps in e.standby)
     for name in ("active_tasks", "standby_tasks", "warmup_tasks"):
         tasks = getattr(resp, name)
         if tasks is not None:

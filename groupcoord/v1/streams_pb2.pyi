@@ -161,7 +161,7 @@ class StreamsStatusList(_message.Message):
     def __init__(self, items: _Optional[_Iterable[_Union[StreamsStatus, _Mapping]]] = ...) -> None: ...
 
 class StreamsGroupHeartbeatResponse(_message.Message):
-    __slots__ = ("throttle_time_ms", "error_code", "error_message", "member_id", "member_epoch", "heartbeat_interval_ms", "acceptable_recovery_lag", "task_offset_interval_ms", "status", "active_tasks", "standby_tasks", "warmup_tasks")
+    __slots__ = ("throttle_time_ms", "error_code", "error_message", "member_id", "member_epoch", "heartbeat_interval_ms", "acceptable_recovery_lag", "task_offset_interval_ms", "status", "active_tasks", "standby_tasks", "warmup_tasks", "partitions_by_user_endpoint", "endpoint_information_epoch")
     THROTTLE_TIME_MS_FIELD_NUMBER: _ClassVar[int]
     ERROR_CODE_FIELD_NUMBER: _ClassVar[int]
     ERROR_MESSAGE_FIELD_NUMBER: _ClassVar[int]
@@ -174,6 +174,8 @@ class StreamsGroupHeartbeatResponse(_message.Message):
     ACTIVE_TASKS_FIELD_NUMBER: _ClassVar[int]
     STANDBY_TASKS_FIELD_NUMBER: _ClassVar[int]
     WARMUP_TASKS_FIELD_NUMBER: _ClassVar[int]
+    PARTITIONS_BY_USER_ENDPOINT_FIELD_NUMBER: _ClassVar[int]
+    ENDPOINT_INFORMATION_EPOCH_FIELD_NUMBER: _ClassVar[int]
     throttle_time_ms: int
     error_code: int
     error_message: str
@@ -186,7 +188,33 @@ class StreamsGroupHeartbeatResponse(_message.Message):
     active_tasks: StreamsTaskIdList
     standby_tasks: StreamsTaskIdList
     warmup_tasks: StreamsTaskIdList
-    def __init__(self, throttle_time_ms: _Optional[int] = ..., error_code: _Optional[int] = ..., error_message: _Optional[str] = ..., member_id: _Optional[str] = ..., member_epoch: _Optional[int] = ..., heartbeat_interval_ms: _Optional[int] = ..., acceptable_recovery_lag: _Optional[int] = ..., task_offset_interval_ms: _Optional[int] = ..., status: _Optional[_Union[StreamsStatusList, _Mapping]] = ..., active_tasks: _Optional[_Union[StreamsTaskIdList, _Mapping]] = ..., standby_tasks: _Optional[_Union[StreamsTaskIdList, _Mapping]] = ..., warmup_tasks: _Optional[_Union[StreamsTaskIdList, _Mapping]] = ...) -> None: ...
+    partitions_by_user_endpoint: StreamsEndpointToPartitionsList
+    endpoint_information_epoch: int
+    def __init__(self, throttle_time_ms: _Optional[int] = ..., error_code: _Optional[int] = ..., error_message: _Optional[str] = ..., member_id: _Optional[str] = ..., member_epoch: _Optional[int] = ..., heartbeat_interval_ms: _Optional[int] = ..., acceptable_recovery_lag: _Optional[int] = ..., task_offset_interval_ms: _Optional[int] = ..., status: _Optional[_Union[StreamsStatusList, _Mapping]] = ..., active_tasks: _Optional[_Union[StreamsTaskIdList, _Mapping]] = ..., standby_tasks: _Optional[_Union[StreamsTaskIdList, _Mapping]] = ..., warmup_tasks: _Optional[_Union[StreamsTaskIdList, _Mapping]] = ..., partitions_by_user_endpoint: _Optional[_Union[StreamsEndpointToPartitionsList, _Mapping]] = ..., endpoint_information_epoch: _Optional[int] = ...) -> None: ...
+
+class StreamsTopicPartitions(_message.Message):
+    __slots__ = ("topic", "partitions")
+    TOPIC_FIELD_NUMBER: _ClassVar[int]
+    PARTITIONS_FIELD_NUMBER: _ClassVar[int]
+    topic: str
+    partitions: _containers.RepeatedScalarFieldContainer[int]
+    def __init__(self, topic: _Optional[str] = ..., partitions: _Optional[_Iterable[int]] = ...) -> None: ...
+
+class StreamsEndpointToPartitions(_message.Message):
+    __slots__ = ("user_endpoint", "active_partitions", "standby_partitions")
+    USER_ENDPOINT_FIELD_NUMBER: _ClassVar[int]
+    ACTIVE_PARTITIONS_FIELD_NUMBER: _ClassVar[int]
+    STANDBY_PARTITIONS_FIELD_NUMBER: _ClassVar[int]
+    user_endpoint: StreamsEndpoint
+    active_partitions: _containers.RepeatedCompositeFieldContainer[StreamsTopicPartitions]
+    standby_partitions: _containers.RepeatedCompositeFieldContainer[StreamsTopicPartitions]
+    def __init__(self, user_endpoint: _Optional[_Union[StreamsEndpoint, _Mapping]] = ..., active_partitions: _Optional[_Iterable[_Union[StreamsTopicPartitions, _Mapping]]] = ..., standby_partitions: _Optional[_Iterable[_Union[StreamsTopicPartitions, _Mapping]]] = ...) -> None: ...
+
+class StreamsEndpointToPartitionsList(_message.Message):
+    __slots__ = ("items",)
+    ITEMS_FIELD_NUMBER: _ClassVar[int]
+    items: _containers.RepeatedCompositeFieldContainer[StreamsEndpointToPartitions]
+    def __init__(self, items: _Optional[_Iterable[_Union[StreamsEndpointToPartitions, _Mapping]]] = ...) -> None: ...
 
 class StreamsGroupDescribeRequest(_message.Message):
     __slots__ = ("group_ids",)

@@ -344,3 +344,20 @@ def test_a_refused_operation_is_rolled_back_to_the_streams_group_the_log_holds()
     timers = reset_groups(shard, frozenset({GROUP}), durable, 20).timers
     assert shard.streams.groups[GROUP].persisted() == before
     assert {t.key for t in timers} == {("streams-session", GROUP, "a")}  # type: ignore[union-attr]
+
+
+def test_partitions_by_user_endpoint_are_sent_when_the_endpoint_epoch_differs() -> None:
+    ctx = Ctx(SYNC)
+    ctx.join("a", user_endpoint=("host-a", 7001))
+    ctx.join("b", user_endpoint=("host-b", 7002))
+    stable_pair(ctx)
+    g = ctx.sg.groups[GROUP]
+    r = ctx.owned("a", g.current["a"].member_epoch, g.current["a"].active)
+    assert r.partitions_by_user_endpoint is not None
+    hosts = {(e.host, e.port): e for e in r.partitions_by_user_endpoint}
+    assert set(hosts) == {("host-a", 7001), ("host-b", 7002)}
+    served = {(t, p) for e in hosts.values() for t, ps in e.active for p in ps}
+    assert served == {(t, p) for t in ("lines", "app-words-repartition") for p in range(4)}
+    again = ctx.owned("a", g.current["a"].member_epoch, g.current["a"].active,
+                      endpoint_information_epoch=r.endpoint_information_epoch)
+    assert again.partitions_by_user_endpoint is None, "unchanged since the member's endpoint epoch"

@@ -101,6 +101,14 @@ def test_two_members_share_every_task_and_describe_shows_them(server: ServerThre
         described = {(t.subtopology_id, p) for m in group.members for t in m.active_tasks for p in t.partitions}
         assert described == all_tasks
         assert missing.error_code == 69 and missing.group_state == "Dead"
+        req = spb.StreamsGroupHeartbeatRequest(group_id="app", member_id="a", member_epoch=a.epoch,
+                                               user_endpoint=spb.StreamsEndpoint(host="host-a", port=7001))
+        iq = stub.StreamsGroupHeartbeat(req, timeout=10)
+        assert iq.error_code == 0 and iq.HasField("partitions_by_user_endpoint")
+        (endpoint,) = iq.partitions_by_user_endpoint.items
+        assert (endpoint.user_endpoint.host, endpoint.user_endpoint.port) == ("host-a", 7001)
+        served = {(t.topic, p) for t in endpoint.active_partitions for p in t.partitions}
+        assert served == {(("lines", "app-words-repartition")[int(s)], p) for s, p in a.tasks()}
 
 
 def test_missing_internal_topic_is_reported_in_the_heartbeat(server: ServerThread) -> None:
