@@ -12,6 +12,8 @@ BENCHMARKS = {
     "bench.durability_bench": "commits/s with fsync, start-up replay with and without snapshot",
     "bench.share_bench": "share groups: acquire/acknowledge records/s in ranges of 500 (core, gRPC), memory per "
                          "million in-flight offsets",
+    "bench.streams_assignor_bench": "the streams sticky task assignor: 1,000 members x 10,000 tasks (fresh, steady, "
+                                    "join, leave; stateless and stateful with a standby)",
     "bench.hostile_bench": "loop hold of the largest legal requests; another group's heartbeat p99 while they "
                            "and catastrophic regexes are sent (target p99 < 100 ms)",
 }

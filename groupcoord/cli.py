@@ -324,17 +324,20 @@ class _Stub:
         from clients.credentials import NO_CREDENTIALS
         from groupcoord.v1 import coordinator_pb2_grpc as pb_grpc
         from groupcoord.v1 import share_pb2_grpc as spb_grpc
+        from groupcoord.v1 import streams_pb2_grpc
 
         self.server = server
         channel = (credentials or NO_CREDENTIALS).channel(server, options=[
             ("grpc.max_receive_message_length", ADMIN_MAX_RESPONSE_BYTES)])
         self._stub = pb_grpc.GroupCoordinatorStub(channel)
         self._share = spb_grpc.ShareGroupCoordinatorStub(channel)
+        self._streams = streams_pb2_grpc.StreamsGroupCoordinatorStub(channel)
 
     def __getattr__(self, method: str) -> Any:
         import grpc
 
-        call = getattr(self._stub, method, None) or getattr(self._share, method)
+        call = (getattr(self._streams, method) if method.startswith("StreamsGroup")
+                else getattr(self._stub, method, None) or getattr(self._share, method))
 
         def invoke(request: Any) -> Any:
             try:
@@ -540,7 +543,7 @@ def build_parser() -> argparse.ArgumentParser:
     gsub = g.add_subparsers(dest="groups_cmd", required=True)
     gl = gsub.add_parser("list", help="list groups", parents=[server])
     gl.add_argument("--state", action="append", help="only groups in this state (repeatable)")
-    gl.add_argument("--type", action="append", choices=["consumer", "classic"], help="only this group type")
+    gl.add_argument("--type", action="append", choices=["consumer", "classic", "streams"], help="only this group type")
     gl.add_argument("--json", action="store_true", help="machine-readable output")
     from groupcoord import cli_groups
 

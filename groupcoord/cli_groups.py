@@ -207,6 +207,27 @@ def share_offset_rows(stub: Any, group: Any) -> list[dict[str, Any]]:
             for p in sorted(resp.partitions, key=lambda p: (p.topic_name or p.topic_id, p.partition))]
 
 
+def _tasks(tasks: Any) -> str:
+    return " ".join(f"{t.subtopology_id}:{','.join(map(str, t.partitions))}" for t in tasks if t.partitions) or "-"
+
+
+def print_streams_group(stub: Any, group_id: str) -> None:
+    """A streams group's topology and each member's active, standby and warm-up tasks (StreamsGroupDescribe)."""
+    from groupcoord.v1 import streams_pb2 as spb
+
+    g = stub.StreamsGroupDescribe(spb.StreamsGroupDescribeRequest(group_ids=[group_id])).groups[0]
+    if g.HasField("topology"):
+        print(f"topology epoch {g.topology.epoch}")
+        for s in g.topology.subtopologies:
+            sources = list(s.source_topics) + [t.name for t in s.repartition_source_topics]
+            changelogs = [t.name for t in s.state_changelog_topics]
+            print(f"  subtopology {s.subtopology_id}: sources={','.join(sources) or '-'}  "
+                  f"sinks={','.join(s.repartition_sink_topics) or '-'}  changelogs={','.join(changelogs) or '-'}")
+    rows = [[m.member_id, m.process_id, str(m.member_epoch), _tasks(m.active_tasks), _tasks(m.standby_tasks),
+             _tasks(m.warmup_tasks)] for m in g.members]
+    print(_table(rows, ["MEMBER", "PROCESS", "EPOCH", "ACTIVE", "STANDBY", "WARMUP"]))
+
+
 def member_rows(group: Any, verbose: bool) -> list[dict[str, Any]]:
     rows = []
     for m in group.members:
@@ -261,6 +282,11 @@ def cmd_describe(args: argparse.Namespace) -> int:
             if not args.json:
                 print(f"Error: {message}")
             rc = 1
+            continue
+        if g.group_type == "streams" and not args.json:  # tasks, not partitions: the topology and task table
+            print(f"group {g.group_id}  type=streams  state={g.group_state}  epoch={g.group_epoch}  "
+                  f"assignment_epoch={g.assignment_epoch}")
+            print_streams_group(stub, g.group_id)
             continue
         if view == "offsets" and g.group_type == "share":
             rows = share_offset_rows(stub, g)

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from coordinator.core import streams_admin
 from coordinator.core.config import GROUP_CONFIG_DEFS, render_value, validate_group_configs
 from coordinator.core.consumer_group import ConsumerGroup
 from coordinator.core.errors import CoordinatorError, Errors
@@ -61,7 +62,9 @@ def describe_groups(shard: Any, group_ids: Sequence[str]) -> list[DescribedGroup
     out: list[DescribedGroup] = []
     for gid in group_ids:
         group = shard.groups.get(gid)
-        if group is None and shard.offsets.has_offsets(gid):
+        if group is None and gid in shard.streams.groups:
+            out.append(streams_admin.describe(shard.streams, gid))
+        elif group is None and shard.offsets.has_offsets(gid):
             out.append(DescribedGroup(gid, group_type=OFFSET_ONLY_TYPE, group_state=OFFSET_ONLY_STATE))
         elif group is None:
             out.append(DescribedGroup(gid, Errors.GROUP_ID_NOT_FOUND, f"Group {gid} does not exist.",
@@ -77,9 +80,12 @@ def list_groups(shard: Any, states: Sequence[str], types: Sequence[str]) -> list
     want_states = {s.upper() for s in states}
     want_types = {t.lower() for t in types}
     out: list[ListedGroup] = []
-    for gid in sorted(set(shard.groups).union(shard.offsets.group_ids())):
+    for gid in sorted(set(shard.groups).union(shard.offsets.group_ids(), shard.streams.groups)):
         group = shard.groups.get(gid)
-        if group is None:
+        if group is None and gid in shard.streams.groups:
+            state = shard.streams.state(gid).value
+            listed = ListedGroup(gid, "streams", state, "streams")
+        elif group is None:
             listed = ListedGroup(gid, "", OFFSET_ONLY_STATE, OFFSET_ONLY_TYPE)
         elif isinstance(group, ConsumerGroup):
             listed = ListedGroup(gid, "consumer", group.state().value, "consumer")
@@ -98,6 +104,9 @@ def delete_groups(shard: Any, group_ids: Sequence[str]) -> Result[list[GroupResu
     result: Result[list[GroupResult]] = Result([])
     for gid in group_ids:
         group = shard.groups.get(gid)
+        if group is None and gid in shard.streams.groups:
+            result.response.append(streams_admin.delete(shard, gid, result))
+            continue
         if group is None and not shard.offsets.has_offsets(gid):
             result.response.append(GroupResult(gid, Errors.GROUP_ID_NOT_FOUND, f"Group {gid} does not exist."))
             continue

@@ -4,8 +4,8 @@ Broker configs are validated once at start-up (`BrokerConfig.from_mapping`); gro
 go through the same validator (`validate_group_configs`) when altered over the RPC. Every rejection names
 the key, the value and the allowed range, so the message alone tells the operator what to fix.
 
-`group.share.*` keys configure share groups (KIP-932, Kafka 4.x names, defaults and bounds); `group.streams.*`
-keys exist in the schema, validated like their `group.consumer.*` twins, but are reserved.
+`group.share.*` keys configure share groups (KIP-932) and `group.streams.*` keys streams groups (KIP-1071),
+with Kafka 4.x names, defaults and bounds.
 """
 
 from __future__ import annotations
@@ -97,7 +97,7 @@ def _interval_defs(kind: str, doc_suffix: str) -> list[ConfigDef]:
     ]
 
 
-_RESERVED = " Reserved: groupcoord has no streams groups yet."
+_RESERVED = ""
 
 BROKER_CONFIG_DEFS: dict[str, ConfigDef] = {
     d.name: d
@@ -151,7 +151,16 @@ BROKER_CONFIG_DEFS: dict[str, ConfigDef] = {
                   "The maximum number of delivery attempts for a record delivered to a share group.", 2, 10),
         ConfigDef("group.share.partition.max.record.locks", int, 2000,
                   "Share-group record lock limit per share-partition.", 100, 10000),
-        *_interval_defs("streams", _RESERVED),
+        *_interval_defs("streams", ""),
+        ConfigDef("group.streams.session.timeout.ms", int, 45000, "Timeout to detect a failed streams-group member.",
+                  1),
+        ConfigDef("group.streams.heartbeat.interval.ms", int, 5000,
+                  "Interval at which streams-group members heartbeat.", 1),
+        ConfigDef("group.streams.max.size", int, INT32_MAX, "Maximum number of members of a streams group.", 1),
+        ConfigDef("group.streams.num.standby.replicas", int, 0, "Standby replicas per stateful task.", 0, 2),
+        ConfigDef("group.streams.initial.rebalance.delay.ms", int, 3000,
+                  "How long a new streams group waits for more members before its first assignment; "
+                  "group.streams.assignment.interval.ms starts after it.", 0),
         ConfigDef("group.consumer.regex.refresh.interval.ms", int, 600000,
                   "How often the topics matching a group's subscribed regexes are resolved again (they are also "
                   "resolved when topic metadata changes).", 10000),

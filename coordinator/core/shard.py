@@ -28,6 +28,7 @@ from coordinator.core import (
     regex_subscriptions,
     retention,
     share_handlers,
+    streams_shard,
 )
 from coordinator.core.classic_messages import (
     HeartbeatRequest,
@@ -163,6 +164,7 @@ class GroupCoordinatorShard:
         classic_handlers.install(self)
         mixed_group.install(self)
         share_handlers.install(self)
+        streams_shard.install(self)
 
     # =====================================================================================================
     # Records

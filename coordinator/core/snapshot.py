@@ -55,6 +55,9 @@ def snapshot_records(shard: Any) -> Iterator[Any]:
         yield from shard.offsets.committed(group_id).values()
     for group_id, since in shard.empty_since.items():
         yield GroupEmptySince(group_id, since)
+    streams = getattr(shard, "streams", None)
+    if streams is not None:
+        yield from streams.snapshot_records()
 
 
 def timers_after_load(shard: Any, now: int, group_ids: frozenset[str] | None = None) -> Result[None]:
@@ -81,4 +84,7 @@ def timers_after_load(shard: Any, now: int, group_ids: frozenset[str] | None = N
             after_load = getattr(group, "timers_after_load", None)
             if after_load is not None:
                 result.timers.extend(after_load(now))
+    streams = getattr(shard, "streams", None)
+    if streams is not None:
+        result.timers.extend(streams.timers_after_load(now, group_ids))
     return result

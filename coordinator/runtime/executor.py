@@ -24,6 +24,7 @@ import time
 from collections.abc import Callable
 from concurrent.futures import Executor, Future, ProcessPoolExecutor, ThreadPoolExecutor
 from dataclasses import dataclass
+from typing import Any
 
 from assignors.api import AssignorError, GroupAssignment, GroupSpec, LagSnapshot, StaticTopicDescriber, TopicDescriber
 from assignors.registry import get_server_assignor, server_assignor_names
@@ -162,6 +163,8 @@ class BackgroundExecutor:
         # Regex resolutions get one worker of their own: a flood of new patterns then queues there instead of
         # taking every background thread (and more of the GIL) from assignors and the event loop.
         self._regex_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="groupcoord-regex")
+        # Self-contained calls (streams assignor runs) are closures, which a process pool cannot pickle: threads.
+        self._call_pool = ThreadPoolExecutor(max_workers=self._threads, thread_name_prefix="groupcoord-background-call")
 
     def _new_pool(self) -> Executor:
         if self.mode == "thread":
@@ -240,6 +243,21 @@ class BackgroundExecutor:
             self._pool = self._new_pool()
         broken.shutdown(wait=False, cancel_futures=True)
 
+    def submit_call(self, fn: Callable[[], Any], done: Callable[[Any], None]) -> None:
+        """Run a self-contained background computation (a streams assignor run) and hand its result to `done`."""
+        submitted = time.perf_counter()
+
+        def task() -> None:
+            started = time.perf_counter()
+            self._metrics.background_queue_time.record((started - submitted) * 1000)
+            result = fn()
+            elapsed = time.perf_counter() - started
+            self._metrics.background_processing_time.record(elapsed * 1000)
+            self._metrics.background_idle.add_busy(elapsed)
+            done(result)
+
+        self._call_pool.submit(task)
+
     def submit_regex(self, task: RegexResolution, done: Callable[[RegexResolutionCompletion], None]) -> None:
         """Resolve a group's regexes against every topic on a worker (RE2: linear in each name), so neither a
         hostile pattern nor many topics hold the event loop."""
@@ -262,6 +280,7 @@ class BackgroundExecutor:
 
     def shutdown(self) -> None:
         self._regex_pool.shutdown(wait=True, cancel_futures=True)
+        self._call_pool.shutdown(wait=True, cancel_futures=True)
         self._sender.shutdown(wait=True, cancel_futures=True)
         with self._lock:
             pool = self._pool

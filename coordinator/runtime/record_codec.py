@@ -29,6 +29,7 @@ from coordinator.core.config import GROUP_CONFIG_DEFS, render_value
 from coordinator.core.config import _coerce as coerce_config_value
 from coordinator.core.mixed_group import MIXED_RECORD_TYPES
 from coordinator.core.share_records import SHARE_RECORD_TYPES
+from coordinator.core.streams_shard import RECORD_TYPES as STREAMS_RECORD_TYPES
 from groupcoord.records.v1 import records_pb2 as pb
 
 VERSION = 1
@@ -148,7 +149,7 @@ def register_generic(cls: type) -> None:
 
 
 # so every reader of the log (the server, `groupcoord log`) knows them
-for _record_type in (*CLASSIC_RECORD_TYPES, *MIXED_RECORD_TYPES):
+for _record_type in (*CLASSIC_RECORD_TYPES, *MIXED_RECORD_TYPES, *STREAMS_RECORD_TYPES):
     register_generic(_record_type)
 for _record_type in SHARE_RECORD_TYPES:  # share groups (KIP-932)
     register_generic(_record_type)

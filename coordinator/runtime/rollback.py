@@ -15,6 +15,7 @@ from coordinator.core import records as r
 from coordinator.core.consumer_group import ConsumerGroup
 from coordinator.core.results import Result
 from coordinator.core.snapshot import timers_after_load
+from coordinator.core.streams_records import StreamsGroupMetadataTombstone
 
 
 def reset_groups(shard: Any, group_ids: frozenset[str], durable: list[Any], now: int) -> Result[None]:
@@ -27,6 +28,9 @@ def reset_groups(shard: Any, group_ids: frozenset[str], durable: list[Any], now:
         elif group is not None:
             for record in group.deletion_records():
                 shard.replay(record)
+        streams = getattr(shard, "streams", None)
+        if streams is not None and gid in streams.groups:
+            shard.replay(StreamsGroupMetadataTombstone(gid))  # drops the whole streams group
         for topic, partition in list(shard.offsets.committed(gid)):
             shard.replay(r.OffsetCommitTombstone(gid, topic, partition))
         shard.replay(r.GroupConfig(gid, {}))

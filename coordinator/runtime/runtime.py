@@ -17,12 +17,14 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from coordinator.core import streams_shard
 from coordinator.core.consumer_group import ConsumerGroup
 from coordinator.core.errors import CoordinatorError, Errors
 from coordinator.core.metadata import MetadataImage
 from coordinator.core.results import CancelTimer, Result, ScheduleTimer
 from coordinator.core.shard import GroupCoordinatorShard
 from coordinator.core.snapshot import snapshot_records, timers_after_load
+from coordinator.core.streams_group import StreamsAssignorCompletion, StreamsAssignorRun
 from coordinator.core.target_assignment import AssignorCompletion, AssignorRun
 from coordinator.core.topic_regex import RegexResolution, RegexResolutionCompletion
 from coordinator.runtime import rollback
@@ -291,10 +293,16 @@ class CoordinatorRuntime:
                 self.executor.submit(task, self._on_assignor_done)
             elif isinstance(task, RegexResolution):
                 self.executor.submit_regex(task, self._on_regex_resolved)
+            elif isinstance(task, StreamsAssignorRun):
+                self.executor.submit_call(task.run, self._on_streams_assignor_done)
 
     def _on_assignor_done(self, completion: AssignorCompletion) -> None:
         self.enqueue_threadsafe("assignor-complete",
                                 lambda now: self.shard.on_assignment_complete(completion, now))
+
+    def _on_streams_assignor_done(self, completion: StreamsAssignorCompletion) -> None:
+        self.enqueue_threadsafe("streams-assignor-complete",
+                                lambda now: streams_shard.assignor_done(self.shard, completion, now))
 
     def _on_regex_resolved(self, completion: RegexResolutionCompletion) -> None:
         self.enqueue_threadsafe("regex-resolved",

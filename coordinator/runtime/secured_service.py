@@ -2,12 +2,13 @@
 
 Operations per RPC, as Kafka's KafkaApis asks them of GROUP resources:
 - READ: ConsumerGroupHeartbeat (and its stream), JoinGroup, SyncGroup, Heartbeat, LeaveGroup, OffsetCommit,
-  and the share-group RPCs (ShareGroupHeartbeat, ShareAcquire, ShareAcknowledge: `SecuredShareService`);
-- DESCRIBE for DescribeShareGroupOffsets;
-- DESCRIBE: OffsetFetch, DescribeGroups, FindCoordinator, and ListGroups, which lists only the groups the
-  caller may DESCRIBE;
+  and the share-group RPCs (ShareGroupHeartbeat, ShareAcquire, ShareAcknowledge: `SecuredShareService`), and
+  StreamsGroupHeartbeat;
+- DESCRIBE: OffsetFetch, DescribeGroups, DescribeShareGroupOffsets, StreamsGroupDescribe, FindCoordinator, and
+  ListGroups, which lists only the groups the caller may DESCRIBE;
 - DELETE: DeleteGroups, OffsetDelete (Kafka also asks READ of each topic; we have no topic ACLs);
   DESCRIBE_CONFIGS / ALTER_CONFIGS: DescribeGroupConfigs / AlterGroupConfigs.
+(the streams RPCs are another service, streams_service.py, which asks this class's `_may`.)
 A refusal is GROUP_AUTHORIZATION_FAILED (30) in-band, per group in the many-group admin responses. A caller
 without credentials is refused with gRPC UNAUTHENTICATED before any of this.
 

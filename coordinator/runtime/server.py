@@ -36,16 +36,19 @@ from coordinator.runtime.secured_service import SecuredService, SecuredShareServ
 from coordinator.runtime.service import GroupCoordinatorService
 from coordinator.runtime.sharding import KafkaStateOptions, PartitionOwnership, parse_host_port
 from coordinator.runtime.share_service import ShareGroupService
+from coordinator.runtime.streams_service import StreamsService
 from coordinator.runtime.workers import StaticOwnership, WorkerLayout
 from groupcoord.v1 import coordinator_pb2 as pb
 from groupcoord.v1 import coordinator_pb2_grpc as pb_grpc
 from groupcoord.v1 import share_pb2 as spb
 from groupcoord.v1 import share_pb2_grpc as spb_grpc
+from groupcoord.v1 import streams_pb2, streams_pb2_grpc
 
 log = logging.getLogger("groupcoord.server")
 
 SERVICE_NAME = pb.DESCRIPTOR.services_by_name["GroupCoordinator"].full_name
 SHARE_SERVICE_NAME = spb.DESCRIPTOR.services_by_name["ShareGroupCoordinator"].full_name
+STREAMS_SERVICE_NAME = streams_pb2.DESCRIPTOR.services_by_name["StreamsGroupCoordinator"].full_name
 
 
 @dataclass
@@ -166,10 +169,13 @@ class CoordinatorServer:
         share_service = (ShareGroupService(runtime) if self.authorizer is None
                          else SecuredShareService(runtime, self.authorizer, o.tokens))
         add_guarded(spb_grpc.add_ShareGroupCoordinatorServicer_to_server, share_service, server)
+        guard = service._may if isinstance(service, SecuredService) else None
+        add_guarded(streams_pb2_grpc.add_StreamsGroupCoordinatorServicer_to_server,
+                    StreamsService(runtime, guard, service.principal_of), server)
         health_pb2_grpc.add_HealthServicer_to_server(self.health, server)
         reflection.enable_server_reflection(
-            (SERVICE_NAME, SHARE_SERVICE_NAME, health_pb2.DESCRIPTOR.services_by_name["Health"].full_name,
-             reflection.SERVICE_NAME),
+            (SERVICE_NAME, SHARE_SERVICE_NAME, STREAMS_SERVICE_NAME,
+             health_pb2.DESCRIPTOR.services_by_name["Health"].full_name, reflection.SERVICE_NAME),
             server)
         for extend in o.extensions:
             extend(runtime, server)

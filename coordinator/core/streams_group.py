@@ -1,0 +1,610 @@
+"""Streams groups (KIP-1071) with KIP-1263 assignment batching and offload: the sans-I/O state machine.
+
+Theory of operation
+-------------------
+A streams group has one topology (set by the first member that joins an empty group; later members must
+send the same one at the same topology epoch), members grouped into processes, a *group epoch* bumped by
+every change that calls for a new assignment, a *target assignment* (tasks per member, at an assignment
+epoch) and each member's *current assignment* (what it may run now, at its member epoch).
+
+Group state, derived, never stored:
+    Empty        no members
+    NotReady     the topology cannot run: source or internal topics missing or mis-partitioned
+                 (statuses in every heartbeat response say which)
+    Assigning    the target assignment epoch is behind the group epoch
+    Reconciling  some member is not yet at the target epoch, or still revoking/awaiting tasks
+    Stable       every member runs its target at the target epoch
+    Dead         deleted
+
+When the target is behind (KIP-1263), a heartbeat (or the initial-delay timer) computes a new one only if
+no offloaded run is in flight, the group is past `group.streams.initial.rebalance.delay.ms` since it was
+created, and `assignment.interval.ms` has elapsed since the previous computation *finished* (the
+timestamp travels in the target metadata record). With offload on, the run goes to the executor as a task;
+its completion is applied against the group as it is then (members gone since are dropped, members new
+since get nothing until the next run: the "missed changes" make the target lag, so a later run follows).
+New groups start at epoch 1 and the first join bumps it to 2: a member of a group that has no target yet
+reconciles to an empty target at epoch 1.
+
+Member reconciliation is Kafka's for active tasks: revoke before assign. A member whose target drops
+active tasks keeps its epoch and the intersection until it reports it no longer owns them
+(UNREVOKED_TASKS); a member whose new active tasks are still owned or being revoked elsewhere advances its
+epoch but waits for them (UNRELEASED_TASKS). Standby and warm-up tasks follow the target directly.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
+
+from assignors.sticky_task import StreamsMemberSpec, TaskId
+from coordinator.core.errors import CoordinatorError, Errors
+from coordinator.core.metadata import EMPTY_IMAGE, MetadataImage
+from coordinator.core.principals import check_member_principal
+from coordinator.core.results import CancelTimer, Result, ScheduleTimer, TimerOp
+from coordinator.core.streams_config import StreamsGroupConfig
+from coordinator.core.streams_endpoints import partitions_by_endpoint
+from coordinator.core.streams_messages import (
+    StreamsAssignorCompletion,
+    StreamsAssignorRun,
+    StreamsHeartbeatRequest,
+    StreamsHeartbeatResponse,
+)
+from coordinator.core.streams_records import (
+    NO_TASKS,
+    StreamsGroupCurrentMemberAssignment,
+    StreamsGroupCurrentMemberAssignmentTombstone,
+    StreamsGroupMemberMetadata,
+    StreamsGroupMemberMetadataTombstone,
+    StreamsGroupMetadata,
+    StreamsGroupMetadataTombstone,
+    StreamsGroupTargetAssignmentMember,
+    StreamsGroupTargetAssignmentMemberTombstone,
+    StreamsGroupTargetAssignmentMetadata,
+    StreamsGroupTopologyRecord,
+    StreamsGroupTopologyTombstone,
+    Tasks,
+)
+from coordinator.core.streams_topology import (
+    ConfiguredTopology,
+    StatusEntry,
+    StreamsStatus,
+    StreamsTopology,
+    configure_topology,
+    internal_topics,
+    validate_topology,
+)
+
+LEAVE_EPOCH = -1
+STABLE, UNREVOKED, UNRELEASED = "STABLE", "UNREVOKED_TASKS", "UNRELEASED_TASKS"
+
+
+class StreamsGroupState(enum.Enum):
+    EMPTY = "Empty"
+    NOT_READY = "NotReady"
+    ASSIGNING = "Assigning"
+    RECONCILING = "Reconciling"
+    STABLE = "Stable"
+    DEAD = "Dead"
+
+
+@dataclass(slots=True)
+class StreamsGroup:
+    """State rebuilt from records, plus volatile fields (marked) that a failover may lose harmlessly."""
+
+    group_id: str
+    epoch: int = 0
+    metadata_hash: int = 0
+    first_assignment_not_before_ms: int = 0
+    topology: StreamsTopology | None = None
+    members: dict[str, StreamsGroupMemberMetadata] = field(default_factory=dict)
+    current: dict[str, StreamsGroupCurrentMemberAssignment] = field(default_factory=dict)
+    target: dict[str, StreamsGroupTargetAssignmentMember] = field(default_factory=dict)
+    target_epoch: int = 0
+    target_timestamp_ms: int | None = None
+    # volatile
+    inflight_run: int | None = None
+    inflight_epoch: int = 0
+    owned_active: dict[str, Tasks] = field(default_factory=dict)
+    shutdown_requested: bool = False
+    endpoint_epoch: int = 0  # moves whenever a member's tasks or endpoint may have changed
+    configured: tuple[object, object, ConfiguredTopology] | None = None
+
+    def persisted(self) -> tuple[object, ...]:
+        """The replayed part, for replay-equality checks."""
+        return (self.epoch, self.metadata_hash, self.first_assignment_not_before_ms, self.topology,
+                self.members, self.current, self.target, self.target_epoch, self.target_timestamp_ms)
+
+
+def apply_record(groups: dict[str, StreamsGroup], rec: object) -> None:
+    """Replay one record (the only way streams group state changes)."""
+    gid: str = rec.group_id  # type: ignore[attr-defined]
+    if isinstance(rec, StreamsGroupMetadataTombstone):
+        groups.pop(gid, None)
+        return
+    g = groups.get(gid)
+    if g is None:
+        g = groups[gid] = StreamsGroup(gid)
+    if isinstance(rec, StreamsGroupMetadata):
+        g.epoch, g.metadata_hash = rec.epoch, rec.metadata_hash
+        g.first_assignment_not_before_ms = rec.first_assignment_not_before_ms
+    elif isinstance(rec, StreamsGroupTopologyRecord):
+        g.topology = rec.topology
+    elif isinstance(rec, StreamsGroupTopologyTombstone):
+        g.topology = None
+    elif isinstance(rec, StreamsGroupMemberMetadata):
+        g.members[rec.member_id] = rec
+    elif isinstance(rec, StreamsGroupMemberMetadataTombstone):
+        g.members.pop(rec.member_id, None)
+        g.owned_active.pop(rec.member_id, None)
+    elif isinstance(rec, StreamsGroupTargetAssignmentMember):
+        g.target[rec.member_id] = rec
+    elif isinstance(rec, StreamsGroupTargetAssignmentMemberTombstone):
+        g.target.pop(rec.member_id, None)
+    elif isinstance(rec, StreamsGroupTargetAssignmentMetadata):
+        g.target_epoch, g.target_timestamp_ms = rec.assignment_epoch, rec.timestamp_ms
+    elif isinstance(rec, StreamsGroupCurrentMemberAssignment):
+        g.current[rec.member_id] = rec
+    elif isinstance(rec, StreamsGroupCurrentMemberAssignmentTombstone):
+        g.current.pop(rec.member_id, None)
+    else:
+        raise TypeError(f"not a streams group record: {type(rec).__name__}")
+
+
+def session_key(group_id: str, member_id: str) -> tuple[str, ...]:
+    return ("streams-session", group_id, member_id)
+
+
+def rebalance_key(group_id: str, member_id: str) -> tuple[str, ...]:
+    return ("streams-rebalance", group_id, member_id)
+
+
+def assign_key(group_id: str) -> tuple[str, ...]:
+    return ("streams-assign", group_id)
+
+
+@dataclass(slots=True)
+class _Out:
+    records: list[object] = field(default_factory=list)
+    timers: list[TimerOp] = field(default_factory=list)
+    tasks: list[object] = field(default_factory=list)
+
+
+class StreamsGroups:
+    """All streams groups of one shard: heartbeat, timers, offloaded-run completions, admin views."""
+
+    def __init__(self, config: StreamsGroupConfig | None = None, image: MetadataImage = EMPTY_IMAGE) -> None:
+        self.config = config or StreamsGroupConfig()
+        self._image_of: Callable[[], MetadataImage] = lambda: image
+        self.groups: dict[str, StreamsGroup] = {}
+        self.group_configs: dict[str, Mapping[str, object]] = {}
+        self._next_run = 0
+
+    # --- plumbing ---------------------------------------------------------------------------------------
+    @property
+    def image(self) -> MetadataImage:
+        """The current topic metadata (the shard's, when installed in one: it is replaced whole on refresh)."""
+        return self._image_of()
+
+    @image.setter
+    def image(self, image: MetadataImage) -> None:
+        self._image_of = lambda: image
+
+    def follow_image(self, image_of: Callable[[], MetadataImage]) -> None:
+        self._image_of = image_of
+
+    def _emit(self, out: _Out, rec: object) -> None:
+        apply_record(self.groups, rec)
+        out.records.append(rec)
+        if isinstance(rec, _ENDPOINT_INPUTS):
+            g = self.groups.get(rec.group_id)
+            if g is not None:
+                g.endpoint_epoch += 1
+
+    def replay(self, rec: object) -> None:
+        apply_record(self.groups, rec)
+
+    def follow_group_configs(self, configs: dict[str, Mapping[str, object]]) -> None:
+        """Read the group-level overrides from the shard's GroupConfig state (AlterGroupConfigs)."""
+        self.group_configs = configs
+
+    def set_group_config(self, group_id: str, configs: Mapping[str, object]) -> None:
+        """Group-level `streams.*` overrides, validated against the broker's bounds (INVALID_CONFIG)."""
+        self.config.validate_group_overrides(configs)
+        self.group_configs[group_id] = dict(configs)
+
+    def _cfg(self, group_id: str) -> StreamsGroupConfig:
+        return self.config.with_overrides(self.group_configs.get(group_id, {}))
+
+    def configured(self, g: StreamsGroup) -> ConfiguredTopology | None:
+        if g.topology is None:
+            return None
+        if g.configured is None or g.configured[0] is not g.topology or g.configured[1] is not self.image:
+            g.configured = (g.topology, self.image, configure_topology(g.topology, self.image))
+        return g.configured[2]
+
+    def state(self, group_id: str) -> StreamsGroupState:
+        g = self.groups.get(group_id)
+        if g is None:
+            return StreamsGroupState.DEAD
+        if not g.members:
+            return StreamsGroupState.EMPTY
+        conf = self.configured(g)
+        if conf is None or not conf.ready:
+            return StreamsGroupState.NOT_READY
+        if g.target_epoch < g.epoch:
+            return StreamsGroupState.ASSIGNING
+        for c in g.current.values():
+            if c.member_epoch != g.target_epoch or c.state != STABLE:
+                return StreamsGroupState.RECONCILING
+        return StreamsGroupState.STABLE
+
+    def _hash(self, g: StreamsGroup) -> int:
+        if g.topology is None:
+            return 0
+        names = [t for s in g.topology.subtopologies for t in s.source_topics]
+        names += [t.name for t in internal_topics(g.topology)]
+        return self.image.topics_hash(names)
+
+    def _bump(self, g: StreamsGroup, out: _Out, now: int) -> None:
+        rec = StreamsGroupMetadata(g.group_id, g.epoch + 1, self._hash(g), g.first_assignment_not_before_ms)
+        self._emit(out, rec)
+
+    # --- heartbeat --------------------------------------------------------------------------------------
+    def heartbeat(self, req: StreamsHeartbeatRequest, now: int) -> Result[StreamsHeartbeatResponse]:
+        out = _Out()
+        try:
+            resp = self._heartbeat(req, now, out)
+        except CoordinatorError as e:
+            return Result(StreamsHeartbeatResponse(int(e.code), e.message, req.member_id[:64], req.member_epoch))
+        return Result(resp, out.records, out.timers, out.tasks)
+
+    def _validate(self, req: StreamsHeartbeatRequest) -> None:
+        bad = Errors.INVALID_REQUEST
+        if not req.group_id:
+            raise CoordinatorError(bad, "GroupId can't be empty.")
+        if not req.member_id:
+            raise CoordinatorError(bad, "MemberId can't be empty.")
+        if req.member_epoch == 0:
+            if req.topology is None:
+                raise CoordinatorError(bad, "Topology must be non-null when joining the group.")
+            if not req.process_id:
+                raise CoordinatorError(bad, "ProcessId can't be empty.")
+            if req.rebalance_timeout_ms <= 0:
+                raise CoordinatorError(bad, "RebalanceTimeoutMs must be provided when joining the group.")
+            if req.active_tasks is None or req.standby_tasks is None or req.warmup_tasks is None:
+                raise CoordinatorError(bad, "Owned tasks must be provided when joining the group.")
+        elif req.member_epoch > 0:
+            if req.topology is not None:
+                raise CoordinatorError(bad, "Topology can only be provided when joining the group.")
+        elif req.member_epoch not in (LEAVE_EPOCH, -2):
+            raise CoordinatorError(bad, "MemberEpoch is invalid.")
+
+    def _heartbeat(self, req: StreamsHeartbeatRequest, now: int, out: _Out) -> StreamsHeartbeatResponse:
+        self._validate(req)
+        cfg = self._cfg(req.group_id)
+        g = self.groups.get(req.group_id)
+        if g is not None and req.member_id in g.members:
+            check_member_principal(g.members[req.member_id].principal, req.principal, req.member_id[:64],
+                                   g.group_id[:64])
+        if req.member_epoch < 0:
+            if g is None or req.member_id not in g.members:
+                raise CoordinatorError(Errors.UNKNOWN_MEMBER_ID, "The member is not in the group.")
+            self._remove_member(g, req.member_id, out, now)
+            out.timers += [CancelTimer(session_key(g.group_id, req.member_id)),
+                           CancelTimer(rebalance_key(g.group_id, req.member_id))]
+            return StreamsHeartbeatResponse(member_id=req.member_id, member_epoch=req.member_epoch)
+        if g is None:
+            if req.member_epoch != 0:
+                raise CoordinatorError(Errors.UNKNOWN_MEMBER_ID, "The group does not exist.")
+            # KIP-1263: a new group starts at epoch 1; epoch 1 is the empty target's.
+            self._emit(out, StreamsGroupMetadata(req.group_id, 1, 0, now + cfg.initial_rebalance_delay_ms))
+            g = self.groups[req.group_id]
+        bump = False
+        member = g.members.get(req.member_id)
+        if req.member_epoch == 0:
+            assert req.topology is not None
+            bump |= self._join_topology(g, req.topology, out)
+            if member is None and len(g.members) >= cfg.max_size:
+                raise CoordinatorError(Errors.GROUP_MAX_SIZE_REACHED, "The group is full.")
+        else:
+            if member is None:
+                raise CoordinatorError(Errors.UNKNOWN_MEMBER_ID, "The member is not in the group.")
+            cur = g.current[req.member_id]
+            owned = req.active_tasks
+            if req.member_epoch != cur.member_epoch and not (
+                req.member_epoch == cur.previous_member_epoch and owned is not None and owned <= cur.active
+            ):
+                raise CoordinatorError(Errors.FENCED_MEMBER_EPOCH, "The member epoch is fenced.")
+        if req.shutdown_application:
+            g.shutdown_requested = True
+        if req.active_tasks is not None:
+            g.owned_active[req.member_id] = req.active_tasks
+        new_meta = self._member_metadata(g, req, member)
+        if new_meta != member:
+            self._emit(out, new_meta)
+            bump |= member is None or _assignment_inputs(member) != _assignment_inputs(new_meta)
+            bump |= member is not None and self._warmup_caught_up(g, member, new_meta, cfg)
+        if g.topology is not None and self._hash(g) != g.metadata_hash:
+            bump = True
+        if bump:
+            self._bump(g, out, now)
+        self._maybe_assign(g, now, out, cfg)
+        changed = self._reconcile(g, req.member_id, out)
+        cur = g.current[req.member_id]
+        out.timers.append(ScheduleTimer(session_key(g.group_id, req.member_id), now + cfg.session_timeout_ms))
+        if cur.state == UNREVOKED:
+            timeout = g.members[req.member_id].rebalance_timeout_ms
+            if changed:
+                out.timers.append(ScheduleTimer(rebalance_key(g.group_id, req.member_id), now + timeout))
+        else:
+            out.timers.append(CancelTimer(rebalance_key(g.group_id, req.member_id)))
+        send = changed or req.member_epoch == 0 or req.active_tasks is not None
+        return StreamsHeartbeatResponse(
+            member_id=req.member_id,
+            member_epoch=cur.member_epoch,
+            heartbeat_interval_ms=cfg.heartbeat_interval_ms,
+            acceptable_recovery_lag=cfg.acceptable_recovery_lag,
+            task_offset_interval_ms=cfg.task_offset_interval_ms,
+            status=self._statuses(g, g.members[req.member_id]),
+            active_tasks=cur.active if send else None,
+            standby_tasks=cur.standby if send else None,
+            warmup_tasks=cur.warmup if send else None,
+            partitions_by_user_endpoint=partitions_by_endpoint(g.topology, g.members, g.current, self.image)
+            if req.endpoint_information_epoch != g.endpoint_epoch else None,
+            endpoint_information_epoch=g.endpoint_epoch,
+        )
+
+    def _join_topology(self, g: StreamsGroup, topology: StreamsTopology, out: _Out) -> bool:
+        """The topology rules: the first member of an empty group sets it; a higher epoch updates it;
+        the same epoch must carry the same topology (131); a lower epoch is fenced (132)."""
+        why = validate_topology(topology)
+        if why is not None:
+            raise CoordinatorError(Errors.STREAMS_INVALID_TOPOLOGY, why)
+        cur = g.topology
+        if cur is None or not g.members or topology.epoch > cur.epoch:
+            if cur != topology:
+                self._emit(out, StreamsGroupTopologyRecord(g.group_id, topology))
+                return True
+            return False
+        if topology.epoch < cur.epoch:
+            raise CoordinatorError(Errors.STREAMS_TOPOLOGY_FENCED, "The topology epoch is older than the group's.")
+        if topology != cur:
+            raise CoordinatorError(Errors.STREAMS_INVALID_TOPOLOGY_EPOCH,
+                                   "The topology differs from the group's at the same topology epoch.")
+        return False
+
+    def _member_metadata(
+        self, g: StreamsGroup, req: StreamsHeartbeatRequest, old: StreamsGroupMemberMetadata | None
+    ) -> StreamsGroupMemberMetadata:
+        topo_epoch = g.topology.epoch if g.topology is not None else 0
+        if old is None:
+            return StreamsGroupMemberMetadata(
+                g.group_id, req.member_id, req.process_id or "", req.instance_id, req.rack_id,
+                req.client_id, req.client_host, req.user_endpoint, req.client_tags or (),
+                req.rebalance_timeout_ms, topo_epoch, dict(req.task_offsets or {}),
+                dict(req.task_end_offsets or {}), req.principal)
+        new = old
+        if req.process_id is not None and req.process_id != old.process_id:
+            new = replace(new, process_id=req.process_id)
+        if req.rack_id is not None and req.rack_id != old.rack_id:
+            new = replace(new, rack_id=req.rack_id)
+        if req.user_endpoint is not None and req.user_endpoint != old.user_endpoint:
+            new = replace(new, user_endpoint=req.user_endpoint)
+        if req.client_tags is not None and req.client_tags != old.client_tags:
+            new = replace(new, client_tags=req.client_tags)
+        if req.rebalance_timeout_ms > 0 and req.rebalance_timeout_ms != old.rebalance_timeout_ms:
+            new = replace(new, rebalance_timeout_ms=req.rebalance_timeout_ms)
+        if req.member_epoch == 0 and topo_epoch != old.topology_epoch:
+            new = replace(new, topology_epoch=topo_epoch)
+        if req.task_offsets is not None and req.task_offsets != old.task_offsets:
+            new = replace(new, task_offsets=dict(req.task_offsets))
+        if req.task_end_offsets is not None and req.task_end_offsets != old.task_end_offsets:
+            new = replace(new, task_end_offsets=dict(req.task_end_offsets))
+        return new
+
+    def _warmup_caught_up(
+        self, g: StreamsGroup, old: StreamsGroupMemberMetadata, new: StreamsGroupMemberMetadata,
+        cfg: StreamsGroupConfig,
+    ) -> bool:
+        """A warm-up task that just caught up calls for a new assignment (it can take over the active)."""
+        cur = g.current.get(new.member_id)
+        if cur is None:
+            return False
+
+        def caught(m: StreamsGroupMemberMetadata, t: TaskId) -> bool:
+            off, end = m.task_offsets.get(t), m.task_end_offsets.get(t)
+            return off is not None and end is not None and end - off <= cfg.acceptable_recovery_lag
+
+        return any(caught(new, t) and not caught(old, t) for t in cur.warmup)
+
+    def _statuses(self, g: StreamsGroup, member: StreamsGroupMemberMetadata) -> tuple[StatusEntry, ...]:
+        statuses: list[StatusEntry] = []
+        if g.topology is not None and member.topology_epoch < g.topology.epoch:
+            statuses.append(StatusEntry(StreamsStatus.STALE_TOPOLOGY,
+                                        "The member's topology epoch is older than the group's."))
+        conf = self.configured(g)
+        if conf is not None:
+            statuses.extend(conf.statuses)
+        if g.shutdown_requested:
+            statuses.append(StatusEntry(StreamsStatus.SHUTDOWN_APPLICATION,
+                                        "A member requested the application to shut down."))
+        return tuple(statuses)
+
+    # --- KIP-1263: when a new target is computed ----------------------------------------------------------
+    def _maybe_assign(self, g: StreamsGroup, now: int, out: _Out, cfg: StreamsGroupConfig) -> None:
+        if g.target_epoch >= g.epoch or not g.members or g.inflight_run is not None:
+            return
+        conf = self.configured(g)
+        if conf is None or not conf.ready:
+            return
+        if g.target_timestamp_ms is None and now < g.first_assignment_not_before_ms:
+            out.timers.append(ScheduleTimer(assign_key(g.group_id), g.first_assignment_not_before_ms))
+            return
+        if g.target_timestamp_ms is not None and now < g.target_timestamp_ms + cfg.assignment_interval_ms:
+            return  # a later heartbeat from any member runs it
+        members = {
+            mid: StreamsMemberSpec(
+                m.process_id,
+                *(_target_tasks(g, mid)),
+                task_offsets=m.task_offsets, task_end_offsets=m.task_end_offsets, client_tags=dict(m.client_tags))
+            for mid, m in g.members.items()
+        }
+        self._next_run += 1
+        run = StreamsAssignorRun(g.group_id, self._next_run, g.epoch, members, conf.subtopologies,
+                                 cfg.assignment_config())
+        if cfg.assignor_offload_enable:
+            g.inflight_run, g.inflight_epoch = run.run_id, run.assignment_epoch
+            out.tasks.append(run)
+            return
+        done = run.run()
+        if done.assignment is not None:
+            self._install_target(g, done.assignment, run.assignment_epoch, now, out)
+
+    def complete_assignor(self, done: StreamsAssignorCompletion, now: int) -> Result[None]:
+        """An offloaded run finished: install its target against the group as it is now."""
+        out = _Out()
+        g = self.groups.get(done.group_id)
+        if g is None or g.inflight_run != done.run_id:
+            return Result(None)
+        g.inflight_run = None
+        if done.assignment is not None:
+            self._install_target(g, done.assignment, g.inflight_epoch, now, out)
+        return Result(None, out.records, out.timers, out.tasks)
+
+    def _install_target(
+        self, g: StreamsGroup, assignment: Mapping[str, tuple[Tasks, Tasks, Tasks]], epoch: int, now: int,
+        out: _Out,
+    ) -> None:
+        for mid in g.members:
+            active, standby, warmup = assignment.get(mid, (NO_TASKS, NO_TASKS, NO_TASKS))
+            old = g.target.get(mid)
+            if old is None or (old.active, old.standby, old.warmup) != (active, standby, warmup):
+                self._emit(out, StreamsGroupTargetAssignmentMember(g.group_id, mid, active, standby, warmup))
+        self._emit(out, StreamsGroupTargetAssignmentMetadata(g.group_id, epoch, now))
+
+    # --- reconciliation ---------------------------------------------------------------------------------
+    def _reconcile(self, g: StreamsGroup, member_id: str, out: _Out) -> bool:
+        cur = g.current.get(member_id)
+        if cur is None:
+            cur = StreamsGroupCurrentMemberAssignment(g.group_id, member_id, 0, 0, STABLE,
+                                                      NO_TASKS, NO_TASKS, NO_TASKS, NO_TASKS)
+        new = self._next_assignment(g, cur)
+        if new == g.current.get(member_id):
+            return False
+        self._emit(out, new)
+        return True
+
+    def _next_assignment(
+        self, g: StreamsGroup, cur: StreamsGroupCurrentMemberAssignment
+    ) -> StreamsGroupCurrentMemberAssignment:
+        mid = cur.member_id
+        if cur.state == UNREVOKED:
+            owned = g.owned_active.get(mid)
+            if owned is None or owned & cur.active_pending_revocation:
+                return cur
+        if g.target_epoch == 0:  # KIP-1263: no target yet is an empty target at epoch 1
+            target_epoch, (active, standby, warmup) = 1, (NO_TASKS, NO_TASKS, NO_TASKS)
+        else:
+            target_epoch, (active, standby, warmup) = g.target_epoch, _target_tasks(g, mid)
+        if cur.member_epoch == target_epoch and cur.state == STABLE:
+            return cur
+        revoke = cur.active - active
+        if revoke:
+            return replace(cur, state=UNREVOKED, active=cur.active & active, standby=cur.standby & standby,
+                           warmup=cur.warmup & warmup, active_pending_revocation=revoke)
+        elsewhere: set[TaskId] = set()
+        for other, c in g.current.items():
+            if other != mid:
+                elsewhere.update(c.active, c.active_pending_revocation)
+        unreleased = (active - cur.active) & elsewhere
+        prev = cur.member_epoch if cur.member_epoch != target_epoch else cur.previous_member_epoch
+        return StreamsGroupCurrentMemberAssignment(
+            g.group_id, mid, target_epoch, prev, UNRELEASED if unreleased else STABLE,
+            frozenset(active - unreleased), standby, warmup, NO_TASKS)
+
+    # --- removal and timers -----------------------------------------------------------------------------
+    def _remove_member(self, g: StreamsGroup, member_id: str, out: _Out, now: int) -> None:
+        self._emit(out, StreamsGroupCurrentMemberAssignmentTombstone(g.group_id, member_id))
+        if member_id in g.target:
+            self._emit(out, StreamsGroupTargetAssignmentMemberTombstone(g.group_id, member_id))
+        self._emit(out, StreamsGroupMemberMetadataTombstone(g.group_id, member_id))
+        self._bump(g, out, now)
+
+    def fire_timer(self, key: tuple[str, ...], now: int) -> Result[None]:
+        out = _Out()
+        kind, gid = key[0], key[1]
+        g = self.groups.get(gid)
+        if g is None:
+            return Result(None)
+        if kind == "streams-session" and key[2] in g.members:
+            self._remove_member(g, key[2], out, now)
+            out.timers.append(CancelTimer(rebalance_key(gid, key[2])))
+        elif kind == "streams-rebalance" and key[2] in g.members and g.current[key[2]].state == UNREVOKED:
+            self._remove_member(g, key[2], out, now)
+            out.timers.append(CancelTimer(session_key(gid, key[2])))
+        elif kind == "streams-assign":
+            self._maybe_assign(g, now, out, self._cfg(gid))
+        return Result(None, out.records, out.timers, out.tasks)
+
+    def snapshot_records(self) -> list[object]:
+        """Every group's state as records: replaying them into empty groups rebuilds the same state."""
+        out: list[object] = []
+        for gid, g in self.groups.items():
+            out.append(StreamsGroupMetadata(gid, g.epoch, g.metadata_hash, g.first_assignment_not_before_ms))
+            if g.topology is not None:
+                out.append(StreamsGroupTopologyRecord(gid, g.topology))
+            out.extend(g.members.values())
+            out.extend(g.current.values())
+            out.extend(g.target.values())
+            if g.target_timestamp_ms is not None:
+                out.append(StreamsGroupTargetAssignmentMetadata(gid, g.target_epoch, g.target_timestamp_ms))
+        return out
+
+    def timers_after_load(self, now: int, group_ids: frozenset[str] | None = None) -> list[TimerOp]:
+        """Timers are not state: after a load every member's session timer is armed anew, revoking members'
+        rebalance timers too, and a group whose target is behind gets an assignment attempt at once."""
+        timers: list[TimerOp] = []
+        for gid, g in self.groups.items():
+            if group_ids is not None and gid not in group_ids:
+                continue
+            session = self._cfg(gid).session_timeout_ms
+            for mid, m in g.members.items():
+                timers.append(ScheduleTimer(session_key(gid, mid), now + session))
+                cur = g.current.get(mid)
+                if cur is not None and cur.state == UNREVOKED:
+                    timers.append(ScheduleTimer(rebalance_key(gid, mid), now + m.rebalance_timeout_ms))
+            if g.members and g.target_epoch < g.epoch:
+                timers.append(ScheduleTimer(assign_key(gid), now))
+        return timers
+
+    def delete_group(self, group_id: str) -> Result[int]:
+        """DeleteGroups for a streams group: only an empty one (NON_EMPTY_GROUP otherwise); it becomes Dead."""
+        g = self.groups.get(group_id)
+        if g is None:
+            return Result(int(Errors.GROUP_ID_NOT_FOUND))
+        if g.members:
+            return Result(int(Errors.NON_EMPTY_GROUP))
+        out = _Out()
+        for mid in list(g.target):
+            self._emit(out, StreamsGroupTargetAssignmentMemberTombstone(group_id, mid))
+        if g.topology is not None:
+            self._emit(out, StreamsGroupTopologyTombstone(group_id))
+        self._emit(out, StreamsGroupMetadataTombstone(group_id))
+        return Result(0, out.records)
+
+
+_ENDPOINT_INPUTS = (StreamsGroupCurrentMemberAssignment, StreamsGroupCurrentMemberAssignmentTombstone,
+                    StreamsGroupMemberMetadata)
+
+
+def _target_tasks(g: StreamsGroup, member_id: str) -> tuple[Tasks, Tasks, Tasks]:
+    t = g.target.get(member_id)
+    if t is None or g.target_epoch == 0:
+        return NO_TASKS, NO_TASKS, NO_TASKS
+    return t.active, t.standby, t.warmup
+
+
+def _assignment_inputs(m: StreamsGroupMemberMetadata) -> tuple[object, ...]:
+    """What the assignor reads of a member: a change here bumps the group epoch."""
+    return (m.process_id, m.rack_id, m.client_tags, m.topology_epoch)

@@ -1,0 +1,94 @@
+"""The StreamsGroupHeartbeat request and response as the core sees them, and the offloaded assignor run.
+
+Kafka's StreamsGroupHeartbeatRequest/Response fields; None means "null": unchanged since the last heartbeat.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from assignors.sticky_task import StreamsMemberSpec, TaskId, assign_tasks
+from coordinator.core.streams_records import Tasks
+from coordinator.core.streams_topology import StatusEntry, StreamsTopology
+
+
+@dataclass(frozen=True, slots=True)
+class StreamsHeartbeatRequest:
+    """Kafka's StreamsGroupHeartbeatRequest; None means "unchanged since the last heartbeat"."""
+
+    group_id: str
+    member_id: str
+    member_epoch: int
+    endpoint_information_epoch: int = 0
+    instance_id: str | None = None
+    rack_id: str | None = None
+    rebalance_timeout_ms: int = -1
+    topology: StreamsTopology | None = None
+    active_tasks: Tasks | None = None
+    standby_tasks: Tasks | None = None
+    warmup_tasks: Tasks | None = None
+    process_id: str | None = None
+    user_endpoint: tuple[str, int] | None = None
+    client_tags: tuple[tuple[str, str], ...] | None = None
+    task_offsets: Mapping[TaskId, int] | None = None
+    task_end_offsets: Mapping[TaskId, int] | None = None
+    shutdown_application: bool = False
+    client_id: str = ""
+    client_host: str = ""
+    principal: str | None = None  # the authenticated caller (None: authentication off)
+
+
+@dataclass(frozen=True, slots=True)
+class EndpointPartitions:
+    """Interactive queries: the partitions one user endpoint materializes (its members' tasks' inputs)."""
+
+    host: str
+    port: int
+    active: tuple[tuple[str, tuple[int, ...]], ...]  # (topic, partitions)
+    standby: tuple[tuple[str, tuple[int, ...]], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class StreamsHeartbeatResponse:
+    error_code: int = 0
+    error_message: str | None = None
+    member_id: str = ""
+    member_epoch: int = 0
+    heartbeat_interval_ms: int = 0
+    acceptable_recovery_lag: int = 0
+    task_offset_interval_ms: int = 0
+    status: tuple[StatusEntry, ...] | None = None
+    active_tasks: Tasks | None = None
+    standby_tasks: Tasks | None = None
+    warmup_tasks: Tasks | None = None
+    partitions_by_user_endpoint: tuple[EndpointPartitions, ...] | None = None
+    endpoint_information_epoch: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class StreamsAssignorRun:
+    """An offloaded assignor run: immutable input for the executor (`run()` is the pure computation)."""
+
+    group_id: str
+    run_id: int
+    assignment_epoch: int
+    members: Mapping[str, StreamsMemberSpec]
+    subtopologies: Mapping[str, object]
+    config: object
+
+    def run(self) -> StreamsAssignorCompletion:
+        try:
+            result = assign_tasks(self.members, self.subtopologies, self.config)  # type: ignore[arg-type]
+        except Exception as e:  # the assignor's failure keeps the old target; never crashes the shard
+            return StreamsAssignorCompletion(self.group_id, self.run_id, None, type(e).__name__)
+        out = {m: (a.active, a.standby, a.warmup) for m, a in result.items()}
+        return StreamsAssignorCompletion(self.group_id, self.run_id, out)
+
+
+@dataclass(frozen=True, slots=True)
+class StreamsAssignorCompletion:
+    group_id: str
+    run_id: int
+    assignment: Mapping[str, tuple[Tasks, Tasks, Tasks]] | None
+    error: str | None = None

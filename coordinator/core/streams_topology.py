@@ -1,0 +1,171 @@
+"""A streams group's topology (KIP-1071): its validation, and its configuration against the metadata image.
+
+Validation (`validate_topology`) rejects a topology that can never work, with STREAMS_INVALID_TOPOLOGY
+(130). Configuration (`configure_topology`) checks it against the topics that exist now: source topics,
+repartition topics and changelog topics (the internal topics) must exist with consistent partition counts;
+otherwise the group is NotReady and members see a status (Kafka's MISSING_SOURCE_TOPICS,
+MISSING_INTERNAL_TOPICS, INCORRECTLY_PARTITIONED_TOPICS). A configured topology gives each subtopology
+its task count: the largest partition count among its source and repartition source topics.
+"""
+
+from __future__ import annotations
+
+import enum
+import re
+from dataclasses import dataclass
+
+from assignors.sticky_task import SubtopologySpec
+from coordinator.core.metadata import MetadataImage
+
+_TOPIC_NAME = re.compile(r"^[a-zA-Z0-9._-]{1,249}$")
+
+
+class StreamsStatus(enum.IntEnum):
+    """Kafka's StreamsGroupHeartbeatResponse status codes."""
+
+    STALE_TOPOLOGY = 0
+    MISSING_SOURCE_TOPICS = 1
+    INCORRECTLY_PARTITIONED_TOPICS = 2
+    MISSING_INTERNAL_TOPICS = 3
+    SHUTDOWN_APPLICATION = 4
+
+
+@dataclass(frozen=True, slots=True)
+class TopicInfo:
+    """An internal topic: `partitions` 0 means "whatever the topology implies"."""
+
+    name: str
+    partitions: int = 0
+    replication_factor: int = 0
+    topic_configs: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class CopartitionGroup:
+    """Indexes into the subtopology's `source_topics` and `repartition_source_topics`."""
+
+    source_topics: tuple[int, ...] = ()
+    repartition_source_topics: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Subtopology:
+    subtopology_id: str
+    source_topics: tuple[str, ...] = ()
+    repartition_sink_topics: tuple[str, ...] = ()
+    repartition_source_topics: tuple[TopicInfo, ...] = ()
+    state_changelog_topics: tuple[TopicInfo, ...] = ()
+    copartition_groups: tuple[CopartitionGroup, ...] = ()
+
+    @property
+    def stateful(self) -> bool:
+        return bool(self.state_changelog_topics)
+
+
+@dataclass(frozen=True, slots=True)
+class StreamsTopology:
+    epoch: int
+    subtopologies: tuple[Subtopology, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class StatusEntry:
+    code: StreamsStatus
+    detail: str
+
+
+@dataclass(frozen=True, slots=True)
+class ConfiguredTopology:
+    """The assignor's view of a topology that can run now, or the statuses that say why it cannot."""
+
+    subtopologies: dict[str, SubtopologySpec]
+    statuses: tuple[StatusEntry, ...] = ()
+
+    @property
+    def ready(self) -> bool:
+        return not self.statuses
+
+
+def _names(names: list[str], limit: int = 5) -> str:
+    """A bounded list of topic names for a message (never echoes unbounded input)."""
+    shown = ", ".join(n[:80] for n in sorted(names)[:limit])
+    return shown + (f" and {len(names) - limit} more" if len(names) > limit else "")
+
+
+def validate_topology(topology: StreamsTopology) -> str | None:
+    """None when the topology is well formed, else why it is not (for STREAMS_INVALID_TOPOLOGY)."""
+    if not topology.subtopologies:
+        return "the topology has no subtopologies"
+    if topology.epoch < 0:
+        return "the topology epoch is negative"
+    ids = [s.subtopology_id for s in topology.subtopologies]
+    if len(set(ids)) != len(ids) or any(not i for i in ids):
+        return "subtopology ids must be unique and non-empty"
+    repartition_sources = {t.name for s in topology.subtopologies for t in s.repartition_source_topics}
+    changelogs: set[str] = set()
+    for s in topology.subtopologies:
+        internal = [t.name for t in s.repartition_source_topics + s.state_changelog_topics]
+        for name in list(s.source_topics) + list(s.repartition_sink_topics) + internal:
+            if not _TOPIC_NAME.match(name):
+                return f"subtopology {s.subtopology_id[:80]} names an invalid topic"
+        if not s.source_topics and not s.repartition_source_topics:
+            return f"subtopology {s.subtopology_id[:80]} has no source topics"
+        if set(s.source_topics) & repartition_sources:
+            return f"subtopology {s.subtopology_id[:80]} reads a repartition topic as a user source topic"
+        missing = [t for t in s.repartition_sink_topics if t not in repartition_sources]
+        if missing:
+            return f"repartition sink topics are not repartition source topics: {_names(missing)}"
+        for t in s.state_changelog_topics:
+            if t.name in changelogs:
+                return "a changelog topic belongs to two subtopologies"
+            changelogs.add(t.name)
+        for g in s.copartition_groups:
+            if any(not 0 <= i < len(s.source_topics) for i in g.source_topics) or any(
+                not 0 <= i < len(s.repartition_source_topics) for i in g.repartition_source_topics
+            ):
+                return f"subtopology {s.subtopology_id[:80]} has a copartition group index out of range"
+    return None
+
+
+def internal_topics(topology: StreamsTopology) -> list[TopicInfo]:
+    """The topics the coordinator expects the application's internal topics to be (Kafka would create them)."""
+    return [t for s in topology.subtopologies for t in s.repartition_source_topics + s.state_changelog_topics]
+
+
+def configure_topology(topology: StreamsTopology, image: MetadataImage) -> ConfiguredTopology:
+    """Check the topology against the image: Kafka's InternalTopicManager.configureTopics, minus creation
+    (topics are created by the application or an operator; the group stays NotReady until they exist)."""
+    statuses: list[StatusEntry] = []
+    missing_src = [t for s in topology.subtopologies for t in s.source_topics if t not in image.by_name]
+    if missing_src:
+        detail = f"Source topics {_names(missing_src)} are missing."
+        statuses.append(StatusEntry(StreamsStatus.MISSING_SOURCE_TOPICS, detail))
+    missing_int = [t.name for t in internal_topics(topology) if t.name not in image.by_name]
+    if missing_int:
+        detail = f"Internal topics {_names(missing_int)} are missing."
+        statuses.append(StatusEntry(StreamsStatus.MISSING_INTERNAL_TOPICS, detail))
+    if statuses:
+        return ConfiguredTopology({}, tuple(statuses))
+    wrong: list[str] = []
+    specs: dict[str, SubtopologySpec] = {}
+    for s in topology.subtopologies:
+        counts = [image.by_name[t].partition_count for t in s.source_topics]
+        for t in s.repartition_source_topics:
+            n = image.by_name[t.name].partition_count
+            if t.partitions and n != t.partitions:
+                wrong.append(t.name)
+            counts.append(n)
+        tasks = max(counts)
+        for g in s.copartition_groups:
+            names = [s.source_topics[i] for i in g.source_topics]
+            names += [s.repartition_source_topics[i].name for i in g.repartition_source_topics]
+            if len({image.by_name[n].partition_count for n in names}) > 1:
+                wrong.extend(names)
+        for t in s.state_changelog_topics:
+            if image.by_name[t.name].partition_count != tasks:
+                wrong.append(t.name)
+        specs[s.subtopology_id] = SubtopologySpec(tasks, s.stateful)
+    if wrong:
+        detail = f"Topics {_names(sorted(set(wrong)))} are incorrectly partitioned."
+        return ConfiguredTopology({}, (StatusEntry(StreamsStatus.INCORRECTLY_PARTITIONED_TOPICS, detail),))
+    return ConfiguredTopology(specs)

@@ -1,0 +1,111 @@
+"""A small context for streams group core tests (like Kafka's GroupMetadataManagerTestContext): members
+heartbeat, the virtual clock advances, armed timers fire, offloaded assignor runs complete on demand."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from coordinator.core.metadata import MetadataImage, TopicMetadata, topic_id_for_name
+from coordinator.core.results import CancelTimer, Result, ScheduleTimer
+from coordinator.core.streams_config import StreamsGroupConfig
+from coordinator.core.streams_group import (
+    StreamsAssignorRun,
+    StreamsGroups,
+    StreamsHeartbeatRequest,
+    StreamsHeartbeatResponse,
+    apply_record,
+)
+from coordinator.core.streams_records import NO_TASKS, Tasks
+from coordinator.core.streams_topology import StreamsTopology, Subtopology, TopicInfo
+
+GROUP = "app"
+
+
+def image(**topics: int) -> MetadataImage:
+    return MetadataImage.of(TopicMetadata(topic_id_for_name(n), n, p) for n, p in topics.items())
+
+
+def word_count(epoch: int = 1) -> StreamsTopology:
+    """Two subtopologies: split words and repartition by word; count words in a changelogged store."""
+    return StreamsTopology(epoch, (
+        Subtopology("0", source_topics=("lines",), repartition_sink_topics=("app-words-repartition",)),
+        Subtopology("1", repartition_source_topics=(TopicInfo("app-words-repartition", 4),),
+                    state_changelog_topics=(TopicInfo("app-counts-changelog"),)),
+    ))
+
+
+READY = {"lines": 4, "app-words-repartition": 4, "app-counts-changelog": 4}
+
+
+@dataclass
+class Ctx:
+    config: StreamsGroupConfig = field(default_factory=StreamsGroupConfig)
+    topics: dict[str, int] = field(default_factory=lambda: dict(READY))
+    now: int = 0
+    log: list[Any] = field(default_factory=list)
+    timers: dict[tuple[str, ...], int] = field(default_factory=dict)
+    pending: list[StreamsAssignorRun] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.sg = StreamsGroups(self.config, image(**self.topics))
+
+    def _take(self, res: Result[Any]) -> None:
+        self.log.extend(res.records)
+        for t in res.timers:
+            if isinstance(t, ScheduleTimer):
+                self.timers[t.key] = t.deadline_ms
+            elif isinstance(t, CancelTimer):
+                self.timers.pop(t.key, None)
+        self.pending.extend(res.tasks)
+
+    def join(self, member: str, process: str | None = None, topology: StreamsTopology | None = None,
+             **kw: Any) -> StreamsHeartbeatResponse:
+        return self.hb(member, 0, topology=topology or word_count(), process_id=process or f"p-{member}",
+                       rebalance_timeout_ms=kw.pop("rebalance_timeout_ms", 10_000),
+                       active_tasks=NO_TASKS, standby_tasks=NO_TASKS, warmup_tasks=NO_TASKS, **kw)
+
+    def hb(self, member: str, epoch: int, **kw: Any) -> StreamsHeartbeatResponse:
+        res = self.sg.heartbeat(StreamsHeartbeatRequest(GROUP, member, epoch, **kw), self.now)
+        self._take(res)
+        return res.response
+
+    def owned(self, member: str, epoch: int, active: Tasks, **kw: Any) -> StreamsHeartbeatResponse:
+        return self.hb(member, epoch, active_tasks=active, standby_tasks=NO_TASKS, warmup_tasks=NO_TASKS, **kw)
+
+    def advance(self, ms: int) -> None:
+        """Move the clock, firing every timer that comes due, in deadline order."""
+        end = self.now + ms
+        while True:
+            due = sorted((d, k) for k, d in self.timers.items() if d <= end)
+            if not due:
+                break
+            d, k = due[0]
+            self.now = max(self.now, d)
+            del self.timers[k]
+            self._take(self.sg.fire_timer(k, self.now))
+        self.now = end
+
+    def complete_runs(self) -> int:
+        n = 0
+        while self.pending:
+            run = self.pending.pop(0)
+            self._take(self.sg.complete_assignor(run.run(), self.now))
+            n += 1
+        return n
+
+    def state(self) -> str:
+        return self.sg.state(GROUP).value
+
+    def replayed(self) -> dict[str, Any]:
+        groups: dict[str, Any] = {}
+        for rec in self.log:
+            apply_record(groups, rec)
+        return {g: v.persisted() for g, v in groups.items()}
+
+    def live(self) -> dict[str, Any]:
+        return {g: v.persisted() for g, v in self.sg.groups.items()}
+
+
+def tasks(*pairs: tuple[str, int]) -> Tasks:
+    return frozenset(pairs)
