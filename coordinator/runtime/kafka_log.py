@@ -369,17 +369,24 @@ class KafkaRecordLog:
             by_partition.setdefault(state_partition(record.group_id, self.partitions), []).append(record)
         out = []
         for partition, recs in by_partition.items():
+            if self.transactional:  # one message per record, keyed by it: the transaction makes them atomic
+                for record in recs:
+                    out.append(self._message(partition, record_key(record),
+                                             record_codec.encode_operation([record], self._encode), records))
+                continue
             if len(recs) == 1:
                 key = record_key(recs[0])
             else:
                 key = json.dumps(["operation", recs[0].group_id, f"{self.client_id}-{next(self._op_ids)}"],
                                  separators=(",", ":"), ensure_ascii=False).encode()
-            value = record_codec.encode_operation(recs, self._encode)
-            if len(key) + len(value) + MESSAGE_OVERHEAD > self.max_message_bytes:
-                raise RecordTooLargeError(len(key) + len(value) + MESSAGE_OVERHEAD, self.max_message_bytes,
-                                          frozenset(r.group_id for r in records))
-            out.append((partition, key, value))
+            out.append(self._message(partition, key, record_codec.encode_operation(recs, self._encode), records))
         return out
+
+    def _message(self, partition: int, key: bytes, value: bytes, records: list[Any]) -> tuple[int, bytes, bytes]:
+        if len(key) + len(value) + MESSAGE_OVERHEAD > self.max_message_bytes:
+            raise RecordTooLargeError(len(key) + len(value) + MESSAGE_OVERHEAD, self.max_message_bytes,
+                                      frozenset(r.group_id for r in records))
+        return partition, key, value
 
     def _forget(self, future: Future[None]) -> None:
         with self._outstanding_lock:
