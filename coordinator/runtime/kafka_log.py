@@ -11,26 +11,31 @@ offset deleted) are written as ordinary values under the key of what they delete
 an operation's message, a null-valued message (Kafka's tombstone) under each key the operation deleted lets
 compaction drop that key's earlier messages and then the key itself (`kafka_tombstones`); replay skips nulls.
 
-One message per operation. The value holds all records an operation wrote for one group's partition
-(`record_codec.encode_operation`), so replay applies them whole or not at all; values written before this
-format (one `LogRecord`) still load as operations of one record. An operation of one record is keyed as
-above and compacts as before. An operation of several records is keyed `["operation", group id, unique]`:
-no later message supersedes it, so compaction never drops it (it may still hold the only copy of a record;
-compacting such operations needs snapshots, not keys). An operation whose message would exceed the
-producer's `message.max.bytes` is refused with `RecordTooLargeError` before anything is produced, as the
-file log refuses one over its loader's limit. An operation touching groups on several partitions produces
-one message per partition: atomic per group, not across partitions.
+One message per record, in transactions (`transactional=True`, the sharded mode). Each record is its own
+message under `record_key(record)`, as in Kafka's `__consumer_offsets`; the transaction holding an operation's
+messages makes it atomic on a `read_committed` replay, and compaction keeps only each key's last message, so
+what replay reads is bounded by live state, not by history. The value is an operation of one record.
+
+One message per operation, without transactions. The value holds all records an operation wrote for one group's
+partition (`record_codec.encode_operation`), so replay applies them whole or not at all; values written before
+this format (one `LogRecord`) still load as operations of one record, and both load alongside messages of one
+record each. An operation of one record is keyed as above and compacts as before. An operation of several records
+is keyed `["operation", group id, unique]`: no later message supersedes it, so compaction never drops it (it may
+still hold the only copy of a record; compacting such operations needs snapshots, not keys). An operation whose
+message would exceed the producer's `message.max.bytes` is refused with `RecordTooLargeError` before anything is
+produced, as the file log refuses one over its loader's limit. An operation touching groups on several partitions
+produces one message per partition: atomic per group, not across partitions.
 
 Writing. An idempotent producer (`enable.idempotence=true`, `acks=all`) keeps each partition in order without
 duplicates across retries; `linger.ms` batches the records of concurrent operations. `append` returns an
 awaitable completed from the delivery callbacks (a thread polls the producer), so a response leaves only once
 every broker in the ISR has its records. A failed delivery fails the awaitable: the runtime then fails stop.
 
-Transactions (`transactional=True`, the sharded mode). Each owned partition is written by its own
-transactional producer (`kafka_txn`): `acquire(p)` runs `init_transactions` with the partition's stable
-`transactional.id`, which fences the previous owner; `append` queues each partition's messages on its writer,
-which commits the operations of a few ms per transaction and acknowledges them after the commit. An append to a
-partition this instance has not acquired, or whose writer was fenced, fails with `PartitionFenced`.
+Transactions. Each owned partition is written by its own transactional producer (`kafka_txn`): `acquire(p)` runs
+`init_transactions` with the partition's stable `transactional.id`, which fences the previous owner; `append`
+queues each partition's messages on its writer, which commits the operations of a few ms per transaction and
+acknowledges them after the commit. An append to a partition this instance has not acquired, or whose writer was
+fenced, fails with `PartitionFenced`.
 
 Reading. `load_partition` reads one partition from its beginning to the high watermark taken at the start,
 with a plain consumer (assign, no group, `isolation.level=read_committed`): the owner of a partition is its only
@@ -369,17 +374,24 @@ class KafkaRecordLog:
             by_partition.setdefault(state_partition(record.group_id, self.partitions), []).append(record)
         out = []
         for partition, recs in by_partition.items():
+            if self.transactional:  # one message per record, keyed by it: the transaction makes them atomic
+                for record in recs:
+                    out.append(self._message(partition, record_key(record),
+                                             record_codec.encode_operation([record], self._encode), records))
+                continue
             if len(recs) == 1:
                 key = record_key(recs[0])
             else:
                 key = json.dumps(["operation", recs[0].group_id, f"{self.client_id}-{next(self._op_ids)}"],
                                  separators=(",", ":"), ensure_ascii=False).encode()
-            value = record_codec.encode_operation(recs, self._encode)
-            if len(key) + len(value) + MESSAGE_OVERHEAD > self.max_message_bytes:
-                raise RecordTooLargeError(len(key) + len(value) + MESSAGE_OVERHEAD, self.max_message_bytes,
-                                          frozenset(r.group_id for r in records))
-            out.append((partition, key, value))
+            out.append(self._message(partition, key, record_codec.encode_operation(recs, self._encode), records))
         return out
+
+    def _message(self, partition: int, key: bytes, value: bytes, records: list[Any]) -> tuple[int, bytes, bytes]:
+        if len(key) + len(value) + MESSAGE_OVERHEAD > self.max_message_bytes:
+            raise RecordTooLargeError(len(key) + len(value) + MESSAGE_OVERHEAD, self.max_message_bytes,
+                                      frozenset(r.group_id for r in records))
+        return partition, key, value
 
     def _forget(self, future: Future[None]) -> None:
         with self._outstanding_lock:

@@ -20,6 +20,7 @@ from typing import Any
 
 from coordinator.core import records as r
 from coordinator.core.classic_group import ClassicGroupMetadataTombstone
+from coordinator.core.mixed_group import ConsumerGroupClassicMemberMetadataTombstone
 
 __all__ = ["deleted_keys", "deletes"]
 
@@ -32,6 +33,7 @@ _TOMBSTONES: tuple[type, ...] = (
     r.ConsumerGroupRegularExpressionTombstone,
     r.GroupEmptySinceTombstone,
     ClassicGroupMetadataTombstone,
+    ConsumerGroupClassicMemberMetadataTombstone,
 )
 
 

@@ -110,13 +110,13 @@ def test_a_fresh_instance_replays_a_compacted_state_topic_to_the_writers_exact_s
         # Keep writing (a commit per partition every 150 ms rolls each active segment past segment.ms) until
         # the cleaner has dropped at least half of what was written, and every record key of the deleted group
         # and of the departed members: their null-valued tombstones, once past delete.retention.ms, go too.
-        # (Messages of several-record operations, keyed ["operation", group, unique], are never superseded.)
+        # Each record is its own message under its key (no ["operation", ...] messages in transactions).
         tick = 10_000
         deadline = time.monotonic() + 90
         while True:
             keys, written = retained_keys_and_written(kafka_broker, compacted_topic)
-            of_deleted = [k for k in keys
-                          if k[0] != "operation" and (k[1] == doomed or (len(k) == 3 and k[2] in departed))]
+            assert not [k for k in keys if k[0] == "operation"]
+            of_deleted = [k for k in keys if k[1] == doomed or (len(k) == 3 and k[2] in departed)]
             if len(keys) * 2 <= written and not of_deleted:
                 break
             assert time.monotonic() < deadline, (f"not compacted: {len(keys)} of {written} messages retained, "

@@ -195,3 +195,51 @@ def test_a_fresh_instance_replays_the_topic_to_the_same_members_assignments_offs
         assert state_of(fresh) == before
     finally:
         fresh.stop()
+
+
+def test_in_transactions_each_record_is_its_own_message_under_its_key_and_old_messages_still_load(
+        kafka: EmbeddedKafka) -> None:
+    """Transactional mode writes what Kafka's coordinator writes: one message per record keyed by the record
+    (the transaction makes the operation atomic), so compaction keeps only live keys. A partition holding
+    messages of the earlier formats (one record, one operation) before these replays all of them in order."""
+    from confluent_kafka import Producer
+
+    group = "per-record"
+    partition = state_partition(group, PARTITIONS)
+    before = [r.OffsetCommit(group, "orders", 0, 1, -1, "", 1),
+              r.ConsumerGroupMemberMetadata(group, "old", None, None, "c", "h", ("orders",), None, None, 5000),
+              r.ConsumerGroupCurrentMemberAssignment(group, "old", 1, 0, "STABLE", {}, {})]
+    producer = Producer({"bootstrap.servers": kafka.bootstrap_servers})
+    producer.produce(STATE_TOPIC, key=b'["offset_commit"]', value=record_codec.encode(before[0]), partition=partition)
+    producer.produce(STATE_TOPIC, key=json.dumps(["operation", group, "x-1"]).encode(),
+                     value=record_codec.encode_operation(before[1:]), partition=partition)
+    assert producer.flush(10) == 0
+    operation = [r.ConsumerGroupMetadata(group, 2, 7),
+                 r.ConsumerGroupMemberMetadataTombstone(group, "old"),
+                 r.ConsumerGroupCurrentMemberAssignmentTombstone(group, "old"),
+                 r.OffsetCommit(group, "orders", 0, 2, -1, "", 2)]
+    log = KafkaRecordLog(kafka.bootstrap_servers, STATE_TOPIC, PARTITIONS, create_topic=False, transactional=True)
+    log.start()
+    try:
+        log.acquire(partition)
+
+        async def append() -> None:
+            pending = log.append(operation)
+            assert pending is not None
+            await pending
+
+        asyncio.run(append())
+        replayed: list[object] = []
+        log.load_partition(partition, replayed.append)
+    finally:
+        log.close()
+    ours = [(json.loads(k), v) for k, v in raw_messages(kafka, partition)
+            if json.loads(k)[1:2] == [group] or k == b'["offset_commit"]']
+    written = ours[2:]
+    assert [k for k, _ in written] == [
+        ["group_metadata", group], ["member_metadata", group, "old"], ["current_assignment", group, "old"],
+        ["offset_commit", group, "orders", 0],
+        ["member_metadata", group, "old"], ["current_assignment", group, "old"]]  # then Kafka's tombstones
+    assert [record_codec.decode_operation(v) for _, v in written[:4] if v is not None] == [[x] for x in operation]
+    assert [v for _, v in written[4:]] == [None, None]
+    assert [x for x in replayed if getattr(x, "group_id", "") == group] == before + operation
