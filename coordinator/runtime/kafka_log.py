@@ -62,6 +62,8 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaExcepti
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from coordinator.core import records as r
+from coordinator.core import share_records as sr
+from coordinator.core import streams_records as st
 from coordinator.core.classic_group import ClassicGroupMetadata, ClassicGroupMetadataTombstone
 from coordinator.core.mixed_group import ConsumerGroupClassicMemberMetadata, ConsumerGroupClassicMemberMetadataTombstone
 from coordinator.core.partitioning import state_partition
@@ -97,6 +99,30 @@ _KEY_KIND: dict[type, str] = {
     ClassicGroupMetadataTombstone: "classic_group",  # same key as the record it deletes, so compaction drops both
     ConsumerGroupClassicMemberMetadata: "classic_member_metadata",
     ConsumerGroupClassicMemberMetadataTombstone: "classic_member_metadata",
+    # Share groups (KIP-932).
+    sr.ShareGroupMetadata: "share_metadata",
+    sr.ShareGroupMetadataTombstone: "share_metadata",
+    sr.ShareGroupMemberMetadata: "share_member_metadata",
+    sr.ShareGroupMemberMetadataTombstone: "share_member_metadata",
+    sr.ShareGroupTargetAssignmentMember: "share_target_member",
+    sr.ShareGroupTargetAssignmentMemberTombstone: "share_target_member",
+    sr.ShareGroupTargetAssignmentMetadata: "share_target_metadata",
+    sr.ShareGroupCurrentMemberAssignment: "share_current_assignment",
+    sr.ShareGroupCurrentMemberAssignmentTombstone: "share_current_assignment",
+    sr.SharePartitionState: "share_partition",
+    sr.SharePartitionStateTombstone: "share_partition",
+    # Streams groups (KIP-1071).
+    st.StreamsGroupMetadata: "streams_metadata",
+    st.StreamsGroupMetadataTombstone: "streams_metadata",
+    st.StreamsGroupTopologyRecord: "streams_topology",
+    st.StreamsGroupTopologyTombstone: "streams_topology",
+    st.StreamsGroupMemberMetadata: "streams_member_metadata",
+    st.StreamsGroupMemberMetadataTombstone: "streams_member_metadata",
+    st.StreamsGroupTargetAssignmentMember: "streams_target_member",
+    st.StreamsGroupTargetAssignmentMemberTombstone: "streams_target_member",
+    st.StreamsGroupTargetAssignmentMetadata: "streams_target_metadata",
+    st.StreamsGroupCurrentMemberAssignment: "streams_current_assignment",
+    st.StreamsGroupCurrentMemberAssignmentTombstone: "streams_current_assignment",
 }
 
 
@@ -104,7 +130,7 @@ def record_key(record: Any) -> bytes:
     """The compaction key: kind, group id, then member id, regex, or topic and partition when the record has them.
     Other record types are keyed by their type name the same way (give a new type and its tombstone one kind)."""
     parts: list[str | int] = [_KEY_KIND.get(type(record), type(record).__name__), record.group_id]
-    for name in ("member_id", "regex", "topic", "partition"):
+    for name in ("member_id", "regex", "topic", "topic_id", "partition"):
         value = getattr(record, name, None)
         if value is not None:
             parts.append(value)

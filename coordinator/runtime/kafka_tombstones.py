@@ -19,6 +19,8 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from coordinator.core import records as r
+from coordinator.core import share_records as sr
+from coordinator.core import streams_records as st
 from coordinator.core.classic_group import ClassicGroupMetadataTombstone
 from coordinator.core.mixed_group import ConsumerGroupClassicMemberMetadataTombstone
 
@@ -34,6 +36,16 @@ _TOMBSTONES: tuple[type, ...] = (
     r.GroupEmptySinceTombstone,
     ClassicGroupMetadataTombstone,
     ConsumerGroupClassicMemberMetadataTombstone,
+    sr.ShareGroupMetadataTombstone,
+    sr.ShareGroupMemberMetadataTombstone,
+    sr.ShareGroupTargetAssignmentMemberTombstone,
+    sr.ShareGroupCurrentMemberAssignmentTombstone,
+    sr.SharePartitionStateTombstone,
+    st.StreamsGroupMetadataTombstone,
+    st.StreamsGroupTopologyTombstone,
+    st.StreamsGroupMemberMetadataTombstone,
+    st.StreamsGroupTargetAssignmentMemberTombstone,
+    st.StreamsGroupCurrentMemberAssignmentTombstone,
 )
 
 
@@ -51,6 +63,11 @@ def deleted_keys(records: Sequence[Any], key_of: Callable[[Any], bytes]) -> list
             deleted.pop(key, None)
             continue
         deleted[key] = record.group_id
+        # A group's target-assignment metadata has no tombstone of its own: it goes with the group's metadata.
         if isinstance(record, r.ConsumerGroupMetadataTombstone):
             deleted[key_of(r.ConsumerGroupTargetAssignmentMetadata(record.group_id, 0, 0))] = record.group_id
+        elif isinstance(record, sr.ShareGroupMetadataTombstone):
+            deleted[key_of(sr.ShareGroupTargetAssignmentMetadata(record.group_id, 0, 0))] = record.group_id
+        elif isinstance(record, st.StreamsGroupMetadataTombstone):
+            deleted[key_of(st.StreamsGroupTargetAssignmentMetadata(record.group_id, 0, 0))] = record.group_id
     return [(group_id, key) for key, group_id in deleted.items()]
