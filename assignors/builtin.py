@@ -9,9 +9,12 @@ from assignors.lag_sticky import LagStickyAssignor
 from assignors.range import RangeAssignor
 from assignors.registry import register_server_assignor
 from assignors.round_robin import RoundRobinAssignor
+from assignors.simple_share import SimpleShareAssignor
 from assignors.uniform import UniformAssignor
 
-for _server in (UniformAssignor(), RangeAssignor(), LagAssignor(), LagStickyAssignor()):
+# SimpleShareAssignor serves share groups only (registry.SHARE_ONLY_ASSIGNORS); registered here so that a
+# background worker process, which imports only this module, finds it for an offloaded share-group run.
+for _server in (UniformAssignor(), RangeAssignor(), LagAssignor(), LagStickyAssignor(), SimpleShareAssignor()):
     register_server_assignor(_server)
 
 for _classic in (

@@ -11,7 +11,6 @@ from __future__ import annotations
 from typing import Any
 
 from assignors.api import AssignorError, GroupSpec, MemberSpec
-from assignors.registry import register_server_assignor
 from assignors.simple_share import SimpleShareAssignor
 from coordinator.core.errors import CoordinatorError, Errors
 from coordinator.core.principals import check_member_principal
@@ -53,8 +52,7 @@ from coordinator.core.share_records import (
 )
 from coordinator.core.target_assignment import AssignorCompletion, AssignorRun
 
-SIMPLE = SimpleShareAssignor()
-register_server_assignor(SIMPLE)  # so the background executor finds it by name for offloaded runs
+SIMPLE = SimpleShareAssignor()  # also registered by name in assignors.builtin, for offloaded runs
 
 
 class ShareConfigs:

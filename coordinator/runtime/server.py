@@ -114,7 +114,6 @@ class CoordinatorServer:
             shard.metadata = image
         executor = BackgroundExecutor(o.config["group.coordinator.background.threads"], metrics,
                                       o.config["group.coordinator.background.executor"])
-        executor.start()
         sink = o.sink
         if o.kafka_state is not None:
             if o.state_dir is not None or (sink is not None and not isinstance(sink, KafkaRecordLog)):
@@ -203,6 +202,9 @@ class CoordinatorServer:
         await server.start()  # serving already: requests get COORDINATOR_LOAD_IN_PROGRESS until loaded
         self._server = server
         report = await runtime.start(self.log.load if self.log is not None else None)
+        # Worker processes are started (warmed) only once the state loaded: a server that stops at load (a corrupt
+        # log) must not leave a forkserver child starting against a parent that is already gone.
+        executor.start()
         if report is not None:
             log.info("loaded %s: snapshot %d (%d records) + %d log records in %.2f s%s", o.state_dir,
                      report.snapshot_generation, report.snapshot_records, report.log_records, report.seconds,

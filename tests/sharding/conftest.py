@@ -50,7 +50,10 @@ def kafka(request: pytest.FixtureRequest) -> Iterator[AnyKafka]:
         return
     broker: KafkaBroker = request.getfixturevalue("kafka_broker")
     topics = {STATE_TOPIC: PARTITIONS, **TOPICS}
+    existing = broker.admin.list_topics(timeout=10).topics  # left by another test on the session's broker
     for name, partitions in topics.items():
+        if name in existing:
+            broker.delete_topic(name)
         broker.create_topic(name, partitions, config={"cleanup.policy": "compact"} if name == STATE_TOPIC else None)
     try:
         yield broker
