@@ -97,7 +97,6 @@ def _interval_defs(kind: str, doc_suffix: str) -> list[ConfigDef]:
     ]
 
 
-
 BROKER_CONFIG_DEFS: dict[str, ConfigDef] = {
     d.name: d
     for d in [
