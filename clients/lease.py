@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import random
 import time
+from abc import ABC, abstractmethod
 
 # Kafka's default group.consumer.session.timeout.ms: used until the coordinator has said its own.
 DEFAULT_SESSION_TIMEOUT_MS = 45_000
@@ -54,7 +55,7 @@ def jittered_backoff_s(failures: int, base_s: float, cap_s: float) -> float:
     return random.uniform(d / 2, d)
 
 
-class LeaseTimers:
+class LeaseTimers(ABC):
     """The timing rules GroupMember and the classic members share: retry soon, never sleep or wait on an RPC
     past the lease (so the thread is awake to call `on_lost` when it runs out)."""
 
@@ -62,9 +63,9 @@ class LeaseTimers:
     _rpc_timeout_s: float
     _failures: int  # consecutive failures
 
+    @abstractmethod
     def lease_expires_at(self) -> float | None:
         """The `time.monotonic()` at which what the member holds counts as lost; None while it holds nothing."""
-        raise NotImplementedError
 
     def _until_lease_end(self, delay: float) -> float:
         """`delay`, cut short so the thread is awake when the lease runs out."""

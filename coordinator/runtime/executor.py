@@ -136,7 +136,7 @@ def _warm() -> int:
 def _exit_with(coordinator_pid: int) -> None:
     """Pool initializer: exit when the coordinator is gone. A coordinator killed with SIGKILL cannot stop its
     pool, and a worker never sees EOF on its call queue (it holds the queue's write end itself)."""
-    server_assignor_names()  # load the built-in assignors before the first run (see BackgroundExecutor)
+    server_assignor_names()  # import the built-in assignors now, not in the first run
 
     def watch() -> None:
         while True:
@@ -154,9 +154,6 @@ class BackgroundExecutor:
         self._threads = threads
         self._metrics = metrics
         self.mode = mode
-        # The registry loads the built-in assignors on first use and marks them loaded before the import ends:
-        # two workers' first runs at once could see "loaded" and no 'uniform' (KeyError). Load them here, once.
-        server_assignor_names()
         self._lock = threading.Lock()
         self._pool: Executor = self._new_pool()
         self._sender = ThreadPoolExecutor(max_workers=1, thread_name_prefix="groupcoord-background-send")

@@ -16,7 +16,7 @@ from typing import Any, TypeVar
 import grpc
 
 from coordinator.core import limits
-from coordinator.core.classic_group import CLASSIC_RECORD_TYPES, ClassicGroup
+from coordinator.core.classic_group import ClassicGroup
 from coordinator.core.classic_messages import (
     HeartbeatRequest,
     JoinGroupRequest,
@@ -32,7 +32,6 @@ from coordinator.core.messages import (
     OffsetFetchRequest,
 )
 from coordinator.core.metadata import MetadataImage
-from coordinator.runtime import record_codec
 from coordinator.runtime.runtime import CoordinatorRuntime
 from groupcoord.v1 import coordinator_pb2 as pb
 from groupcoord.v1 import coordinator_pb2_grpc as pb_grpc
@@ -43,9 +42,6 @@ T = TypeVar("T")
 # SyncGroupRequest has no field for the seed's "the leader transmits an error": a leader that could not compute
 # the assignment sends its (Kafka) error code in this gRPC request metadata key; see `SyncGroup`.
 LEADER_ERROR_METADATA_KEY = "groupcoord-assignment-error"
-
-for _record_type in CLASSIC_RECORD_TYPES:  # the classic group's records travel as GenericRecord
-    record_codec.register_generic(_record_type)
 
 
 def topic_partitions_to_pb(tps: Mapping[str, Iterable[int]], image: MetadataImage) -> list[pb.TopicPartitions]:
