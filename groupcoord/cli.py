@@ -116,6 +116,8 @@ def _split_workers(args: argparse.Namespace) -> int | None:
                 _check_free("--listen", host, base + k)
                 if args.metrics_port:
                     _check_free("--metrics-port", args.metrics_host, args.metrics_port + k)
+                if args.http_port:
+                    _check_free("--http-port", args.http_host, args.http_port + k)
             if args.state_dir:
                 check_layout(Path(args.state_dir), n, args.state_partitions)
             from groupcoord.supervisor import supervise
@@ -135,6 +137,8 @@ def _split_workers(args: argparse.Namespace) -> int | None:
     args.listen = f"{listen_host}:{base + k}"
     if args.metrics_port:
         args.metrics_port += k
+    if args.http_port:  # each worker's web view shows the groups that worker serves
+        args.http_port += k
     if args.state_dir:
         args.state_dir = str(Path(args.state_dir) / f"worker-{k}")
     adv = "127.0.0.1" if adv_host in ("0.0.0.0", "::", "") else adv_host
@@ -192,15 +196,17 @@ def cmd_serve(args: argparse.Namespace) -> int:
             return supervised
     try:
         listen_host, listen_port = _listen_port("--listen", args.listen)
-        if args.metrics_port is not None and not 0 <= args.metrics_port < 65536:
-            raise CliError(f"--metrics-port expects a port in 1..65535 (or 0: any free port), "
-                           f"got {args.metrics_port}")
+        for flag, port in (("--metrics-port", args.metrics_port), ("--http-port", args.http_port)):
+            if port is not None and not 0 <= port < 65536:
+                raise CliError(f"{flag} expects a port in 1..65535 (or 0: any free port), got {port}")
     except CliError as e:
         print(f"groupcoord: {e}", file=sys.stderr)
         return 2
     _check_free("--listen", listen_host, listen_port)
     if args.metrics_port:
         _check_free("--metrics-port", args.metrics_host, args.metrics_port)
+    if args.http_port:
+        _check_free("--http-port", args.http_host, args.http_port)
     embedded = None
     cleanups: list[Any] = []
     metadata_source: Any
@@ -246,11 +252,14 @@ def cmd_serve(args: argparse.Namespace) -> int:
                                         session_timeout_ms=args.state_session_timeout_ms, lease_margin_ms=margin)
     try:
         security = _security_options(args)
+        if args.http_port is not None and args.acl_file and not args.auth_tokens:
+            raise CliError("--http-port with --acl-file needs --auth-tokens: the web view's API authenticates "
+                           "with bearer tokens (client certificates are not asked for over HTTP)")
     except CliError as e:
         print(f"groupcoord: {e}", file=sys.stderr)
         return 2
     options = ServerOptions(**security, listen=args.listen, metrics_port=args.metrics_port,
-                            metrics_host=args.metrics_host,
+                            metrics_host=args.metrics_host, http_port=args.http_port, http_host=args.http_host,
                             config=config, metadata_source=metadata_source, lag_provider=lag_provider,
                             gauges=gauges, state_dir=Path(args.state_dir) if args.state_dir else None,
                             kafka_state=kafka_state, advertised_listener=args.advertised_listener,
@@ -260,7 +269,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
         server = CoordinatorServer(options)
         await server.start()
         print(f"groupcoord serving on {args.listen} (port {server.port})"
-              + (f", metrics on :{server.metrics_port}/metrics" if server.metrics_port else ""), flush=True)
+              + (f", metrics on :{server.metrics_port}/metrics" if server.metrics_port else "")
+              + (f", web view on {_web_url(options, server.http_port)}" if server.http_port else ""), flush=True)
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
@@ -284,6 +294,11 @@ def cmd_serve(args: argparse.Namespace) -> int:
         for cleanup in cleanups:
             cleanup()
     return 0
+
+
+def _web_url(options: Any, port: int) -> str:
+    host = options.http_host if options.http_host not in ("0.0.0.0", "::", "") else "127.0.0.1"
+    return f"{'https' if options.tls is not None else 'http'}://{f'[{host}]' if ':' in host else host}:{port}/"
 
 
 def _security_options(args: argparse.Namespace) -> dict[str, Any]:
@@ -489,6 +504,12 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--metrics-port", type=int, default=None,
                    help="serve Prometheus metrics on this port at /metrics (default: off; 0 = any free port)")
     s.add_argument("--metrics-host", default="127.0.0.1", help="address for the metrics endpoint")
+    s.add_argument("--http-port", type=int, default=None,
+                   help="serve the live web view of groups, its JSON API (/api/...) and /metrics on this port "
+                        "(default: off; 0 = any free port)")
+    s.add_argument("--http-host", default="127.0.0.1",
+                   help="address for the web view (default 127.0.0.1; with --acl-file the API needs a token of "
+                        "--auth-tokens, with --tls-cert it is HTTPS)")
     s.add_argument("--config", help="TOML file with [config] (Kafka config names), [topics], [kafka] tables")
     s.add_argument("--set", action="append", metavar="KEY=VALUE",
                    help="a broker config, e.g. group.consumer.heartbeat.interval.ms=5000 (repeatable)")

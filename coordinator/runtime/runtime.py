@@ -106,6 +106,8 @@ class CoordinatorRuntime:
         # Several instances: answers (NOT_COORDINATOR | COORDINATOR_LOAD_IN_PROGRESS, message) for a group this
         # instance does not serve (now); None = serve it. Unset: this instance serves every group.
         self.router: Callable[[str], tuple[Errors, str] | None] | None = None
+        # Called on the event loop after each operation that wrote records: (operation name, records, now).
+        self.observers: list[Callable[[str, list[Any], int], None]] = []
 
     # --- lifecycle -----------------------------------------------------------------------------------------
     async def start(self, load: Callable[[Callable[[Any], None]], Any] | None = None) -> Any:
@@ -189,7 +191,8 @@ class CoordinatorRuntime:
         metrics = self.metrics
         started = time.perf_counter()
         metrics.event_queue_time.record((started - op.enqueued) * 1000)
-        result = op.fn(self.clock())
+        now = self.clock()
+        result = op.fn(now)
         refused: RecordTooLargeError | None = None
         try:
             pending = self.sink.append(result.records) if result.records else None
@@ -198,6 +201,8 @@ class CoordinatorRuntime:
             self._roll_back(op.name, e)
         else:
             self._apply(result)
+            if result.records:
+                self._notify(op.name, result.records, now)
         replies: list[tuple[asyncio.Future[Any], Any]] = []
         if op.future is not None:
             if result.parked and refused is None:  # a refused operation's request is answered now, never parked
@@ -224,6 +229,15 @@ class CoordinatorRuntime:
                 and self._snapshot_task is None:
             self._start_snapshot()
         return pending
+
+    def _notify(self, name: str, records: list[Any], now: int) -> None:
+        """Observers (the web view's rebalance timeline) see each operation's records once they are applied; one
+        that fails is logged and never fails the operation."""
+        for observe in self.observers:
+            try:
+                observe(name, records, now)
+            except Exception:
+                log.exception("observer %r failed on %s", observe, name)
 
     def _roll_back(self, name: str, error: RecordTooLargeError) -> None:
         """The log refused the operation: put the groups it touched back to what the log holds (their timers

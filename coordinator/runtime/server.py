@@ -37,6 +37,7 @@ from coordinator.runtime.service import GroupCoordinatorService
 from coordinator.runtime.sharding import KafkaStateOptions, PartitionOwnership, parse_host_port
 from coordinator.runtime.share_service import ShareGroupService
 from coordinator.runtime.streams_service import StreamsService
+from coordinator.runtime.web import WebView
 from coordinator.runtime.workers import StaticOwnership, WorkerLayout
 from groupcoord.v1 import coordinator_pb2 as pb
 from groupcoord.v1 import coordinator_pb2_grpc as pb_grpc
@@ -76,6 +77,8 @@ class ServerOptions:
     acl_reload_interval_s: float = 1.0
     tokens: TokenStore | None = None  # bearer tokens (`authorization: Bearer <token>`) -> principals
     health_port: int | None = None  # also serve gRPC health (only) in plaintext here, for probes without certs
+    http_port: int | None = None  # the web view, its JSON API and /metrics (coordinator/runtime/web.py); 0: any
+    http_host: str = "127.0.0.1"
 
 
 class CoordinatorServer:
@@ -95,6 +98,8 @@ class CoordinatorServer:
         self.acl_watcher: AclFileWatcher | None = None
         self.health_port: int | None = None
         self._health_server: grpc.aio.Server | None = None
+        self.web: WebView | None = None
+        self.http_port: int | None = None
 
     async def start(self) -> None:
         # Most of what the coordinator allocates per request is acyclic and freed by reference counting;
@@ -199,6 +204,10 @@ class CoordinatorServer:
             self.metrics_port = http_server.server_port
         if o.health_port is not None:
             await self._start_health_server(o.health_port)
+        if o.http_port is not None:
+            self.web = WebView(runtime, metrics.registry, o.http_host, o.http_port, tokens=o.tokens,
+                               authorizer=self.authorizer, tls=o.tls)
+            self.http_port = await self.web.start()
         await server.start()  # serving already: requests get COORDINATOR_LOAD_IN_PROGRESS until loaded
         self._server = server
         report = await runtime.start(self.log.load if self.log is not None else None)
@@ -239,6 +248,8 @@ class CoordinatorServer:
             self.acl_watcher.stop()
         if self._health_server is not None:
             await self._health_server.stop(0)
+        if self.web is not None:
+            await self.web.stop()
         if self._server is not None:
             await self._server.stop(grace_s)
         if self.ownership is not None:  # leaving the group hands the partitions off through the runtime
