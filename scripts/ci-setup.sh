@@ -3,11 +3,13 @@
 # - for tests/deploy: `docker-compose config` validates docker-compose.yml. There is no Docker engine on the CI
 #   machines; Debian's docker-compose package needs none for `config`.
 # - for tests/realkafka: Java 17 and Maven, which scripts/kafka-broker.sh uses to fetch and run Kafka.
+# - for tests/web: Debian's chromium, which Playwright drives headless (no `playwright install` download).
 set -euo pipefail
 PACKAGES=()
 command -v docker-compose >/dev/null 2>&1 || PACKAGES+=(docker-compose)
 command -v java >/dev/null 2>&1 || PACKAGES+=(openjdk-17-jre-headless)
 command -v mvn >/dev/null 2>&1 || PACKAGES+=(maven)
+command -v chromium >/dev/null 2>&1 || PACKAGES+=(chromium)
 if [ ${#PACKAGES[@]} -eq 0 ]; then
   exit 0
 fi
@@ -27,4 +29,4 @@ fi
 export DEBIAN_FRONTEND=noninteractive
 $SUDO apt-get update -qq
 $SUDO apt-get install -y -qq --no-install-recommends "${PACKAGES[@]}" >/dev/null
-for tool in docker-compose java mvn; do command -v "$tool" >/dev/null 2>&1; done
+for tool in docker-compose java mvn chromium; do command -v "$tool" >/dev/null 2>&1; done

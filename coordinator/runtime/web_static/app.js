@@ -125,8 +125,11 @@ function showGroup(id) {
 }
 
 function assignmentCell(m) {
-  // current vs target: partitions only in the target are coming (+), only in the current are going (-)
-  const cur = m.assignment || {}, tgt = m.target_assignment || {};
+  // current vs target: partitions only in the target are coming (+), only in the current are going (struck
+  // through); a partition pending revocation is still owned until the member releases it
+  const cur = {}, tgt = m.target_assignment || {};
+  for (const src of [m.assignment || {}, m.partitions_pending_revocation || {}])
+    for (const [t, ps] of Object.entries(src)) cur[t] = [...(cur[t] || []), ...ps];
   const topics = [...new Set([...Object.keys(cur), ...Object.keys(tgt)])].sort();
   if (!topics.length) return '<span class="muted">-</span>';
   return topics.map(t => {

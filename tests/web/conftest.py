@@ -1,0 +1,114 @@
+"""A real `groupcoord serve --http-port` (a subprocess, as an operator runs it) for the web view's tests."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+ARTIFACTS = REPO / "test-artifacts" / "web"  # gitignored; screenshots are copied here after each browser test
+FAST = ("group.consumer.min.heartbeat.interval.ms=20", "group.consumer.heartbeat.interval.ms=100",
+        "group.consumer.min.session.timeout.ms=300", "group.consumer.session.timeout.ms=3000")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@dataclass
+class Served:
+    proc: subprocess.Popen[str]
+    grpc: str
+    http: str
+    bootstrap: str | None
+    output: list[str]
+
+    def get(self, path: str, headers: dict[str, str] | None = None, timeout: float = 30) -> tuple[int, Any]:
+        req = urllib.request.Request(self.http + path, headers=headers or {})
+        try:
+            with urllib.request.urlopen(req, timeout=timeout) as r:
+                body = r.read()
+                return r.status, json.loads(body) if r.headers.get_content_type() == "application/json" else body
+        except urllib.error.HTTPError as e:
+            return e.code, json.loads(e.read() or b"{}")
+
+
+def wait_for(check: Callable[[], Any], timeout: float = 30.0, what: str = "condition") -> Any:
+    deadline = time.monotonic() + timeout
+    while True:
+        value = check()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.05)
+
+
+def serve(*extra: str, embedded_kafka: bool = False) -> Served:
+    grpc_port, http_port = free_port(), free_port()
+    cmd = [sys.executable, "-m", "groupcoord", "serve", "--listen", f"127.0.0.1:{grpc_port}",
+           "--http-port", str(http_port), *(a for s in FAST for a in ("--set", s)), *extra]
+    if embedded_kafka:
+        cmd += ["--embedded-kafka", "--metadata-refresh-ms", "200", "--lag-refresh-ms", "200"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=REPO)
+    output: list[str] = []
+    bootstrap = None
+    assert proc.stdout is not None
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        line = proc.stdout.readline()
+        if not line:
+            break
+        output.append(line)
+        m = re.search(r"bootstrap\.servers=(\S+)", line)
+        if m:
+            bootstrap = m.group(1)
+        if "web view on" in line:
+            scheme = "https" if "https://" in line else "http"
+            return Served(proc, f"127.0.0.1:{grpc_port}", f"{scheme}://127.0.0.1:{http_port}", bootstrap, output)
+    proc.kill()
+    raise AssertionError("serve did not start:\n" + "".join(output) + (proc.stdout.read() or ""))
+
+
+def stop(served: Served) -> None:
+    served.proc.terminate()
+    try:
+        served.proc.communicate(timeout=30)
+    except subprocess.TimeoutExpired:
+        served.proc.kill()
+        served.proc.communicate()
+
+
+@pytest.fixture
+def artifacts(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Path]:
+    """Screenshots go to the test's tmp dir, then are copied to test-artifacts/web/<test name>/."""
+    shots = tmp_path / "screenshots"
+    shots.mkdir()
+    try:
+        yield shots
+    finally:
+        dest = ARTIFACTS / request.node.name
+        shutil.rmtree(dest, ignore_errors=True)
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copytree(shots, dest)
+
+
+def chromium_path() -> str:
+    path = shutil.which("chromium") or shutil.which("chromium-browser")
+    assert path, "Debian's chromium is missing: run scripts/ci-setup.sh (it apt-installs it)"
+    return path

@@ -1,0 +1,109 @@
+"""The web view in headless Chromium (Debian's, driven by Playwright) against `groupcoord serve` with real members.
+
+The page is loaded once; a second member joins while it is open, and the page shows the rebalance as it
+happens (RECONCILING with partitions pending revocation, the new member, then STABLE) without a reload.
+Screenshots: test-artifacts/web/<test name>/*.png (see tests/web/conftest.py).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from confluent_kafka import Producer
+from playwright.sync_api import Page, expect, sync_playwright
+
+from clients.group_member import GroupMember
+from tests.web.conftest import Served, chromium_path, serve, stop, wait_for
+
+GROUP = "payments-processor"
+PARTITIONS = 6
+
+
+def _produce(bootstrap: str, counts: dict[int, int]) -> None:
+    producer = Producer({"bootstrap.servers": bootstrap})
+    for p, n in counts.items():
+        for i in range(n):
+            producer.produce("orders", value=b"x%d" % i, partition=p)
+    assert producer.flush(30) == 0
+
+
+def _member_rows(page: Page) -> int:
+    return int(page.locator("#members tbody tr[data-member]").count())
+
+
+@pytest.fixture
+def served() -> Served:
+    s = serve("--topic", f"orders:{PARTITIONS}", "--topic", "audit:3", embedded_kafka=True)
+    yield s  # type: ignore[misc]
+    stop(s)
+
+
+def test_page_shows_a_rebalance_live_as_a_member_joins(served: Served, artifacts: Path) -> None:
+    assert served.bootstrap is not None
+    _produce(served.bootstrap, {p: 40 + 10 * p for p in range(PARTITIONS)})
+    first = GroupMember(served.grpc, GROUP, ["orders"], defer_revocation=True, rebalance_timeout_ms=30_000).start()
+    others = [GroupMember(served.grpc, f"audit-reader-{i}", ["audit"]).start() for i in range(3)]
+    second: GroupMember | None = None
+    try:
+        wait_for(lambda: len(first.assignment()) == PARTITIONS, what="the first member owning every partition")
+        # committed offsets behind the log end: the page shows lag per partition and in total
+        assert not any(first.commit_offsets({("orders", p): 25 for p in range(PARTITIONS)}).values())
+        for m in others:
+            wait_for(m.wait_joined, what="the audit readers joining")
+
+        with sync_playwright() as pw:
+            browser = pw.chromium.launch(executable_path=chromium_path(), headless=True,
+                                         args=["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"])
+            page = browser.new_page(viewport={"width": 1400, "height": 900})
+            page.goto(served.http + "/")
+            row = page.locator(f'#groups tr[data-group="{GROUP}"]')
+            expect(row).to_contain_text("STABLE", timeout=30_000)
+            expect(row).to_contain_text("consumer")
+            # lag: 40+50+...+90 produced = 390, 6 x 25 committed = 150 -> 240 behind
+            expect(row.locator("td").nth(8)).to_have_text("240", timeout=30_000)
+            expect(page.locator("#groups tbody tr")).to_have_count(4)
+            page.screenshot(path=str(artifacts / "01-groups-list.png"), full_page=True)
+
+            row.locator("a").click()
+            expect(page.locator("h1")).to_contain_text(GROUP)
+            expect(page.locator("h1 .badge")).to_have_text("STABLE", timeout=30_000)
+            expect(page.locator("#members tbody tr[data-member]")).to_have_count(1)
+            # orders-0: 40 produced, 25 committed -> lag 15
+            expect(page.locator("#partitions tbody tr").first.locator("td")).to_have_text(
+                ["orders", "0", "25", "40", "15", first.member_id[:8] + "…"], timeout=30_000)
+            page.evaluate("window.__loadedOnce = true")  # gone if the page reloads
+            page.screenshot(path=str(artifacts / "02-group-stable-one-member.png"), full_page=True)
+
+            # A member joins while the page is open. The first member defers revoking, so the group stays
+            # RECONCILING with partitions pending revocation until it releases them.
+            second = GroupMember(served.grpc, GROUP, ["orders"], rebalance_timeout_ms=30_000).start()
+            expect(page.locator("#members tbody tr[data-member]")).to_have_count(2, timeout=30_000)
+            expect(page.locator("h1 .badge")).to_have_text("RECONCILING", timeout=30_000)
+            wait_for(lambda: first.pending_revocation(), what="partitions pending revocation at the first member")
+            expect(page.locator("#members tbody .pending").first).to_contain_text("orders:", timeout=30_000)
+            expect(page.locator("#members tbody .diff-add").first).to_be_visible()
+            expect(page.locator("#timeline")).to_contain_text("RECONCILING")
+            page.screenshot(path=str(artifacts / "03-rebalance-in-progress.png"), full_page=True)
+
+            first.release()
+            expect(page.locator("h1 .badge")).to_have_text("STABLE", timeout=30_000)
+            expect(page.locator("#members tbody .pending", has_text="orders:")).to_have_count(0, timeout=30_000)
+            expect(page.locator("#members tbody .diff-add")).to_have_count(0, timeout=30_000)
+            joined = second.member_id[:8]
+            expect(page.locator("#timeline")).to_contain_text("+" + joined)
+            assert page.evaluate("window.__loadedOnce") is True, "the page reloaded"
+            page.screenshot(path=str(artifacts / "04-rebalanced-stable-two-members.png"), full_page=True)
+
+            page.goto(served.http + "/#/")
+            expect(page.locator(f'#groups tr[data-group="{GROUP}"]')).to_contain_text("STABLE", timeout=30_000)
+            expect(page.locator(f'#groups tr[data-group="{GROUP}"] td').nth(4)).to_have_text("2")
+            page.screenshot(path=str(artifacts / "05-groups-list-after.png"), full_page=True)
+            browser.close()
+        assert len(first.assignment()) + len(second.assignment()) == PARTITIONS
+        assert sorted(p.name for p in artifacts.iterdir()) == [
+            "01-groups-list.png", "02-group-stable-one-member.png", "03-rebalance-in-progress.png",
+            "04-rebalanced-stable-two-members.png", "05-groups-list-after.png"]
+    finally:
+        for m in [first, *others, *([second] if second is not None else [])]:
+            m.close()
