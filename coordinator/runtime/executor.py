@@ -195,6 +195,7 @@ class BackgroundExecutor:
             self._metrics.background_queue_time.record(max(0.0, outcome.started - submitted) * 1000)
             self._metrics.background_processing_time.record(outcome.elapsed * 1000)
             self._metrics.background_idle.add_busy(outcome.elapsed)
+            self._metrics.assignor_time.observe(outcome.elapsed, run.assignor_name)
             if outcome.error is not None:
                 log.warning("assignor %s failed for group %s: %s", run.assignor_name, run.group_id, outcome.error)
             else:

@@ -273,6 +273,7 @@ class FileLog:
         self.appended_records = 0
         self.fsyncs = 0
         self.batches = 0
+        self.on_flush: Callable[[float], None] | None = None  # seconds one batch took to write (and fsync)
 
     # --- loading ----------------------------------------------------------------------------------------------
     def _gens(self, suffix: str) -> list[int]:
@@ -402,6 +403,7 @@ class FileLog:
             try:
                 file = self._file
                 assert file is not None
+                started = time.perf_counter()
                 file.write(b"".join(d for d, _ in batch))
                 file.flush()
                 if self.fsync == "always":
@@ -410,6 +412,8 @@ class FileLog:
                 elif self.fsync == "interval":
                     self._maybe_interval_fsync()
                 self.batches += 1
+                if self.on_flush is not None:
+                    self.on_flush(time.perf_counter() - started)
             except OSError as e:
                 log.error("log write failed: %s", e)
                 for _, fut in batch:

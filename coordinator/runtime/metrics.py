@@ -1,13 +1,19 @@
-"""Prometheus metrics with Kafka's group-coordinator names in Prometheus form.
+"""Prometheus metrics with Kafka's group-coordinator names in Prometheus form, and histograms beside them.
 
 Kafka's `background-queue-time-ms-p99` becomes `group_coordinator_background_queue_time_ms{quantile="0.99"}`
 (a summary) plus `group_coordinator_background_queue_time_ms_max`. Percentiles come from HdrHistogram over
 a rolling window (the current and the previous `window_s`), like Kafka's sampled percentiles, so they
 describe recent behaviour rather than the whole uptime.
+
+A quantile cannot be averaged across instances, so each of those latencies is also a Prometheus histogram in
+seconds (`group_coordinator_event_queue_time_seconds_bucket{le=...}`, cumulative since start): summing the
+buckets of every instance and taking `histogram_quantile` gives the fleet's percentile. Request latency (per
+operation), assignor run time and log flush time are histograms only.
 """
 
 from __future__ import annotations
 
+import bisect
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -15,17 +21,71 @@ from typing import Any
 
 from hdrh.histogram import HdrHistogram
 from prometheus_client import CollectorRegistry
-from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, SummaryMetricFamily
+from prometheus_client.core import (
+    CounterMetricFamily,
+    GaugeMetricFamily,
+    HistogramMetricFamily,
+    SummaryMetricFamily,
+)
 from prometheus_client.registry import Collector
 
 QUANTILES = (0.5, 0.95, 0.99, 0.999)
 _MAX_US = 3_600_000_000  # one hour, in microseconds
+# Upper bounds in seconds: 100 µs (an uncontended heartbeat) to 30 s (a rebalance timeout), about 2.5x apart,
+# the same for every instance so that their buckets add up.
+LATENCY_BUCKETS_S = (0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5,
+                     5.0, 10.0, 30.0)
+
+
+class Histogram:
+    """Cumulative Prometheus buckets in seconds, per label values (a bounded set: operation or assignor names,
+    never a group or member id). Thread-safe."""
+
+    def __init__(self, name: str, doc: str, labels: tuple[str, ...] = (),
+                 buckets: tuple[float, ...] = LATENCY_BUCKETS_S) -> None:
+        self.name = name
+        self.doc = doc
+        self.labels = labels
+        self.buckets = buckets
+        self._lock = threading.Lock()
+        self._series: dict[tuple[str, ...], tuple[list[int], list[float]]] = {}  # values -> (counts, [sum])
+
+    def touch(self, *label_values: str) -> None:
+        """Serve a label set's buckets at zero before its first observation (Prometheus' advice for known
+        label values: a rate over a series that appears later misses its first increase)."""
+        with self._lock:
+            self._series.setdefault(label_values, ([0] * (len(self.buckets) + 1), [0.0]))
+
+    def observe(self, seconds: float, *label_values: str) -> None:
+        i = bisect.bisect_left(self.buckets, seconds)
+        with self._lock:
+            series = self._series.get(label_values)
+            if series is None:
+                series = self._series[label_values] = ([0] * (len(self.buckets) + 1), [0.0])
+            series[0][i] += 1
+            series[1][0] += seconds
+
+    def family(self) -> HistogramMetricFamily:
+        h = HistogramMetricFamily(self.name, self.doc, labels=list(self.labels))
+        with self._lock:
+            series = sorted((k, (list(c), s[0])) for k, (c, s) in self._series.items())
+        if not series and not self.labels:
+            series = [((), ([0] * (len(self.buckets) + 1), 0.0))]
+        for values, (counts, total) in series:
+            cumulative, running = [], 0
+            for bound, n in zip((*[repr(b) for b in self.buckets], "+Inf"), counts, strict=True):
+                running += n
+                cumulative.append((bound, running))
+            h.add_metric(list(values), cumulative, total)
+        return h
 
 
 class WindowedPercentiles:
     """Latencies in ms, recorded at microsecond resolution into two rotating HdrHistograms. Thread-safe."""
 
-    def __init__(self, window_s: float = 30.0, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(self, window_s: float = 30.0, clock: Callable[[], float] = time.monotonic,
+                 histogram: Histogram | None = None) -> None:
+        self.histogram = histogram  # also observed into, in seconds (aggregatable across instances)
         self._window_s = window_s
         self._clock = clock
         self._lock = threading.Lock()
@@ -42,6 +102,8 @@ class WindowedPercentiles:
             self._current.record_value(us)
             self.count += 1
             self.sum_ms += ms
+        if self.histogram is not None:
+            self.histogram.observe(ms / 1000.0)
 
     def _maybe_rotate(self) -> None:
         now = self._clock()
@@ -96,10 +158,26 @@ class CoordinatorMetrics:
 
     def __init__(self, background_threads: int, window_s: float = 30.0) -> None:
         self.registry = CollectorRegistry()
-        self.event_queue_time = WindowedPercentiles(window_s)
-        self.event_processing_time = WindowedPercentiles(window_s)
-        self.background_queue_time = WindowedPercentiles(window_s)
-        self.background_processing_time = WindowedPercentiles(window_s)
+
+        def windowed(name: str, doc: str) -> WindowedPercentiles:
+            return WindowedPercentiles(window_s, histogram=Histogram(f"group_coordinator_{name}_seconds", doc))
+
+        self.event_queue_time = windowed("event_queue_time", "Time an operation waited in the event queue")
+        self.event_processing_time = windowed("event_processing_time", "Time the coordinator spent processing "
+                                              "an operation")
+        self.background_queue_time = windowed("background_queue_time", "Time a background task waited for an "
+                                              "executor worker")
+        self.background_processing_time = windowed("background_processing_time", "Time a background task ran "
+                                                   "on an executor worker")
+        self.request_latency = Histogram(
+            "group_coordinator_request_latency_seconds",
+            "Time from a request's arrival at the runtime to its response (queued, processed, records durable; "
+            "JoinGroup/SyncGroup include the time parked for the rebalance)", ("operation",))
+        self.assignor_time = Histogram("group_coordinator_assignor_time_seconds",
+                                       "Time an offloaded assignor run took on its worker", ("assignor",))
+        self.log_flush_time = Histogram("group_coordinator_log_flush_time_seconds",
+                                        "Time the file log took to write (and fsync, per groupcoord.log.fsync) "
+                                        "one batch of appended operations")
         self.event_idle = IdleRatio(1)
         self.background_idle = IdleRatio(background_threads)
         self.gauges: dict[str, tuple[str, Callable[[], float]]] = {}  # name -> (help, read)
@@ -136,6 +214,12 @@ class CoordinatorCollector(Collector):
             s.add_sample(name + "_sum", {}, series.sum_ms)
             yield s
             yield GaugeMetricFamily(name + "_max", doc + ", maximum over the rolling window", value=maximum)
+        for series in (m.event_queue_time, m.event_processing_time, m.background_queue_time,
+                       m.background_processing_time):
+            if series.histogram is not None:
+                yield series.histogram.family()
+        for hist in (m.request_latency, m.assignor_time, m.log_flush_time):
+            yield hist.family()
         yield GaugeMetricFamily("group_coordinator_thread_idle_ratio_avg",
                                 "Fraction of time the event processor thread was idle", value=m.event_idle.read())
         yield GaugeMetricFamily("group_coordinator_background_thread_idle_ratio_avg",

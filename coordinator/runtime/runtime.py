@@ -144,13 +144,16 @@ class CoordinatorRuntime:
         assert self._loop is not None and self._queue is not None, "runtime not started"
         future: asyncio.Future[Any] = self._loop.create_future()
         op = _Op(name, fn, time.perf_counter(), future)
-        if self._queue.empty():
-            # Nothing is waiting, so running it now keeps the order and saves the hop through the queue (the
-            # event loop runs one operation at a time either way).
-            self._execute(op)  # an exception (a bug) reaches the caller, which answers with an error
-        else:
-            self._queue.put_nowait(op)
-        return await future
+        try:
+            if self._queue.empty():
+                # Nothing is waiting, so running it now keeps the order and saves the hop through the queue (the
+                # event loop runs one operation at a time either way).
+                self._execute(op)  # an exception (a bug) reaches the caller, which answers with an error
+            else:
+                self._queue.put_nowait(op)
+            return await future
+        finally:
+            self.metrics.request_latency.observe(time.perf_counter() - op.enqueued, name)
 
     async def submit_parkable(self, name: str, fn: Callable[[int, int], Result[Any]]) -> Any:
         """Like `submit`, for operations that may park (return `parked=True`): `fn(now, token)`; the response
@@ -158,11 +161,13 @@ class CoordinatorRuntime:
         assert self._loop is not None and self._queue is not None, "runtime not started"
         future: asyncio.Future[Any] = self._loop.create_future()
         token = next(self._tokens)
-        self._queue.put_nowait(_Op(name, lambda now: fn(now, token), time.perf_counter(), future, token))
+        enqueued = time.perf_counter()
+        self._queue.put_nowait(_Op(name, lambda now: fn(now, token), enqueued, future, token))
         try:
             return await future
         finally:
             self._parked.pop(token, None)
+            self.metrics.request_latency.observe(time.perf_counter() - enqueued, name)
 
     def _enqueue(self, name: str, fn: Callable[[int], Result[Any]]) -> None:
         assert self._queue is not None

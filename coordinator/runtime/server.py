@@ -113,6 +113,8 @@ class CoordinatorServer:
         sys.setswitchinterval(0.001)
         o = self.options
         metrics = CoordinatorMetrics(o.config["group.coordinator.background.threads"])
+        for assignor in o.config["group.consumer.assignors"]:
+            metrics.assignor_time.touch(assignor)
         image = o.metadata_source.snapshot() if o.metadata_source is not None else None
         shard = GroupCoordinatorShard(o.config, lambda: str(uuid.uuid4()), lag_provider=o.lag_provider)
         if image is not None:
@@ -131,6 +133,7 @@ class CoordinatorServer:
             sink = FileLog(o.state_dir, o.config["groupcoord.log.fsync"], o.config["groupcoord.log.fsync.interval.ms"])
         if isinstance(sink, FileLog):
             self.log = sink
+            sink.on_flush = metrics.log_flush_time.observe
         runtime = CoordinatorRuntime(shard, metrics, executor, sink, o.metadata_source, o.metadata_poll_s)
         if self.log is not None:
             runtime.snapshot_every = o.config["groupcoord.log.snapshot.records"]

@@ -45,8 +45,8 @@ def partition_lag(shard: Any, group: DescribedGroup) -> tuple[list[dict[str, Any
     committed = {tp: c.committed_offset for tp, c in shard.offsets.committed(group.group_id).items()}
     owner: dict[TopicPartition, str] = {}
     for m in group.members:  # a partition pending revocation is still the member's until it releases it
-        for tps in (m.assignment, m.partitions_pending_revocation):
-            for topic, parts in _names(shard, tps).items():
+        for owned in (m.assignment, m.partitions_pending_revocation):
+            for topic, parts in _names(shard, owned).items():
                 for p in parts:
                     owner[(topic, p)] = m.member_id
     tps = sorted(set(committed) | set(owner))

@@ -55,7 +55,8 @@ def local_serve_command(grpc_port: int, metrics_port: int, state_dir: Path) -> l
     topics = argv(service("topics").get("entrypoint")) + argv(service("topics")["command"])
     topic = f"{flag(topics, '--topic')}:{flag(topics, '--partitions')}"
     replace = {"--listen": f"127.0.0.1:{grpc_port}", "--metrics-port": str(metrics_port),
-               "--metrics-host": "127.0.0.1", "--state-dir": str(state_dir)}
+               "--metrics-host": "127.0.0.1", "--state-dir": str(state_dir), "--http-port": "0",
+               "--http-host": "127.0.0.1"}
     out: list[str] = []
     args = iter(groupcoord_argv()[1:])
     for arg in args:

@@ -20,7 +20,8 @@ def test_groups_api_pages_filters_and_describes_a_group_with_its_timeline() -> N
     members = [GroupMember(served.grpc, f"g-{i:02d}", ["orders"]).start() for i in range(5)]
     try:
         for m in members:
-            wait_for(lambda m=m: len(m.assignment()) == 4, what="each member owning its group's partitions")
+            wait_for(lambda m=m: len(m.assignment()) == 4,  # type: ignore[misc]
+                     what="each member owning its group's partitions")
         status, page = served.get("/api/groups?offset=1&limit=2")
         assert status == 200
         assert page["total"] == 5 and page["offset"] == 1 and page["limit"] == 2

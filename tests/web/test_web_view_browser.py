@@ -7,6 +7,7 @@ Screenshots: test-artifacts/web/<test name>/*.png (see tests/web/conftest.py).
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -33,9 +34,9 @@ def _member_rows(page: Page) -> int:
 
 
 @pytest.fixture
-def served() -> Served:
+def served() -> Iterator[Served]:
     s = serve("--topic", f"orders:{PARTITIONS}", "--topic", "audit:3", embedded_kafka=True)
-    yield s  # type: ignore[misc]
+    yield s
     stop(s)
 
 
