@@ -14,6 +14,8 @@ BENCHMARKS = {
                          "million in-flight offsets",
     "bench.streams_assignor_bench": "the streams sticky task assignor: 1,000 members x 10,000 tasks (fresh, steady, "
                                     "join, leave; stateless and stateful with a standby)",
+    "bench.web_view_bench": "the web view with 1,000 groups: JSON size and build time, page load in headless "
+                            "chromium",
     "bench.hostile_bench": "loop hold of the largest legal requests; another group's heartbeat p99 while they "
                            "and catastrophic regexes are sent (target p99 < 100 ms)",
 }
