@@ -107,8 +107,8 @@ def page_rows(http: str, screenshot: Path | None, groups: int, members: int) -> 
         page = browser.new_page(viewport={"width": 1400, "height": 900})
         for label, url, selector, count in (
                 ("groups list (50 rows drawn)", http + "/#/", "#groups tbody tr[data-group]", 50),
-                ("group page (members drawn)", http + f"/#/group/group-{groups // 2:05d}", "#members tbody tr[data-member]",
-                 members)):
+                ("group page (members drawn)", http + f"/#/group/group-{groups // 2:05d}",
+                 "#members tbody tr[data-member]", members)):
             times = []
             for _ in range(5):
                 page.goto("about:blank")

@@ -3,6 +3,7 @@
 "use strict";
 
 const PAGE = 50;
+const MIN_POLL_MS = 500;
 const main = document.getElementById("main");
 const live = document.getElementById("live");
 const crumb = document.getElementById("crumb");
@@ -36,7 +37,13 @@ async function follow(urlOf, render) {
   if (abort) abort.abort();
   const ctl = abort = new AbortController();
   let version = null;
+  let asked = 0;
   while (!ctl.signal.aborted) {
+    // at most two requests a second: a group that changes all the time must not keep the coordinator's event
+    // loop building JSON for this page
+    const pause = asked + MIN_POLL_MS - Date.now();
+    if (pause > 0) await new Promise(r => setTimeout(r, pause));
+    asked = Date.now();
     try {
       const url = urlOf() + (version === null ? "" : `&wait=${version}`);
       const data = await getJSON(url, ctl.signal);
