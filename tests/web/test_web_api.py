@@ -131,3 +131,23 @@ def test_with_acls_the_api_needs_a_token_and_shows_only_groups_the_principal_may
         for m in members:
             m.close()
         stop(served)
+
+
+def test_a_classic_group_is_listed_with_its_type_protocol_state_and_generation() -> None:
+    from clients.classic_member import ClassicGroupMember
+
+    served = serve("--topic", "orders:4")
+    member = ClassicGroupMember(served.grpc, "legacy", ["orders"], partitions={"orders": 4},
+                                session_timeout_ms=6000, heartbeat_interval_ms=200).start()
+    try:
+        assert member.wait_stable(30)
+        [g] = wait_for(lambda: served.get("/api/groups?type=classic")[1]["groups"], what="the classic group")
+        assert (g["group_id"], g["type"], g["protocol"], g["members"]) == ("legacy", "classic", "consumer", 1)
+        assert g["state"] == "Stable" and g["group_epoch"] >= 1  # Kafka's classic state name; the generation
+        d = served.get("/api/group?id=legacy")[1]
+        assert [m["member_id"] for m in d["member_list"]] == [member.member_id]
+        assert d["member_list"][0]["assignment_bytes"] > 0  # the leader's assignment, opaque to the coordinator
+        assert [(e["state"], e["members"]) for e in d["timeline"]][-1] == ("Stable", 1)
+    finally:
+        member.close()
+        stop(served)

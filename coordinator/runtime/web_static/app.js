@@ -87,7 +87,7 @@ function showList() {
     <div class="toolbar">
       <input id="q" placeholder="filter by group id" value="${esc(listState.q)}" size="28">
       <select id="type"><option value="">all types</option><option>consumer</option><option>classic</option><option>share</option><option>streams</option></select>
-      <select id="state"><option value="">all states</option><option>EMPTY</option><option>ASSIGNING</option><option>RECONCILING</option><option>STABLE</option><option>PREPARING_REBALANCE</option><option>COMPLETING_REBALANCE</option><option>DEAD</option></select>
+      <select id="state"><option value="">all states</option><option>EMPTY</option><option>ASSIGNING</option><option>RECONCILING</option><option>STABLE</option><option>PreparingRebalance</option><option>CompletingRebalance</option><option>DEAD</option></select>
       <button id="prev">‹ prev</button><span id="range" class="muted"></span><button id="next">next ›</button>
       <span id="states" class="muted"></span>
     </div>
