@@ -43,6 +43,7 @@ log = logging.getLogger("groupcoord.web")
 LONG_POLL_S = 10.0
 HEAD_MAX_BYTES = 16 * 1024
 READ_TIMEOUT_S = 10.0
+MAX_CONNECTIONS = 256  # open at once (long polls hold theirs); past it a request is answered 503 at once
 _STATIC_TYPES = {".html": "text/html; charset=utf-8", ".js": "text/javascript; charset=utf-8",
                  ".css": "text/css; charset=utf-8", ".svg": "image/svg+xml"}
 _SECURITY_HEADERS = (
@@ -51,7 +52,8 @@ _SECURITY_HEADERS = (
     ("Referrer-Policy", "no-referrer"),
 )
 _REASONS = {200: "OK", 400: "Bad Request", 401: "Unauthorized", 404: "Not Found", 405: "Method Not Allowed",
-            421: "Misdirected Request", 431: "Request Header Fields Too Large", 503: "Service Unavailable"}
+            421: "Misdirected Request", 431: "Request Header Fields Too Large", 500: "Internal Server Error",
+            503: "Service Unavailable"}
 
 
 def _static_files() -> dict[str, tuple[bytes, str]]:
@@ -117,6 +119,7 @@ class WebView:
         self._files = _static_files()
         self._server: asyncio.Server | None = None
         self._loopback_only = _is_loopback(host)
+        self._handlers: set[asyncio.Task[Any]] = set()
 
     async def start(self) -> int:
         self.runtime.observers.append(self._observe)
@@ -130,6 +133,8 @@ class WebView:
         return self.port
 
     async def stop(self) -> None:
+        for task in list(self._handlers):  # long polls in flight end now rather than at their timeout
+            task.cancel()
         if self._server is not None:
             self._server.close()
             with contextlib.suppress(Exception):
@@ -143,7 +148,13 @@ class WebView:
 
     # --- HTTP ---------------------------------------------------------------------------------------------
     async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        self._handlers.add(task)
         try:
+            if len(self._handlers) > MAX_CONNECTIONS:
+                await self._send(writer, 503, *_json({"error": "too many connections; retry"}))
+                return
             try:
                 head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), READ_TIMEOUT_S)
             except (asyncio.LimitOverrunError, ValueError):
@@ -155,12 +166,14 @@ class WebView:
                 status, body, ctype, extra = await self._route(head)
             except _Reply as r:
                 status, (body, ctype), extra = r.status, _json({"error": str(r)}), r.headers
+            except Exception as e:  # a bug: this request gets a 500, the server goes on
+                log.exception("web view request failed")
+                status, (body, ctype), extra = 500, _json({"error": f"internal error: {type(e).__name__}"}), ()
             await self._send(writer, status, body, ctype, extra)
         except (ConnectionError, ssl.SSLError):
             pass
-        except Exception:
-            log.exception("web view request failed")
         finally:
+            self._handlers.discard(task)
             writer.close()
             with contextlib.suppress(Exception):
                 await writer.wait_closed()

@@ -151,3 +151,26 @@ def test_a_classic_group_is_listed_with_its_type_protocol_state_and_generation()
     finally:
         member.close()
         stop(served)
+
+
+def test_connections_past_the_limit_are_answered_503_until_some_close() -> None:
+    import socket
+    from urllib.parse import urlsplit
+
+    from coordinator.runtime.web import MAX_CONNECTIONS
+
+    served = serve("--topic", "orders:1")
+    url = urlsplit(served.http)
+    idle: list[socket.socket] = []
+    try:
+        for _ in range(MAX_CONNECTIONS):  # connected, sending nothing: each holds a handler until its read deadline
+            idle.append(socket.create_connection((url.hostname, url.port), timeout=10))
+        wait_for(lambda: served.get("/api/groups")[0] == 503, what="a 503 past the connection limit")
+        for s in idle:
+            s.close()
+        idle.clear()
+        wait_for(lambda: served.get("/api/groups")[0] == 200, what="answers again once connections closed")
+    finally:
+        for s in idle:
+            s.close()
+        stop(served)
