@@ -174,3 +174,27 @@ def test_connections_past_the_limit_are_answered_503_until_some_close() -> None:
         for s in idle:
             s.close()
         stop(served)
+
+
+def test_a_share_group_is_listed_with_its_type_and_shown_with_its_member() -> None:
+    import grpc
+
+    from groupcoord.v1 import share_pb2 as spb
+    from groupcoord.v1 import share_pb2_grpc as spb_grpc
+
+    served = serve("--topic", "orders:2")
+    channel = grpc.insecure_channel(served.grpc)
+    try:
+        stub = spb_grpc.ShareGroupCoordinatorStub(channel)
+        req = spb.ShareGroupHeartbeatRequest(group_id="shared", member_id="share-member-1", member_epoch=0)
+        req.subscribed_topic_names.values.append("orders")
+        assert stub.ShareGroupHeartbeat(req, timeout=30).error_code == 0
+        [g] = wait_for(lambda: served.get("/api/groups?type=share")[1]["groups"], what="the share group")
+        assert (g["group_id"], g["type"], g["members"]) == ("shared", "share", 1)
+        d = served.get("/api/group?id=shared")[1]
+        assert [m["member_id"] for m in d["member_list"]] == ["share-member-1"]
+        assert d["timeline"] and d["timeline"][0]["joined"] == ["share-member-1"]
+        assert served.get("/api/groups?type=consumer")[1]["total"] == 0
+    finally:
+        channel.close()
+        stop(served)
