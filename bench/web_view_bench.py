@@ -31,9 +31,31 @@ from groupcoord.v1 import coordinator_pb2_grpc as pb_grpc
 from tests.web.conftest import chromium_path, serve, stop
 
 TOPIC_PARTITIONS = 12
+WIDE_PARTITIONS = 1000
 
 
-def populate(target: str, bootstrap: str, groups: int, members: int) -> None:
+def join_big_group(stub: Any, members: int) -> None:
+    """One group `big` of `members` members on the `wide` topic, its first member committing every partition."""
+    futures = []
+    for _ in range(members):
+        req = pb.ConsumerGroupHeartbeatRequest(group_id="big", member_id=str(uuid.uuid4()), member_epoch=0,
+                                               rebalance_timeout_ms=60_000)
+        req.subscribed_topic_names.values.append("wide")
+        req.topic_partitions.SetInParent()
+        futures.append((req.member_id, stub.ConsumerGroupHeartbeat.future(req, timeout=60)))
+    for _, f in futures:
+        assert f.result().error_code == 0
+    member_id, joined = futures[0]
+    req = pb.OffsetCommitRequest(group_id="big", member_id=member_id,
+                                 generation_id_or_member_epoch=joined.result().member_epoch)
+    t = req.topics.add(name="wide")
+    for p in range(WIDE_PARTITIONS):
+        t.partitions.add(partition_index=p, committed_offset=0, committed_leader_epoch=-1)
+    resp = stub.OffsetCommit(req, timeout=30)
+    assert not any(p.error_code for t in resp.topics for p in t.partitions)
+
+
+def populate(target: str, bootstrap: str, groups: int, members: int, big: int) -> None:
     producer = Producer({"bootstrap.servers": bootstrap})
     for p in range(TOPIC_PARTITIONS):
         for i in range(100 + 10 * p):
@@ -70,6 +92,8 @@ def populate(target: str, bootstrap: str, groups: int, members: int) -> None:
             t.partitions.add(partition_index=p, committed_offset=50 + g % 40, committed_leader_epoch=-1)
         resp = stub.OffsetCommit(req, timeout=30)
         assert not any(p.error_code for t in resp.topics for p in t.partitions), resp
+    if big:
+        join_big_group(stub, big)
     channel.close()
 
 
@@ -87,7 +111,9 @@ def json_rows(http: str, repeats: int, groups: int) -> list[tuple[str, int, floa
                         ("groups list, page of 200", "/api/groups?limit=200"),
                         ("groups list, last page of 50", f"/api/groups?offset={max(0, groups - 50)}&limit=50"),
                         ("groups list filtered (q=0099)", "/api/groups?q=0099&limit=50"),
-                        ("one group's detail", "/api/group?id=" + middle)):
+                        ("one group's detail", "/api/group?id=" + middle),
+                        ("the group of --big-group members", "/api/group?id=big"),
+                        ("the same, all rows", "/api/group?id=big&rows=100000")):
         walls, builts, size = [], [], 0
         for _ in range(repeats):
             wall, size, data = timed_get(http + path)
@@ -97,7 +123,8 @@ def json_rows(http: str, repeats: int, groups: int) -> list[tuple[str, int, floa
     return rows
 
 
-def page_rows(http: str, screenshot: Path | None, groups: int, members: int) -> list[tuple[str, float]]:
+def page_rows(http: str, screenshot: Path | None, groups: int, members: int,
+              big: int) -> list[tuple[str, float]]:
     from playwright.sync_api import sync_playwright
 
     out = []
@@ -108,13 +135,15 @@ def page_rows(http: str, screenshot: Path | None, groups: int, members: int) -> 
         for label, url, selector, count in (
                 ("groups list (50 rows drawn)", http + "/#/", "#groups tbody tr[data-group]", 50),
                 ("group page (members drawn)", http + f"/#/group/group-{groups // 2:05d}",
-                 "#members tbody tr[data-member]", members)):
+                 "#members tbody tr[data-member]", members),
+                ("group of --big-group members (first 200 drawn)", http + "/#/group/big",
+                 "#members tbody tr[data-member]", min(big, 200))):
             times = []
             for _ in range(5):
                 page.goto("about:blank")
                 started = time.perf_counter()
                 page.goto(url)
-                page.wait_for_function(f"document.querySelectorAll({json.dumps(selector)}).length >= {count}")
+                page.locator(selector).nth(count - 1).wait_for(timeout=60_000)
                 times.append((time.perf_counter() - started) * 1000)
             out.append((label, statistics.median(times)))
             if screenshot is not None and "list" in label:
@@ -128,25 +157,30 @@ def main() -> int:
     ap.add_argument("--groups", type=int, default=1000)
     ap.add_argument("--members", type=int, default=3)
     ap.add_argument("--repeats", type=int, default=20)
+    ap.add_argument("--big-group", type=int, default=1000, help="members of one more group, on a topic of "
+                                                                f"{WIDE_PARTITIONS} partitions")
     ap.add_argument("--screenshot", type=Path, default=None)
     ap.add_argument("--quick", action="store_true", help="100 groups, 5 repeats")
     args = ap.parse_args()
     if args.quick:
-        args.groups, args.repeats = 100, 5
-    served = serve("--topic", f"orders:{TOPIC_PARTITIONS}", "--set", "group.consumer.session.timeout.ms=60000",
+        args.groups, args.repeats, args.big_group = 100, 5, 100
+    served = serve("--topic", f"orders:{TOPIC_PARTITIONS}", "--topic", f"wide:{WIDE_PARTITIONS}",
+                   "--set", "group.consumer.session.timeout.ms=60000",
                    "--set", "group.consumer.max.session.timeout.ms=60000", embedded_kafka=True)
     try:
         assert served.bootstrap is not None
         started = time.perf_counter()
-        populate(served.grpc, served.bootstrap, args.groups, args.members)
-        print(f"{args.groups} groups x {args.members} members joined and committed in "
-              f"{time.perf_counter() - started:.1f} s")
+        populate(served.grpc, served.bootstrap, args.groups, args.members, args.big_group)
+        print(f"{args.groups} groups x {args.members} members (and one of {args.big_group}) joined and committed "
+              f"in {time.perf_counter() - started:.1f} s")
         time.sleep(3)  # the lag snapshot refreshes every 200 ms
         print(f"\n{'JSON API':<40} {'bytes':>9} {'server ms':>10} {'wall ms':>9}")
         for label, size, built, wall in json_rows(served.http, args.repeats, args.groups):
+            label = label.replace("--big-group", f"{args.big_group:,}")
             print(f"{label:<40} {size:>9,} {built:>10.2f} {wall:>9.2f}")
         print(f"\n{'page in headless chromium':<40} {'load ms':>9}")
-        for label, ms in page_rows(served.http, args.screenshot, args.groups, args.members):
+        for label, ms in page_rows(served.http, args.screenshot, args.groups, args.members, args.big_group):
+            label = label.replace("--big-group", f"{args.big_group:,}")
             print(f"{label:<40} {ms:>9.0f}")
     finally:
         stop(served)

@@ -36,7 +36,7 @@ from coordinator.runtime.acl import Authorizer
 from coordinator.runtime.auth import TlsOptions, TokenStore
 from coordinator.runtime.runtime import CoordinatorRuntime
 from coordinator.runtime.timeline import ChangeFeed, RebalanceTimeline
-from coordinator.runtime.web_api import group_detail, groups_page
+from coordinator.runtime.web_api import DETAIL_ROWS, group_detail, groups_page
 
 log = logging.getLogger("groupcoord.web")
 
@@ -226,7 +226,8 @@ class WebView:
             gid = query.get("id", "")
             visible = self._visible(principal)
             detail = None if visible is not None and not visible(gid) else group_detail(
-                self.runtime.shard, self.timeline, gid, self._may(principal, "DESCRIBE_CONFIGS", gid))
+                self.runtime.shard, self.timeline, gid, self._may(principal, "DESCRIBE_CONFIGS", gid),
+                _int(query, "rows", DETAIL_ROWS))
             if detail is None:
                 raise _Reply(404, "no such group (or not visible to you)")
             if not self._may(principal, "DESCRIBE", gid, implied=False):

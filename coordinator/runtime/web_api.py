@@ -12,10 +12,12 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from coordinator.core import admin
+from coordinator.core.consumer_group import ConsumerGroup
 from coordinator.core.messages import DescribedGroup, DescribedMember
 from coordinator.runtime.timeline import RebalanceTimeline
 
 MAX_PAGE = 200
+DETAIL_ROWS = 200  # members and partitions a group's page lists unless asked for more
 TopicPartition = tuple[str, int]
 
 
@@ -39,9 +41,8 @@ def _member_json(shard: Any, m: DescribedMember) -> dict[str, Any]:
     }
 
 
-def partition_lag(shard: Any, group: DescribedGroup) -> tuple[list[dict[str, Any]], int | None]:
-    """One row per partition the group has an offset for or a member owns, and the total lag (None: no end
-    offsets known for any of them)."""
+def partition_lag(shard: Any, group: DescribedGroup) -> list[dict[str, Any]]:
+    """One row per partition the group has an offset for or a member owns."""
     committed = {tp: c.committed_offset for tp, c in shard.offsets.committed(group.group_id).items()}
     owner: dict[TopicPartition, str] = {}
     for m in group.members:  # a partition pending revocation is still the member's until it releases it
@@ -53,17 +54,46 @@ def partition_lag(shard: Any, group: DescribedGroup) -> tuple[list[dict[str, Any
     provider = shard.lag_provider
     known = provider.offsets(tps) if provider is not None and tps else {}
     rows: list[dict[str, Any]] = []
-    total: int | None = None
     for tp in tps:
         current = committed.get(tp)
-        start_end = known.get(tp)
-        end = start_end[1] if start_end is not None else None
-        lag = max(0, end - current) if end is not None and current is not None and end >= 0 else None
-        if lag is not None:
-            total = (total or 0) + lag
+        end = _end(known, tp)
         rows.append({"topic": tp[0], "partition": tp[1], "committed_offset": current, "log_end_offset": end,
-                     "lag": lag, "member_id": owner.get(tp)})
-    return rows, total
+                     "lag": _lag(current, end), "member_id": owner.get(tp)})
+    return rows
+
+
+def total_lag(shard: Any, group_id: str) -> int | None:
+    """The sum of the lag of every partition with a committed offset (Kafka's lag needs one); None when no end
+    offset is known for any of them."""
+    committed = shard.offsets.committed(group_id)
+    provider = shard.lag_provider
+    if provider is None or not committed:
+        return None
+    known = provider.offsets(sorted(committed))
+    lags = [_lag(c.committed_offset, _end(known, tp)) for tp, c in committed.items()]
+    return sum(lag for lag in lags if lag is not None) if any(lag is not None for lag in lags) else None
+
+
+def _end(known: Mapping[TopicPartition, tuple[int, int]], tp: TopicPartition) -> int | None:
+    start_end = known.get(tp)
+    return start_end[1] if start_end is not None else None
+
+
+def _lag(committed: int | None, end: int | None) -> int | None:
+    return max(0, end - committed) if end is not None and committed is not None and end >= 0 else None
+
+
+def _list_entry(shard: Any, group_id: str) -> dict[str, Any] | None:
+    """A groups-list row. A consumer group's is read from the group itself: describing it would build every
+    member's assignment, which the list does not show."""
+    group = shard.groups.get(group_id)
+    if isinstance(group, ConsumerGroup):
+        return {"group_id": group_id, "type": "consumer", "protocol": "consumer", "state": group.state().value,
+                "members": len(group.members), "group_epoch": group.group_epoch,
+                "target_epoch": group.target_assignment_epoch, "assignor": group.last_assignor,
+                "lag": total_lag(shard, group_id)}
+    d = admin.describe_groups(shard, [group_id])[0]
+    return None if d.error_code else _summary(d, total_lag(shard, group_id))
 
 
 def _summary(d: DescribedGroup, total_lag: int | None) -> dict[str, Any]:
@@ -87,23 +117,25 @@ def groups_page(shard: Any, *, offset: int = 0, limit: int = 50, query: str = ""
     limit = max(1, min(limit, MAX_PAGE))
     offset = max(0, offset)
     page = ids[offset:offset + limit]
-    described = admin.describe_groups(shard, page)
+    entries = [_list_entry(shard, gid) for gid in page]
     return {"total": len(ids), "offset": offset, "limit": limit, "states": dict(sorted(states.items())),
-            "groups": [_summary(d, partition_lag(shard, d)[1]) for d in described]}
+            "groups": [e for e in entries if e is not None]}
 
 
-def group_detail(shard: Any, timeline: RebalanceTimeline | None, group_id: str,
-                 show_configs: bool = True) -> dict[str, Any] | None:
-    """One group's members, current against target assignment, lag per partition, configs and timeline."""
+def group_detail(shard: Any, timeline: RebalanceTimeline | None, group_id: str, show_configs: bool = True,
+                 rows: int = DETAIL_ROWS) -> dict[str, Any] | None:
+    """One group's members, current against target assignment, lag per partition, configs and timeline. The
+    first `rows` members and partitions are listed (`members` and `partitions_total` count them all)."""
     d = admin.describe_groups(shard, [group_id])[0]
     if d.error_code:
         return None
-    rows, total = partition_lag(shard, d)
-    out = _summary(d, total)
+    partitions = partition_lag(shard, d)
+    out = _summary(d, total_lag(shard, group_id))
     out.update({
         "assignment_timestamp_ms": d.assignment_timestamp_ms,
-        "member_list": [_member_json(shard, m) for m in d.members],
-        "partitions": rows,
+        "member_list": [_member_json(shard, m) for m in d.members[:max(0, rows)]],
+        "partitions": partitions[:max(0, rows)],
+        "partitions_total": len(partitions),
         "timeline": [e.to_json() for e in timeline.events(group_id)] if timeline is not None else [],
     })
     if show_configs:

@@ -47,6 +47,8 @@ def test_groups_api_pages_filters_and_describes_a_group_with_its_timeline() -> N
         assert d["timeline"][0]["joined"] == [members[3].member_id]
         assert {c["name"] for c in d["configs"]} >= {"consumer.session.timeout.ms", "consumer.heartbeat.interval.ms"}
 
+        d = served.get("/api/group?id=g-03&rows=0")[1]  # a group page lists the first `rows` members and partitions
+        assert (d["member_list"], d["members"], d["partitions"], d["partitions_total"]) == ([], 1, [], 4)
         assert served.get("/api/group?id=nope")[0] == 404
         assert served.get("/api/groups?offset=x")[0] == 400
         assert served.get("/api/nothing")[0] == 404

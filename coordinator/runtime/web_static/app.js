@@ -9,6 +9,7 @@ const live = document.getElementById("live");
 const crumb = document.getElementById("crumb");
 let abort = null;      // the current view's long poll
 let listState = { offset: 0, q: "", state: "", type: "" };
+let groupRows = 200;   // members and partitions listed on a group's page ("show all" raises it)
 
 function esc(v) {
   return String(v ?? "").replace(/[&<>"']/g, c => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" }[c]));
@@ -128,7 +129,7 @@ function renderList(data) {
 function showGroup(id) {
   crumb.innerHTML = `<a href="#/">groups</a> / <span class="mono">${esc(id)}</span>`;
   main.innerHTML = '<p class="muted">loading…</p>';
-  follow(() => "/api/group?id=" + encodeURIComponent(id), renderGroup);
+  follow(() => `/api/group?id=${encodeURIComponent(id)}&rows=${groupRows}`, g => renderGroup(g, id));
 }
 
 function assignmentCell(m) {
@@ -163,7 +164,12 @@ function strip(timeline, nowMs) {
     <span>| group epoch bump</span><span>${clock(t0)} → now</span></div>`;
 }
 
-function renderGroup(g) {
+function more(shown, total, what) {
+  return shown < total ? `<p class="muted">showing the first ${num(shown)} of ${num(total)} ${what} ·
+    <button class="show-all">show all</button></p>` : "";
+}
+
+function renderGroup(g, id) {
   const card = (k, v) => `<div class="card"><div class="k">${k}</div><div class="v">${v}</div></div>`;
   const members = g.member_list.map(m => `<tr data-member="${esc(m.member_id)}">
       <td class="mono" title="${esc(m.member_id)}">${esc(short(m.member_id))}</td><td>${esc(m.instance_id) || '<span class="muted">-</span>'}</td>
@@ -186,19 +192,23 @@ function renderGroup(g) {
     <table id="members"><thead><tr><th>member</th><th>instance</th><th>client</th><th>host</th><th class="num">epoch</th><th>state</th>
       <th>assignment (current vs target: <span class="diff-add">+coming</span> <span class="diff-del">going</span>)</th><th>pending revocation</th></tr></thead>
       <tbody>${members.join("") || '<tr><td colspan="8" class="muted">no members</td></tr>'}</tbody></table>
+    ${more(g.member_list.length, g.members, "members")}
     <h2>Lag per partition</h2>
     <table id="partitions"><thead><tr><th>topic</th><th class="num">partition</th><th class="num">committed</th><th class="num">log end</th><th class="num">lag</th><th>owner</th></tr></thead>
       <tbody>${parts.join("") || '<tr><td colspan="6" class="muted">no committed offsets or owned partitions</td></tr>'}</tbody></table>
+    ${more(g.partitions.length, g.partitions_total, "partitions")}
     <h2>Timeline</h2>
     <table id="timeline"><thead><tr><th>time</th><th>cause</th><th>state</th><th class="num">group epoch</th><th class="num">target epoch</th><th class="num">members</th><th>joined / left</th></tr></thead>
       <tbody>${events.join("") || '<tr><td colspan="7" class="muted">none yet</td></tr>'}</tbody></table>
     ${g.configs ? `<details><summary>Configs</summary><table id="configs"><thead><tr><th>name</th><th>value</th><th></th></tr></thead><tbody>${configs.join("")}</tbody></table></details>` : ""}`;
   if (configsOpen) document.querySelector("details").open = true;
+  for (const b of main.querySelectorAll(".show-all")) b.addEventListener("click", () => { groupRows = 1000000; showGroup(id); });
 }
 
 // --- routing --------------------------------------------------------------------------------------------
 function route() {
   const h = location.hash || "#/";
+  groupRows = 200;
   if (h.startsWith("#/group/")) showGroup(decodeURIComponent(h.slice(8)));
   else showList();
 }
