@@ -8,6 +8,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -80,18 +81,22 @@ def serve(*extra: str, embedded_kafka: bool = False) -> Served:
             bootstrap = m.group(1)
         if "web view on" in line:
             scheme = "https" if "https://" in line else "http"
+            # keep reading: a server whose log fills the pipe would block on its next line
+            threading.Thread(target=lambda: output.extend(proc.stdout or ()), daemon=True).start()
             return Served(proc, f"127.0.0.1:{grpc_port}", f"{scheme}://127.0.0.1:{http_port}", bootstrap, output)
     proc.kill()
     raise AssertionError("serve did not start:\n" + "".join(output) + (proc.stdout.read() or ""))
 
 
-def stop(served: Served) -> None:
+def stop(served: Served) -> int:
+    """SIGTERM (graceful), SIGKILL if it has not stopped within 30 s; the exit code. Its output is read by
+    serve()'s thread."""
     served.proc.terminate()
     try:
-        served.proc.communicate(timeout=30)
+        return served.proc.wait(timeout=30)
     except subprocess.TimeoutExpired:
         served.proc.kill()
-        served.proc.communicate()
+        return served.proc.wait()
 
 
 @pytest.fixture

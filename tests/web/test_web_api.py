@@ -79,6 +79,26 @@ def test_a_long_poll_answers_as_soon_as_a_group_changes() -> None:
         at, page = answered[0]
         assert page["version"] > version and [g["group_id"] for g in page["groups"]] == ["live"]
         assert at - joined_at < 8  # well before the 10 s long-poll limit: it answered on the change
+
+        # a long poll in flight does not hold up a graceful stop
+        member.close(leave=False)  # sends nothing: the next poll has nothing to answer on
+        member = None
+        latest = served.get("/api/groups")[1]["version"]
+        ended: list[str] = []
+
+        def wait_long() -> None:
+            try:
+                served.get(f"/api/groups?wait={latest}")
+                ended.append("answered")
+            except OSError as e:  # http.client.RemoteDisconnected: the server closed it on stopping
+                ended.append(type(e).__name__)
+
+        waiting = threading.Thread(target=wait_long, daemon=True)
+        waiting.start()
+        time.sleep(0.3)
+        assert stop(served) == 0, "".join(served.output)
+        waiting.join(timeout=30)
+        assert ended, "the long poll neither answered nor ended when the server stopped"
     finally:
         if member is not None:
             member.close()
