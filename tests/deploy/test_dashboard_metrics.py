@@ -182,6 +182,10 @@ def test_dashboard_charts_latencies_idle_ratios_groups_rebalances_assignor_runs_
         "group_coordinator_groups", "group_coordinator_rebalances_total", "group_coordinator_assignor_runs_total",
         "group_coordinator_assignor_runs_skipped_total", "group_coordinator_consumer_group_heartbeats_total",
         "groupcoord_kafka_lag_snapshot_age_seconds",
+        # the histograms, aggregated over instances
+        *(f"group_coordinator_{name}_seconds_bucket" for name in (
+            "request_latency", "event_queue_time", "event_processing_time", "background_queue_time",
+            "background_processing_time", "assignor_time", "log_flush_time")),
     }
     assert not required - queried, f"no panel for {sorted(required - queried)}"
     by_state = [parse_promql(t["expr"]) for _title, t in queries()
