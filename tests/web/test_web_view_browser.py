@@ -14,6 +14,7 @@ import pytest
 from confluent_kafka import Producer
 from playwright.sync_api import Page, expect, sync_playwright
 
+from clients.credentials import Credentials
 from clients.group_member import GroupMember
 from tests.web.conftest import Served, chromium_path, serve, stop, wait_for
 
@@ -99,6 +100,11 @@ def test_page_shows_a_rebalance_live_as_a_member_joins(served: Served, artifacts
             page.goto(served.http + "/#/")
             expect(page.locator(f'#groups tr[data-group="{GROUP}"]')).to_contain_text("STABLE", timeout=30_000)
             expect(page.locator(f'#groups tr[data-group="{GROUP}"] td').nth(4)).to_have_text("2")
+            # the list is live too: a group that appears is listed without a reload
+            late = GroupMember(served.grpc, "late-joiner", ["audit"]).start()
+            others.append(late)
+            expect(page.locator('#groups tr[data-group="late-joiner"]')).to_have_count(1, timeout=30_000)
+            expect(page.locator("#groups tbody tr")).to_have_count(5)
             page.screenshot(path=str(artifacts / "05-groups-list-after.png"), full_page=True)
             browser.close()
         assert len(first.assignment()) + len(second.assignment()) == PARTITIONS
@@ -108,3 +114,40 @@ def test_page_shows_a_rebalance_live_as_a_member_joins(served: Served, artifacts
     finally:
         for m in [first, *others, *([second] if second is not None else [])]:
             m.close()
+
+
+def test_with_acls_the_page_asks_for_a_token_and_lists_only_the_groups_it_may_describe(
+        tmp_path: Path, artifacts: Path) -> None:
+    tokens = tmp_path / "tokens.toml"
+    tokens.write_text('[tokens]\n"admin-token-0123456789abcdef" = "User:admin"\n'
+                      '"alice-token-0123456789abcdef" = "User:alice"\n')
+    acls = tmp_path / "acls.toml"
+    acls.write_text(
+        '[[acl]]\nprincipal = "User:admin"\noperation = "ALL"\nresource_type = "GROUP"\npattern_type = "LITERAL"\n'
+        'resource_name = "*"\npermission = "ALLOW"\n\n'
+        '[[acl]]\nprincipal = "User:alice"\noperation = "DESCRIBE"\nresource_type = "GROUP"\n'
+        'pattern_type = "PREFIXED"\nresource_name = "team-a"\npermission = "ALLOW"\n')
+    served = serve("--topic", "orders:2", "--auth-tokens", str(tokens), "--acl-file", str(acls))
+    admin = Credentials(token="admin-token-0123456789abcdef")
+    members = [GroupMember(served.grpc, gid, ["orders"], credentials=admin).start()
+               for gid in ("team-a-orders", "team-b-billing")]
+    try:
+        for m in members:
+            assert m.wait_joined(30)
+        with sync_playwright() as pw:
+            browser = pw.chromium.launch(executable_path=chromium_path(), headless=True,
+                                         args=["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"])
+            page = browser.new_page(viewport={"width": 1200, "height": 500})
+            page.goto(served.http + "/")
+            expect(page.locator("#login-form")).to_be_visible(timeout=30_000)
+            page.screenshot(path=str(artifacts / "01-token-asked.png"))
+            page.fill("#token", "alice-token-0123456789abcdef")
+            page.click("#login-form button")
+            expect(page.locator('#groups tr[data-group="team-a-orders"]')).to_have_count(1, timeout=30_000)
+            expect(page.locator("#groups tbody tr")).to_have_count(1)  # team-b-billing is not DESCRIBEd to alice
+            page.screenshot(path=str(artifacts / "02-signed-in-as-alice.png"))
+            browser.close()
+    finally:
+        for m in members:
+            m.close()
+        stop(served)

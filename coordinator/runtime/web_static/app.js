@@ -66,6 +66,7 @@ async function follow(urlOf, render) {
 }
 
 function showLogin() {
+  live.textContent = sessionStorage.getItem("groupcoord-token") ? "token refused" : "token needed";
   main.innerHTML = "";
   main.appendChild(document.getElementById("login").content.cloneNode(true));
   document.getElementById("login-form").addEventListener("submit", ev => {
