@@ -220,3 +220,26 @@ def test_a_share_group_is_listed_with_its_type_and_shown_with_its_member() -> No
     finally:
         channel.close()
         stop(served)
+
+
+def test_a_streams_group_is_listed_with_its_type_and_shown_with_its_members() -> None:
+    import grpc
+
+    from groupcoord.v1 import streams_pb2_grpc
+    from tests.streams.test_grpc_streams_group import STREAMS_FAST, TOPICS, Member
+
+    served = serve(*(a for name, n in TOPICS.items() for a in ("--topic", f"{name}:{n}")),
+                   *(a for k, v in STREAMS_FAST.items() for a in ("--set", f"{k}={v}")))
+    channel = grpc.insecure_channel(served.grpc)
+    try:
+        member = Member(streams_pb2_grpc.StreamsGroupCoordinatorStub(channel), "streams-member-1", "process-1")
+        member.beat()
+        wait_for(lambda: member.beat() and member.tasks(), what="the streams member getting tasks")
+        [g] = wait_for(lambda: served.get("/api/groups?type=streams")[1]["groups"], what="the streams group")
+        assert (g["group_id"], g["type"], g["members"]) == ("app", "streams", 1)
+        d = served.get("/api/group?id=app")[1]
+        assert [m["member_id"] for m in d["member_list"]] == ["streams-member-1"]
+        assert d["timeline"] and d["timeline"][0]["joined"] == ["streams-member-1"]
+    finally:
+        channel.close()
+        stop(served)
