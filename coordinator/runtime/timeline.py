@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections import deque
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -63,6 +63,14 @@ def summarize(shard: Any, group_id: str, members_from: GroupSummary | None = Non
                             members)
     if group is None and group_id not in shard.streams.groups:
         return None
+    member_map = getattr(group, "members", None)
+    if group is not None and isinstance(member_map, dict):
+        # classic and share groups: their listing and member ids, not a describe (which would build every
+        # member's metadata on each join of a large classic rebalance)
+        listed = group.listed()
+        epoch = getattr(group, "group_epoch", getattr(group, "generation", 0))
+        return GroupSummary(listed.group_type, listed.group_state, epoch, getattr(group, "target_assignment_epoch", 0),
+                            frozenset(member_map))
     d = admin.describe_groups(shard, [group_id])[0]
     if d.error_code:
         return None
@@ -112,9 +120,6 @@ class RebalanceTimeline:
 
     def events(self, group_id: str) -> list[RebalanceEvent]:
         return list(self._events.get(group_id, ()))
-
-    def groups(self) -> Iterable[str]:
-        return self._events.keys()
 
 
 class ChangeFeed:
