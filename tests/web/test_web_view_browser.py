@@ -36,7 +36,9 @@ def _member_rows(page: Page) -> int:
 
 @pytest.fixture
 def served() -> Iterator[Served]:
-    s = serve("--topic", f"orders:{PARTITIONS}", "--topic", "audit:3", embedded_kafka=True)
+    # sessions of 10 s: a member must not lose its lease because a loaded machine delayed a heartbeat
+    s = serve("--topic", f"orders:{PARTITIONS}", "--topic", "audit:3", "--set",
+              "group.consumer.session.timeout.ms=10000", embedded_kafka=True)
     yield s
     stop(s)
 
@@ -49,6 +51,7 @@ def test_page_shows_a_rebalance_live_as_a_member_joins(served: Served, artifacts
     second: GroupMember | None = None
     try:
         wait_for(lambda: len(first.assignment()) == PARTITIONS, what="the first member owning every partition")
+        assert first.session_timeout_ms == 10_000
         # committed offsets behind the log end: the page shows lag per partition and in total
         assert not any(first.commit_offsets({("orders", p): 25 for p in range(PARTITIONS)}).values())
         for m in others:
@@ -83,8 +86,11 @@ def test_page_shows_a_rebalance_live_as_a_member_joins(served: Served, artifacts
             expect(page.locator("#members tbody tr[data-member]")).to_have_count(2, timeout=30_000)
             expect(page.locator("h1 .badge")).to_have_text("RECONCILING", timeout=30_000)
             wait_for(lambda: first.pending_revocation(), what="partitions pending revocation at the first member")
-            expect(page.locator("#members tbody .pending").first).to_contain_text("orders:", timeout=30_000)
-            expect(page.locator("#members tbody .diff-add").first).to_be_visible()
+            first_row = page.locator(f'#members tr[data-member="{first.member_id}"]')
+            expect(first_row.locator(".pending")).to_contain_text("orders:", timeout=30_000)
+            expect(first_row.locator(".diff-del").first).to_be_visible()  # owned, leaving: struck through
+            second_row = page.locator(f'#members tr[data-member="{second.member_id}"]')
+            expect(second_row.locator(".diff-add").first).to_be_visible()  # coming once released
             expect(page.locator("#timeline")).to_contain_text("RECONCILING")
             page.screenshot(path=str(artifacts / "03-rebalance-in-progress.png"), full_page=True)
 
