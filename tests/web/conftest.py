@@ -22,7 +22,7 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 ARTIFACTS = REPO / "test-artifacts" / "web"  # gitignored; screenshots are copied here after each browser test
 FAST = ("group.consumer.min.heartbeat.interval.ms=20", "group.consumer.heartbeat.interval.ms=100",
-        "group.consumer.min.session.timeout.ms=300", "group.consumer.session.timeout.ms=3000")
+        "group.consumer.min.session.timeout.ms=300", "group.consumer.session.timeout.ms=10000")  # 10 s: loaded machines
 
 
 def free_port() -> int:
