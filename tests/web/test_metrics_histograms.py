@@ -5,10 +5,13 @@ from __future__ import annotations
 import urllib.request
 from pathlib import Path
 
+import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from clients.group_member import GroupMember
 from tests.web.conftest import free_port, serve, stop, wait_for
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
 
 HISTOGRAMS = ("group_coordinator_event_queue_time_seconds", "group_coordinator_event_processing_time_seconds",
               "group_coordinator_background_queue_time_seconds",

@@ -8,7 +8,11 @@ import sys
 import zipfile
 from pathlib import Path
 
+import pytest
+
 from tests.web.conftest import REPO
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
 
 PAGE_FILES = ("index.html", "app.js", "style.css")
 

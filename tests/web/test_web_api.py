@@ -7,9 +7,13 @@ import time
 import urllib.request
 from pathlib import Path
 
+import pytest
+
 from clients.credentials import Credentials
 from clients.group_member import GroupMember
 from tests.web.conftest import serve, stop, wait_for
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(180)]
 
 ADMIN_TOKEN = "admin-token-0123456789abcdef"
 ALICE_TOKEN = "alice-token-0123456789abcdef"

@@ -12,11 +12,13 @@ from pathlib import Path
 
 import pytest
 from confluent_kafka import Producer
-from playwright.sync_api import Page, expect, sync_playwright
+from playwright.sync_api import expect, sync_playwright
 
 from clients.credentials import Credentials
 from clients.group_member import GroupMember
 from tests.web.conftest import Served, chromium_path, serve, stop, wait_for
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
 
 GROUP = "payments-processor"
 PARTITIONS = 6
@@ -28,10 +30,6 @@ def _produce(bootstrap: str, counts: dict[int, int]) -> None:
         for i in range(n):
             producer.produce("orders", value=b"x%d" % i, partition=p)
     assert producer.flush(30) == 0
-
-
-def _member_rows(page: Page) -> int:
-    return int(page.locator("#members tbody tr[data-member]").count())
 
 
 @pytest.fixture

@@ -10,7 +10,11 @@ import sys
 import urllib.request
 from pathlib import Path
 
+import pytest
+
 from tests.web.conftest import REPO, free_port, serve, stop
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
 
 
 def self_signed(d: Path) -> tuple[Path, Path]:
