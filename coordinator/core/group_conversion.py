@@ -204,7 +204,7 @@ def _write_consumer_group_tombstones(shard: GroupCoordinatorShard, group: Consum
         shard._write(result, ConsumerGroupMemberMetadataTombstone(gid, mid))
         shard.cancel_timer(result, session_timer(gid, mid))
         shard.cancel_timer(result, rebalance_timer(gid, mid))
-        shard._rebalance_timer_epochs.pop((gid, mid), None)
+        shard.rebalance_timer_epochs.pop((gid, mid), None)
     for regex in list(group.resolved_regexes):
         shard._write(result, ConsumerGroupRegularExpressionTombstone(gid, regex))
     shard._write(result, ConsumerGroupMetadataTombstone(gid))

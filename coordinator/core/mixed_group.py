@@ -63,7 +63,18 @@ from coordinator.core.classic_messages import (
     SyncGroupRequest,
     SyncGroupResponse,
 )
-from coordinator.core.consumer_group import FIRST_GROUP_EPOCH, ConsumerGroup, ConsumerGroupMember, MemberState
+from coordinator.core.consumer_group import (
+    FIRST_GROUP_EPOCH,
+    JOIN_TIMER,
+    SYNC_TIMER,
+    ConsumerGroup,
+    ConsumerGroupMember,
+    MemberState,
+    current_assignment_record,
+    join_timer,
+    member_metadata_record,
+    sync_timer,
+)
 from coordinator.core.errors import CoordinatorError, Errors
 from coordinator.core.metadata import MetadataImage
 from coordinator.core.reconciliation import reconcile
@@ -96,16 +107,6 @@ MIXED_RECORD_TYPES: tuple[type, ...] = (ConsumerGroupClassicMemberMetadata,
                                         ConsumerGroupClassicMemberMetadataTombstone)
 
 
-JOIN_TIMER = "classic-member-join"  # Kafka's consumer-group join timeout of a classic member
-SYNC_TIMER = "classic-member-sync"  # ... and its sync timeout
-
-
-def join_timer(group_id: str, member_id: str) -> tuple[str, str, str]:
-    return (JOIN_TIMER, group_id, member_id)
-
-
-def sync_timer(group_id: str, member_id: str) -> tuple[str, str, str]:
-    return (SYNC_TIMER, group_id, member_id)
 
 
 def install(shard: GroupCoordinatorShard) -> None:
@@ -122,8 +123,10 @@ def _on_timer(shard: GroupCoordinatorShard, key: Any, now: int) -> Result[None]:
     if not shard._timer_due(key, now):
         return result
     group = shard.groups.get(key[1])
-    member = group.members.get(key[2]) if isinstance(group, ConsumerGroup) else None
-    if group is None or member is None or key[2] not in group.classic_members:
+    if not isinstance(group, ConsumerGroup):
+        return result
+    member = group.members.get(key[2])
+    if member is None or key[2] not in group.classic_members:
         return result
     from coordinator.core import group_conversion
 
@@ -267,7 +270,7 @@ def _join(shard: GroupCoordinatorShard, group: ConsumerGroup, r: JoinGroupReques
                             or updated.subscribed_topic_regex != member.subscribed_topic_regex)
     bump = is_new or subscription_changed or updated.rack_id != member.rack_id
     if is_new or updated != member:
-        shard._write(result, shard_member_metadata_record(gid, updated))
+        shard._write(result, member_metadata_record(gid, updated))
     classic = ConsumerGroupClassicMemberMetadata(gid, member_id, r.session_timeout_ms, r.protocols)
     if group.classic_members.get(member_id) != classic:
         shard._write(result, classic)
@@ -285,7 +288,7 @@ def _join(shard: GroupCoordinatorShard, group: ConsumerGroup, r: JoinGroupReques
 
     reconciled = _reconcile(shard, group, member, owned, subscription_changed)
     if reconciled is not member:
-        shard._write(result, shard_current_assignment_record(gid, reconciled))
+        shard._write(result, current_assignment_record(gid, reconciled))
         shard._maybe_arm_rebalance_timer(group, member, reconciled, now, result)
     _arm_session(shard, group, member_id, now, result)
     shard.cancel_timer(result, join_timer(gid, member_id))
@@ -319,8 +322,8 @@ def _replace_static_member(shard: GroupCoordinatorShard, group: ConsumerGroup, o
     target = group.target_assignment.get(old.member_id)
     shard._remove_member_records(group, old, result, bump_epoch=False)
     new = dataclasses.replace(old, member_id=new_id)
-    shard._write(result, shard_member_metadata_record(gid, new))
-    shard._write(result, shard_current_assignment_record(gid, new))
+    shard._write(result, member_metadata_record(gid, new))
+    shard._write(result, current_assignment_record(gid, new))
     if target is not None:
         shard._write(result, ConsumerGroupTargetAssignmentMember(gid, new_id, target))
     return group.members[new_id]
@@ -443,14 +446,3 @@ def leave(shard: GroupCoordinatorShard, group: ConsumerGroup, r: LeaveGroupReque
     result.response = LeaveGroupResponse(members=tuple(responses))
     return result
 
-
-def shard_member_metadata_record(group_id: str, m: ConsumerGroupMember) -> Any:
-    from coordinator.core.shard import _member_metadata_record
-
-    return _member_metadata_record(group_id, m)
-
-
-def shard_current_assignment_record(group_id: str, m: ConsumerGroupMember) -> Any:
-    from coordinator.core.shard import _current_assignment_record
-
-    return _current_assignment_record(group_id, m)

@@ -17,11 +17,8 @@ import zlib
 from collections.abc import Callable
 from typing import Any
 
-from coordinator.core import mixed_group
-from coordinator.core.consumer_group import ConsumerGroup
 from coordinator.core.records import ConsumerGroupMetadataTombstone, GroupConfig, OffsetCommitTombstone
-from coordinator.core.results import CancelTimer, Result
-from coordinator.core.shard import rebalance_timer, session_timer
+from coordinator.core.results import Result
 from coordinator.core.snapshot import timers_after_load
 
 GroupPredicate = Callable[[str], bool]
@@ -52,22 +49,11 @@ def drop_groups(shard: Any, predicate: GroupPredicate) -> Result[list[str]]:
     """
     dropped = sorted(g for g in known_group_ids(shard) if predicate(g))
     result: Result[list[str]] = Result(dropped)
-    epochs: dict[tuple[str, str], int] = shard._rebalance_timer_epochs
     for group_id in dropped:
         group = shard.groups.get(group_id)
-        if isinstance(group, ConsumerGroup):
-            for member_id in group.members:
-                shard.cancel_timer(result, session_timer(group_id, member_id))
-                shard.cancel_timer(result, rebalance_timer(group_id, member_id))
-                if member_id in group.classic_members:
-                    shard.cancel_timer(result, mixed_group.join_timer(group_id, member_id))
-                    shard.cancel_timer(result, mixed_group.sync_timer(group_id, member_id))
-                epochs.pop((group_id, member_id), None)
-        elif group is not None:
-            after_load = getattr(group, "timers_after_load", None)
-            if after_load is not None:
-                result.timers.extend(CancelTimer(t.key) for t in after_load(0))
         if group is not None:
+            for op in group.forget_timers():
+                shard.cancel_timer(result, op.key)
             shard.replay(ConsumerGroupMetadataTombstone(group_id))
         for topic, partition in list(shard.offsets.committed(group_id)):
             shard.replay(OffsetCommitTombstone(group_id, topic, partition))

@@ -17,16 +17,11 @@ from __future__ import annotations
 from typing import Any
 
 from coordinator.core import admin
-from coordinator.core.consumer_group import ConsumerGroup
 from coordinator.core.records import GroupEmptySince, GroupEmptySinceTombstone, OffsetCommitTombstone
 from coordinator.core.results import Result, TimerKey
 
 RETENTION_TIMER: TimerKey = ("offsets-retention",)
 BATCH_GROUPS = 500  # groups per timer operation; the rest continue in the next operation
-
-
-def is_empty(group: Any) -> bool:
-    return not group.members if isinstance(group, ConsumerGroup) else bool(group.is_empty())
 
 
 def ensure_timer(shard: Any, now: int, result: Result[Any]) -> None:
@@ -40,7 +35,7 @@ def note_membership(shard: Any, group_id: str, now: int, result: Result[Any]) ->
     if group is None:
         return
     since = shard.empty_since.get(group_id)
-    if is_empty(group):
+    if group.is_empty():
         if since is None:
             shard._write(result, GroupEmptySince(group_id, now))
             ensure_timer(shard, now, result)
@@ -67,17 +62,15 @@ def on_retention_timer(shard: Any, now: int) -> Result[None]:
 def cleanup_group(shard: Any, group_id: str, now: int, result: Result[Any]) -> None:
     group = shard.groups.get(group_id)
     retention_ms = int(shard.config["offsets.retention.minutes"]) * 60_000
-    empty = group is None or is_empty(group)
-    subscribed: set[str] = set()
+    empty = group is None or group.is_empty()
+    subscribed: set[str] | None = set()
     since: int | None = None
     if group is not None and empty:
         since = shard.empty_since.get(group_id)
-    elif isinstance(group, ConsumerGroup):
-        subscribed = group.subscribed_topic_names()
-        for regex in group.regexes():
-            subscribed.update(group.resolved_topics(regex))
     elif group is not None:
-        return  # a classic group with members keeps its offsets
+        subscribed = group.topics_in_use()
+    if subscribed is None:
+        return  # a group with members whose subscriptions are opaque (classic, share) keeps its offsets
     all_expired = True
     for (topic, partition), c in list(shard.offsets.committed(group_id).items()):
         base = c.commit_timestamp_ms if since is None else max(since, c.commit_timestamp_ms)
@@ -85,6 +78,5 @@ def cleanup_group(shard: Any, group_id: str, now: int, result: Result[Any]) -> N
             shard._write(result, OffsetCommitTombstone(group_id, topic, partition))
         else:
             all_expired = False
-    should_expire = getattr(group, "should_expire", None)  # Kafka's Group.shouldExpire (false: share groups)
-    if all_expired and group is not None and empty and (should_expire is None or should_expire()):
+    if all_expired and group is not None and empty and group.should_expire():
         admin.write_group_deletion(shard, group_id, group, result)

@@ -28,6 +28,7 @@ from coordinator.core import (
     regex_subscriptions,
     retention,
     share_handlers,
+    streams_admin,
     streams_shard,
 )
 from coordinator.core.classic_messages import (
@@ -49,8 +50,13 @@ from coordinator.core.consumer_group import (
     ConsumerGroupMember,
     InflightAssignment,
     MemberState,
+    current_assignment_record,
+    member_metadata_record,
+    rebalance_timer,
+    session_timer,
 )
 from coordinator.core.errors import CoordinatorError, Errors
+from coordinator.core.group import Group, GroupView
 from coordinator.core.messages import (
     ConsumerGroupHeartbeatRequest,
     ConsumerGroupHeartbeatResponse,
@@ -88,6 +94,7 @@ from coordinator.core.records import (
 )
 from coordinator.core.results import CancelTimer, Result, ScheduleTimer, TimerKey
 from coordinator.core.stats import CoreStats
+from coordinator.core.streams_group import StreamsGroups
 from coordinator.core.target_assignment import (
     AssignorCompletion,
     AssignorRun,
@@ -109,16 +116,10 @@ class LagProvider(Protocol):
     def offsets(self, topic_partitions: list[tuple[str, int]]) -> Mapping[tuple[str, int], tuple[int, int]]: ...
 
 
-def session_timer(group_id: str, member_id: str) -> TimerKey:
-    return ("session", group_id, member_id)
-
-
-def rebalance_timer(group_id: str, member_id: str) -> TimerKey:
-    return ("rebalance", group_id, member_id)
-
-
 class GroupCoordinatorShard:
     """All groups of one coordinator shard. Not thread-safe by design: the runtime feeds it one op at a time."""
+
+    streams: StreamsGroups  # set by streams_shard.install: streams groups keep their own state
 
     def __init__(
         self,
@@ -131,12 +132,12 @@ class GroupCoordinatorShard:
         self.member_id_factory = member_id_factory
         self.metadata = metadata
         self.lag_provider = lag_provider
-        self.groups: dict[str, Any] = {}  # ConsumerGroup or the classic group type
+        self.groups: dict[str, Group] = {}  # consumer, classic and share groups (group.py)
         self.offsets = OffsetStore()
         self.group_configs: dict[str, dict[str, Any]] = {}
         self.stats = CoreStats()
         self._run_ids = itertools.count(1)
-        self._rebalance_timer_epochs: dict[tuple[str, str], int] = {}
+        self.rebalance_timer_epochs: dict[tuple[str, str], int] = {}
         # The deadline each consumer-group timer is armed for. The runtime pops a due timer and queues its
         # operation; a heartbeat queued before it may re-arm the timer meanwhile, so the operation checks
         # this deadline when it runs, as Kafka's timer callbacks check the member's current deadline.
@@ -183,10 +184,7 @@ class GroupCoordinatorShard:
         result.records.append(record)
 
     def _replay_group_metadata(self, r: ConsumerGroupMetadata) -> None:
-        group = self.groups.get(r.group_id)
-        if not isinstance(group, ConsumerGroup):
-            group = ConsumerGroup(r.group_id)
-            self.groups[r.group_id] = group
+        group = self._consumer_group(r.group_id)
         group.group_epoch = r.epoch
         group.metadata_hash = r.metadata_hash
 
@@ -198,7 +196,7 @@ class GroupCoordinatorShard:
     def _consumer_group(self, group_id: str) -> ConsumerGroup:
         group = self.groups.get(group_id)
         if not isinstance(group, ConsumerGroup):
-            group = ConsumerGroup(group_id)
+            group = ConsumerGroup(group_id, timers=self)
             self.groups[group_id] = group
         return group
 
@@ -267,6 +265,13 @@ class GroupCoordinatorShard:
             self.group_configs[r.group_id] = dict(r.configs)
         else:
             self.group_configs.pop(r.group_id, None)
+
+    def find_group(self, group_id: str) -> GroupView | None:
+        """The group `group_id` names, of any type (streams groups live apart, in `self.streams`)."""
+        group = self.groups.get(group_id)
+        if group is None and group_id in self.streams.groups:
+            return streams_admin.StreamsGroupView(self.streams, group_id)
+        return group
 
     # =====================================================================================================
     # Configs
@@ -405,7 +410,7 @@ class GroupCoordinatorShard:
                 raise CoordinatorError(Errors.GROUP_ID_NOT_FOUND, f"Group {group_id} does not exist.")
             if group is not None:  # an empty classic group is converted (Kafka's online upgrade)
                 self.groups.pop(group_id)
-            group = ConsumerGroup(group_id)
+            group = ConsumerGroup(group_id, timers=self)
             self.groups[group_id] = group
             return group
         if not isinstance(group, ConsumerGroup):
@@ -456,7 +461,7 @@ class GroupCoordinatorShard:
         bump = is_new or subscription_changed or updated.rack_id != member.rack_id \
             or updated.server_assignor != member.server_assignor
         if is_new or updated is not member:
-            self._write(result, _member_metadata_record(group.group_id, updated))
+            self._write(result, member_metadata_record(group.group_id, updated))
             member = group.members[member_id]
         if subscription_changed:
             self._drop_unused_regexes(group, result)
@@ -482,7 +487,7 @@ class GroupCoordinatorShard:
                 lambda t, p: owner.get((t, p)), r.topic_partitions, subscription_changed,
             )
             if reconciled is not member:
-                self._write(result, _current_assignment_record(group.group_id, reconciled))
+                self._write(result, current_assignment_record(group.group_id, reconciled))
                 self._maybe_arm_rebalance_timer(group, member, reconciled, now, result)
         self.arm_timer(result, session_timer(group.group_id, member_id), now + self.session_timeout_ms(group.group_id))
 
@@ -526,7 +531,7 @@ class GroupCoordinatorShard:
             fresh = dataclasses.replace(member, member_epoch=0, previous_member_epoch=-1,
                                         state=MemberState.STABLE, assigned_partitions={},
                                         partitions_pending_revocation={})
-            self._write(result, _current_assignment_record(group.group_id, fresh))
+            self._write(result, current_assignment_record(group.group_id, fresh))
             self.cancel_timer(result, rebalance_timer(group.group_id, member_id))
         return group.members[member_id]
 
@@ -539,8 +544,8 @@ class GroupCoordinatorShard:
         target = group.target_assignment.get(old.member_id)
         self._remove_member_records(group, old, result, bump_epoch=False)
         new = dataclasses.replace(old, member_id=new_id, member_epoch=0, previous_member_epoch=0)
-        self._write(result, _member_metadata_record(gid, new))
-        self._write(result, _current_assignment_record(gid, new))
+        self._write(result, member_metadata_record(gid, new))
+        self._write(result, current_assignment_record(gid, new))
         if target is not None:
             self._write(result, ConsumerGroupTargetAssignmentMember(gid, new_id, target))
         return group.members[new_id]
@@ -593,10 +598,10 @@ class GroupCoordinatorShard:
         key = (group.group_id, after.member_id)
         if after.state is MemberState.UNREVOKED_PARTITIONS:
             if before.state is not MemberState.UNREVOKED_PARTITIONS or before.member_epoch != after.member_epoch:
-                self._rebalance_timer_epochs[key] = after.member_epoch
+                self.rebalance_timer_epochs[key] = after.member_epoch
                 self.arm_timer(result, rebalance_timer(*key), now + after.rebalance_timeout_ms)
         elif before.state is MemberState.UNREVOKED_PARTITIONS:
-            self._rebalance_timer_epochs.pop(key, None)
+            self.rebalance_timer_epochs.pop(key, None)
             self.cancel_timer(result, rebalance_timer(*key))
 
     # --- leaving ------------------------------------------------------------------------------------------
@@ -621,7 +626,7 @@ class GroupCoordinatorShard:
             # the session timeout still removes it if it never comes back.
             left = dataclasses.replace(member, member_epoch=LEAVE_GROUP_STATIC_MEMBER_EPOCH,
                                        previous_member_epoch=member.member_epoch)
-            self._write(result, _current_assignment_record(group.group_id, left))
+            self._write(result, current_assignment_record(group.group_id, left))
             self.arm_timer(result, session_timer(group.group_id, member.member_id),
                            now + self.session_timeout_ms(group.group_id))
             self.cancel_timer(result, rebalance_timer(group.group_id, member.member_id))
@@ -646,7 +651,7 @@ class GroupCoordinatorShard:
         self._write(result, ConsumerGroupMemberMetadataTombstone(gid, mid))
         self.cancel_timer(result, session_timer(gid, mid))
         self.cancel_timer(result, rebalance_timer(gid, mid))
-        self._rebalance_timer_epochs.pop((gid, mid), None)
+        self.rebalance_timer_epochs.pop((gid, mid), None)
         if bump_epoch:
             self._drop_unused_regexes(group, result)
             new_hash = self._subscription_hash(group)
@@ -708,7 +713,7 @@ class GroupCoordinatorShard:
         if member is None:
             return result
         if kind == "rebalance":
-            expected = self._rebalance_timer_epochs.pop((group_id, member_id), None)
+            expected = self.rebalance_timer_epochs.pop((group_id, member_id), None)
             if member.state is not MemberState.UNREVOKED_PARTITIONS or expected != member.member_epoch:
                 return result
             self.stats.members_fenced_rebalance += 1
@@ -868,16 +873,4 @@ def _is_full_request(r: ConsumerGroupHeartbeatRequest) -> bool:
     return (r.rebalance_timeout_ms is not None
             and (r.subscribed_topic_names is not None or r.subscribed_topic_regex is not None)
             and r.topic_partitions is not None)
-
-
-def _member_metadata_record(group_id: str, m: ConsumerGroupMember) -> ConsumerGroupMemberMetadata:
-    return ConsumerGroupMemberMetadata(
-        group_id, m.member_id, m.instance_id, m.rack_id, m.client_id, m.client_host, m.subscribed_topic_names,
-        m.subscribed_topic_regex, m.server_assignor, m.rebalance_timeout_ms, m.principal)
-
-
-def _current_assignment_record(group_id: str, m: ConsumerGroupMember) -> ConsumerGroupCurrentMemberAssignment:
-    return ConsumerGroupCurrentMemberAssignment(
-        group_id, m.member_id, m.member_epoch, m.previous_member_epoch, m.state.value, m.assigned_partitions,
-        m.partitions_pending_revocation)
 

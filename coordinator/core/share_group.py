@@ -28,6 +28,7 @@ from typing import Any
 
 from coordinator.core.errors import CoordinatorError, Errors
 from coordinator.core.messages import DescribedGroup, DescribedMember, ListedGroup
+from coordinator.core.metadata import MetadataImage
 from coordinator.core.results import CancelTimer, Result, ScheduleTimer, TimerKey, TimerOp
 from coordinator.core.share_partition import Batch, RecordState, SharePartition
 from coordinator.core.share_records import (
@@ -170,8 +171,20 @@ class ShareGroup:
         delivery state would go with it); DeleteGroups deletes it."""
         return False
 
-    def validate_offset_commit(self, member_id: str, instance_id: str | None, generation: int) -> None:
+    def validate_offset_commit(self, member_id: str, instance_id: str | None, generation: int,
+                               partitions: list[tuple[str, int]],
+                               image: MetadataImage) -> dict[tuple[str, int], Errors]:
         raise CoordinatorError(Errors.GROUP_ID_NOT_FOUND, f"Group {self.group_id} is not a consumer group.")
+
+    def validate_offset_fetch(self, member_id: str, member_epoch: int) -> None:
+        """Share members do not fetch committed offsets; a fetch by id is not checked (as before)."""
+
+    def validate_offset_delete(self) -> None:
+        """Kafka's ShareGroup.validateOffsetDelete: a share group has no committed offsets to delete."""
+        raise CoordinatorError(Errors.GROUP_ID_NOT_FOUND, f"Group {self.group_id} is not a consumer group.")
+
+    def topics_in_use(self) -> set[str] | None:
+        return None if self.members else set()
 
     def deletion_records(self) -> list[Any]:
         gid = self.group_id
@@ -207,6 +220,9 @@ class ShareGroup:
             if deadline is not None:
                 self.arm(result, lock_timer(self.group_id, t, p), deadline)
         return result.timers
+
+    def forget_timers(self) -> list[TimerOp]:
+        return [CancelTimer(t.key) for t in self.timers_after_load(0)]
 
 
 def member_record(gid: str, m: ShareGroupMember) -> ShareGroupMemberMetadata:

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from coordinator.core.errors import Errors
-from coordinator.core.messages import DescribedGroup, DescribedMember, GroupResult
+from coordinator.core.messages import DescribedGroup, DescribedMember, GroupResult, ListedGroup
 from coordinator.core.results import Result
 from coordinator.core.streams_group import StreamsGroups
 
@@ -36,6 +36,28 @@ def describe(streams: StreamsGroups, group_id: str) -> DescribedGroup:
                           group_epoch=g.epoch, assignment_epoch=g.target_epoch, assignor_name="sticky",
                           protocol_type="streams", members=members,
                           assignment_timestamp_ms=g.target_timestamp_ms or 0)
+
+
+class StreamsGroupView:
+    """A streams group as a `GroupView` (group.py), for the generic admin operations."""
+
+    group_type = "streams"
+
+    def __init__(self, streams: StreamsGroups, group_id: str) -> None:
+        self.streams = streams
+        self.group_id = group_id
+
+    def describe(self) -> DescribedGroup:
+        return describe(self.streams, self.group_id)
+
+    def listed(self) -> ListedGroup:
+        return ListedGroup(self.group_id, "streams", self.streams.state(self.group_id).value, "streams")
+
+    def is_empty(self) -> bool:
+        return not self.streams.groups[self.group_id].members
+
+    def member_count(self) -> int:
+        return len(self.streams.groups[self.group_id].members)
 
 
 def delete(shard: Any, group_id: str, result: Result[Any]) -> GroupResult:

@@ -12,7 +12,6 @@ from __future__ import annotations
 from typing import Any
 
 from coordinator.core import records as r
-from coordinator.core.consumer_group import ConsumerGroup
 from coordinator.core.results import Result
 from coordinator.core.snapshot import timers_after_load
 from coordinator.core.streams_records import StreamsGroupMetadataTombstone
@@ -23,9 +22,7 @@ def reset_groups(shard: Any, group_ids: frozenset[str], durable: list[Any], now:
     the timers to arm for the rebuilt groups (as after a load)."""
     for gid in group_ids:
         group = shard.groups.get(gid)
-        if isinstance(group, ConsumerGroup):
-            shard.replay(r.ConsumerGroupMetadataTombstone(gid))
-        elif group is not None:
+        if group is not None:
             for record in group.deletion_records():
                 shard.replay(record)
         streams = getattr(shard, "streams", None)

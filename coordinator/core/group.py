@@ -1,0 +1,85 @@
+"""The `Group` protocol: what the shard's generic paths ask of a group, whatever its type.
+
+Admin (describe, list, delete), offsets (commit, fetch, OffsetDelete), offset retention, snapshots, loads,
+rollbacks and partition moves treat every group alike through these methods; each group type decides the
+answers: consumer groups with their mixed members (`consumer_group.py`), classic (`classic_group.py`), share
+(`share_group.py`), and streams for the admin part (`streams_admin.StreamsGroupView`). The shard only routes,
+so a new group type implements this protocol instead of adding an isinstance branch to every generic path.
+
+Records and timers are registered per type on the shard (`register_replayer`, `register_timer_handler`):
+a record may create a group, and a fired timer names its kind before it names a group.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import Any, Protocol
+
+from coordinator.core.errors import Errors
+from coordinator.core.messages import DescribedGroup, ListedGroup
+from coordinator.core.metadata import MetadataImage
+from coordinator.core.results import TimerOp
+
+
+class GroupView(Protocol):
+    """What DescribeGroups, ListGroups and DeleteGroups ask of any group, streams groups included."""
+
+    @property
+    def group_id(self) -> str: ...
+
+    @property
+    def group_type(self) -> str: ...
+
+    def describe(self) -> DescribedGroup: ...
+
+    def listed(self) -> ListedGroup: ...
+
+    def is_empty(self) -> bool: ...
+
+    def member_count(self) -> int: ...
+
+
+class Group(GroupView, Protocol):
+    """A group in the shard's `groups` (consumer, classic, share): Kafka's `Group` interface. Streams groups
+    keep their records, timers and snapshots in `StreamsGroups` and show only as a `GroupView`."""
+
+    def should_expire(self) -> bool:
+        """May the retention check delete the group once it is empty and its offsets expired (Kafka's
+        shouldExpire)?"""
+        ...
+
+    def topics_in_use(self) -> set[str] | None:
+        """Topics whose committed offsets the members still use (retention keeps them, OffsetDelete refuses
+        them); None: every topic (a group with members whose subscriptions are opaque)."""
+        ...
+
+    def validate_offset_commit(self, member_id: str, instance_id: str | None, epoch: int,
+                               partitions: list[tuple[str, int]],
+                               image: MetadataImage) -> Mapping[tuple[str, int], Errors]:
+        """Per-partition errors for a commit (empty: all accepted); raises CoordinatorError for the request."""
+        ...
+
+    def validate_offset_fetch(self, member_id: str, member_epoch: int) -> None:
+        """Raises CoordinatorError when a member-scoped OffsetFetch is not allowed."""
+        ...
+
+    def validate_offset_delete(self) -> None:
+        """Raises CoordinatorError when OffsetDelete may not touch this group's offsets at all."""
+        ...
+
+    def deletion_records(self) -> list[Any]:
+        """Tombstones for everything the group wrote (offsets and GroupEmptySince are the shard's)."""
+        ...
+
+    def snapshot_records(self) -> Iterator[Any]:
+        """Records that rebuild the group when replayed into an empty shard."""
+        ...
+
+    def timers_after_load(self, now: int) -> list[TimerOp]:
+        """The timers to arm once the group was replayed (timers are not state)."""
+        ...
+
+    def forget_timers(self) -> list[TimerOp]:
+        """Cancellations for every timer the group may have armed: it is being dropped (partition moved)."""
+        ...
+
