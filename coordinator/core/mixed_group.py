@@ -50,6 +50,7 @@ from assignors.consumer_protocol import (
     decode_version,
     encode_assignment,
 )
+from coordinator.core import consumer_assignment, consumer_heartbeat, consumer_shard, regex_subscriptions
 from coordinator.core.classic_messages import (
     UNKNOWN_MEMBER_ID,
     HeartbeatRequest,
@@ -132,12 +133,12 @@ def _on_timer(shard: GroupCoordinatorShard, key: Any, now: int) -> Result[None]:
 
     shard.stats.members_fenced_rebalance += 1
     if not group_conversion.maybe_downgrade(shard, group, member.member_id, result, now):
-        shard._remove_member_records(group, member, result, bump_epoch=True)
+        consumer_heartbeat.remove_member_records(shard, group, member, result, bump_epoch=True)
     return result
 
 
 def _replay(shard: GroupCoordinatorShard, r: ConsumerGroupClassicMemberMetadata) -> None:
-    shard._consumer_group(r.group_id).classic_members[r.member_id] = r
+    consumer_shard.consumer_group(shard, r.group_id).classic_members[r.member_id] = r
 
 
 def _replay_tombstone(shard: GroupCoordinatorShard, r: ConsumerGroupClassicMemberMetadataTombstone) -> None:
@@ -276,20 +277,20 @@ def _join(shard: GroupCoordinatorShard, group: ConsumerGroup, r: JoinGroupReques
         shard._write(result, classic)
     member = group.members[member_id]
     if subscription_changed:
-        shard._drop_unused_regexes(group, result)
-    shard._maybe_resolve_regexes(group, now, result)
+        regex_subscriptions.drop_unused(shard, group, result)
+    regex_subscriptions.maybe_resolve(shard, group, now, result)
     if bump or group.metadata_image_seen is not shard.metadata:
-        new_hash = shard._subscription_hash(group)
+        new_hash = consumer_assignment.subscription_hash(shard, group)
         group.metadata_image_seen = shard.metadata
         if bump or new_hash != group.metadata_hash:
             shard._write(result, ConsumerGroupMetadata(gid, max(group.group_epoch + 1, FIRST_GROUP_EPOCH), new_hash))
     if group.group_epoch > group.target_assignment_epoch:
-        shard._maybe_compute_target(group, now, result)  # KIP-1263: batching and offload apply
+        consumer_assignment.maybe_compute_target(shard, group, now, result)  # KIP-1263: batching and offload apply
 
     reconciled = _reconcile(shard, group, member, owned, subscription_changed)
     if reconciled is not member:
         shard._write(result, current_assignment_record(gid, reconciled))
-        shard._maybe_arm_rebalance_timer(group, member, reconciled, now, result)
+        consumer_heartbeat.maybe_arm_rebalance_timer(shard, group, member, reconciled, now, result)
     _arm_session(shard, group, member_id, now, result)
     shard.cancel_timer(result, join_timer(gid, member_id))
     shard.arm_timer(result, sync_timer(gid, member_id), now + rebalance_timeout_ms)
@@ -320,7 +321,7 @@ def _replace_static_member(shard: GroupCoordinatorShard, group: ConsumerGroup, o
     group epoch does not move (no rebalance), as a consumer-protocol static rejoin."""
     gid = group.group_id
     target = group.target_assignment.get(old.member_id)
-    shard._remove_member_records(group, old, result, bump_epoch=False)
+    consumer_heartbeat.remove_member_records(shard, group, old, result, bump_epoch=False)
     new = dataclasses.replace(old, member_id=new_id)
     shard._write(result, member_metadata_record(gid, new))
     shard._write(result, current_assignment_record(gid, new))
@@ -440,7 +441,7 @@ def leave(shard: GroupCoordinatorShard, group: ConsumerGroup, r: LeaveGroupReque
         except CoordinatorError as e:
             responses.append(MemberResponse(identity.member_id, identity.instance_id, e.code, e.message))
             continue
-        shard._remove_member_records(group, member, result, bump_epoch=True)
+        consumer_heartbeat.remove_member_records(shard, group, member, result, bump_epoch=True)
         shard.stats.members_left += 1
         responses.append(MemberResponse(member.member_id, identity.instance_id))
     result.response = LeaveGroupResponse(members=tuple(responses))

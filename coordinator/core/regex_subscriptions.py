@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from coordinator.core import consumer_assignment
 from coordinator.core.consumer_group import FIRST_GROUP_EPOCH, ConsumerGroup, RegexResolutionInflight
 from coordinator.core.records import (
     ConsumerGroupMetadata,
@@ -54,7 +55,7 @@ def on_resolution_complete(shard: Any, completion: RegexResolutionCompletion, no
         if regex in subscribed and group.resolved_regexes.get(regex) != topics:
             shard._write(result, ConsumerGroupRegularExpression(group.group_id, regex, tuple(sorted(topics)), now))
     if result.records and group.members:
-        new_hash = shard._subscription_hash(group)
+        new_hash = consumer_assignment.subscription_hash(shard, group)
         if new_hash != group.metadata_hash:
             shard._write(result, ConsumerGroupMetadata(group.group_id, max(group.group_epoch + 1, FIRST_GROUP_EPOCH),
                                                        new_hash))

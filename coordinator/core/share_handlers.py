@@ -18,6 +18,7 @@ from coordinator.core.results import Result, TimerKey
 from coordinator.core.share_group import (
     ASSIGNOR_NAME,
     FIRST_GROUP_EPOCH,
+    GROUP_TYPE,
     LEAVE_GROUP_MEMBER_EPOCH,
     LOCK_TIMER,
     SESSION_TIMER,
@@ -97,6 +98,7 @@ def install(shard: Any) -> None:
     install_replayers(shard, configs)
     shard.register_timer_handler(SESSION_TIMER, lambda key, now: on_session_timer(shard, key, now))
     shard.register_timer_handler(LOCK_TIMER, lambda key, now: on_lock_timer(shard, key, now))
+    shard.register_assignment_handler(GROUP_TYPE, lambda done, now: on_assignment_complete(shard, done, now))
 
 
 def _invalid(message: str) -> CoordinatorError:
