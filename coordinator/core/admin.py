@@ -7,7 +7,7 @@ A group known only by its committed offsets (standalone commits, no membership) 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from coordinator.core import streams_admin
 from coordinator.core.config import GROUP_CONFIG_DEFS, render_value, validate_group_configs
@@ -24,11 +24,14 @@ from coordinator.core.messages import (
 from coordinator.core.records import GroupConfig, GroupEmptySinceTombstone, OffsetCommitTombstone
 from coordinator.core.results import Result
 
+if TYPE_CHECKING:
+    from coordinator.core.shard import GroupCoordinatorShard
+
 OFFSET_ONLY_TYPE = "classic"
 OFFSET_ONLY_STATE = "Empty"
 
 
-def describe_groups(shard: Any, group_ids: Sequence[str]) -> list[DescribedGroup]:
+def describe_groups(shard: GroupCoordinatorShard, group_ids: Sequence[str]) -> list[DescribedGroup]:
     out: list[DescribedGroup] = []
     for gid in group_ids:
         group = shard.find_group(gid)
@@ -42,7 +45,7 @@ def describe_groups(shard: Any, group_ids: Sequence[str]) -> list[DescribedGroup
     return out
 
 
-def list_groups(shard: Any, states: Sequence[str], types: Sequence[str]) -> list[ListedGroup]:
+def list_groups(shard: GroupCoordinatorShard, states: Sequence[str], types: Sequence[str]) -> list[ListedGroup]:
     want_states = {s.upper() for s in states}
     want_types = {t.lower() for t in types}
     out: list[ListedGroup] = []
@@ -57,7 +60,7 @@ def list_groups(shard: Any, states: Sequence[str], types: Sequence[str]) -> list
     return out
 
 
-def delete_groups(shard: Any, group_ids: Sequence[str]) -> Result[list[GroupResult]]:
+def delete_groups(shard: GroupCoordinatorShard, group_ids: Sequence[str]) -> Result[list[GroupResult]]:
     """Delete empty groups and their committed offsets (tombstones for everything they wrote)."""
     result: Result[list[GroupResult]] = Result([])
     for gid in group_ids:
@@ -78,7 +81,7 @@ def delete_groups(shard: Any, group_ids: Sequence[str]) -> Result[list[GroupResu
     return result
 
 
-def delete_offsets(shard: Any, group_id: str,
+def delete_offsets(shard: GroupCoordinatorShard, group_id: str,
                    partitions: Sequence[tuple[str, int]]) -> Result[tuple[GroupResult, list[PartitionError]]]:
     """Kafka's OffsetDelete (KIP-496): tombstone committed offsets of topics the group does not consume.
 
@@ -115,7 +118,7 @@ def delete_offsets(shard: Any, group_id: str,
     return result
 
 
-def write_group_deletion(shard: Any, gid: str, group: Group | None, result: Result[Any]) -> None:
+def write_group_deletion(shard: GroupCoordinatorShard, gid: str, group: Group | None, result: Result[Any]) -> None:
     """Tombstones for everything an empty group wrote: its offsets, its records, when it became empty."""
     for (topic, p) in list(shard.offsets.committed(gid)):
         shard._write(result, OffsetCommitTombstone(gid, topic, p))
@@ -126,7 +129,7 @@ def write_group_deletion(shard: Any, gid: str, group: Group | None, result: Resu
         shard._write(result, GroupEmptySinceTombstone(gid))
 
 
-def describe_group_configs(shard: Any, group_ids: Sequence[str]) -> list[DescribedGroupConfig]:
+def describe_group_configs(shard: GroupCoordinatorShard, group_ids: Sequence[str]) -> list[DescribedGroupConfig]:
     out: list[DescribedGroupConfig] = []
     for gid in group_ids:
         if not gid:
@@ -143,7 +146,7 @@ def describe_group_configs(shard: Any, group_ids: Sequence[str]) -> list[Describ
     return out
 
 
-def alter_group_configs(shard: Any, group_id: str, updates: Mapping[str, str | None],
+def alter_group_configs(shard: GroupCoordinatorShard, group_id: str, updates: Mapping[str, str | None],
                         validate_only: bool) -> Result[GroupResult]:
     """Incremental alter: set the named overrides, delete those given as None; all-or-nothing."""
     if not group_id:

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 from assignors.api import AssignorError, LagSnapshot, PartitionOffsets
 from assignors.registry import get_server_assignor
 from coordinator.core import regex_subscriptions
-from coordinator.core.consumer_group import ConsumerGroup, InflightAssignment
+from coordinator.core.consumer_group import FIRST_GROUP_EPOCH, ConsumerGroup, InflightAssignment
 from coordinator.core.records import ConsumerGroupMetadata
 from coordinator.core.results import Result
 from coordinator.core.target_assignment import (
@@ -42,6 +42,24 @@ def on_metadata_update(shard: GroupCoordinatorShard, now: int, result: Result[No
         if new_hash != group.metadata_hash:
             shard._write(result, ConsumerGroupMetadata(group.group_id, group.group_epoch + 1, new_hash))
             shard.stats.metadata_bumps += 1
+
+
+def after_member_update(shard: GroupCoordinatorShard, group: ConsumerGroup, bump: bool, subscription_changed: bool,
+                        now: int, result: Result[Any]) -> None:
+    """After a member's records were written (a consumer heartbeat or a classic member's JoinGroup): bump the
+    group epoch when the assignment inputs changed (`bump`: a new member, a changed subscription, rack or
+    assignor) or the subscribed topics' metadata did, then compute the target if it is behind (KIP-1263)."""
+    if subscription_changed:
+        regex_subscriptions.drop_unused(shard, group, result)
+    regex_subscriptions.maybe_resolve(shard, group, now, result)
+    if bump or group.metadata_image_seen is not shard.metadata:
+        new_hash = subscription_hash(shard, group)
+        group.metadata_image_seen = shard.metadata
+        if bump or new_hash != group.metadata_hash:
+            new_epoch = max(group.group_epoch + 1, FIRST_GROUP_EPOCH)
+            shard._write(result, ConsumerGroupMetadata(group.group_id, new_epoch, new_hash))
+    if group.group_epoch > group.target_assignment_epoch:
+        maybe_compute_target(shard, group, now, result)
 
 
 def maybe_compute_target(shard: GroupCoordinatorShard, group: ConsumerGroup, now: int, result: Result[Any]) -> None:

@@ -187,18 +187,7 @@ def _heartbeat(shard: GroupCoordinatorShard, r: ConsumerGroupHeartbeatRequest,
     if is_new or updated is not member:
         shard._write(result, member_metadata_record(group.group_id, updated))
         member = group.members[member_id]
-    if subscription_changed:
-        regex_subscriptions.drop_unused(shard, group, result)
-    regex_subscriptions.maybe_resolve(shard, group, now, result)
-    if bump or group.metadata_image_seen is not shard.metadata:
-        new_hash = consumer_assignment.subscription_hash(shard, group)
-        group.metadata_image_seen = shard.metadata
-        if bump or new_hash != group.metadata_hash:
-            new_epoch = max(group.group_epoch + 1, FIRST_GROUP_EPOCH)
-            shard._write(result, ConsumerGroupMetadata(group.group_id, new_epoch, new_hash))
-
-    if group.group_epoch > group.target_assignment_epoch:
-        consumer_assignment.maybe_compute_target(shard, group, now, result)
+    consumer_assignment.after_member_update(shard, group, bump, subscription_changed, now, result)
 
     # Reconcile the member towards its target (steady state: nothing to do).
     target_epoch = group.effective_target_epoch

@@ -39,9 +39,22 @@ class GroupView(Protocol):
     def member_count(self) -> int: ...
 
 
+class GroupMember(Protocol):
+    """What generic paths read of a member: who it is and the principal that joined it (principals.py)."""
+
+    @property
+    def member_id(self) -> str: ...
+
+    @property
+    def principal(self) -> str | None: ...
+
+
 class Group(GroupView, Protocol):
     """A group in the shard's `groups` (consumer, classic, share): Kafka's `Group` interface. Streams groups
     keep their records, timers and snapshots in `StreamsGroups` and show only as a `GroupView`."""
+
+    @property
+    def members(self) -> Mapping[str, GroupMember]: ...
 
     def should_expire(self) -> bool:
         """May the retention check delete the group once it is empty and its offsets expired (Kafka's

@@ -38,7 +38,14 @@ from assignors.consumer_protocol import (
 from coordinator.core import classic_group as cg
 from coordinator.core import consumer_assignment, mixed_group
 from coordinator.core.classic_messages import JoinGroupResponse, SyncGroupResponse
-from coordinator.core.consumer_group import ConsumerGroup, MemberState, join_timer, sync_timer
+from coordinator.core.consumer_group import (
+    ConsumerGroup,
+    MemberState,
+    join_timer,
+    rebalance_timer,
+    session_timer,
+    sync_timer,
+)
 from coordinator.core.errors import CoordinatorError, Errors
 from coordinator.core.messages import ConsumerGroupHeartbeatRequest
 from coordinator.core.records import (
@@ -103,7 +110,6 @@ def upgrade(shard: GroupCoordinatorShard, classic: Any, request: ConsumerGroupHe
     shard._write(result, ConsumerGroupTargetAssignmentMetadata(gid, epoch, 0))
     shard._write(result, ConsumerGroupMetadata(gid, epoch, consumer_assignment.subscription_hash(shard, group)))
     group.metadata_image_seen = shard.metadata
-    from coordinator.core.shard import session_timer
 
     for m, _, _ in members:
         shard.arm_timer(result, session_timer(gid, m.member_id), now + m.session_timeout_ms)
@@ -185,8 +191,6 @@ def maybe_downgrade(shard: GroupCoordinatorShard, group: ConsumerGroup, leaving_
 
 
 def _write_consumer_group_tombstones(shard: GroupCoordinatorShard, group: ConsumerGroup, result: Result[Any]) -> None:
-    from coordinator.core.shard import rebalance_timer, session_timer
-
     gid = group.group_id
     for mid in list(group.members):
         if mid in group.classic_members:

@@ -50,7 +50,7 @@ from assignors.consumer_protocol import (
     decode_version,
     encode_assignment,
 )
-from coordinator.core import consumer_assignment, consumer_heartbeat, consumer_shard, regex_subscriptions
+from coordinator.core import consumer_assignment, consumer_heartbeat, consumer_shard
 from coordinator.core.classic_messages import (
     UNKNOWN_MEMBER_ID,
     HeartbeatRequest,
@@ -65,7 +65,6 @@ from coordinator.core.classic_messages import (
     SyncGroupResponse,
 )
 from coordinator.core.consumer_group import (
-    FIRST_GROUP_EPOCH,
     JOIN_TIMER,
     SYNC_TIMER,
     ConsumerGroup,
@@ -74,12 +73,13 @@ from coordinator.core.consumer_group import (
     current_assignment_record,
     join_timer,
     member_metadata_record,
+    session_timer,
     sync_timer,
 )
 from coordinator.core.errors import CoordinatorError, Errors
 from coordinator.core.metadata import MetadataImage
 from coordinator.core.reconciliation import reconcile
-from coordinator.core.records import ConsumerGroupMetadata, ConsumerGroupTargetAssignmentMember
+from coordinator.core.records import ConsumerGroupTargetAssignmentMember
 from coordinator.core.results import Result
 from coordinator.core.target_assignment import subscribed_topic_ids
 
@@ -276,16 +276,7 @@ def _join(shard: GroupCoordinatorShard, group: ConsumerGroup, r: JoinGroupReques
     if group.classic_members.get(member_id) != classic:
         shard._write(result, classic)
     member = group.members[member_id]
-    if subscription_changed:
-        regex_subscriptions.drop_unused(shard, group, result)
-    regex_subscriptions.maybe_resolve(shard, group, now, result)
-    if bump or group.metadata_image_seen is not shard.metadata:
-        new_hash = consumer_assignment.subscription_hash(shard, group)
-        group.metadata_image_seen = shard.metadata
-        if bump or new_hash != group.metadata_hash:
-            shard._write(result, ConsumerGroupMetadata(gid, max(group.group_epoch + 1, FIRST_GROUP_EPOCH), new_hash))
-    if group.group_epoch > group.target_assignment_epoch:
-        consumer_assignment.maybe_compute_target(shard, group, now, result)  # KIP-1263: batching and offload apply
+    consumer_assignment.after_member_update(shard, group, bump, subscription_changed, now, result)  # KIP-1263 too
 
     reconciled = _reconcile(shard, group, member, owned, subscription_changed)
     if reconciled is not member:
@@ -332,8 +323,6 @@ def _replace_static_member(shard: GroupCoordinatorShard, group: ConsumerGroup, o
 
 def _arm_session(shard: GroupCoordinatorShard, group: ConsumerGroup, member_id: str, now: int,
                  result: Result[Any]) -> None:
-    from coordinator.core.shard import session_timer
-
     shard.arm_timer(result, session_timer(group.group_id, member_id),
                     now + session_timeout_ms(shard, group, member_id))
 

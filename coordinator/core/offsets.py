@@ -9,7 +9,7 @@ A commit from outside any group (empty member id, epoch -1) is accepted only whi
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING
 
 from coordinator.core.errors import CoordinatorError, Errors
 from coordinator.core.messages import (
@@ -24,6 +24,9 @@ from coordinator.core.metadata import MetadataImage
 from coordinator.core.principals import check_member_principal
 from coordinator.core.records import OffsetCommit, OffsetCommitTombstone
 from coordinator.core.results import Result
+
+if TYPE_CHECKING:
+    from coordinator.core.shard import GroupCoordinatorShard
 
 
 class OffsetStore:
@@ -56,7 +59,8 @@ class OffsetStore:
         return sum(len(g) for g in self._by_group.values())
 
 
-def handle_offset_commit(shard: Any, request: OffsetCommitRequest, now: int) -> Result[OffsetCommitResponse]:
+def handle_offset_commit(shard: GroupCoordinatorShard, request: OffsetCommitRequest,
+                         now: int) -> Result[OffsetCommitResponse]:
     result: Result[OffsetCommitResponse] = Result(OffsetCommitResponse(Errors.NONE, "", ()))
     keys = [(c.topic, c.partition) for c in request.partitions]
 
@@ -108,7 +112,8 @@ def handle_offset_commit(shard: Any, request: OffsetCommitRequest, now: int) -> 
     return result
 
 
-def handle_offset_fetch(shard: Any, request: OffsetFetchRequest, now: int) -> Result[OffsetFetchResponse]:
+def handle_offset_fetch(shard: GroupCoordinatorShard, request: OffsetFetchRequest,
+                        now: int) -> Result[OffsetFetchResponse]:
     if not request.group_id:
         return Result(OffsetFetchResponse(Errors.INVALID_GROUP_ID, "group_id can't be empty."))
     group = shard.groups.get(request.group_id)
@@ -128,9 +133,9 @@ def handle_offset_fetch(shard: Any, request: OffsetFetchRequest, now: int) -> Re
         for topic, parts in request.topics.items():
             wanted = parts if parts is not None else sorted(p for (t, p) in committed if t == topic)
             for p in wanted:
-                c = committed.get((topic, p))
-                if c is None:
+                found = committed.get((topic, p))
+                if found is None:
                     out.append(FetchedOffset(topic, p, -1, -1, ""))
                 else:
-                    out.append(FetchedOffset(topic, p, c.committed_offset, c.leader_epoch, c.metadata))
+                    out.append(FetchedOffset(topic, p, found.committed_offset, found.leader_epoch, found.metadata))
     return Result(OffsetFetchResponse(Errors.NONE, "", out))

@@ -11,7 +11,7 @@ member subscribes to any more is tombstoned.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from coordinator.core import consumer_assignment
 from coordinator.core.consumer_group import FIRST_GROUP_EPOCH, ConsumerGroup, RegexResolutionInflight
@@ -23,8 +23,11 @@ from coordinator.core.records import (
 from coordinator.core.results import Result
 from coordinator.core.topic_regex import RegexResolution, RegexResolutionCompletion
 
+if TYPE_CHECKING:
+    from coordinator.core.shard import GroupCoordinatorShard
 
-def maybe_resolve(shard: Any, group: ConsumerGroup, now: int, result: Result[Any]) -> None:
+
+def maybe_resolve(shard: GroupCoordinatorShard, group: ConsumerGroup, now: int, result: Result[Any]) -> None:
     if group.regex_inflight is not None:
         return
     regexes = group.regexes()
@@ -41,7 +44,8 @@ def maybe_resolve(shard: Any, group: ConsumerGroup, now: int, result: Result[Any
     shard.stats.regex_resolutions += 1
 
 
-def on_resolution_complete(shard: Any, completion: RegexResolutionCompletion, now: int) -> Result[None]:
+def on_resolution_complete(shard: GroupCoordinatorShard, completion: RegexResolutionCompletion,
+                           now: int) -> Result[None]:
     result: Result[None] = Result(None)
     group = shard.groups.get(completion.group_id)
     if not isinstance(group, ConsumerGroup) or group.regex_inflight is None \
@@ -65,7 +69,7 @@ def on_resolution_complete(shard: Any, completion: RegexResolutionCompletion, no
     return result
 
 
-def drop_unused(shard: Any, group: ConsumerGroup, result: Result[Any]) -> None:
+def drop_unused(shard: GroupCoordinatorShard, group: ConsumerGroup, result: Result[Any]) -> None:
     subscribed = group.regexes()
     for regex in sorted(set(group.resolved_regexes) - subscribed):
         shard._write(result, ConsumerGroupRegularExpressionTombstone(group.group_id, regex))

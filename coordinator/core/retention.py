@@ -14,22 +14,25 @@ A group with no members and no offsets left is deleted.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from coordinator.core import admin
 from coordinator.core.records import GroupEmptySince, GroupEmptySinceTombstone, OffsetCommitTombstone
 from coordinator.core.results import Result, TimerKey
 
+if TYPE_CHECKING:
+    from coordinator.core.shard import GroupCoordinatorShard
+
 RETENTION_TIMER: TimerKey = ("offsets-retention",)
 BATCH_GROUPS = 500  # groups per timer operation; the rest continue in the next operation
 
 
-def ensure_timer(shard: Any, now: int, result: Result[Any]) -> None:
+def ensure_timer(shard: GroupCoordinatorShard, now: int, result: Result[Any]) -> None:
     if RETENTION_TIMER not in shard.timer_deadlines:
         shard.arm_timer(result, RETENTION_TIMER, now + int(shard.config["offsets.retention.check.interval.ms"]))
 
 
-def note_membership(shard: Any, group_id: str, now: int, result: Result[Any]) -> None:
+def note_membership(shard: GroupCoordinatorShard, group_id: str, now: int, result: Result[Any]) -> None:
     """After an operation on `group_id`: record when it became empty, or forget it when members came back."""
     group = shard.groups.get(group_id)
     if group is None:
@@ -43,7 +46,7 @@ def note_membership(shard: Any, group_id: str, now: int, result: Result[Any]) ->
         shard._write(result, GroupEmptySinceTombstone(group_id))
 
 
-def on_retention_timer(shard: Any, now: int) -> Result[None]:
+def on_retention_timer(shard: GroupCoordinatorShard, now: int) -> Result[None]:
     result: Result[None] = Result(None)
     pending: list[str] = shard.retention_pending
     if not pending:
@@ -59,7 +62,7 @@ def on_retention_timer(shard: Any, now: int) -> Result[None]:
     return result
 
 
-def cleanup_group(shard: Any, group_id: str, now: int, result: Result[Any]) -> None:
+def cleanup_group(shard: GroupCoordinatorShard, group_id: str, now: int, result: Result[Any]) -> None:
     group = shard.groups.get(group_id)
     retention_ms = int(shard.config["offsets.retention.minutes"]) * 60_000
     empty = group is None or group.is_empty()

@@ -90,6 +90,7 @@ class GroupCoordinatorShard:
     """All groups of one coordinator shard. Not thread-safe by design: the runtime feeds it one op at a time."""
 
     streams: StreamsGroups  # set by streams_shard.install: streams groups keep their own state
+    share_configs: share_handlers.ShareConfigs  # set by share_handlers.install
     last_assignor_error: str = ""  # the last assignor failure, for the runtime's log
 
     def __init__(

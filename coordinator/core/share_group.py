@@ -24,7 +24,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from coordinator.core.errors import CoordinatorError, Errors
 from coordinator.core.messages import DescribedGroup, DescribedMember, ListedGroup
@@ -45,6 +45,9 @@ from coordinator.core.share_records import (
     SharePartitionState,
     SharePartitionStateTombstone,
 )
+
+if TYPE_CHECKING:
+    from coordinator.core.shard import GroupCoordinatorShard
 
 GROUP_TYPE = "share"
 ASSIGNOR_NAME = "simple"
@@ -241,7 +244,7 @@ def partition_record(gid: str, topic_id: str, partition: int, sp: SharePartition
 
 
 # --- replay ----------------------------------------------------------------------------------------------------
-def install_replayers(shard: Any, owner: Any) -> None:
+def install_replayers(shard: GroupCoordinatorShard, owner: Any) -> None:
     def group(gid: str) -> ShareGroup:
         g = shard.groups.get(gid)
         if not isinstance(g, ShareGroup):

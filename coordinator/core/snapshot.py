@@ -8,14 +8,17 @@ timers for members still revoking.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any
 
 from coordinator.core.records import GroupConfig, GroupEmptySince
 from coordinator.core.results import Result
 
+if TYPE_CHECKING:
+    from coordinator.core.shard import GroupCoordinatorShard
 
-def snapshot_records(shard: Any) -> Iterator[Any]:
+
+def snapshot_records(shard: GroupCoordinatorShard) -> Iterator[Any]:
     for group_id, configs in shard.group_configs.items():
         yield GroupConfig(group_id, dict(configs))
     for group in list(shard.groups.values()):
@@ -29,15 +32,20 @@ def snapshot_records(shard: Any) -> Iterator[Any]:
         yield from streams.snapshot_records()
 
 
-def timers_after_load(shard: Any, now: int, group_ids: frozenset[str] | None = None) -> Result[None]:
+def timers_after_load(shard: GroupCoordinatorShard, now: int, group_ids: frozenset[str] | None = None,
+                      loaded: Callable[[str], bool] | None = None) -> Result[None]:
     """The timers to arm after a load: every group's, plus the offset-retention check; with `group_ids`, only
-    those groups' (a rollback rebuilds a few groups while every other timer is armed already)."""
+    those groups' (a rollback rebuilds a few groups while every other timer is armed already); with `loaded`,
+    the groups it accepts plus the retention check (a state partition's groups: partitioning.py)."""
     from coordinator.core.retention import ensure_timer
 
     result: Result[None] = Result(None)
-    if group_ids is None and (shard.groups or shard.offsets):
-        ensure_timer(shard, now, result)
-    groups = shard.groups.values() if group_ids is None else [g for k, g in shard.groups.items() if k in group_ids]
+    if group_ids is not None:
+        groups = [g for k, g in shard.groups.items() if k in group_ids]
+    else:
+        groups = [g for k, g in shard.groups.items() if loaded is None or loaded(k)]
+        if groups or shard.offsets:
+            ensure_timer(shard, now, result)
     for group in groups:
         result.timers.extend(group.timers_after_load(now))
     streams = getattr(shard, "streams", None)

@@ -4,12 +4,15 @@ DeleteGroups. Tasks show as assignments keyed by subtopology id; StreamsGroupDes
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from coordinator.core.errors import Errors
 from coordinator.core.messages import DescribedGroup, DescribedMember, GroupResult, ListedGroup
 from coordinator.core.results import Result
 from coordinator.core.streams_group import StreamsGroups
+
+if TYPE_CHECKING:
+    from coordinator.core.shard import GroupCoordinatorShard
 
 
 def _by_subtopology(tasks: frozenset[tuple[str, int]]) -> dict[str, frozenset[int]]:
@@ -60,7 +63,7 @@ class StreamsGroupView:
         return len(self.streams.groups[self.group_id].members)
 
 
-def delete(shard: Any, group_id: str, result: Result[Any]) -> GroupResult:
+def delete(shard: GroupCoordinatorShard, group_id: str, result: Result[Any]) -> GroupResult:
     """DeleteGroups for an empty streams group: its records and its committed offsets go."""
     res = shard.streams.delete_group(group_id)
     if res.response == Errors.NON_EMPTY_GROUP:
