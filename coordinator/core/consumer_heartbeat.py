@@ -30,7 +30,7 @@ from coordinator.core.consumer_group import (
     sync_timer,
 )
 from coordinator.core.errors import CoordinatorError, Errors
-from coordinator.core.group import Group
+from coordinator.core.group import GroupView
 from coordinator.core.messages import ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse
 from coordinator.core.principals import check_member_principal
 from coordinator.core.reconciliation import reconcile
@@ -126,7 +126,7 @@ def _existing_group(shard: GroupCoordinatorShard, group_id: str) -> ConsumerGrou
 
 def _get_or_create_group(shard: GroupCoordinatorShard, group_id: str, create: bool,
                          request: ConsumerGroupHeartbeatRequest, result: Result[Any], now: int) -> ConsumerGroup:
-    group = shard.groups.get(group_id)
+    group = shard.find_group(group_id)  # any type, streams too: a group id has one type
     if group is None or (not isinstance(group, ConsumerGroup) and create and _is_empty_classic(group)):
         if not create:
             raise CoordinatorError(Errors.GROUP_ID_NOT_FOUND, f"Group {group_id} does not exist.")
@@ -380,7 +380,7 @@ def remove_member_records(shard: GroupCoordinatorShard, group: ConsumerGroup, me
         shard._write(result, ConsumerGroupMetadata(gid, max(group.group_epoch + 1, FIRST_GROUP_EPOCH), new_hash))
 
 
-def _is_empty_classic(group: Group) -> bool:
+def _is_empty_classic(group: GroupView) -> bool:
     """An empty classic group is converted by a first heartbeat; a share group never is (Kafka: one type per
     group id)."""
     return group.group_type == CLASSIC_GROUP_TYPE and group.is_empty()

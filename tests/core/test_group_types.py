@@ -1,0 +1,41 @@
+"""Every group type behind the one `Group` protocol: a group id has one type (streams groups included, though
+they live apart from the shard's `groups`), and the generic admin paths see each type's own answers."""
+
+from __future__ import annotations
+
+from coordinator.core import streams_shard
+from coordinator.core.classic_messages import JoinGroupRequest
+from coordinator.core.errors import Errors
+from coordinator.core.share_handlers import heartbeat as share_heartbeat
+from coordinator.core.share_records import ShareGroupHeartbeatRequest
+from coordinator.core.streams_group import StreamsHeartbeatRequest
+from coordinator.core.streams_records import NO_TASKS
+from tests.core.context import CoreContext
+from tests.core.streams_context import word_count
+
+STREAMS_TOPICS = {"lines": 4, "app-words-repartition": 4, "app-counts-changelog": 4}
+
+
+def _streams_group(c: CoreContext, group_id: str) -> None:
+    req = StreamsHeartbeatRequest(group_id, "s1", 0, topology=word_count(), process_id="p1",
+                                  rebalance_timeout_ms=1000, active_tasks=NO_TASKS, standby_tasks=NO_TASKS,
+                                  warmup_tasks=NO_TASKS)
+    assert c.apply(streams_shard.heartbeat(c.shard, req, c.now)).error_code == 0
+
+
+def test_a_streams_group_id_is_not_taken_by_consumer_share_or_classic_requests() -> None:
+    c = CoreContext(STREAMS_TOPICS)
+    _streams_group(c, "app")
+    consumer = c.heartbeat("app", "", 0, rebalance_timeout_ms=1000, subscribed_topic_names=["lines"],
+                           topic_partitions={})
+    assert consumer.error_code is Errors.GROUP_ID_NOT_FOUND
+    share = c.apply(share_heartbeat(c.shard, ShareGroupHeartbeatRequest("app", "", 0,
+                                                                        subscribed_topic_names=("lines",)), c.now))
+    assert share.error_code is Errors.GROUP_ID_NOT_FOUND
+    join = c.shard.classic_group_join(JoinGroupRequest(
+        group_id="app", member_id="", protocol_type="consumer", protocols=(),
+        session_timeout_ms=10000, rebalance_timeout_ms=10000), c.now, 1).response
+    assert join is not None and join.error_code is Errors.INCONSISTENT_GROUP_PROTOCOL
+    assert "app" not in c.shard.groups
+    described = c.shard.describe_groups(["app"], c.now).response[0]
+    assert (described.group_type, [m.member_id for m in described.members]) == ("streams", ["s1"])
