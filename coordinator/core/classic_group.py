@@ -90,6 +90,7 @@ from coordinator.core.classic_messages import (
     SyncGroupResponse,
 )
 from coordinator.core.errors import CoordinatorError, Errors
+from coordinator.core.group import GroupDefaults
 from coordinator.core.messages import DescribedGroup, DescribedMember, ListedGroup
 from coordinator.core.metadata import MetadataImage
 from coordinator.core.principals import check_member_principal
@@ -209,7 +210,7 @@ def _error(code: Errors, message: str) -> CoordinatorError:
 
 # --- the group -------------------------------------------------------------------------------------------------
 @dataclass(slots=True, eq=False)
-class ClassicGroup:
+class ClassicGroup(GroupDefaults):
     group_id: str
     state: ClassicGroupState = ClassicGroupState.DOWN
     # Persisted (set by `replay`; changed in memory only while Joining, until the next record).
@@ -749,21 +750,11 @@ class ClassicGroup:
                          f"Group {self.group_id} is completing a rebalance; commit after SyncGroup.")
         return {}
 
-    def validate_offset_fetch(self, member_id: str, member_epoch: int) -> None:
-        """Classic members fetch without a member epoch: nothing to check."""
-
     def validate_offset_delete(self) -> None:
         """Kafka: a classic group with members that does not use the consumer protocol type keeps its offsets."""
         if self.members and self.protocol_type != "consumer":
             raise _error(Errors.NON_EMPTY_GROUP, f"Group {self.group_id} has members and does not use the consumer "
                                                  "protocol type; its offsets cannot be deleted.")
-
-    def topics_in_use(self) -> set[str] | None:
-        """Subscriptions are opaque to the coordinator: with members, every topic counts as in use."""
-        return None if self.members else set()
-
-    def should_expire(self) -> bool:
-        return True
 
     def describe(self) -> DescribedGroup:
         name = self.protocol_name
@@ -781,12 +772,6 @@ class ClassicGroup:
 
     def listed(self) -> ListedGroup:
         return ListedGroup(self.group_id, self.protocol_type or "", self.state.value, GROUP_TYPE)
-
-    def is_empty(self) -> bool:
-        return not self.members
-
-    def member_count(self) -> int:
-        return len(self.members)
 
     def deletion_records(self) -> list[Any]:
         return [ClassicGroupMetadataTombstone(self.group_id)]

@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from coordinator.core.errors import CoordinatorError, Errors
+from coordinator.core.group import GroupDefaults
 from coordinator.core.messages import DescribedGroup, DescribedMember, ListedGroup
 from coordinator.core.metadata import MetadataImage
 from coordinator.core.records import (
@@ -146,7 +147,7 @@ class RegexResolutionInflight:
 
 
 @dataclass(slots=True)
-class ConsumerGroup:
+class ConsumerGroup(GroupDefaults):
     group_id: str
     group_epoch: int = 0
     metadata_hash: int = 0
@@ -241,15 +242,6 @@ class ConsumerGroup:
     def listed(self) -> ListedGroup:
         return ListedGroup(self.group_id, GROUP_TYPE, self.state().value, GROUP_TYPE)
 
-    def is_empty(self) -> bool:
-        return not self.members
-
-    def member_count(self) -> int:
-        return len(self.members)
-
-    def should_expire(self) -> bool:
-        return True
-
     def topics_in_use(self) -> set[str] | None:
         """Kafka's ConsumerGroup: offsets of topics no member subscribes to may expire and be deleted."""
         return self.subscribed_topics()
@@ -295,9 +287,6 @@ class ConsumerGroup:
         if member_epoch != member.member_epoch:
             raise CoordinatorError(Errors.STALE_MEMBER_EPOCH,
                                    f"Member epoch {member_epoch} does not match the current {member.member_epoch}.")
-
-    def validate_offset_delete(self) -> None:
-        """Consumer groups know their subscriptions: per-partition checks only (`topics_in_use`)."""
 
     def deletion_records(self) -> list[Any]:
         gid = self.group_id

@@ -96,3 +96,31 @@ class Group(GroupView, Protocol):
         """Cancellations for every timer the group may have armed: it is being dropped (partition moved)."""
         ...
 
+
+
+class GroupDefaults:
+    """The answers most group types give alike, for a group keeping its members in a `members` dict; a type
+    overrides what it decides differently (consumer groups know their subscriptions, share groups never
+    expire, ...)."""
+
+    __slots__ = ()
+    members: Mapping[str, GroupMember]
+
+    def is_empty(self) -> bool:
+        return not self.members
+
+    def member_count(self) -> int:
+        return len(self.members)
+
+    def should_expire(self) -> bool:
+        return True
+
+    def topics_in_use(self) -> set[str] | None:
+        """Subscriptions opaque to the coordinator: with members, every topic counts as in use."""
+        return None if self.members else set()
+
+    def validate_offset_fetch(self, member_id: str, member_epoch: int) -> None:
+        """No member epoch to check (Kafka checks it for consumer groups only)."""
+
+    def validate_offset_delete(self) -> None:
+        """Per-partition checks only (`topics_in_use`)."""

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from coordinator.core.errors import CoordinatorError, Errors
+from coordinator.core.group import GroupDefaults
 from coordinator.core.messages import DescribedGroup, DescribedMember, ListedGroup
 from coordinator.core.metadata import MetadataImage
 from coordinator.core.results import CancelTimer, Result, ScheduleTimer, TimerKey, TimerOp
@@ -94,7 +95,7 @@ def lock_timer(group_id: str, topic_id: str, partition: int) -> TimerKey:
 
 
 @dataclass(slots=True, eq=False)
-class ShareGroup:
+class ShareGroup(GroupDefaults):
     group_id: str
     owner: Any = field(default=None, repr=False)  # ShareConfigs: the session timeout for timers after a load
     group_epoch: int = 0
@@ -163,12 +164,6 @@ class ShareGroup:
     def listed(self) -> ListedGroup:
         return ListedGroup(self.group_id, GROUP_TYPE, self.state().value, GROUP_TYPE)
 
-    def is_empty(self) -> bool:
-        return not self.members
-
-    def member_count(self) -> int:
-        return len(self.members)
-
     def should_expire(self) -> bool:
         """As Kafka's ShareGroup: an empty share group is not deleted by the offsets retention check (its
         delivery state would go with it); DeleteGroups deletes it."""
@@ -179,15 +174,9 @@ class ShareGroup:
                                image: MetadataImage) -> dict[tuple[str, int], Errors]:
         raise CoordinatorError(Errors.GROUP_ID_NOT_FOUND, f"Group {self.group_id} is not a consumer group.")
 
-    def validate_offset_fetch(self, member_id: str, member_epoch: int) -> None:
-        """Share members do not fetch committed offsets; a fetch by id is not checked (as before)."""
-
     def validate_offset_delete(self) -> None:
         """Kafka's ShareGroup.validateOffsetDelete: a share group has no committed offsets to delete."""
         raise CoordinatorError(Errors.GROUP_ID_NOT_FOUND, f"Group {self.group_id} is not a consumer group.")
-
-    def topics_in_use(self) -> set[str] | None:
-        return None if self.members else set()
 
     def deletion_records(self) -> list[Any]:
         gid = self.group_id
