@@ -21,6 +21,7 @@ States: EMPTY (no members), STABLE (members), DEAD (deleted). Nothing changes ex
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -258,9 +259,9 @@ def install_replayers(shard: GroupCoordinatorShard, owner: Any) -> None:
     def member(r: ShareGroupMemberMetadata) -> None:
         g = group(r.group_id)
         old = g.members.get(r.member_id) or ShareGroupMember(r.member_id)
-        g.members[r.member_id] = ShareGroupMember(
-            r.member_id, r.rack_id, r.client_id, r.client_host, r.subscribed_topic_names, r.principal,
-            old.member_epoch, old.previous_member_epoch, old.assigned_partitions)
+        g.members[r.member_id] = dataclasses.replace(
+            old, rack_id=r.rack_id, client_id=r.client_id, client_host=r.client_host,
+            subscribed_topic_names=r.subscribed_topic_names, principal=r.principal)
 
     def remove_member(r: ShareGroupMemberMetadataTombstone | ShareGroupCurrentMemberAssignmentTombstone) -> None:
         g = existing(r.group_id)
@@ -282,9 +283,9 @@ def install_replayers(shard: GroupCoordinatorShard, owner: Any) -> None:
     def current(r: ShareGroupCurrentMemberAssignment) -> None:
         g = group(r.group_id)
         old = g.members.get(r.member_id) or ShareGroupMember(r.member_id)
-        g.members[r.member_id] = ShareGroupMember(
-            old.member_id, old.rack_id, old.client_id, old.client_host, old.subscribed_topic_names, old.principal,
-            r.member_epoch, r.previous_member_epoch, r.assigned_partitions)
+        g.members[r.member_id] = dataclasses.replace(
+            old, member_epoch=r.member_epoch, previous_member_epoch=r.previous_member_epoch,
+            assigned_partitions=r.assigned_partitions)
 
     def partition(r: SharePartitionState) -> None:
         batches = tuple(Batch(f, la, RecordState(s), c, m, d) for f, la, s, c, m, d in r.batches)
