@@ -27,9 +27,7 @@ def snapshot_records(shard: GroupCoordinatorShard) -> Iterator[Any]:
         yield from shard.offsets.committed(group_id).values()
     for group_id, since in shard.empty_since.items():
         yield GroupEmptySince(group_id, since)
-    streams = getattr(shard, "streams", None)
-    if streams is not None:
-        yield from streams.snapshot_records()
+    yield from shard.streams.snapshot_records()
 
 
 def timers_after_load(shard: GroupCoordinatorShard, now: int, group_ids: frozenset[str] | None = None,
@@ -48,7 +46,5 @@ def timers_after_load(shard: GroupCoordinatorShard, now: int, group_ids: frozens
             ensure_timer(shard, now, result)
     for group in groups:
         result.timers.extend(group.timers_after_load(now))
-    streams = getattr(shard, "streams", None)
-    if streams is not None:
-        result.timers.extend(streams.timers_after_load(now, group_ids))
+    result.timers.extend(shard.streams.timers_after_load(now, group_ids))
     return result
