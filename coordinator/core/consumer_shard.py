@@ -8,21 +8,8 @@ import dataclasses
 from functools import partial
 from typing import TYPE_CHECKING
 
-from coordinator.core import consumer_assignment, consumer_heartbeat, group_conversion
+from coordinator.core import consumer_assignment, consumer_heartbeat, group_conversion, records
 from coordinator.core.consumer_group import GROUP_TYPE, ConsumerGroup, ConsumerGroupMember, MemberState
-from coordinator.core.records import (
-    ConsumerGroupCurrentMemberAssignment,
-    ConsumerGroupCurrentMemberAssignmentTombstone,
-    ConsumerGroupMemberMetadata,
-    ConsumerGroupMemberMetadataTombstone,
-    ConsumerGroupMetadata,
-    ConsumerGroupMetadataTombstone,
-    ConsumerGroupRegularExpression,
-    ConsumerGroupRegularExpressionTombstone,
-    ConsumerGroupTargetAssignmentMember,
-    ConsumerGroupTargetAssignmentMemberTombstone,
-    ConsumerGroupTargetAssignmentMetadata,
-)
 from coordinator.core.results import Result, TimerKey
 
 if TYPE_CHECKING:
@@ -32,18 +19,19 @@ TIMER_KINDS = ("session", "rebalance")
 
 
 def install(shard: GroupCoordinatorShard) -> None:
+    """Called once, by the shard's constructor."""
     for record_type, fn in (
-        (ConsumerGroupMetadata, _replay_group_metadata),
-        (ConsumerGroupMetadataTombstone, _replay_group_tombstone),
-        (ConsumerGroupMemberMetadata, _replay_member_metadata),
-        (ConsumerGroupMemberMetadataTombstone, _replay_member_tombstone),
-        (ConsumerGroupTargetAssignmentMember, _replay_target_member),
-        (ConsumerGroupTargetAssignmentMemberTombstone, _replay_target_member_tombstone),
-        (ConsumerGroupTargetAssignmentMetadata, _replay_target_metadata),
-        (ConsumerGroupCurrentMemberAssignment, _replay_current_assignment),
-        (ConsumerGroupCurrentMemberAssignmentTombstone, _replay_current_assignment_tombstone),
-        (ConsumerGroupRegularExpression, _replay_regex),
-        (ConsumerGroupRegularExpressionTombstone, _replay_regex_tombstone),
+        (records.ConsumerGroupMetadata, _replay_group_metadata),
+        (records.ConsumerGroupMetadataTombstone, _replay_group_tombstone),
+        (records.ConsumerGroupMemberMetadata, _replay_member_metadata),
+        (records.ConsumerGroupMemberMetadataTombstone, _replay_member_tombstone),
+        (records.ConsumerGroupTargetAssignmentMember, _replay_target_member),
+        (records.ConsumerGroupTargetAssignmentMemberTombstone, _replay_target_member_tombstone),
+        (records.ConsumerGroupTargetAssignmentMetadata, _replay_target_metadata),
+        (records.ConsumerGroupCurrentMemberAssignment, _replay_current_assignment),
+        (records.ConsumerGroupCurrentMemberAssignmentTombstone, _replay_current_assignment_tombstone),
+        (records.ConsumerGroupRegularExpression, _replay_regex),
+        (records.ConsumerGroupRegularExpressionTombstone, _replay_regex_tombstone),
     ):
         shard.register_replayer(record_type, partial(fn, shard))
     for kind in TIMER_KINDS:
@@ -51,13 +39,15 @@ def install(shard: GroupCoordinatorShard) -> None:
     shard.register_assignment_handler(GROUP_TYPE, partial(consumer_assignment.on_assignment_complete, shard))
 
 
-def _replay_group_metadata(shard: GroupCoordinatorShard, r: ConsumerGroupMetadata) -> None:
+def _replay_group_metadata(shard: GroupCoordinatorShard, r: records.ConsumerGroupMetadata) -> None:
     group = consumer_group(shard, r.group_id)
     group.group_epoch = r.epoch
     group.metadata_hash = r.metadata_hash
 
 
-def _replay_group_tombstone(shard: GroupCoordinatorShard, r: ConsumerGroupMetadataTombstone) -> None:
+def _replay_group_tombstone(shard: GroupCoordinatorShard, r: records.ConsumerGroupMetadataTombstone) -> None:
+    """Drops the group whatever its type: `partitioning.drop_groups` forgets any group with this record (replayed
+    in memory only); a consumer group is marked deleted so an assignor run in flight for it is discarded."""
     group = shard.groups.pop(r.group_id, None)
     if isinstance(group, ConsumerGroup):
         group.deleted = True
@@ -72,7 +62,7 @@ def consumer_group(shard: GroupCoordinatorShard, group_id: str) -> ConsumerGroup
     return group
 
 
-def _replay_member_metadata(shard: GroupCoordinatorShard, r: ConsumerGroupMemberMetadata) -> None:
+def _replay_member_metadata(shard: GroupCoordinatorShard, r: records.ConsumerGroupMemberMetadata) -> None:
     group = consumer_group(shard, r.group_id)
     old = group.members.get(r.member_id) or ConsumerGroupMember(r.member_id)
     group.put_member(dataclasses.replace(
@@ -82,30 +72,30 @@ def _replay_member_metadata(shard: GroupCoordinatorShard, r: ConsumerGroupMember
     ))
 
 
-def _replay_member_tombstone(shard: GroupCoordinatorShard, r: ConsumerGroupMemberMetadataTombstone) -> None:
+def _replay_member_tombstone(shard: GroupCoordinatorShard, r: records.ConsumerGroupMemberMetadataTombstone) -> None:
     group = shard.groups.get(r.group_id)
     if isinstance(group, ConsumerGroup):
         group.remove_member(r.member_id)
 
 
-def _replay_target_member(shard: GroupCoordinatorShard, r: ConsumerGroupTargetAssignmentMember) -> None:
+def _replay_target_member(shard: GroupCoordinatorShard, r: records.ConsumerGroupTargetAssignmentMember) -> None:
     consumer_group(shard, r.group_id).target_assignment[r.member_id] = r.partitions
 
 
 def _replay_target_member_tombstone(shard: GroupCoordinatorShard,
-                                    r: ConsumerGroupTargetAssignmentMemberTombstone) -> None:
+                                    r: records.ConsumerGroupTargetAssignmentMemberTombstone) -> None:
     group = shard.groups.get(r.group_id)
     if isinstance(group, ConsumerGroup):
         group.target_assignment.pop(r.member_id, None)
 
 
-def _replay_target_metadata(shard: GroupCoordinatorShard, r: ConsumerGroupTargetAssignmentMetadata) -> None:
+def _replay_target_metadata(shard: GroupCoordinatorShard, r: records.ConsumerGroupTargetAssignmentMetadata) -> None:
     group = consumer_group(shard, r.group_id)
     group.target_assignment_epoch = r.assignment_epoch
     group.assignment_timestamp_ms = r.timestamp_ms
 
 
-def _replay_current_assignment(shard: GroupCoordinatorShard, r: ConsumerGroupCurrentMemberAssignment) -> None:
+def _replay_current_assignment(shard: GroupCoordinatorShard, r: records.ConsumerGroupCurrentMemberAssignment) -> None:
     group = consumer_group(shard, r.group_id)
     old = group.members.get(r.member_id) or ConsumerGroupMember(r.member_id)
     group.put_member(dataclasses.replace(
@@ -116,20 +106,20 @@ def _replay_current_assignment(shard: GroupCoordinatorShard, r: ConsumerGroupCur
 
 
 def _replay_current_assignment_tombstone(shard: GroupCoordinatorShard,
-                                         r: ConsumerGroupCurrentMemberAssignmentTombstone) -> None:
+                                         r: records.ConsumerGroupCurrentMemberAssignmentTombstone) -> None:
     group = shard.groups.get(r.group_id)
     if isinstance(group, ConsumerGroup):
         group.remove_member(r.member_id)
 
 
-def _replay_regex(shard: GroupCoordinatorShard, r: ConsumerGroupRegularExpression) -> None:
+def _replay_regex(shard: GroupCoordinatorShard, r: records.ConsumerGroupRegularExpression) -> None:
     group = consumer_group(shard, r.group_id)
     group.resolved_regexes[r.regex] = frozenset(r.topics)
     group.regex_resolved_ms[r.regex] = r.timestamp_ms
     group.spec_cache.clear()  # members' subscribed topic ids depend on the resolution
 
 
-def _replay_regex_tombstone(shard: GroupCoordinatorShard, r: ConsumerGroupRegularExpressionTombstone) -> None:
+def _replay_regex_tombstone(shard: GroupCoordinatorShard, r: records.ConsumerGroupRegularExpressionTombstone) -> None:
     group = shard.groups.get(r.group_id)
     if isinstance(group, ConsumerGroup):
         group.resolved_regexes.pop(r.regex, None)

@@ -33,16 +33,7 @@ from coordinator.core import (
     streams_admin,
     streams_shard,
 )
-from coordinator.core.classic_messages import (
-    HeartbeatRequest,
-    HeartbeatResponse,
-    JoinGroupRequest,
-    JoinGroupResponse,
-    LeaveGroupRequest,
-    LeaveGroupResponse,
-    SyncGroupRequest,
-    SyncGroupResponse,
-)
+from coordinator.core import classic_messages as cm
 from coordinator.core.config import GROUP_CONFIG_DEFS, BrokerConfig
 from coordinator.core.consumer_assignment import LAG_AWARE_ASSIGNORS as LAG_AWARE_ASSIGNORS
 from coordinator.core.consumer_group import rebalance_timer as rebalance_timer
@@ -303,15 +294,16 @@ class GroupCoordinatorShard:
     # =====================================================================================================
     # Classic protocol (rules in classic_group.py / classic_handlers.py)
     # =====================================================================================================
-    def classic_group_join(self, request: JoinGroupRequest, now: int, token: int) -> Result[JoinGroupResponse | None]:
+    def classic_group_join(self, request: cm.JoinGroupRequest, now: int,
+                           token: int) -> Result[cm.JoinGroupResponse | None]:
         return self._noting_membership(classic_handlers.join_group(self, request, now, token), request.group_id, now)
 
-    def classic_group_sync(self, request: SyncGroupRequest, now: int, token: int) -> Result[SyncGroupResponse | None]:
+    def classic_group_sync(self, request: cm.SyncGroupRequest, now: int,
+                           token: int) -> Result[cm.SyncGroupResponse | None]:
         return self._noting_membership(classic_handlers.sync_group(self, request, now, token), request.group_id, now)
 
-    def classic_group_heartbeat(self, request: HeartbeatRequest, now: int) -> Result[HeartbeatResponse]:
+    def classic_group_heartbeat(self, request: cm.HeartbeatRequest, now: int) -> Result[cm.HeartbeatResponse]:
         return self._noting_membership(classic_handlers.heartbeat(self, request, now), request.group_id, now)
 
-    def classic_group_leave(self, request: LeaveGroupRequest, now: int) -> Result[LeaveGroupResponse]:
+    def classic_group_leave(self, request: cm.LeaveGroupRequest, now: int) -> Result[cm.LeaveGroupResponse]:
         return self._noting_membership(classic_handlers.leave_group(self, request, now), request.group_id, now)
-
