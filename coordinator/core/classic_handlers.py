@@ -95,7 +95,7 @@ def _existing_group(shard: GroupCoordinatorShard, group_id: str) -> ClassicGroup
                                f"Classic group {group_id} does not exist; join it without a member id.")
     if not isinstance(group, ClassicGroup):
         raise CoordinatorError(Errors.GROUP_ID_NOT_FOUND,
-                               f"Group {group_id} is a consumer group (KIP-848), not a classic group.")
+                               f"Group {group_id} is a {group.group_type} group, not a classic group.")
     _check_loaded(group)
     return group
 

@@ -4,7 +4,7 @@ they live apart from the shard's `groups`), and the generic admin paths see each
 from __future__ import annotations
 
 from coordinator.core import streams_shard
-from coordinator.core.classic_messages import JoinGroupRequest
+from coordinator.core.classic_messages import HeartbeatRequest, JoinGroupRequest
 from coordinator.core.errors import Errors
 from coordinator.core.share_handlers import heartbeat as share_heartbeat
 from coordinator.core.share_records import ShareGroupHeartbeatRequest
@@ -39,3 +39,12 @@ def test_a_streams_group_id_is_not_taken_by_consumer_share_or_classic_requests()
     assert "app" not in c.shard.groups
     described = c.shard.describe_groups(["app"], c.now).response[0]
     assert (described.group_type, [m.member_id for m in described.members]) == ("streams", ["s1"])
+
+
+def test_a_classic_request_for_a_group_of_another_type_names_that_type() -> None:
+    c = CoreContext({"lines": 2})
+    c.apply(share_heartbeat(c.shard, ShareGroupHeartbeatRequest("sg", "", 0, subscribed_topic_names=("lines",)),
+                            c.now))
+    response = c.shard.classic_group_heartbeat(HeartbeatRequest("sg", 1, "m1"), c.now).response
+    assert response.error_code is Errors.GROUP_ID_NOT_FOUND
+    assert response.error_message == "Group sg is a share group, not a classic group."
