@@ -48,3 +48,20 @@ def test_a_classic_request_for_a_group_of_another_type_names_that_type() -> None
     response = c.shard.classic_group_heartbeat(HeartbeatRequest("sg", 1, "m1"), c.now).response
     assert response.error_code is Errors.GROUP_ID_NOT_FOUND
     assert response.error_message == "Group sg is a share group, not a classic group."
+
+
+def test_every_group_type_is_listed_described_and_sized_through_the_one_protocol() -> None:
+    c = CoreContext({**STREAMS_TOPICS, "foo": 2})
+    c.join("c1", group_id="cg", subscribed_topic_names=["foo"])
+    c.apply(share_heartbeat(c.shard, ShareGroupHeartbeatRequest("sg", "", 0, subscribed_topic_names=("foo",)),
+                            c.now))
+    c.shard.classic_group_join(JoinGroupRequest(
+        group_id="kg", member_id="", protocol_type="consumer", protocols=(("range", b""),),
+        session_timeout_ms=10000, rebalance_timeout_ms=10000), c.now, 1)
+    _streams_group(c, "app")
+    listed = {g.group_id: g.group_type for g in c.shard.list_groups([], [], c.now).response}
+    assert listed == {"cg": "consumer", "sg": "share", "kg": "classic", "app": "streams"}
+    described = c.shard.describe_groups(["cg", "sg", "kg", "app"], c.now).response
+    assert [d.group_type for d in described] == ["consumer", "share", "classic", "streams"]
+    sizes = {gid: c.shard.find_group(gid).member_count() for gid in listed}  # type: ignore[union-attr]
+    assert sizes == {"cg": 1, "sg": 1, "kg": 0, "app": 1}, "kg's first JoinGroup is still answered MEMBER_ID_REQUIRED"
