@@ -7,90 +7,51 @@ A group known only by its committed offsets (standalone commits, no membership) 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from coordinator.core import streams_admin
 from coordinator.core.config import GROUP_CONFIG_DEFS, render_value, validate_group_configs
-from coordinator.core.consumer_group import ConsumerGroup
 from coordinator.core.errors import CoordinatorError, Errors
+from coordinator.core.group import Group
 from coordinator.core.messages import (
     ConfigEntry,
     DescribedGroup,
     DescribedGroupConfig,
-    DescribedMember,
     GroupResult,
     ListedGroup,
     PartitionError,
 )
-from coordinator.core.records import (
-    ConsumerGroupCurrentMemberAssignmentTombstone,
-    ConsumerGroupMemberMetadataTombstone,
-    ConsumerGroupMetadataTombstone,
-    ConsumerGroupRegularExpressionTombstone,
-    ConsumerGroupTargetAssignmentMemberTombstone,
-    GroupConfig,
-    GroupEmptySinceTombstone,
-    OffsetCommitTombstone,
-)
+from coordinator.core.records import GroupConfig, GroupEmptySinceTombstone, OffsetCommitTombstone
 from coordinator.core.results import Result
+
+if TYPE_CHECKING:
+    from coordinator.core.shard import GroupCoordinatorShard
 
 OFFSET_ONLY_TYPE = "classic"
 OFFSET_ONLY_STATE = "Empty"
 
 
-def describe_consumer_group(group: ConsumerGroup) -> DescribedGroup:
-    members = [
-        DescribedMember(
-            member_id=m.member_id, instance_id=m.instance_id, rack_id=m.rack_id, member_epoch=m.member_epoch,
-            state=m.state.value, subscribed_topic_names=m.subscribed_topic_names,
-            subscribed_topic_regex=m.subscribed_topic_regex, assignment=m.assigned_sets(),
-            target_assignment=dict(group.target_for(m.member_id)),
-            partitions_pending_revocation=dict(m.partitions_pending_revocation),
-            client_id=m.client_id, client_host=m.client_host,
-        )
-        for m in sorted(group.members.values(), key=lambda m: m.member_id)
-    ]
-    return DescribedGroup(
-        group_id=group.group_id, group_type="consumer", group_state=group.state().value,
-        group_epoch=group.group_epoch, assignment_epoch=group.target_assignment_epoch,
-        assignor_name=group.last_assignor, protocol_type="consumer", members=members,
-        assignment_timestamp_ms=group.assignment_timestamp_ms,
-    )
-
-
-def describe_groups(shard: Any, group_ids: Sequence[str]) -> list[DescribedGroup]:
+def describe_groups(shard: GroupCoordinatorShard, group_ids: Sequence[str]) -> list[DescribedGroup]:
     out: list[DescribedGroup] = []
     for gid in group_ids:
-        group = shard.groups.get(gid)
-        if group is None and gid in shard.streams.groups:
-            out.append(streams_admin.describe(shard.streams, gid))
-        elif group is None and shard.offsets.has_offsets(gid):
+        group = shard.find_group(gid)
+        if group is not None:
+            out.append(group.describe())
+        elif shard.offsets.has_offsets(gid):
             out.append(DescribedGroup(gid, group_type=OFFSET_ONLY_TYPE, group_state=OFFSET_ONLY_STATE))
-        elif group is None:
+        else:
             out.append(DescribedGroup(gid, Errors.GROUP_ID_NOT_FOUND, f"Group {gid} does not exist.",
                                       group_state="DEAD"))
-        elif isinstance(group, ConsumerGroup):
-            out.append(describe_consumer_group(group))
-        else:
-            out.append(group.describe())
     return out
 
 
-def list_groups(shard: Any, states: Sequence[str], types: Sequence[str]) -> list[ListedGroup]:
+def list_groups(shard: GroupCoordinatorShard, states: Sequence[str], types: Sequence[str]) -> list[ListedGroup]:
     want_states = {s.upper() for s in states}
     want_types = {t.lower() for t in types}
     out: list[ListedGroup] = []
     for gid in sorted(set(shard.groups).union(shard.offsets.group_ids(), shard.streams.groups)):
-        group = shard.groups.get(gid)
-        if group is None and gid in shard.streams.groups:
-            state = shard.streams.state(gid).value
-            listed = ListedGroup(gid, "streams", state, "streams")
-        elif group is None:
-            listed = ListedGroup(gid, "", OFFSET_ONLY_STATE, OFFSET_ONLY_TYPE)
-        elif isinstance(group, ConsumerGroup):
-            listed = ListedGroup(gid, "consumer", group.state().value, "consumer")
-        else:
-            listed = group.listed()
+        group = shard.find_group(gid)
+        listed = group.listed() if group is not None else ListedGroup(gid, "", OFFSET_ONLY_STATE, OFFSET_ONLY_TYPE)
         if want_states and listed.group_state.upper() not in want_states:
             continue
         if want_types and listed.group_type.lower() not in want_types:
@@ -99,19 +60,19 @@ def list_groups(shard: Any, states: Sequence[str], types: Sequence[str]) -> list
     return out
 
 
-def delete_groups(shard: Any, group_ids: Sequence[str]) -> Result[list[GroupResult]]:
+def delete_groups(shard: GroupCoordinatorShard, group_ids: Sequence[str]) -> Result[list[GroupResult]]:
     """Delete empty groups and their committed offsets (tombstones for everything they wrote)."""
     result: Result[list[GroupResult]] = Result([])
     for gid in group_ids:
         group = shard.groups.get(gid)
         if group is None and gid in shard.streams.groups:
+            # Streams groups write their own tombstones (StreamsGroups.delete_group) before the offsets'.
             result.response.append(streams_admin.delete(shard, gid, result))
             continue
         if group is None and not shard.offsets.has_offsets(gid):
             result.response.append(GroupResult(gid, Errors.GROUP_ID_NOT_FOUND, f"Group {gid} does not exist."))
             continue
-        if group is not None and not (group.is_empty() if not isinstance(group, ConsumerGroup)
-                                      else not group.members):
+        if group is not None and not group.is_empty():
             result.response.append(GroupResult(gid, Errors.NON_EMPTY_GROUP,
                                                f"Group {gid} still has members; they must leave first."))
             continue
@@ -120,14 +81,15 @@ def delete_groups(shard: Any, group_ids: Sequence[str]) -> Result[list[GroupResu
     return result
 
 
-def delete_offsets(shard: Any, group_id: str,
+def delete_offsets(shard: GroupCoordinatorShard, group_id: str,
                    partitions: Sequence[tuple[str, int]]) -> Result[tuple[GroupResult, list[PartitionError]]]:
     """Kafka's OffsetDelete (KIP-496): tombstone committed offsets of topics the group does not consume.
 
-    Whole request: GROUP_ID_NOT_FOUND for an unknown group; NON_EMPTY_GROUP for a classic group with members
-    that does not use the consumer protocol type. Per partition: GROUP_SUBSCRIBED_TO_TOPIC (86) when a member
-    subscribes to the topic. Our classic groups keep subscriptions opaque, so a classic group with members
-    counts as subscribed to every topic (Kafka's answer when it cannot read the subscriptions)."""
+    Whole request: GROUP_ID_NOT_FOUND for an unknown group; what the group's `validate_offset_delete` raises
+    (a classic group with members that does not use the consumer protocol type: NON_EMPTY_GROUP). Per
+    partition: GROUP_SUBSCRIBED_TO_TOPIC (86) for a topic in the group's `topics_in_use` (our classic groups
+    keep subscriptions opaque, so a classic group with members counts as subscribed to every topic: Kafka's
+    answer when it cannot read the subscriptions)."""
     result: Result[tuple[GroupResult, list[PartitionError]]] = Result((GroupResult(group_id), []))
     group = shard.groups.get(group_id)
     if group is None and not shard.offsets.has_offsets(group_id):
@@ -135,17 +97,13 @@ def delete_offsets(shard: Any, group_id: str,
                            [])
         return result
     subscribed: set[str] | None = set()  # None: every topic
-    if isinstance(group, ConsumerGroup):
-        subscribed = group.subscribed_topic_names()
-        for regex in group.regexes():
-            subscribed.update(group.resolved_topics(regex))
-    elif group is not None and not group.is_empty():
-        if group.protocol_type != "consumer":
-            result.response = (GroupResult(group_id, Errors.NON_EMPTY_GROUP,
-                                           f"Group {group_id} has members and does not use the consumer "
-                                           "protocol type; its offsets cannot be deleted."), [])
+    if group is not None:
+        try:
+            group.validate_offset_delete()
+        except CoordinatorError as e:
+            result.response = (GroupResult(group_id, e.code, e.message), [])
             return result
-        subscribed = None
+        subscribed = group.topics_in_use()
     committed = shard.offsets.committed(group_id)
     out: list[PartitionError] = []
     for topic, p in partitions:
@@ -160,27 +118,18 @@ def delete_offsets(shard: Any, group_id: str,
     return result
 
 
-def write_group_deletion(shard: Any, gid: str, group: Any, result: Result[Any]) -> None:
+def write_group_deletion(shard: GroupCoordinatorShard, gid: str, group: Group | None, result: Result[Any]) -> None:
     """Tombstones for everything an empty group wrote: its offsets, its records, when it became empty."""
     for (topic, p) in list(shard.offsets.committed(gid)):
         shard._write(result, OffsetCommitTombstone(gid, topic, p))
-    if isinstance(group, ConsumerGroup):
-        for mid in list(group.target_assignment):
-            shard._write(result, ConsumerGroupTargetAssignmentMemberTombstone(gid, mid))
-        for mid in list(group.members):
-            shard._write(result, ConsumerGroupCurrentMemberAssignmentTombstone(gid, mid))
-            shard._write(result, ConsumerGroupMemberMetadataTombstone(gid, mid))
-        for regex in sorted(group.resolved_regexes):
-            shard._write(result, ConsumerGroupRegularExpressionTombstone(gid, regex))
-        shard._write(result, ConsumerGroupMetadataTombstone(gid))
-    elif group is not None:
+    if group is not None:
         for record in group.deletion_records():
             shard._write(result, record)
     if gid in shard.empty_since:
         shard._write(result, GroupEmptySinceTombstone(gid))
 
 
-def describe_group_configs(shard: Any, group_ids: Sequence[str]) -> list[DescribedGroupConfig]:
+def describe_group_configs(shard: GroupCoordinatorShard, group_ids: Sequence[str]) -> list[DescribedGroupConfig]:
     out: list[DescribedGroupConfig] = []
     for gid in group_ids:
         if not gid:
@@ -197,7 +146,7 @@ def describe_group_configs(shard: Any, group_ids: Sequence[str]) -> list[Describ
     return out
 
 
-def alter_group_configs(shard: Any, group_id: str, updates: Mapping[str, str | None],
+def alter_group_configs(shard: GroupCoordinatorShard, group_id: str, updates: Mapping[str, str | None],
                         validate_only: bool) -> Result[GroupResult]:
     """Incremental alter: set the named overrides, delete those given as None; all-or-nothing."""
     if not group_id:

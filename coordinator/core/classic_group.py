@@ -90,7 +90,9 @@ from coordinator.core.classic_messages import (
     SyncGroupResponse,
 )
 from coordinator.core.errors import CoordinatorError, Errors
+from coordinator.core.group import GroupDefaults
 from coordinator.core.messages import DescribedGroup, DescribedMember, ListedGroup
+from coordinator.core.metadata import MetadataImage
 from coordinator.core.principals import check_member_principal
 from coordinator.core.results import CancelTimer, ScheduleTimer, TimerKey, TimerOp
 
@@ -208,7 +210,7 @@ def _error(code: Errors, message: str) -> CoordinatorError:
 
 # --- the group -------------------------------------------------------------------------------------------------
 @dataclass(slots=True, eq=False)
-class ClassicGroup:
+class ClassicGroup(GroupDefaults):
     group_id: str
     state: ClassicGroupState = ClassicGroupState.DOWN
     # Persisted (set by `replay`; changed in memory only while Joining, until the next record).
@@ -232,6 +234,8 @@ class ClassicGroup:
     initial_delay: tuple[int, int] | None = None  # (delay, remaining) ms while a new group's delay runs
     new_member_added: bool = False
     _protocol_counts: Counter[str] = field(default_factory=Counter)  # protocol name -> members supporting it
+
+    group_type = GROUP_TYPE
 
     # --- replay: the persisted fields change only here (outside the join phase) -------------------------------
     def replay(self, r: ClassicGroupMetadata) -> None:
@@ -721,7 +725,9 @@ class ClassicGroup:
         return ops
 
     # --- what offsets.py, admin.py, snapshot.py and the runtime ask of a group ---------------------------------
-    def validate_offset_commit(self, member_id: str, instance_id: str | None, generation: int) -> None:
+    def validate_offset_commit(self, member_id: str, instance_id: str | None, generation: int,
+                               partitions: list[tuple[str, int]],
+                               image: MetadataImage) -> dict[tuple[str, int], Errors]:
         """Kafka's ClassicGroup.validateOffsetCommit: the committer must be a member of the current generation;
         during Joining the old generation may still commit (the seed: its chance to clean up), during
         AwaitingSync nobody may. Generation -1 without a member id is a commit from outside the group, accepted
@@ -729,7 +735,7 @@ class ClassicGroup:
         if self.state is ClassicGroupState.INITIALIZE:
             raise _error(Errors.COORDINATOR_LOAD_IN_PROGRESS, f"Group {self.group_id} is loading; retry.")
         if generation < 0 and self.state is ClassicGroupState.DOWN:
-            return
+            return {}
         if generation >= 0 or member_id or instance_id is not None:
             self.validate_member(member_id, instance_id)
             if generation != self.generation:
@@ -742,6 +748,13 @@ class ClassicGroup:
         if self.state is ClassicGroupState.AWAITING_SYNC:
             raise _error(Errors.REBALANCE_IN_PROGRESS,
                          f"Group {self.group_id} is completing a rebalance; commit after SyncGroup.")
+        return {}
+
+    def validate_offset_delete(self) -> None:
+        """Kafka: a classic group with members that does not use the consumer protocol type keeps its offsets."""
+        if self.members and self.protocol_type != "consumer":
+            raise _error(Errors.NON_EMPTY_GROUP, f"Group {self.group_id} has members and does not use the consumer "
+                                                 "protocol type; its offsets cannot be deleted.")
 
     def describe(self) -> DescribedGroup:
         name = self.protocol_name
@@ -760,14 +773,11 @@ class ClassicGroup:
     def listed(self) -> ListedGroup:
         return ListedGroup(self.group_id, self.protocol_type or "", self.state.value, GROUP_TYPE)
 
-    def is_empty(self) -> bool:
-        return not self.members
-
-    def member_count(self) -> int:
-        return len(self.members)
-
     def deletion_records(self) -> list[Any]:
         return [ClassicGroupMetadataTombstone(self.group_id)]
+
+    def forget_timers(self) -> list[TimerOp]:
+        return [CancelTimer(t.key) for t in self.timers_after_load(0)]
 
     def snapshot_records(self) -> Iterator[Any]:
         if self.persisted is not None:

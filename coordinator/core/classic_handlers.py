@@ -95,7 +95,7 @@ def _existing_group(shard: GroupCoordinatorShard, group_id: str) -> ClassicGroup
                                f"Classic group {group_id} does not exist; join it without a member id.")
     if not isinstance(group, ClassicGroup):
         raise CoordinatorError(Errors.GROUP_ID_NOT_FOUND,
-                               f"Group {group_id} is a consumer group (KIP-848), not a classic group.")
+                               f"Group {group_id} is a {group.group_type} group, not a classic group.")
     _check_loaded(group)
     return group
 
@@ -107,13 +107,13 @@ def _check_loaded(group: ClassicGroup) -> None:
 
 
 def _group_for_join(shard: GroupCoordinatorShard, r: JoinGroupRequest, result: Result[Any]) -> ClassicGroup:
-    group = shard.groups.get(r.group_id)
+    group = shard.find_group(r.group_id)  # any type, streams too: a group id has one type
     if isinstance(group, ClassicGroup):
         _check_loaded(group)
         return group
     if group is not None and not isinstance(group, ConsumerGroup):
         raise CoordinatorError(Errors.INCONSISTENT_GROUP_PROTOCOL,
-                               f"Group {r.group_id} is a {getattr(group, 'group_type', 'different')} group; classic "
+                               f"Group {r.group_id} is a {group.group_type} group; classic "
                                "members cannot join it.")
     if isinstance(group, ConsumerGroup):  # empty: a consumer group with members went to mixed_group.join
         if r.member_id != UNKNOWN_MEMBER_ID:

@@ -21,16 +21,37 @@ Group state is derived: EMPTY (no members), ASSIGNING (group epoch > target epoc
 not yet STABLE at the target epoch), STABLE. DEAD marks a deleted group.
 
 Nothing here changes except through `replay_*` of records (see `shard.py`), so replaying the log rebuilds it.
+The group answers the generic paths (admin, offsets, retention, snapshots, loads) through the `Group` protocol
+(`group.py`); its timers are the shard's (`ConsumerTimers`), whose deadlines the heartbeat path re-arms.
 """
 
 from __future__ import annotations
 
 import enum
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
-from coordinator.core.records import PartitionEpochs, Partitions
+from coordinator.core.errors import CoordinatorError, Errors
+from coordinator.core.group import GroupDefaults
+from coordinator.core.messages import DescribedGroup, DescribedMember, ListedGroup
+from coordinator.core.metadata import MetadataImage
+from coordinator.core.records import (
+    ConsumerGroupCurrentMemberAssignment,
+    ConsumerGroupCurrentMemberAssignmentTombstone,
+    ConsumerGroupMemberMetadata,
+    ConsumerGroupMemberMetadataTombstone,
+    ConsumerGroupMetadata,
+    ConsumerGroupMetadataTombstone,
+    ConsumerGroupRegularExpression,
+    ConsumerGroupRegularExpressionTombstone,
+    ConsumerGroupTargetAssignmentMember,
+    ConsumerGroupTargetAssignmentMemberTombstone,
+    ConsumerGroupTargetAssignmentMetadata,
+    PartitionEpochs,
+    Partitions,
+)
+from coordinator.core.results import CancelTimer, Result, TimerKey, TimerOp
 
 EMPTY_ASSIGNMENT_EPOCH = 1  # KIP-1263: epoch 1 is reserved for the empty target assignment
 FIRST_GROUP_EPOCH = 2
@@ -53,6 +74,36 @@ class ConsumerGroupState(enum.StrEnum):
 
 LEAVE_GROUP_MEMBER_EPOCH = -1
 LEAVE_GROUP_STATIC_MEMBER_EPOCH = -2
+GROUP_TYPE = "consumer"
+JOIN_TIMER = "classic-member-join"  # Kafka's consumer-group join timeout of a classic member (mixed_group.py)
+SYNC_TIMER = "classic-member-sync"  # ... and its sync timeout
+
+
+def session_timer(group_id: str, member_id: str) -> TimerKey:
+    return ("session", group_id, member_id)
+
+
+def rebalance_timer(group_id: str, member_id: str) -> TimerKey:
+    return ("rebalance", group_id, member_id)
+
+
+def join_timer(group_id: str, member_id: str) -> tuple[str, str, str]:
+    return (JOIN_TIMER, group_id, member_id)
+
+
+def sync_timer(group_id: str, member_id: str) -> tuple[str, str, str]:
+    return (SYNC_TIMER, group_id, member_id)
+
+
+class ConsumerTimers(Protocol):
+    """The shard's timer bookkeeping (the shard implements it): a fired timer checks its deadline there, and a
+    rebalance timer the member epoch it was armed for, as Kafka's timer callbacks check the member."""
+
+    rebalance_timer_epochs: dict[tuple[str, str], int]
+
+    def session_timeout_ms(self, group_id: str) -> int: ...
+
+    def arm_timer(self, result: Result[Any], key: TimerKey, deadline_ms: int) -> None: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,7 +147,7 @@ class RegexResolutionInflight:
 
 
 @dataclass(slots=True)
-class ConsumerGroup:
+class ConsumerGroup(GroupDefaults):
     group_id: str
     group_epoch: int = 0
     metadata_hash: int = 0
@@ -122,6 +173,9 @@ class ConsumerGroup:
     # Mixed groups: member id -> its ConsumerGroupClassicMemberMetadata (see mixed_group.py), for the members
     # that speak the classic protocol (JoinGroup/SyncGroup/Heartbeat) in this consumer group.
     classic_members: dict[str, Any] = field(default_factory=dict)
+    timers: ConsumerTimers | None = field(default=None, repr=False, compare=False)
+
+    group_type = GROUP_TYPE
 
     @property
     def effective_target_epoch(self) -> int:
@@ -157,6 +211,136 @@ class ConsumerGroup:
     def resolved_topics(self, regex: str) -> frozenset[str]:
         """What `regex` resolved to; nothing until its first resolution lands."""
         return self.resolved_regexes.get(regex, frozenset())
+
+    def subscribed_topics(self) -> set[str]:
+        """Topic names subscribed by name or through a resolved regex."""
+        names = self.subscribed_topic_names()
+        for regex in self.regexes():
+            names.update(self.resolved_topics(regex))
+        return names
+
+    # --- the Group protocol (group.py) ------------------------------------------------------------------
+    def describe(self) -> DescribedGroup:
+        members = [
+            DescribedMember(
+                member_id=m.member_id, instance_id=m.instance_id, rack_id=m.rack_id, member_epoch=m.member_epoch,
+                state=m.state.value, subscribed_topic_names=m.subscribed_topic_names,
+                subscribed_topic_regex=m.subscribed_topic_regex, assignment=m.assigned_sets(),
+                target_assignment=dict(self.target_for(m.member_id)),
+                partitions_pending_revocation=dict(m.partitions_pending_revocation),
+                client_id=m.client_id, client_host=m.client_host,
+            )
+            for m in sorted(self.members.values(), key=lambda m: m.member_id)
+        ]
+        return DescribedGroup(
+            group_id=self.group_id, group_type=GROUP_TYPE, group_state=self.state().value,
+            group_epoch=self.group_epoch, assignment_epoch=self.target_assignment_epoch,
+            assignor_name=self.last_assignor, protocol_type=GROUP_TYPE, members=members,
+            assignment_timestamp_ms=self.assignment_timestamp_ms,
+        )
+
+    def listed(self) -> ListedGroup:
+        return ListedGroup(self.group_id, GROUP_TYPE, self.state().value, GROUP_TYPE)
+
+    def topics_in_use(self) -> set[str] | None:
+        """Kafka's ConsumerGroup: offsets of topics no member subscribes to may expire and be deleted."""
+        return self.subscribed_topics()
+
+    def validate_offset_commit(self, member_id: str, instance_id: str | None, epoch: int,
+                               partitions: list[tuple[str, int]],
+                               image: MetadataImage) -> dict[tuple[str, int], Errors]:
+        """KIP-848: the member epoch; KIP-1251: an older epoch is fine for a partition the member has held since
+        that epoch, and for one it still holds pending revocation (it is the only holder; its assignment epoch is
+        not persisted here, so any older epoch is accepted for it: see the README's "Differences from Kafka")."""
+        if not member_id and epoch < 0:
+            if self.members:
+                raise CoordinatorError(Errors.UNKNOWN_MEMBER_ID,
+                                       f"Group {self.group_id} has members; commits from outside it are rejected.")
+            return {}
+        member = self.members.get(member_id)
+        if member is None:
+            raise CoordinatorError(Errors.UNKNOWN_MEMBER_ID, f"Member {member_id} is not in group {self.group_id}.")
+        if epoch > member.member_epoch:
+            raise CoordinatorError(Errors.STALE_MEMBER_EPOCH,
+                                   f"Commit epoch {epoch} is newer than member epoch {member.member_epoch}.")
+        if epoch == member.member_epoch:
+            return {}
+        errors: dict[tuple[str, int], Errors] = {}
+        for name, p in partitions:
+            t = image.by_name.get(name)
+            if t is None:
+                errors[(name, p)] = Errors.STALE_MEMBER_EPOCH
+                continue
+            since = member.assigned_partitions.get(t.topic_id, {}).get(p)
+            if since is None and p in member.partitions_pending_revocation.get(t.topic_id, ()):
+                continue
+            if since is None or since > epoch:
+                errors[(name, p)] = Errors.STALE_MEMBER_EPOCH
+        return errors
+
+    def validate_offset_fetch(self, member_id: str, member_epoch: int) -> None:
+        if not member_id:
+            return
+        member = self.members.get(member_id)
+        if member is None:
+            raise CoordinatorError(Errors.UNKNOWN_MEMBER_ID, f"Member {member_id} is not in group {self.group_id}.")
+        if member_epoch != member.member_epoch:
+            raise CoordinatorError(Errors.STALE_MEMBER_EPOCH,
+                                   f"Member epoch {member_epoch} does not match the current {member.member_epoch}.")
+
+    def deletion_records(self) -> list[Any]:
+        gid = self.group_id
+        out: list[Any] = [ConsumerGroupTargetAssignmentMemberTombstone(gid, mid) for mid in self.target_assignment]
+        for mid in self.members:
+            out.append(ConsumerGroupCurrentMemberAssignmentTombstone(gid, mid))
+            out.append(ConsumerGroupMemberMetadataTombstone(gid, mid))
+        out.extend(ConsumerGroupRegularExpressionTombstone(gid, regex) for regex in sorted(self.resolved_regexes))
+        out.append(ConsumerGroupMetadataTombstone(gid))
+        return out
+
+    def snapshot_records(self) -> Iterator[Any]:
+        gid = self.group_id
+        yield ConsumerGroupMetadata(gid, self.group_epoch, self.metadata_hash)
+        for regex, topics in self.resolved_regexes.items():
+            resolved_ms = self.regex_resolved_ms.get(regex, 0)
+            yield ConsumerGroupRegularExpression(gid, regex, tuple(sorted(topics)), resolved_ms)
+        for m in self.members.values():
+            yield member_metadata_record(gid, m)
+            if m.member_id in self.classic_members:
+                yield self.classic_members[m.member_id]
+            yield current_assignment_record(gid, m)
+        for member_id, partitions in self.target_assignment.items():
+            yield ConsumerGroupTargetAssignmentMember(gid, member_id, partitions)
+        if self.target_assignment_epoch:
+            yield ConsumerGroupTargetAssignmentMetadata(gid, self.target_assignment_epoch, self.assignment_timestamp_ms)
+
+    def timers_after_load(self, now: int) -> list[TimerOp]:
+        """Every member's session timer anew (a classic member's own session timeout), and a rebalance timer
+        for each member still revoking."""
+        timers = self.timers
+        assert timers is not None, "a consumer group is created by the shard, which gives it its timers"
+        result: Result[None] = Result(None)
+        gid = self.group_id
+        session_ms = timers.session_timeout_ms(gid)
+        for m in self.members.values():
+            classic = self.classic_members.get(m.member_id)
+            ms = classic.session_timeout_ms if classic is not None else session_ms
+            timers.arm_timer(result, session_timer(gid, m.member_id), now + ms)
+            if m.state is MemberState.UNREVOKED_PARTITIONS:
+                timers.rebalance_timer_epochs[(gid, m.member_id)] = m.member_epoch
+                timers.arm_timer(result, rebalance_timer(gid, m.member_id), now + m.rebalance_timeout_ms)
+        return result.timers
+
+    def forget_timers(self) -> list[TimerOp]:
+        gid = self.group_id
+        out: list[TimerOp] = []
+        for member_id in self.members:
+            out += [CancelTimer(session_timer(gid, member_id)), CancelTimer(rebalance_timer(gid, member_id))]
+            if member_id in self.classic_members:
+                out += [CancelTimer(join_timer(gid, member_id)), CancelTimer(sync_timer(gid, member_id))]
+            if self.timers is not None:
+                self.timers.rebalance_timer_epochs.pop((gid, member_id), None)
+        return out
 
     # --- replay helpers: the only mutators ------------------------------------------------------------
     def put_member(self, member: ConsumerGroupMember) -> None:
@@ -212,3 +396,15 @@ def _owned(member: ConsumerGroupMember) -> list[tuple[str, int]]:
     out = [(t, p) for t, parts in member.assigned_partitions.items() for p in parts]
     out.extend((t, p) for t, parts in member.partitions_pending_revocation.items() for p in parts)
     return out
+
+
+def member_metadata_record(group_id: str, m: ConsumerGroupMember) -> ConsumerGroupMemberMetadata:
+    return ConsumerGroupMemberMetadata(
+        group_id, m.member_id, m.instance_id, m.rack_id, m.client_id, m.client_host, m.subscribed_topic_names,
+        m.subscribed_topic_regex, m.server_assignor, m.rebalance_timeout_ms, m.principal)
+
+
+def current_assignment_record(group_id: str, m: ConsumerGroupMember) -> ConsumerGroupCurrentMemberAssignment:
+    return ConsumerGroupCurrentMemberAssignment(
+        group_id, m.member_id, m.member_epoch, m.previous_member_epoch, m.state.value, m.assigned_partitions,
+        m.partitions_pending_revocation)

@@ -36,17 +36,18 @@ from assignors.consumer_protocol import (
     decode_version,
 )
 from coordinator.core import classic_group as cg
-from coordinator.core import mixed_group
+from coordinator.core import consumer_assignment, mixed_group
 from coordinator.core.classic_messages import JoinGroupResponse, SyncGroupResponse
-from coordinator.core.consumer_group import ConsumerGroup, MemberState
+from coordinator.core.consumer_group import (
+    ConsumerGroup,
+    MemberState,
+    join_timer,
+    rebalance_timer,
+    session_timer,
+    sync_timer,
+)
 from coordinator.core.errors import CoordinatorError, Errors
 from coordinator.core.messages import ConsumerGroupHeartbeatRequest
-from coordinator.core.mixed_group import (
-    ConsumerGroupClassicMemberMetadata,
-    ConsumerGroupClassicMemberMetadataTombstone,
-    assignment_bytes,
-    owned_from_names,
-)
 from coordinator.core.records import (
     ConsumerGroupCurrentMemberAssignment,
     ConsumerGroupCurrentMemberAssignmentTombstone,
@@ -97,7 +98,8 @@ def upgrade(shard: GroupCoordinatorShard, classic: Any, request: ConsumerGroupHe
         shard._write(result, ConsumerGroupMemberMetadata(
             gid, m.member_id, m.instance_id, subscription.rack_id or None, m.client_id, m.client_host,
             tuple(sorted(set(subscription.topics))), None, None, m.rebalance_timeout_ms))
-        shard._write(result, ConsumerGroupClassicMemberMetadata(gid, m.member_id, m.session_timeout_ms, m.protocols))
+        shard._write(result, mixed_group.ConsumerGroupClassicMemberMetadata(gid, m.member_id, m.session_timeout_ms,
+                                                                            m.protocols))
         shard._write(result, ConsumerGroupTargetAssignmentMember(gid, m.member_id, owned))
         shard._write(result, ConsumerGroupCurrentMemberAssignment(
             gid, m.member_id, epoch, epoch, MemberState.STABLE.value,
@@ -106,9 +108,8 @@ def upgrade(shard: GroupCoordinatorShard, classic: Any, request: ConsumerGroupHe
     assert isinstance(group, ConsumerGroup)
     # Timestamp 0: when the previous computation finished is unknown, so the next one runs at once (KIP-1263).
     shard._write(result, ConsumerGroupTargetAssignmentMetadata(gid, epoch, 0))
-    shard._write(result, ConsumerGroupMetadata(gid, epoch, shard._subscription_hash(group)))
+    shard._write(result, ConsumerGroupMetadata(gid, epoch, consumer_assignment.subscription_hash(shard, group)))
     group.metadata_image_seen = shard.metadata
-    from coordinator.core.shard import session_timer
 
     for m, _, _ in members:
         shard.arm_timer(result, session_timer(gid, m.member_id), now + m.session_timeout_ms)
@@ -143,7 +144,7 @@ def _validate_upgrade(shard: GroupCoordinatorShard, classic: cg.ClassicGroup,
         if assignment.user_data:
             raise _refuse(gid, "an unsupported custom assignor is in use (its assignment carries user data); "
                                "switch to a built-in assignor first")
-        out.append((m, subscription, owned_from_names(assignment.partitions, shard.metadata)))
+        out.append((m, subscription, mixed_group.owned_from_names(assignment.partitions, shard.metadata)))
     return out
 
 
@@ -171,7 +172,7 @@ def maybe_downgrade(shard: GroupCoordinatorShard, group: ConsumerGroup, leaving_
         # rebalance follows at once, so the bytes only matter if the group is read before it completes.
         classic_members.append(cg.ClassicGroupMember(
             m.member_id, m.instance_id, m.client_id, m.client_host, m.rebalance_timeout_ms, meta.session_timeout_ms,
-            meta.protocols, assignment_bytes(m.assigned_sets(), shard.metadata, version)))
+            meta.protocols, mixed_group.assignment_bytes(m.assigned_sets(), shard.metadata, version)))
     _write_consumer_group_tombstones(shard, group, result)
     classic = cg.ClassicGroup(gid, protocol_type=PROTOCOL_TYPE)
     for cm in classic_members:
@@ -190,21 +191,19 @@ def maybe_downgrade(shard: GroupCoordinatorShard, group: ConsumerGroup, leaving_
 
 
 def _write_consumer_group_tombstones(shard: GroupCoordinatorShard, group: ConsumerGroup, result: Result[Any]) -> None:
-    from coordinator.core.shard import rebalance_timer, session_timer
-
     gid = group.group_id
     for mid in list(group.members):
         if mid in group.classic_members:
-            shard._write(result, ConsumerGroupClassicMemberMetadataTombstone(gid, mid))
-            shard.cancel_timer(result, mixed_group.join_timer(gid, mid))
-            shard.cancel_timer(result, mixed_group.sync_timer(gid, mid))
+            shard._write(result, mixed_group.ConsumerGroupClassicMemberMetadataTombstone(gid, mid))
+            shard.cancel_timer(result, join_timer(gid, mid))
+            shard.cancel_timer(result, sync_timer(gid, mid))
         if mid in group.target_assignment:
             shard._write(result, ConsumerGroupTargetAssignmentMemberTombstone(gid, mid))
         shard._write(result, ConsumerGroupCurrentMemberAssignmentTombstone(gid, mid))
         shard._write(result, ConsumerGroupMemberMetadataTombstone(gid, mid))
         shard.cancel_timer(result, session_timer(gid, mid))
         shard.cancel_timer(result, rebalance_timer(gid, mid))
-        shard._rebalance_timer_epochs.pop((gid, mid), None)
+        shard.rebalance_timer_epochs.pop((gid, mid), None)
     for regex in list(group.resolved_regexes):
         shard._write(result, ConsumerGroupRegularExpressionTombstone(gid, regex))
     shard._write(result, ConsumerGroupMetadataTombstone(gid))

@@ -50,6 +50,7 @@ from assignors.consumer_protocol import (
     decode_version,
     encode_assignment,
 )
+from coordinator.core import consumer_assignment, consumer_heartbeat, consumer_shard
 from coordinator.core.classic_messages import (
     UNKNOWN_MEMBER_ID,
     HeartbeatRequest,
@@ -63,11 +64,22 @@ from coordinator.core.classic_messages import (
     SyncGroupRequest,
     SyncGroupResponse,
 )
-from coordinator.core.consumer_group import FIRST_GROUP_EPOCH, ConsumerGroup, ConsumerGroupMember, MemberState
+from coordinator.core.consumer_group import (
+    JOIN_TIMER,
+    SYNC_TIMER,
+    ConsumerGroup,
+    ConsumerGroupMember,
+    MemberState,
+    current_assignment_record,
+    join_timer,
+    member_metadata_record,
+    session_timer,
+    sync_timer,
+)
 from coordinator.core.errors import CoordinatorError, Errors
 from coordinator.core.metadata import MetadataImage
 from coordinator.core.reconciliation import reconcile
-from coordinator.core.records import ConsumerGroupMetadata, ConsumerGroupTargetAssignmentMember
+from coordinator.core.records import ConsumerGroupTargetAssignmentMember
 from coordinator.core.results import Result
 from coordinator.core.target_assignment import subscribed_topic_ids
 
@@ -96,16 +108,6 @@ MIXED_RECORD_TYPES: tuple[type, ...] = (ConsumerGroupClassicMemberMetadata,
                                         ConsumerGroupClassicMemberMetadataTombstone)
 
 
-JOIN_TIMER = "classic-member-join"  # Kafka's consumer-group join timeout of a classic member
-SYNC_TIMER = "classic-member-sync"  # ... and its sync timeout
-
-
-def join_timer(group_id: str, member_id: str) -> tuple[str, str, str]:
-    return (JOIN_TIMER, group_id, member_id)
-
-
-def sync_timer(group_id: str, member_id: str) -> tuple[str, str, str]:
-    return (SYNC_TIMER, group_id, member_id)
 
 
 def install(shard: GroupCoordinatorShard) -> None:
@@ -122,19 +124,21 @@ def _on_timer(shard: GroupCoordinatorShard, key: Any, now: int) -> Result[None]:
     if not shard._timer_due(key, now):
         return result
     group = shard.groups.get(key[1])
-    member = group.members.get(key[2]) if isinstance(group, ConsumerGroup) else None
-    if group is None or member is None or key[2] not in group.classic_members:
+    if not isinstance(group, ConsumerGroup):
+        return result
+    member = group.members.get(key[2])
+    if member is None or key[2] not in group.classic_members:
         return result
     from coordinator.core import group_conversion
 
     shard.stats.members_fenced_rebalance += 1
     if not group_conversion.maybe_downgrade(shard, group, member.member_id, result, now):
-        shard._remove_member_records(group, member, result, bump_epoch=True)
+        consumer_heartbeat.remove_member_records(shard, group, member, result, bump_epoch=True)
     return result
 
 
 def _replay(shard: GroupCoordinatorShard, r: ConsumerGroupClassicMemberMetadata) -> None:
-    shard._consumer_group(r.group_id).classic_members[r.member_id] = r
+    consumer_shard.consumer_group(shard, r.group_id).classic_members[r.member_id] = r
 
 
 def _replay_tombstone(shard: GroupCoordinatorShard, r: ConsumerGroupClassicMemberMetadataTombstone) -> None:
@@ -267,26 +271,17 @@ def _join(shard: GroupCoordinatorShard, group: ConsumerGroup, r: JoinGroupReques
                             or updated.subscribed_topic_regex != member.subscribed_topic_regex)
     bump = is_new or subscription_changed or updated.rack_id != member.rack_id
     if is_new or updated != member:
-        shard._write(result, shard_member_metadata_record(gid, updated))
+        shard._write(result, member_metadata_record(gid, updated))
     classic = ConsumerGroupClassicMemberMetadata(gid, member_id, r.session_timeout_ms, r.protocols)
     if group.classic_members.get(member_id) != classic:
         shard._write(result, classic)
     member = group.members[member_id]
-    if subscription_changed:
-        shard._drop_unused_regexes(group, result)
-    shard._maybe_resolve_regexes(group, now, result)
-    if bump or group.metadata_image_seen is not shard.metadata:
-        new_hash = shard._subscription_hash(group)
-        group.metadata_image_seen = shard.metadata
-        if bump or new_hash != group.metadata_hash:
-            shard._write(result, ConsumerGroupMetadata(gid, max(group.group_epoch + 1, FIRST_GROUP_EPOCH), new_hash))
-    if group.group_epoch > group.target_assignment_epoch:
-        shard._maybe_compute_target(group, now, result)  # KIP-1263: batching and offload apply
+    consumer_assignment.after_member_update(shard, group, bump, subscription_changed, now, result)  # KIP-1263 too
 
     reconciled = _reconcile(shard, group, member, owned, subscription_changed)
     if reconciled is not member:
-        shard._write(result, shard_current_assignment_record(gid, reconciled))
-        shard._maybe_arm_rebalance_timer(group, member, reconciled, now, result)
+        shard._write(result, current_assignment_record(gid, reconciled))
+        consumer_heartbeat.maybe_arm_rebalance_timer(shard, group, member, reconciled, now, result)
     _arm_session(shard, group, member_id, now, result)
     shard.cancel_timer(result, join_timer(gid, member_id))
     shard.arm_timer(result, sync_timer(gid, member_id), now + rebalance_timeout_ms)
@@ -317,10 +312,10 @@ def _replace_static_member(shard: GroupCoordinatorShard, group: ConsumerGroup, o
     group epoch does not move (no rebalance), as a consumer-protocol static rejoin."""
     gid = group.group_id
     target = group.target_assignment.get(old.member_id)
-    shard._remove_member_records(group, old, result, bump_epoch=False)
+    consumer_heartbeat.remove_member_records(shard, group, old, result, bump_epoch=False)
     new = dataclasses.replace(old, member_id=new_id)
-    shard._write(result, shard_member_metadata_record(gid, new))
-    shard._write(result, shard_current_assignment_record(gid, new))
+    shard._write(result, member_metadata_record(gid, new))
+    shard._write(result, current_assignment_record(gid, new))
     if target is not None:
         shard._write(result, ConsumerGroupTargetAssignmentMember(gid, new_id, target))
     return group.members[new_id]
@@ -328,8 +323,6 @@ def _replace_static_member(shard: GroupCoordinatorShard, group: ConsumerGroup, o
 
 def _arm_session(shard: GroupCoordinatorShard, group: ConsumerGroup, member_id: str, now: int,
                  result: Result[Any]) -> None:
-    from coordinator.core.shard import session_timer
-
     shard.arm_timer(result, session_timer(group.group_id, member_id),
                     now + session_timeout_ms(shard, group, member_id))
 
@@ -437,20 +430,9 @@ def leave(shard: GroupCoordinatorShard, group: ConsumerGroup, r: LeaveGroupReque
         except CoordinatorError as e:
             responses.append(MemberResponse(identity.member_id, identity.instance_id, e.code, e.message))
             continue
-        shard._remove_member_records(group, member, result, bump_epoch=True)
+        consumer_heartbeat.remove_member_records(shard, group, member, result, bump_epoch=True)
         shard.stats.members_left += 1
         responses.append(MemberResponse(member.member_id, identity.instance_id))
     result.response = LeaveGroupResponse(members=tuple(responses))
     return result
 
-
-def shard_member_metadata_record(group_id: str, m: ConsumerGroupMember) -> Any:
-    from coordinator.core.shard import _member_metadata_record
-
-    return _member_metadata_record(group_id, m)
-
-
-def shard_current_assignment_record(group_id: str, m: ConsumerGroupMember) -> Any:
-    from coordinator.core.shard import _current_assignment_record
-
-    return _current_assignment_record(group_id, m)

@@ -1,6 +1,6 @@
 """Committed offsets: the store (state rebuilt from OffsetCommit records) and the commit/fetch rules.
 
-Who may commit is the group's business (`validate_offset_commit` on the group type): consumer groups check
+Who may commit is the group's business (`validate_offset_commit`, group.py): consumer groups check
 the member epoch (KIP-848; a commit from an older epoch is accepted for partitions the member has held since
 at least that epoch, so a scale-out does not falsely fence commits), classic groups the generation.
 A commit from outside any group (empty member id, epoch -1) is accepted only while the group has no members.
@@ -9,9 +9,8 @@ A commit from outside any group (empty member id, epoch -1) is accepted only whi
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Protocol
+from typing import TYPE_CHECKING
 
-from coordinator.core.consumer_group import ConsumerGroup
 from coordinator.core.errors import CoordinatorError, Errors
 from coordinator.core.messages import (
     FetchedOffset,
@@ -25,6 +24,9 @@ from coordinator.core.metadata import MetadataImage
 from coordinator.core.principals import check_member_principal
 from coordinator.core.records import OffsetCommit, OffsetCommitTombstone
 from coordinator.core.results import Result
+
+if TYPE_CHECKING:
+    from coordinator.core.shard import GroupCoordinatorShard
 
 
 class OffsetStore:
@@ -57,47 +59,8 @@ class OffsetStore:
         return sum(len(g) for g in self._by_group.values())
 
 
-class OffsetGroup(Protocol):
-    """What a group type offers the offset rules."""
-
-    def validate_offset_commit(self, member_id: str, instance_id: str | None, epoch: int) -> None: ...
-
-
-def validate_consumer_group_commit(
-    group: ConsumerGroup, member_id: str, epoch: int, partitions: list[tuple[str, int]], image: MetadataImage
-) -> dict[tuple[str, int], Errors]:
-    """Per-partition errors for a consumer-group commit (empty: all accepted). Raises for whole-request errors."""
-    if not member_id and epoch < 0:
-        if group.members:
-            raise CoordinatorError(Errors.UNKNOWN_MEMBER_ID,
-                                   f"Group {group.group_id} has members; commits from outside it are rejected.")
-        return {}
-    member = group.members.get(member_id)
-    if member is None:
-        raise CoordinatorError(Errors.UNKNOWN_MEMBER_ID, f"Member {member_id} is not in group {group.group_id}.")
-    if epoch > member.member_epoch:
-        raise CoordinatorError(Errors.STALE_MEMBER_EPOCH,
-                               f"Commit epoch {epoch} is newer than member epoch {member.member_epoch}.")
-    if epoch == member.member_epoch:
-        return {}
-    # KIP-1251: an older epoch is fine for a partition the member has held since that epoch, and for one it
-    # still holds pending revocation (it is the only holder; its assignment epoch is not persisted here, so
-    # any older epoch is accepted for it: see the README's "Differences from Kafka").
-    errors: dict[tuple[str, int], Errors] = {}
-    for name, p in partitions:
-        t = image.by_name.get(name)
-        if t is None:
-            errors[(name, p)] = Errors.STALE_MEMBER_EPOCH
-            continue
-        since = member.assigned_partitions.get(t.topic_id, {}).get(p)
-        if since is None and p in member.partitions_pending_revocation.get(t.topic_id, ()):
-            continue
-        if since is None or since > epoch:
-            errors[(name, p)] = Errors.STALE_MEMBER_EPOCH
-    return errors
-
-
-def handle_offset_commit(shard: Any, request: OffsetCommitRequest, now: int) -> Result[OffsetCommitResponse]:
+def handle_offset_commit(shard: GroupCoordinatorShard, request: OffsetCommitRequest,
+                         now: int) -> Result[OffsetCommitResponse]:
     result: Result[OffsetCommitResponse] = Result(OffsetCommitResponse(Errors.NONE, "", ()))
     keys = [(c.topic, c.partition) for c in request.partitions]
 
@@ -118,11 +81,8 @@ def handle_offset_commit(shard: Any, request: OffsetCommitRequest, now: int) -> 
             member = group.members.get(request.member_id) if request.member_id else None
             if member is not None:
                 check_member_principal(member.principal, request.principal, request.member_id, request.group_id)
-            if isinstance(group, ConsumerGroup):
-                per_partition = validate_consumer_group_commit(group, request.member_id, epoch, keys, shard.metadata)
-            else:
-                group.validate_offset_commit(request.member_id, request.group_instance_id, epoch)
-                per_partition = {}
+            per_partition = dict(group.validate_offset_commit(request.member_id, request.group_instance_id, epoch,
+                                                              keys, shard.metadata))
     except CoordinatorError as e:
         return fail(e.code, e.message)
 
@@ -152,19 +112,16 @@ def handle_offset_commit(shard: Any, request: OffsetCommitRequest, now: int) -> 
     return result
 
 
-def handle_offset_fetch(shard: Any, request: OffsetFetchRequest, now: int) -> Result[OffsetFetchResponse]:
+def handle_offset_fetch(shard: GroupCoordinatorShard, request: OffsetFetchRequest,
+                        now: int) -> Result[OffsetFetchResponse]:
     if not request.group_id:
         return Result(OffsetFetchResponse(Errors.INVALID_GROUP_ID, "group_id can't be empty."))
     group = shard.groups.get(request.group_id)
-    if request.member_id and isinstance(group, ConsumerGroup):
-        member = group.members.get(request.member_id)
-        if member is None:
-            return Result(OffsetFetchResponse(Errors.UNKNOWN_MEMBER_ID,
-                                              f"Member {request.member_id} is not in group {request.group_id}."))
-        if request.member_epoch != member.member_epoch:
-            return Result(OffsetFetchResponse(
-                Errors.STALE_MEMBER_EPOCH,
-                f"Member epoch {request.member_epoch} does not match the current {member.member_epoch}."))
+    if request.member_id and group is not None:
+        try:
+            group.validate_offset_fetch(request.member_id, request.member_epoch)
+        except CoordinatorError as e:
+            return Result(OffsetFetchResponse(e.code, e.message))
     elif request.member_id and group is None:
         return Result(OffsetFetchResponse(Errors.GROUP_ID_NOT_FOUND, f"Group {request.group_id} does not exist."))
     committed = shard.offsets.committed(request.group_id)
@@ -176,9 +133,9 @@ def handle_offset_fetch(shard: Any, request: OffsetFetchRequest, now: int) -> Re
         for topic, parts in request.topics.items():
             wanted = parts if parts is not None else sorted(p for (t, p) in committed if t == topic)
             for p in wanted:
-                c = committed.get((topic, p))
-                if c is None:
+                found = committed.get((topic, p))
+                if found is None:
                     out.append(FetchedOffset(topic, p, -1, -1, ""))
                 else:
-                    out.append(FetchedOffset(topic, p, c.committed_offset, c.leader_epoch, c.metadata))
+                    out.append(FetchedOffset(topic, p, found.committed_offset, found.leader_epoch, found.metadata))
     return Result(OffsetFetchResponse(Errors.NONE, "", out))

@@ -15,14 +15,14 @@ from __future__ import annotations
 
 import zlib
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING
 
-from coordinator.core import mixed_group
-from coordinator.core.consumer_group import ConsumerGroup
 from coordinator.core.records import ConsumerGroupMetadataTombstone, GroupConfig, OffsetCommitTombstone
-from coordinator.core.results import CancelTimer, Result
-from coordinator.core.shard import rebalance_timer, session_timer
+from coordinator.core.results import Result
 from coordinator.core.snapshot import timers_after_load
+
+if TYPE_CHECKING:
+    from coordinator.core.shard import GroupCoordinatorShard
 
 GroupPredicate = Callable[[str], bool]
 
@@ -37,12 +37,12 @@ def in_partitions(partitions: int, owned: frozenset[int] | set[int]) -> GroupPre
     return lambda group_id: state_partition(group_id, partitions) in owned
 
 
-def known_group_ids(shard: Any) -> set[str]:
+def known_group_ids(shard: GroupCoordinatorShard) -> set[str]:
     """Every group id the shard holds anything for: groups, committed offsets, config overrides."""
     return set(shard.groups) | set(shard.offsets.group_ids()) | set(shard.group_configs)
 
 
-def drop_groups(shard: Any, predicate: GroupPredicate) -> Result[list[str]]:
+def drop_groups(shard: GroupCoordinatorShard, predicate: GroupPredicate) -> Result[list[str]]:
     """Forget every group matching `predicate`: its group object, committed offsets and config overrides.
 
     Applied through the shard's own deletion path (tombstones replayed in memory only, never written), so a
@@ -52,22 +52,11 @@ def drop_groups(shard: Any, predicate: GroupPredicate) -> Result[list[str]]:
     """
     dropped = sorted(g for g in known_group_ids(shard) if predicate(g))
     result: Result[list[str]] = Result(dropped)
-    epochs: dict[tuple[str, str], int] = shard._rebalance_timer_epochs
     for group_id in dropped:
         group = shard.groups.get(group_id)
-        if isinstance(group, ConsumerGroup):
-            for member_id in group.members:
-                shard.cancel_timer(result, session_timer(group_id, member_id))
-                shard.cancel_timer(result, rebalance_timer(group_id, member_id))
-                if member_id in group.classic_members:
-                    shard.cancel_timer(result, mixed_group.join_timer(group_id, member_id))
-                    shard.cancel_timer(result, mixed_group.sync_timer(group_id, member_id))
-                epochs.pop((group_id, member_id), None)
-        elif group is not None:
-            after_load = getattr(group, "timers_after_load", None)
-            if after_load is not None:
-                result.timers.extend(CancelTimer(t.key) for t in after_load(0))
         if group is not None:
+            for op in group.forget_timers():
+                shard.cancel_timer(result, op.key)
             shard.replay(ConsumerGroupMetadataTombstone(group_id))
         for topic, partition in list(shard.offsets.committed(group_id)):
             shard.replay(OffsetCommitTombstone(group_id, topic, partition))
@@ -77,17 +66,6 @@ def drop_groups(shard: Any, predicate: GroupPredicate) -> Result[list[str]]:
     return result
 
 
-class _ShardView:
-    """The shard seen through a group filter: `timers_after_load` then arms timers for those groups only."""
-
-    def __init__(self, shard: Any, predicate: GroupPredicate) -> None:
-        self._shard = shard
-        self.groups = {g: v for g, v in shard.groups.items() if predicate(g)}
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._shard, name)
-
-
-def timers_after_partition_load(shard: Any, predicate: GroupPredicate, now: int) -> Result[None]:
+def timers_after_partition_load(shard: GroupCoordinatorShard, predicate: GroupPredicate, now: int) -> Result[None]:
     """The timers to arm after replaying the groups matching `predicate` (see `timers_after_load`)."""
-    return timers_after_load(_ShardView(shard, predicate), now)
+    return timers_after_load(shard, now, loaded=predicate)

@@ -11,8 +11,9 @@ member subscribes to any more is tombstoned.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from coordinator.core import consumer_assignment
 from coordinator.core.consumer_group import FIRST_GROUP_EPOCH, ConsumerGroup, RegexResolutionInflight
 from coordinator.core.records import (
     ConsumerGroupMetadata,
@@ -22,8 +23,11 @@ from coordinator.core.records import (
 from coordinator.core.results import Result
 from coordinator.core.topic_regex import RegexResolution, RegexResolutionCompletion
 
+if TYPE_CHECKING:
+    from coordinator.core.shard import GroupCoordinatorShard
 
-def maybe_resolve(shard: Any, group: ConsumerGroup, now: int, result: Result[Any]) -> None:
+
+def maybe_resolve(shard: GroupCoordinatorShard, group: ConsumerGroup, now: int, result: Result[Any]) -> None:
     if group.regex_inflight is not None:
         return
     regexes = group.regexes()
@@ -40,7 +44,8 @@ def maybe_resolve(shard: Any, group: ConsumerGroup, now: int, result: Result[Any
     shard.stats.regex_resolutions += 1
 
 
-def on_resolution_complete(shard: Any, completion: RegexResolutionCompletion, now: int) -> Result[None]:
+def on_resolution_complete(shard: GroupCoordinatorShard, completion: RegexResolutionCompletion,
+                           now: int) -> Result[None]:
     result: Result[None] = Result(None)
     group = shard.groups.get(completion.group_id)
     if not isinstance(group, ConsumerGroup) or group.regex_inflight is None \
@@ -54,7 +59,7 @@ def on_resolution_complete(shard: Any, completion: RegexResolutionCompletion, no
         if regex in subscribed and group.resolved_regexes.get(regex) != topics:
             shard._write(result, ConsumerGroupRegularExpression(group.group_id, regex, tuple(sorted(topics)), now))
     if result.records and group.members:
-        new_hash = shard._subscription_hash(group)
+        new_hash = consumer_assignment.subscription_hash(shard, group)
         if new_hash != group.metadata_hash:
             shard._write(result, ConsumerGroupMetadata(group.group_id, max(group.group_epoch + 1, FIRST_GROUP_EPOCH),
                                                        new_hash))
@@ -64,7 +69,7 @@ def on_resolution_complete(shard: Any, completion: RegexResolutionCompletion, no
     return result
 
 
-def drop_unused(shard: Any, group: ConsumerGroup, result: Result[Any]) -> None:
+def drop_unused(shard: GroupCoordinatorShard, group: ConsumerGroup, result: Result[Any]) -> None:
     subscribed = group.regexes()
     for regex in sorted(set(group.resolved_regexes) - subscribed):
         shard._write(result, ConsumerGroupRegularExpressionTombstone(group.group_id, regex))

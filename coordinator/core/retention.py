@@ -14,33 +14,31 @@ A group with no members and no offsets left is deleted.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from coordinator.core import admin
-from coordinator.core.consumer_group import ConsumerGroup
 from coordinator.core.records import GroupEmptySince, GroupEmptySinceTombstone, OffsetCommitTombstone
 from coordinator.core.results import Result, TimerKey
+
+if TYPE_CHECKING:
+    from coordinator.core.shard import GroupCoordinatorShard
 
 RETENTION_TIMER: TimerKey = ("offsets-retention",)
 BATCH_GROUPS = 500  # groups per timer operation; the rest continue in the next operation
 
 
-def is_empty(group: Any) -> bool:
-    return not group.members if isinstance(group, ConsumerGroup) else bool(group.is_empty())
-
-
-def ensure_timer(shard: Any, now: int, result: Result[Any]) -> None:
+def ensure_timer(shard: GroupCoordinatorShard, now: int, result: Result[Any]) -> None:
     if RETENTION_TIMER not in shard.timer_deadlines:
         shard.arm_timer(result, RETENTION_TIMER, now + int(shard.config["offsets.retention.check.interval.ms"]))
 
 
-def note_membership(shard: Any, group_id: str, now: int, result: Result[Any]) -> None:
+def note_membership(shard: GroupCoordinatorShard, group_id: str, now: int, result: Result[Any]) -> None:
     """After an operation on `group_id`: record when it became empty, or forget it when members came back."""
     group = shard.groups.get(group_id)
     if group is None:
         return
     since = shard.empty_since.get(group_id)
-    if is_empty(group):
+    if group.is_empty():
         if since is None:
             shard._write(result, GroupEmptySince(group_id, now))
             ensure_timer(shard, now, result)
@@ -48,7 +46,7 @@ def note_membership(shard: Any, group_id: str, now: int, result: Result[Any]) ->
         shard._write(result, GroupEmptySinceTombstone(group_id))
 
 
-def on_retention_timer(shard: Any, now: int) -> Result[None]:
+def on_retention_timer(shard: GroupCoordinatorShard, now: int) -> Result[None]:
     result: Result[None] = Result(None)
     pending: list[str] = shard.retention_pending
     if not pending:
@@ -64,20 +62,18 @@ def on_retention_timer(shard: Any, now: int) -> Result[None]:
     return result
 
 
-def cleanup_group(shard: Any, group_id: str, now: int, result: Result[Any]) -> None:
+def cleanup_group(shard: GroupCoordinatorShard, group_id: str, now: int, result: Result[Any]) -> None:
     group = shard.groups.get(group_id)
     retention_ms = int(shard.config["offsets.retention.minutes"]) * 60_000
-    empty = group is None or is_empty(group)
-    subscribed: set[str] = set()
+    empty = group is None or group.is_empty()
+    subscribed: set[str] | None = set()
     since: int | None = None
     if group is not None and empty:
         since = shard.empty_since.get(group_id)
-    elif isinstance(group, ConsumerGroup):
-        subscribed = group.subscribed_topic_names()
-        for regex in group.regexes():
-            subscribed.update(group.resolved_topics(regex))
     elif group is not None:
-        return  # a classic group with members keeps its offsets
+        subscribed = group.topics_in_use()
+    if subscribed is None:
+        return  # a group with members whose subscriptions are opaque (classic, share) keeps its offsets
     all_expired = True
     for (topic, partition), c in list(shard.offsets.committed(group_id).items()):
         base = c.commit_timestamp_ms if since is None else max(since, c.commit_timestamp_ms)
@@ -85,6 +81,5 @@ def cleanup_group(shard: Any, group_id: str, now: int, result: Result[Any]) -> N
             shard._write(result, OffsetCommitTombstone(group_id, topic, partition))
         else:
             all_expired = False
-    should_expire = getattr(group, "should_expire", None)  # Kafka's Group.shouldExpire (false: share groups)
-    if all_expired and group is not None and empty and (should_expire is None or should_expire()):
+    if all_expired and group is not None and empty and group.should_expire():
         admin.write_group_deletion(shard, group_id, group, result)

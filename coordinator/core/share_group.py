@@ -21,13 +21,16 @@ States: EMPTY (no members), STABLE (members), DEAD (deleted). Nothing changes ex
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from coordinator.core.errors import CoordinatorError, Errors
+from coordinator.core.group import GroupDefaults
 from coordinator.core.messages import DescribedGroup, DescribedMember, ListedGroup
+from coordinator.core.metadata import MetadataImage
 from coordinator.core.results import CancelTimer, Result, ScheduleTimer, TimerKey, TimerOp
 from coordinator.core.share_partition import Batch, RecordState, SharePartition
 from coordinator.core.share_records import (
@@ -44,6 +47,9 @@ from coordinator.core.share_records import (
     SharePartitionState,
     SharePartitionStateTombstone,
 )
+
+if TYPE_CHECKING:
+    from coordinator.core.shard import GroupCoordinatorShard
 
 GROUP_TYPE = "share"
 ASSIGNOR_NAME = "simple"
@@ -90,7 +96,7 @@ def lock_timer(group_id: str, topic_id: str, partition: int) -> TimerKey:
 
 
 @dataclass(slots=True, eq=False)
-class ShareGroup:
+class ShareGroup(GroupDefaults):
     group_id: str
     owner: Any = field(default=None, repr=False)  # ShareConfigs: the session timeout for timers after a load
     group_epoch: int = 0
@@ -159,18 +165,18 @@ class ShareGroup:
     def listed(self) -> ListedGroup:
         return ListedGroup(self.group_id, GROUP_TYPE, self.state().value, GROUP_TYPE)
 
-    def is_empty(self) -> bool:
-        return not self.members
-
-    def member_count(self) -> int:
-        return len(self.members)
-
     def should_expire(self) -> bool:
         """As Kafka's ShareGroup: an empty share group is not deleted by the offsets retention check (its
         delivery state would go with it); DeleteGroups deletes it."""
         return False
 
-    def validate_offset_commit(self, member_id: str, instance_id: str | None, generation: int) -> None:
+    def validate_offset_commit(self, member_id: str, instance_id: str | None, generation: int,
+                               partitions: list[tuple[str, int]],
+                               image: MetadataImage) -> dict[tuple[str, int], Errors]:
+        raise CoordinatorError(Errors.GROUP_ID_NOT_FOUND, f"Group {self.group_id} is not a consumer group.")
+
+    def validate_offset_delete(self) -> None:
+        """Kafka's ShareGroup.validateOffsetDelete: a share group has no committed offsets to delete."""
         raise CoordinatorError(Errors.GROUP_ID_NOT_FOUND, f"Group {self.group_id} is not a consumer group.")
 
     def deletion_records(self) -> list[Any]:
@@ -208,6 +214,9 @@ class ShareGroup:
                 self.arm(result, lock_timer(self.group_id, t, p), deadline)
         return result.timers
 
+    def forget_timers(self) -> list[TimerOp]:
+        return [CancelTimer(t.key) for t in self.timers_after_load(0)]
+
 
 def member_record(gid: str, m: ShareGroupMember) -> ShareGroupMemberMetadata:
     return ShareGroupMemberMetadata(gid, m.member_id, m.rack_id, m.client_id, m.client_host,
@@ -225,7 +234,7 @@ def partition_record(gid: str, topic_id: str, partition: int, sp: SharePartition
 
 
 # --- replay ----------------------------------------------------------------------------------------------------
-def install_replayers(shard: Any, owner: Any) -> None:
+def install_replayers(shard: GroupCoordinatorShard, owner: Any) -> None:
     def group(gid: str) -> ShareGroup:
         g = shard.groups.get(gid)
         if not isinstance(g, ShareGroup):
@@ -250,9 +259,9 @@ def install_replayers(shard: Any, owner: Any) -> None:
     def member(r: ShareGroupMemberMetadata) -> None:
         g = group(r.group_id)
         old = g.members.get(r.member_id) or ShareGroupMember(r.member_id)
-        g.members[r.member_id] = ShareGroupMember(
-            r.member_id, r.rack_id, r.client_id, r.client_host, r.subscribed_topic_names, r.principal,
-            old.member_epoch, old.previous_member_epoch, old.assigned_partitions)
+        g.members[r.member_id] = dataclasses.replace(
+            old, rack_id=r.rack_id, client_id=r.client_id, client_host=r.client_host,
+            subscribed_topic_names=r.subscribed_topic_names, principal=r.principal)
 
     def remove_member(r: ShareGroupMemberMetadataTombstone | ShareGroupCurrentMemberAssignmentTombstone) -> None:
         g = existing(r.group_id)
@@ -274,9 +283,9 @@ def install_replayers(shard: Any, owner: Any) -> None:
     def current(r: ShareGroupCurrentMemberAssignment) -> None:
         g = group(r.group_id)
         old = g.members.get(r.member_id) or ShareGroupMember(r.member_id)
-        g.members[r.member_id] = ShareGroupMember(
-            old.member_id, old.rack_id, old.client_id, old.client_host, old.subscribed_topic_names, old.principal,
-            r.member_epoch, r.previous_member_epoch, r.assigned_partitions)
+        g.members[r.member_id] = dataclasses.replace(
+            old, member_epoch=r.member_epoch, previous_member_epoch=r.previous_member_epoch,
+            assigned_partitions=r.assigned_partitions)
 
     def partition(r: SharePartitionState) -> None:
         batches = tuple(Batch(f, la, RecordState(s), c, m, d) for f, la, s, c, m, d in r.batches)

@@ -8,7 +8,7 @@ GROUP_ID_NOT_FOUND ("is not a share group"), as Kafka's getOrMaybeCreatePersiste
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from assignors.api import AssignorError, GroupSpec, MemberSpec
 from assignors.simple_share import SimpleShareAssignor
@@ -18,6 +18,7 @@ from coordinator.core.results import Result, TimerKey
 from coordinator.core.share_group import (
     ASSIGNOR_NAME,
     FIRST_GROUP_EPOCH,
+    GROUP_TYPE,
     LEAVE_GROUP_MEMBER_EPOCH,
     LOCK_TIMER,
     SESSION_TIMER,
@@ -52,13 +53,16 @@ from coordinator.core.share_records import (
 )
 from coordinator.core.target_assignment import AssignorCompletion, AssignorRun
 
+if TYPE_CHECKING:
+    from coordinator.core.shard import GroupCoordinatorShard
+
 SIMPLE = SimpleShareAssignor()  # also registered by name in assignors.builtin, for offloaded runs
 
 
 class ShareConfigs:
     """Group overrides (`share.*`) over the broker's `group.share.*`, as Kafka's GroupConfigManager."""
 
-    def __init__(self, shard: Any) -> None:
+    def __init__(self, shard: GroupCoordinatorShard) -> None:
         self.shard = shard
 
     def _value(self, group_id: str, group_name: str, broker_name: str) -> Any:
@@ -90,21 +94,22 @@ class ShareConfigs:
         return str(self.shard.group_config(gid, "share.auto.offset.reset"))
 
 
-def install(shard: Any) -> None:
+def install(shard: GroupCoordinatorShard) -> None:
     """Plug share groups into the shard: their records into replay, their timers into the timer path."""
     configs = ShareConfigs(shard)
     shard.share_configs = configs
     install_replayers(shard, configs)
     shard.register_timer_handler(SESSION_TIMER, lambda key, now: on_session_timer(shard, key, now))
     shard.register_timer_handler(LOCK_TIMER, lambda key, now: on_lock_timer(shard, key, now))
+    shard.register_assignment_handler(GROUP_TYPE, lambda done, now: on_assignment_complete(shard, done, now))
 
 
 def _invalid(message: str) -> CoordinatorError:
     return CoordinatorError(Errors.INVALID_REQUEST, message)
 
 
-def _share_group(shard: Any, group_id: str, create: bool) -> ShareGroup:
-    group = shard.groups.get(group_id)
+def _share_group(shard: GroupCoordinatorShard, group_id: str, create: bool) -> ShareGroup:
+    group = shard.find_group(group_id)  # any type, streams too: a group id has one type
     if isinstance(group, ShareGroup):
         return group
     if group is not None:
@@ -116,7 +121,8 @@ def _share_group(shard: Any, group_id: str, create: bool) -> ShareGroup:
     return group
 
 
-def _member(shard: Any, group_id: str, member_id: str, principal: str | None) -> tuple[ShareGroup, ShareGroupMember]:
+def _member(shard: GroupCoordinatorShard, group_id: str, member_id: str,
+            principal: str | None) -> tuple[ShareGroup, ShareGroupMember]:
     group = _share_group(shard, group_id, create=False)
     member = group.members.get(member_id)
     if member is None:
@@ -128,7 +134,8 @@ def _member(shard: Any, group_id: str, member_id: str, principal: str | None) ->
 # =========================================================================================================
 # ShareGroupHeartbeat
 # =========================================================================================================
-def heartbeat(shard: Any, r: ShareGroupHeartbeatRequest, now: int) -> Result[ShareGroupHeartbeatResponse]:
+def heartbeat(shard: GroupCoordinatorShard, r: ShareGroupHeartbeatRequest,
+              now: int) -> Result[ShareGroupHeartbeatResponse]:
     from coordinator.core import retention
 
     try:
@@ -157,7 +164,8 @@ def _validate(r: ShareGroupHeartbeatRequest) -> None:
         raise _invalid("SubscribedTopicNames can't contain an empty topic name.")
 
 
-def _heartbeat(shard: Any, r: ShareGroupHeartbeatRequest, now: int) -> Result[ShareGroupHeartbeatResponse]:
+def _heartbeat(shard: GroupCoordinatorShard, r: ShareGroupHeartbeatRequest,
+               now: int) -> Result[ShareGroupHeartbeatResponse]:
     result: Result[ShareGroupHeartbeatResponse] = Result(ShareGroupHeartbeatResponse())
     configs: ShareConfigs = shard.share_configs
     joining = r.member_epoch == 0
@@ -229,7 +237,8 @@ def _normalise(p: Partitions) -> dict[str, frozenset[int]]:
     return {t: frozenset(ps) for t, ps in p.items() if ps}
 
 
-def _leave(shard: Any, r: ShareGroupHeartbeatRequest, now: int) -> Result[ShareGroupHeartbeatResponse]:
+def _leave(shard: GroupCoordinatorShard, r: ShareGroupHeartbeatRequest,
+           now: int) -> Result[ShareGroupHeartbeatResponse]:
     result: Result[ShareGroupHeartbeatResponse] = Result(ShareGroupHeartbeatResponse())
     group, member = _member(shard, r.group_id, r.member_id, r.principal)
     remove_member(shard, group, member.member_id, now, result)
@@ -237,7 +246,8 @@ def _leave(shard: Any, r: ShareGroupHeartbeatRequest, now: int) -> Result[ShareG
     return result
 
 
-def remove_member(shard: Any, group: ShareGroup, member_id: str, now: int, result: Result[Any]) -> None:
+def remove_member(shard: GroupCoordinatorShard, group: ShareGroup, member_id: str, now: int,
+                  result: Result[Any]) -> None:
     """A member leaves or is fenced: its records go, its locks are released, the group epoch bumps."""
     gid = group.group_id
     shard._write(result, ShareGroupCurrentMemberAssignmentTombstone(gid, member_id))
@@ -257,7 +267,7 @@ def remove_member(shard: Any, group: ShareGroup, member_id: str, now: int, resul
 # =========================================================================================================
 # Target assignment (KIP-1263 batching and offload)
 # =========================================================================================================
-def build_spec(shard: Any, group: ShareGroup) -> GroupSpec:
+def build_spec(shard: GroupCoordinatorShard, group: ShareGroup) -> GroupSpec:
     image = shard.metadata
     members = {
         mid: MemberSpec(
@@ -269,7 +279,7 @@ def build_spec(shard: Any, group: ShareGroup) -> GroupSpec:
     return GroupSpec.of(members)
 
 
-def maybe_compute_target(shard: Any, group: ShareGroup, now: int, result: Result[Any]) -> None:
+def maybe_compute_target(shard: GroupCoordinatorShard, group: ShareGroup, now: int, result: Result[Any]) -> None:
     """KIP-1263: nothing while a run is in flight or within the interval since the last computation finished;
     else run the assignor, on the executor when offload is enabled."""
     configs: ShareConfigs = shard.share_configs
@@ -297,7 +307,7 @@ def maybe_compute_target(shard: Any, group: ShareGroup, now: int, result: Result
     _write_target(shard, group, assignment, epoch, now, result)
 
 
-def on_assignment_complete(shard: Any, completion: AssignorCompletion, now: int) -> Result[None]:
+def on_assignment_complete(shard: GroupCoordinatorShard, completion: AssignorCompletion, now: int) -> Result[None]:
     """An offloaded run ended: applied unless stale; members removed meanwhile are dropped from it (the
     changes it missed bumped the group epoch, so the next heartbeat after the interval runs again)."""
     result: Result[None] = Result(None)
@@ -314,7 +324,8 @@ def on_assignment_complete(shard: Any, completion: AssignorCompletion, now: int)
     return result
 
 
-def _write_target(shard: Any, group: ShareGroup, assignment: Any, epoch: int, now: int, result: Result[Any]) -> None:
+def _write_target(shard: GroupCoordinatorShard, group: ShareGroup, assignment: Any, epoch: int, now: int,
+                  result: Result[Any]) -> None:
     gid = group.group_id
     for mid in sorted(group.members):
         new = _normalise(assignment.get(mid, {}))
@@ -327,7 +338,7 @@ def _write_target(shard: Any, group: ShareGroup, assignment: Any, epoch: int, no
 # =========================================================================================================
 # Timers
 # =========================================================================================================
-def on_session_timer(shard: Any, key: TimerKey, now: int) -> Result[None]:
+def on_session_timer(shard: GroupCoordinatorShard, key: TimerKey, now: int) -> Result[None]:
     result: Result[None] = Result(None)
     group = shard.groups.get(key[1])
     if not isinstance(group, ShareGroup) or not group.due(key, now) or key[2] not in group.members:
@@ -337,7 +348,7 @@ def on_session_timer(shard: Any, key: TimerKey, now: int) -> Result[None]:
     return result
 
 
-def on_lock_timer(shard: Any, key: TimerKey, now: int) -> Result[None]:
+def on_lock_timer(shard: GroupCoordinatorShard, key: TimerKey, now: int) -> Result[None]:
     """Acquisition locks expired: their records are available again (or archived at the delivery limit)."""
     result: Result[None] = Result(None)
     group = shard.groups.get(key[1])
@@ -351,7 +362,7 @@ def on_lock_timer(shard: Any, key: TimerKey, now: int) -> Result[None]:
     return result
 
 
-def _write_partition(shard: Any, group: ShareGroup, topic_id: str, partition: int, sp: SharePartition,
+def _write_partition(shard: GroupCoordinatorShard, group: ShareGroup, topic_id: str, partition: int, sp: SharePartition,
                      result: Result[Any]) -> None:
     if group.partitions.get((topic_id, partition)) != sp:
         shard._write(result, partition_record(group.group_id, topic_id, partition, sp))
@@ -366,7 +377,7 @@ def _write_partition(shard: Any, group: ShareGroup, topic_id: str, partition: in
 # =========================================================================================================
 # Acquire (ShareFetch without the records) and ShareAcknowledge
 # =========================================================================================================
-def acquire(shard: Any, r: ShareAcquireRequest, now: int) -> Result[ShareAcquireResponse]:
+def acquire(shard: GroupCoordinatorShard, r: ShareAcquireRequest, now: int) -> Result[ShareAcquireResponse]:
     try:
         if r.max_records < 1:
             raise _invalid("max_records must be at least 1.")
@@ -410,7 +421,7 @@ def acquire(shard: Any, r: ShareAcquireRequest, now: int) -> Result[ShareAcquire
     return result
 
 
-def _with_known_offsets(shard: Any, req: AcquirePartition) -> AcquirePartition:
+def _with_known_offsets(shard: GroupCoordinatorShard, req: AcquirePartition) -> AcquirePartition:
     topic = shard.metadata.by_id.get(req.topic_id)
     if topic is None or shard.lag_provider is None:
         return req
@@ -420,7 +431,7 @@ def _with_known_offsets(shard: Any, req: AcquirePartition) -> AcquirePartition:
     return AcquirePartition(req.topic_id, req.partition, known[0], known[1])
 
 
-def acknowledge(shard: Any, r: ShareAcknowledgeRequest, now: int) -> Result[ShareAcknowledgeResponse]:
+def acknowledge(shard: GroupCoordinatorShard, r: ShareAcknowledgeRequest, now: int) -> Result[ShareAcknowledgeResponse]:
     try:
         group, member = _member(shard, r.group_id, r.member_id, r.principal)
     except CoordinatorError as e:
@@ -454,7 +465,7 @@ def acknowledge(shard: Any, r: ShareAcknowledgeRequest, now: int) -> Result[Shar
     return result
 
 
-def describe_offsets(shard: Any, group_id: str) -> list[tuple[str, int, SharePartition]]:
+def describe_offsets(shard: GroupCoordinatorShard, group_id: str) -> list[tuple[str, int, SharePartition]]:
     """Kafka's DescribeShareGroupOffsets: every share-partition's state, sorted (raises GROUP_ID_NOT_FOUND)."""
     group = _share_group(shard, group_id, create=False)
     return [(t, p, sp) for (t, p), sp in sorted(group.partitions.items())]

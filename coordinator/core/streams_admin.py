@@ -4,12 +4,15 @@ DeleteGroups. Tasks show as assignments keyed by subtopology id; StreamsGroupDes
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from coordinator.core.errors import Errors
-from coordinator.core.messages import DescribedGroup, DescribedMember, GroupResult
+from coordinator.core.messages import DescribedGroup, DescribedMember, GroupResult, ListedGroup
 from coordinator.core.results import Result
 from coordinator.core.streams_group import StreamsGroups
+
+if TYPE_CHECKING:
+    from coordinator.core.shard import GroupCoordinatorShard
 
 
 def _by_subtopology(tasks: frozenset[tuple[str, int]]) -> dict[str, frozenset[int]]:
@@ -38,7 +41,29 @@ def describe(streams: StreamsGroups, group_id: str) -> DescribedGroup:
                           assignment_timestamp_ms=g.target_timestamp_ms or 0)
 
 
-def delete(shard: Any, group_id: str, result: Result[Any]) -> GroupResult:
+class StreamsGroupView:
+    """A streams group as a `GroupView` (group.py), for the generic admin operations."""
+
+    group_type = "streams"
+
+    def __init__(self, streams: StreamsGroups, group_id: str) -> None:
+        self.streams = streams
+        self.group_id = group_id
+
+    def describe(self) -> DescribedGroup:
+        return describe(self.streams, self.group_id)
+
+    def listed(self) -> ListedGroup:
+        return ListedGroup(self.group_id, "streams", self.streams.state(self.group_id).value, "streams")
+
+    def is_empty(self) -> bool:
+        return not self.streams.groups[self.group_id].members
+
+    def member_count(self) -> int:
+        return len(self.streams.groups[self.group_id].members)
+
+
+def delete(shard: GroupCoordinatorShard, group_id: str, result: Result[Any]) -> GroupResult:
     """DeleteGroups for an empty streams group: its records and its committed offsets go."""
     res = shard.streams.delete_group(group_id)
     if res.response == Errors.NON_EMPTY_GROUP:

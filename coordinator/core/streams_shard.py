@@ -3,7 +3,8 @@ the one entry point per operation that keeps group ids unique across group types
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, cast
 
 from coordinator.core import streams_records as sr
 from coordinator.core.errors import Errors
@@ -16,6 +17,9 @@ from coordinator.core.streams_group import (
     StreamsHeartbeatResponse,
 )
 
+if TYPE_CHECKING:
+    from coordinator.core.shard import GroupCoordinatorShard
+
 RECORD_TYPES: tuple[type, ...] = (
     sr.StreamsGroupMetadata, sr.StreamsGroupMetadataTombstone, sr.StreamsGroupTopologyRecord,
     sr.StreamsGroupTopologyTombstone, sr.StreamsGroupMemberMetadata, sr.StreamsGroupMemberMetadataTombstone,
@@ -26,7 +30,7 @@ RECORD_TYPES: tuple[type, ...] = (
 TIMER_KINDS = ("streams-session", "streams-rebalance", "streams-assign")
 
 
-def install(shard: Any, config: StreamsGroupConfig | None = None) -> StreamsGroups:
+def install(shard: GroupCoordinatorShard, config: StreamsGroupConfig | None = None) -> StreamsGroups:
     """Give `shard` a `streams` attribute (the streams groups) wired into replay and timers."""
     if config is None:
         values = getattr(shard.config, "values", {})
@@ -34,7 +38,8 @@ def install(shard: Any, config: StreamsGroupConfig | None = None) -> StreamsGrou
                                                  if k in values})
     groups = StreamsGroups(config)
     groups.follow_image(lambda: shard.metadata)
-    groups.follow_group_configs(shard.group_configs)
+    # The same dict, not a copy: AlterGroupConfigs' records update what the streams groups read.
+    groups.follow_group_configs(cast("dict[str, Mapping[str, object]]", shard.group_configs))
     shard.streams = groups
     for t in RECORD_TYPES:
         shard.register_replayer(t, groups.replay)
@@ -47,7 +52,7 @@ def install(shard: Any, config: StreamsGroupConfig | None = None) -> StreamsGrou
     return groups
 
 
-def heartbeat(shard: Any, req: StreamsHeartbeatRequest, now: int) -> Result[StreamsHeartbeatResponse]:
+def heartbeat(shard: GroupCoordinatorShard, req: StreamsHeartbeatRequest, now: int) -> Result[StreamsHeartbeatResponse]:
     """A StreamsGroupHeartbeat; a group id taken by a consumer or classic group is GROUP_ID_NOT_FOUND (Kafka:
     "Group X is not a streams group")."""
     if req.group_id in shard.groups:
@@ -57,6 +62,6 @@ def heartbeat(shard: Any, req: StreamsHeartbeatRequest, now: int) -> Result[Stre
     return groups.heartbeat(req, now)
 
 
-def assignor_done(shard: Any, done: StreamsAssignorCompletion, now: int) -> Result[None]:
+def assignor_done(shard: GroupCoordinatorShard, done: StreamsAssignorCompletion, now: int) -> Result[None]:
     groups: StreamsGroups = shard.streams
     return groups.complete_assignor(done, now)

@@ -12,24 +12,22 @@ from __future__ import annotations
 from typing import Any
 
 from coordinator.core import records as r
-from coordinator.core.consumer_group import ConsumerGroup
 from coordinator.core.results import Result
+from coordinator.core.shard import GroupCoordinatorShard
 from coordinator.core.snapshot import timers_after_load
 from coordinator.core.streams_records import StreamsGroupMetadataTombstone
 
 
-def reset_groups(shard: Any, group_ids: frozenset[str], durable: list[Any], now: int) -> Result[None]:
+def reset_groups(shard: GroupCoordinatorShard, group_ids: frozenset[str], durable: list[Any],
+                 now: int) -> Result[None]:
     """Replace the state of `group_ids` with `durable` (their records as the log holds them, in order); returns
     the timers to arm for the rebuilt groups (as after a load)."""
     for gid in group_ids:
         group = shard.groups.get(gid)
-        if isinstance(group, ConsumerGroup):
-            shard.replay(r.ConsumerGroupMetadataTombstone(gid))
-        elif group is not None:
+        if group is not None:
             for record in group.deletion_records():
                 shard.replay(record)
-        streams = getattr(shard, "streams", None)
-        if streams is not None and gid in streams.groups:
+        if gid in shard.streams.groups:
             shard.replay(StreamsGroupMetadataTombstone(gid))  # drops the whole streams group
         for topic, partition in list(shard.offsets.committed(gid)):
             shard.replay(r.OffsetCommitTombstone(gid, topic, partition))

@@ -18,7 +18,6 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from coordinator.core import streams_shard
-from coordinator.core.consumer_group import ConsumerGroup
 from coordinator.core.errors import CoordinatorError, Errors
 from coordinator.core.metadata import MetadataImage
 from coordinator.core.results import CancelTimer, Result, ScheduleTimer
@@ -379,12 +378,8 @@ class CoordinatorRuntime:
         groups: dict[tuple[str, str], int] = {}
         members = 0
         for group in list(self.shard.groups.values()):
-            if isinstance(group, ConsumerGroup):
-                key = ("consumer", group.state().value)
-                members += len(group.members)
-            else:
-                listed = group.listed()
-                key = (listed.group_type, listed.group_state)
-                members += group.member_count()
+            listed = group.listed()
+            key = (listed.group_type, listed.group_state)
+            members += group.member_count()
             groups[key] = groups.get(key, 0) + 1
         return {"groups": groups, "members": members, "stats": self.shard.stats}

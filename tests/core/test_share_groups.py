@@ -355,6 +355,14 @@ def test_share_groups_are_described_and_listed_with_their_type() -> None:
     assert "sg" not in c.shard.groups and "sg" not in c.fresh().groups
 
 
+def test_offset_delete_on_a_share_group_is_group_id_not_found() -> None:
+    """Kafka's ShareGroup.validateOffsetDelete: a share group has no committed offsets to delete."""
+    c = ShareContext()
+    c.hb("m1")
+    group_result, partitions = c.apply(c.shard.delete_offsets("sg", [("foo", 0)], c.now))
+    assert (group_result.error_code, partitions) == (Errors.GROUP_ID_NOT_FOUND, [])
+
+
 def test_an_empty_share_group_keeps_its_delivery_state_through_the_offsets_retention_check() -> None:
     c = ShareContext()
     c.shard.group_configs["sg"] = {"share.auto.offset.reset": "earliest"}

@@ -1,0 +1,144 @@
+"""Consumer groups' target assignment: when to compute it (KIP-1263 batching and offload), the offloaded
+runs' completions, the lag input of the lag-aware assignors, and metadata changes that bump group epochs."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from assignors.api import AssignorError, LagSnapshot, PartitionOffsets
+from assignors.registry import get_server_assignor
+from coordinator.core import regex_subscriptions
+from coordinator.core.consumer_group import FIRST_GROUP_EPOCH, ConsumerGroup, InflightAssignment
+from coordinator.core.records import ConsumerGroupMetadata
+from coordinator.core.results import Result
+from coordinator.core.target_assignment import (
+    AssignorCompletion,
+    AssignorRun,
+    build_spec,
+    choose_assignor,
+    reconcile_result_with_group,
+    target_records,
+)
+
+if TYPE_CHECKING:
+    from coordinator.core.shard import GroupCoordinatorShard
+
+LAG_AWARE_ASSIGNORS = frozenset({"lag", "lag-sticky"})
+
+
+def subscription_hash(shard: GroupCoordinatorShard, group: ConsumerGroup) -> int:
+    """The metadata hash of every topic the group subscribes to: a change bumps the group epoch."""
+    return shard.metadata.topics_hash(group.subscribed_topics())
+
+
+def on_metadata_update(shard: GroupCoordinatorShard, now: int, result: Result[None]) -> None:
+    """New topic metadata (already `shard.metadata`): bump the epoch of every consumer group whose subscribed
+    topics changed, so the next heartbeat recomputes its target assignment."""
+    for group in list(shard.groups.values()):
+        if not isinstance(group, ConsumerGroup) or not group.members:
+            continue
+        regex_subscriptions.maybe_resolve(shard, group, now, result)
+        new_hash = subscription_hash(shard, group)
+        if new_hash != group.metadata_hash:
+            shard._write(result, ConsumerGroupMetadata(group.group_id, group.group_epoch + 1, new_hash))
+            shard.stats.metadata_bumps += 1
+
+
+def after_member_update(shard: GroupCoordinatorShard, group: ConsumerGroup, bump: bool, subscription_changed: bool,
+                        now: int, result: Result[Any]) -> None:
+    """After a member's records were written (a consumer heartbeat or a classic member's JoinGroup): bump the
+    group epoch when the assignment inputs changed (`bump`: a new member, a changed subscription, rack or
+    assignor) or the subscribed topics' metadata did, then compute the target if it is behind (KIP-1263)."""
+    if subscription_changed:
+        regex_subscriptions.drop_unused(shard, group, result)
+    regex_subscriptions.maybe_resolve(shard, group, now, result)
+    if bump or group.metadata_image_seen is not shard.metadata:
+        new_hash = subscription_hash(shard, group)
+        group.metadata_image_seen = shard.metadata
+        if bump or new_hash != group.metadata_hash:
+            new_epoch = max(group.group_epoch + 1, FIRST_GROUP_EPOCH)
+            shard._write(result, ConsumerGroupMetadata(group.group_id, new_epoch, new_hash))
+    if group.group_epoch > group.target_assignment_epoch:
+        maybe_compute_target(shard, group, now, result)
+
+
+def maybe_compute_target(shard: GroupCoordinatorShard, group: ConsumerGroup, now: int, result: Result[Any]) -> None:
+    """KIP-1263: nothing while a run is in flight or within the interval since the last computation finished;
+    else run the assignor, on the executor when offload is enabled."""
+    if group.inflight is not None:
+        shard.stats.assignor_skipped_inflight += 1
+        return
+    interval = shard.assignment_interval_ms(group.group_id)
+    if group.assignment_timestamp_ms and now - group.assignment_timestamp_ms < interval:
+        shard.stats.assignor_skipped_interval += 1
+        return
+    assignor_name = choose_assignor(group, shard.config["group.consumer.assignors"])
+    spec = build_spec(group, shard.metadata, group.resolved_topics)
+    lag = _lag_snapshot(shard, group, assignor_name, spec)
+    epoch = group.group_epoch
+    if shard.offload_enabled(group.group_id):
+        run_id = next(shard._run_ids)
+        group.inflight = InflightAssignment(
+            run_id, epoch, {mid: m.instance_id for mid, m in group.members.items() if m.instance_id},
+            assignor_name)
+        result.tasks.append(AssignorRun(group.group_id, run_id, assignor_name, epoch, spec, shard.metadata, lag))
+        shard.stats.assignor_runs_offloaded += 1
+        return
+    shard.stats.assignor_runs_sync += 1
+    try:
+        assignment = get_server_assignor(assignor_name).assign(spec, shard.metadata, lag)
+    except AssignorError as e:
+        shard.stats.assignor_failures += 1
+        shard.last_assignor_error = f"{group.group_id}: {e}"
+        return
+    group.last_assignor = assignor_name
+    for record in target_records(group, assignment, epoch, now):
+        shard._write(result, record)
+
+
+def on_assignment_complete(shard: GroupCoordinatorShard, completion: AssignorCompletion, now: int) -> Result[None]:
+    """An offloaded run finished. Apply it unless the group is gone or the run is stale, after
+    applying what changed meanwhile (removed members dropped, replaced static members moved)."""
+    result: Result[None] = Result(None)
+    group = shard.groups.get(completion.group_id)
+    if not isinstance(group, ConsumerGroup) or group.inflight is None \
+            or group.inflight.run_id != completion.run_id:
+        shard.stats.assignor_results_discarded += 1
+        return result
+    inflight = group.inflight
+    group.inflight = None
+    if completion.assignment is None:
+        shard.stats.assignor_failures += 1
+        shard.last_assignor_error = f"{group.group_id}: {completion.error}"
+        return result
+    group.last_assignor = inflight.assignor_name
+    new_target = reconcile_result_with_group(group, completion.assignment, inflight.instance_ids)
+    for record in target_records(group, new_target, inflight.assignment_epoch, now):
+        shard._write(result, record)
+    return result
+
+
+def _lag_snapshot(shard: GroupCoordinatorShard, group: ConsumerGroup, assignor_name: str,
+                  spec: Any) -> LagSnapshot | None:
+    """The lag-aware assignors' input: the runtime's last known log offsets and the group's commits."""
+    if assignor_name not in LAG_AWARE_ASSIGNORS:
+        return None
+    reset = str(shard.group_config(group.group_id, "consumer.auto.offset.reset"))
+    topic_ids = set().union(*(m.subscribed_topic_ids for m in spec.members.values())) if spec.members else set()
+    tps: list[tuple[str, int]] = []
+    for tid in sorted(topic_ids):
+        t = shard.metadata.by_id.get(tid)
+        if t is not None:
+            tps.extend((t.name, p) for p in range(t.partition_count))
+    kafka = shard.lag_provider.offsets(tps) if shard.lag_provider is not None else {}
+    committed = shard.offsets.committed(group.group_id)
+    offsets: dict[tuple[str, int], PartitionOffsets] = {}
+    for name, p in tps:
+        start_end = kafka.get((name, p))
+        c = committed.get((name, p))
+        if start_end is None and c is None:
+            continue
+        start, end = start_end if start_end is not None else (0, c.committed_offset if c else 0)
+        offsets[(shard.metadata.by_name[name].topic_id, p)] = PartitionOffsets(
+            end_offset=end, committed_offset=None if c is None else c.committed_offset, log_start_offset=start)
+    return LagSnapshot(offsets=offsets, auto_offset_reset=reset)

@@ -1,0 +1,392 @@
+"""ConsumerGroupHeartbeat (KIP-848): join, heartbeat, leave and static membership of consumer groups.
+
+The rules are Kafka's GroupMetadataManager.consumerGroupHeartbeat: validate once at the edge; find or create
+the group (converting an empty classic group, or upgrading a classic one: `group_conversion.py`); fence stale
+epochs and foreign instance ids; write the member's records when its subscription or metadata changed and
+bump the group epoch; compute the target (KIP-1263 batching and offload: `consumer_assignment.py`); reconcile
+the member towards it (`reconciliation.py`) and arm its session and rebalance timers. Records go through
+`shard._write`, so state changes only by replay.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import TYPE_CHECKING, Any
+
+from coordinator.core import consumer_assignment, group_conversion, mixed_group, regex_subscriptions, retention
+from coordinator.core.classic_group import GROUP_TYPE as CLASSIC_GROUP_TYPE
+from coordinator.core.consumer_group import (
+    FIRST_GROUP_EPOCH,
+    LEAVE_GROUP_MEMBER_EPOCH,
+    LEAVE_GROUP_STATIC_MEMBER_EPOCH,
+    ConsumerGroup,
+    ConsumerGroupMember,
+    MemberState,
+    current_assignment_record,
+    join_timer,
+    member_metadata_record,
+    rebalance_timer,
+    session_timer,
+    sync_timer,
+)
+from coordinator.core.errors import CoordinatorError, Errors
+from coordinator.core.group import GroupView
+from coordinator.core.messages import ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse
+from coordinator.core.principals import check_member_principal
+from coordinator.core.reconciliation import reconcile
+from coordinator.core.records import (
+    ConsumerGroupCurrentMemberAssignmentTombstone,
+    ConsumerGroupMemberMetadataTombstone,
+    ConsumerGroupMetadata,
+    ConsumerGroupTargetAssignmentMember,
+    ConsumerGroupTargetAssignmentMemberTombstone,
+)
+from coordinator.core.results import Result
+from coordinator.core.target_assignment import subscribed_topic_ids
+from coordinator.core.topic_regex import compile_topic_regex
+
+if TYPE_CHECKING:
+    from coordinator.core.shard import GroupCoordinatorShard
+
+
+def heartbeat(shard: GroupCoordinatorShard, request: ConsumerGroupHeartbeatRequest,
+              now: int) -> Result[ConsumerGroupHeartbeatResponse]:
+    try:
+        _validate(shard, request)
+        if request.member_epoch in (LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH):
+            result = _leave(shard, request, now)
+        else:
+            result = _heartbeat(shard, request, now)
+    except CoordinatorError as e:
+        shard.stats.count_heartbeat(e.code)
+        return Result(ConsumerGroupHeartbeatResponse(
+            error_code=e.code, error_message=e.message, member_id=request.member_id,
+            member_epoch=request.member_epoch))
+    shard.stats.count_heartbeat(result.response.error_code)
+    retention.note_membership(shard, request.group_id, now, result)
+    return result
+
+
+def _validate(shard: GroupCoordinatorShard, r: ConsumerGroupHeartbeatRequest) -> None:
+    def invalid(msg: str) -> CoordinatorError:
+        return CoordinatorError(Errors.INVALID_REQUEST, msg)
+
+    # As Kafka's throwIfEmptyString: blank (all whitespace) is empty.
+    if not r.group_id.strip():
+        raise invalid("group_id can't be empty.")
+    if r.instance_id is not None and not r.instance_id.strip():
+        raise invalid("instance_id can't be empty when set.")
+    if r.rack_id is not None and not r.rack_id.strip():
+        raise invalid("rack_id can't be empty when set.")
+    if r.member_epoch < LEAVE_GROUP_STATIC_MEMBER_EPOCH:
+        raise invalid(f"member_epoch {r.member_epoch} is invalid: use 0 to join, -1 to leave, "
+                      "-2 for a static member's temporary leave, or the epoch you were given.")
+    if r.member_epoch != 0 and not r.member_id.strip():
+        raise invalid("member_id can't be empty unless member_epoch is 0 (joining).")
+    if r.member_epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH and r.instance_id is None:
+        raise invalid("member_epoch -2 (static leave) requires instance_id.")
+    if r.subscribed_topic_names is not None and r.subscribed_topic_regex is not None:
+        raise invalid("subscribed_topic_names and subscribed_topic_regex can't both be set.")
+    if r.subscribed_topic_names is not None and any(not n for n in r.subscribed_topic_names):
+        raise invalid("subscribed_topic_names can't contain an empty topic name.")
+    if r.rebalance_timeout_ms is not None and r.rebalance_timeout_ms <= 0:
+        raise invalid("rebalance_timeout_ms must be positive.")
+    if r.member_epoch == 0:
+        if r.rebalance_timeout_ms is None:
+            raise invalid("rebalance_timeout_ms must be provided when joining (member_epoch 0).")
+        if r.subscribed_topic_names is None and r.subscribed_topic_regex is None:
+            raise invalid("subscribed_topic_names or subscribed_topic_regex must be provided when joining.")
+        if r.topic_partitions:
+            raise invalid("topic_partitions must be empty when joining (member_epoch 0).")
+    if r.topic_partitions is not None:
+        for topic_id, parts in r.topic_partitions.items():
+            if not topic_id:
+                raise invalid("topic_partitions can't contain an empty topic id.")
+            if any(p < 0 for p in parts):
+                raise invalid(f"topic_partitions has a negative partition for topic {topic_id}.")
+    if r.server_assignor is not None and r.server_assignor not in shard.config["group.consumer.assignors"]:
+        raise CoordinatorError(
+            Errors.UNSUPPORTED_ASSIGNOR,
+            f"server_assignor {r.server_assignor!r} is not supported; supported: "
+            f"{', '.join(shard.config['group.consumer.assignors'])}.")
+    if r.subscribed_topic_regex is not None:
+        if not r.subscribed_topic_regex:
+            raise invalid("subscribed_topic_regex can't be empty when set.")
+        compile_topic_regex(r.subscribed_topic_regex)
+
+
+def _existing_group(shard: GroupCoordinatorShard, group_id: str) -> ConsumerGroup:
+    group = shard.groups.get(group_id)
+    if group is None:
+        raise CoordinatorError(Errors.GROUP_ID_NOT_FOUND, f"Group {group_id} does not exist.")
+    if not isinstance(group, ConsumerGroup):
+        raise CoordinatorError(Errors.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer group.")
+    return group
+
+
+def _get_or_create_group(shard: GroupCoordinatorShard, group_id: str, create: bool,
+                         request: ConsumerGroupHeartbeatRequest, result: Result[Any], now: int) -> ConsumerGroup:
+    group = shard.find_group(group_id)  # any type, streams too: a group id has one type
+    if group is None or (not isinstance(group, ConsumerGroup) and create and _is_empty_classic(group)):
+        if not create:
+            raise CoordinatorError(Errors.GROUP_ID_NOT_FOUND, f"Group {group_id} does not exist.")
+        if group is not None:  # an empty classic group is converted (Kafka's online upgrade)
+            shard.groups.pop(group_id)
+        group = ConsumerGroup(group_id, timers=shard)
+        shard.groups[group_id] = group
+        return group
+    if not isinstance(group, ConsumerGroup):
+        if create:  # Kafka's online upgrade (group_conversion.py); raises when refused
+            return group_conversion.upgrade(shard, group, request, result, now)
+        raise CoordinatorError(Errors.GROUP_ID_NOT_FOUND,
+                               f"Group {group_id} is a {group.group_type} group"
+                               f"{' with members' if not _is_empty_classic(group) else ''}, not a consumer group.")
+    return group
+
+
+def _heartbeat(shard: GroupCoordinatorShard, r: ConsumerGroupHeartbeatRequest,
+               now: int) -> Result[ConsumerGroupHeartbeatResponse]:
+    result: Result[ConsumerGroupHeartbeatResponse] = Result(ConsumerGroupHeartbeatResponse())
+    joining = r.member_epoch == 0
+    group = _get_or_create_group(shard, r.group_id, joining, r, result, now)
+    member_id = r.member_id
+    member = group.members.get(member_id) if member_id else None
+    if member is not None:
+        check_member_principal(member.principal, r.principal, member_id, group.group_id)
+    lost_response = False
+
+    if joining:
+        if not member_id:
+            member_id = shard.member_id_factory()
+            member = None
+        member = _join_member(shard, group, r, member_id, member, result, now)
+        if member_id in group.classic_members:  # a classic member moving to the consumer protocol
+            shard._write(result, mixed_group.ConsumerGroupClassicMemberMetadataTombstone(group.group_id, member_id))
+    else:
+        if r.instance_id is not None:  # as Kafka: the instance is checked before the member id
+            holder_id = group.static_members.get(r.instance_id)
+            if holder_id is None:
+                raise CoordinatorError(Errors.UNKNOWN_MEMBER_ID,
+                                       f"Instance {r.instance_id} is not a member of group {group.group_id}.")
+            if holder_id != member_id:
+                raise CoordinatorError(Errors.FENCED_INSTANCE_ID,
+                                       f"Instance {r.instance_id} is held by another member of {group.group_id}.")
+        if member is None or member_id in group.classic_members:
+            raise CoordinatorError(Errors.UNKNOWN_MEMBER_ID,
+                                   f"Member {member_id} is not a consumer-protocol member of group "
+                                   f"{group.group_id}.")
+        lost_response = _check_member_epoch(member, r)
+
+    # Subscription / metadata updates.
+    is_new = member_id not in group.members
+    updated = _updated_member(member, r)
+    subscription_changed = (updated.subscribed_topic_names != member.subscribed_topic_names
+                            or updated.subscribed_topic_regex != member.subscribed_topic_regex)
+    bump = is_new or subscription_changed or updated.rack_id != member.rack_id \
+        or updated.server_assignor != member.server_assignor
+    if is_new or updated is not member:
+        shard._write(result, member_metadata_record(group.group_id, updated))
+        member = group.members[member_id]
+    consumer_assignment.after_member_update(shard, group, bump, subscription_changed, now, result)
+
+    # Reconcile the member towards its target (steady state: nothing to do).
+    target_epoch = group.effective_target_epoch
+    reconciled = member
+    if member.state is not MemberState.STABLE or member.member_epoch != target_epoch or subscription_changed:
+        subscribed = subscribed_topic_ids(member, shard.metadata, group.resolved_topics)
+        owner = group.partition_owner
+        reconciled = reconcile(
+            member, target_epoch, group.target_for(member_id), subscribed,
+            lambda t, p: owner.get((t, p)), r.topic_partitions, subscription_changed,
+        )
+        if reconciled is not member:
+            shard._write(result, current_assignment_record(group.group_id, reconciled))
+            maybe_arm_rebalance_timer(shard, group, member, reconciled, now, result)
+    shard.arm_timer(result, session_timer(group.group_id, member_id), now + shard.session_timeout_ms(group.group_id))
+
+    send_assignment = (
+        joining or lost_response or _is_full_request(r)
+        or (reconciled is not member and reconciled.assigned_sets() != member.assigned_sets())
+    )
+    result.response = ConsumerGroupHeartbeatResponse(
+        member_id=member_id,
+        member_epoch=reconciled.member_epoch,
+        heartbeat_interval_ms=shard.heartbeat_interval_ms(group.group_id),
+        assignment=reconciled.assigned_sets() if send_assignment else None,
+        session_timeout_ms=shard.session_timeout_ms(group.group_id),
+    )
+    return result
+
+
+def _join_member(shard: GroupCoordinatorShard, group: ConsumerGroup, r: ConsumerGroupHeartbeatRequest, member_id: str,
+                 member: ConsumerGroupMember | None, result: Result[Any], now: int) -> ConsumerGroupMember:
+    if r.instance_id is not None:
+        holder_id = group.static_members.get(r.instance_id)
+        holder = group.members.get(holder_id) if holder_id else None
+        if holder is not None:
+            if holder_id != member_id:
+                check_member_principal(holder.principal, r.principal, r.instance_id, group.group_id)
+            # As Kafka: an active holder (not at -2) blocks every join with epoch 0, its own member id too.
+            if holder.member_epoch != LEAVE_GROUP_STATIC_MEMBER_EPOCH:
+                raise CoordinatorError(
+                    Errors.UNRELEASED_INSTANCE_ID,
+                    f"Static member {r.instance_id} of group {group.group_id} is still held by active member "
+                    f"{holder_id}; it must leave (epoch -2) or time out first.")
+            return _replace_static_member(shard, group, holder, member_id, r, result)
+    if member is None:
+        if len(group.members) >= shard.config["group.consumer.max.size"]:
+            raise CoordinatorError(Errors.GROUP_MAX_SIZE_REACHED,
+                                   f"Group {group.group_id} reached its maximum size "
+                                   f"{shard.config['group.consumer.max.size']}.")
+        return ConsumerGroupMember(member_id, principal=r.principal)
+    # A known member rejoining with epoch 0 lost its state: it owns nothing now, so release everything
+    # it held and let it reconcile from scratch (its target assignment is kept).
+    if member.assigned_partitions or member.partitions_pending_revocation or member.member_epoch != 0:
+        fresh = dataclasses.replace(member, member_epoch=0, previous_member_epoch=-1,
+                                    state=MemberState.STABLE, assigned_partitions={},
+                                    partitions_pending_revocation={})
+        shard._write(result, current_assignment_record(group.group_id, fresh))
+        shard.cancel_timer(result, rebalance_timer(group.group_id, member_id))
+    return group.members[member_id]
+
+
+def _replace_static_member(shard: GroupCoordinatorShard, group: ConsumerGroup, old: ConsumerGroupMember, new_id: str,
+                           r: ConsumerGroupHeartbeatRequest, result: Result[Any]) -> ConsumerGroupMember:
+    """A static member rejoins after a temporary leave (under a new member id or its own): as in Kafka, a
+    copy at epoch 0 inherits the old member's assignment and target, reconciles from there, and the group
+    epoch does not move (no rebalance)."""
+    gid = group.group_id
+    target = group.target_assignment.get(old.member_id)
+    remove_member_records(shard, group, old, result, bump_epoch=False)
+    new = dataclasses.replace(old, member_id=new_id, member_epoch=0, previous_member_epoch=0)
+    shard._write(result, member_metadata_record(gid, new))
+    shard._write(result, current_assignment_record(gid, new))
+    if target is not None:
+        shard._write(result, ConsumerGroupTargetAssignmentMember(gid, new_id, target))
+    return group.members[new_id]
+
+
+def _check_member_epoch(member: ConsumerGroupMember, r: ConsumerGroupHeartbeatRequest) -> bool:
+    """Kafka's epoch fencing. Returns True when the client missed our last response (tolerated)."""
+    if r.member_epoch == member.member_epoch:
+        return False
+    if r.member_epoch > member.member_epoch:
+        raise CoordinatorError(Errors.FENCED_MEMBER_EPOCH,
+                               f"Member epoch {r.member_epoch} is newer than the coordinator's "
+                               f"{member.member_epoch}; rejoin with epoch 0.")
+    if r.member_epoch == member.previous_member_epoch and r.topic_partitions is not None:
+        assigned = member.assigned_partitions
+        if all(not ps or set(ps) <= set(assigned.get(t, ())) for t, ps in r.topic_partitions.items()):
+            return True
+    raise CoordinatorError(Errors.FENCED_MEMBER_EPOCH,
+                           f"Member epoch {r.member_epoch} is stale (current {member.member_epoch}); "
+                           "rejoin with epoch 0.")
+
+
+def _updated_member(m: ConsumerGroupMember, r: ConsumerGroupHeartbeatRequest) -> ConsumerGroupMember:
+    changes: dict[str, Any] = {}
+    if r.instance_id is not None and r.instance_id != m.instance_id:
+        changes["instance_id"] = r.instance_id
+    if r.rack_id is not None and r.rack_id != m.rack_id:
+        changes["rack_id"] = r.rack_id
+    if r.rebalance_timeout_ms is not None and r.rebalance_timeout_ms != m.rebalance_timeout_ms:
+        changes["rebalance_timeout_ms"] = r.rebalance_timeout_ms
+    if r.server_assignor is not None and r.server_assignor != m.server_assignor:
+        changes["server_assignor"] = r.server_assignor
+    if r.subscribed_topic_names is not None:
+        names = tuple(sorted(set(r.subscribed_topic_names)))
+        if names != m.subscribed_topic_names or m.subscribed_topic_regex is not None:
+            changes["subscribed_topic_names"] = names
+            changes["subscribed_topic_regex"] = None
+    if r.subscribed_topic_regex is not None and (
+        r.subscribed_topic_regex != m.subscribed_topic_regex or m.subscribed_topic_names
+    ):
+        changes["subscribed_topic_regex"] = r.subscribed_topic_regex
+        changes["subscribed_topic_names"] = ()
+    if r.member_epoch == 0:
+        if r.client_id != m.client_id:
+            changes["client_id"] = r.client_id
+        if r.client_host != m.client_host:
+            changes["client_host"] = r.client_host
+    return dataclasses.replace(m, **changes) if changes else m
+
+
+def maybe_arm_rebalance_timer(shard: GroupCoordinatorShard, group: ConsumerGroup, before: ConsumerGroupMember,
+                               after: ConsumerGroupMember, now: int, result: Result[Any]) -> None:
+    key = (group.group_id, after.member_id)
+    if after.state is MemberState.UNREVOKED_PARTITIONS:
+        if before.state is not MemberState.UNREVOKED_PARTITIONS or before.member_epoch != after.member_epoch:
+            shard.rebalance_timer_epochs[key] = after.member_epoch
+            shard.arm_timer(result, rebalance_timer(*key), now + after.rebalance_timeout_ms)
+    elif before.state is MemberState.UNREVOKED_PARTITIONS:
+        shard.rebalance_timer_epochs.pop(key, None)
+        shard.cancel_timer(result, rebalance_timer(*key))
+
+
+def _leave(shard: GroupCoordinatorShard, r: ConsumerGroupHeartbeatRequest,
+           now: int) -> Result[ConsumerGroupHeartbeatResponse]:
+    result: Result[ConsumerGroupHeartbeatResponse] = Result(ConsumerGroupHeartbeatResponse())
+    group = _existing_group(shard, r.group_id)
+    member = group.members.get(r.member_id)
+    if r.instance_id is not None:
+        holder_id = group.static_members.get(r.instance_id)
+        if holder_id is None:
+            raise CoordinatorError(Errors.UNKNOWN_MEMBER_ID,
+                                   f"Instance {r.instance_id} is not a member of group {r.group_id}.")
+        if holder_id != r.member_id:
+            raise CoordinatorError(Errors.FENCED_INSTANCE_ID,
+                                   f"Instance {r.instance_id} is held by another member of {r.group_id}.")
+    if member is None:
+        raise CoordinatorError(Errors.UNKNOWN_MEMBER_ID,
+                               f"Member {r.member_id} is not a member of group {r.group_id}.")
+    check_member_principal(member.principal, r.principal, r.member_id, r.group_id)
+    if r.member_epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH:
+        # Temporary leave: keep the member (and its assignment) for a rejoin under a new member id;
+        # the session timeout still removes it if it never comes back.
+        left = dataclasses.replace(member, member_epoch=LEAVE_GROUP_STATIC_MEMBER_EPOCH,
+                                   previous_member_epoch=member.member_epoch)
+        shard._write(result, current_assignment_record(group.group_id, left))
+        shard.arm_timer(result, session_timer(group.group_id, member.member_id),
+                       now + shard.session_timeout_ms(group.group_id))
+        shard.cancel_timer(result, rebalance_timer(group.group_id, member.member_id))
+    else:
+        if not group_conversion.maybe_downgrade(shard, group, member.member_id, result, now):
+            remove_member_records(shard, group, member, result, bump_epoch=True)
+        shard.stats.members_left += 1
+    result.response = ConsumerGroupHeartbeatResponse(member_id=member.member_id, member_epoch=r.member_epoch,
+                                                     heartbeat_interval_ms=0)
+    return result
+
+
+def remove_member_records(shard: GroupCoordinatorShard, group: ConsumerGroup, member: ConsumerGroupMember,
+                          result: Result[Any], bump_epoch: bool) -> None:
+    """A member leaves or is fenced (or a static member is replaced): its records go, its timers are
+    cancelled; with `bump_epoch` the group epoch moves so the target is recomputed without it."""
+    gid, mid = group.group_id, member.member_id
+    if mid in group.classic_members:
+        shard._write(result, mixed_group.ConsumerGroupClassicMemberMetadataTombstone(gid, mid))
+        shard.cancel_timer(result, join_timer(gid, mid))
+        shard.cancel_timer(result, sync_timer(gid, mid))
+    shard._write(result, ConsumerGroupCurrentMemberAssignmentTombstone(gid, mid))
+    if mid in group.target_assignment:
+        shard._write(result, ConsumerGroupTargetAssignmentMemberTombstone(gid, mid))
+    shard._write(result, ConsumerGroupMemberMetadataTombstone(gid, mid))
+    shard.cancel_timer(result, session_timer(gid, mid))
+    shard.cancel_timer(result, rebalance_timer(gid, mid))
+    shard.rebalance_timer_epochs.pop((gid, mid), None)
+    if bump_epoch:
+        regex_subscriptions.drop_unused(shard, group, result)
+        new_hash = consumer_assignment.subscription_hash(shard, group)
+        shard._write(result, ConsumerGroupMetadata(gid, max(group.group_epoch + 1, FIRST_GROUP_EPOCH), new_hash))
+
+
+def _is_empty_classic(group: GroupView) -> bool:
+    """An empty classic group is converted by a first heartbeat; a share group never is (Kafka: one type per
+    group id)."""
+    return group.group_type == CLASSIC_GROUP_TYPE and group.is_empty()
+
+
+def _is_full_request(r: ConsumerGroupHeartbeatRequest) -> bool:
+    return (r.rebalance_timeout_ms is not None
+            and (r.subscribed_topic_names is not None or r.subscribed_topic_regex is not None)
+            and r.topic_partitions is not None)

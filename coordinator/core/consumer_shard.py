@@ -1,0 +1,152 @@
+"""Plugs consumer groups into the shard: their records into replay, their member timers (session, rebalance)
+into the timer path, and their offloaded assignor runs' completions; as `streams_shard.py` does for streams
+groups and `share_handlers.install` for share groups."""
+
+from __future__ import annotations
+
+import dataclasses
+from functools import partial
+from typing import TYPE_CHECKING
+
+from coordinator.core import consumer_assignment, consumer_heartbeat, group_conversion, records
+from coordinator.core.consumer_group import GROUP_TYPE, ConsumerGroup, ConsumerGroupMember, MemberState
+from coordinator.core.results import Result, TimerKey
+
+if TYPE_CHECKING:
+    from coordinator.core.shard import GroupCoordinatorShard
+
+TIMER_KINDS = ("session", "rebalance")
+
+
+def install(shard: GroupCoordinatorShard) -> None:
+    """Called once, by the shard's constructor."""
+    for record_type, fn in (
+        (records.ConsumerGroupMetadata, _replay_group_metadata),
+        (records.ConsumerGroupMetadataTombstone, _replay_group_tombstone),
+        (records.ConsumerGroupMemberMetadata, _replay_member_metadata),
+        (records.ConsumerGroupMemberMetadataTombstone, _replay_member_tombstone),
+        (records.ConsumerGroupTargetAssignmentMember, _replay_target_member),
+        (records.ConsumerGroupTargetAssignmentMemberTombstone, _replay_target_member_tombstone),
+        (records.ConsumerGroupTargetAssignmentMetadata, _replay_target_metadata),
+        (records.ConsumerGroupCurrentMemberAssignment, _replay_current_assignment),
+        (records.ConsumerGroupCurrentMemberAssignmentTombstone, _replay_current_assignment_tombstone),
+        (records.ConsumerGroupRegularExpression, _replay_regex),
+        (records.ConsumerGroupRegularExpressionTombstone, _replay_regex_tombstone),
+    ):
+        shard.register_replayer(record_type, partial(fn, shard))
+    for kind in TIMER_KINDS:
+        shard.register_timer_handler(kind, partial(_on_member_timer, shard))
+    shard.register_assignment_handler(GROUP_TYPE, partial(consumer_assignment.on_assignment_complete, shard))
+
+
+def _replay_group_metadata(shard: GroupCoordinatorShard, r: records.ConsumerGroupMetadata) -> None:
+    group = consumer_group(shard, r.group_id)
+    group.group_epoch = r.epoch
+    group.metadata_hash = r.metadata_hash
+
+
+def _replay_group_tombstone(shard: GroupCoordinatorShard, r: records.ConsumerGroupMetadataTombstone) -> None:
+    """Drops the group whatever its type: `partitioning.drop_groups` forgets any group with this record (replayed
+    in memory only); a consumer group is marked deleted so an assignor run in flight for it is discarded."""
+    group = shard.groups.pop(r.group_id, None)
+    if isinstance(group, ConsumerGroup):
+        group.deleted = True
+
+
+def consumer_group(shard: GroupCoordinatorShard, group_id: str) -> ConsumerGroup:
+    """The consumer group `group_id`, created (replacing a group of another type) when a record names it."""
+    group = shard.groups.get(group_id)
+    if not isinstance(group, ConsumerGroup):
+        group = ConsumerGroup(group_id, timers=shard)
+        shard.groups[group_id] = group
+    return group
+
+
+def _replay_member_metadata(shard: GroupCoordinatorShard, r: records.ConsumerGroupMemberMetadata) -> None:
+    group = consumer_group(shard, r.group_id)
+    old = group.members.get(r.member_id) or ConsumerGroupMember(r.member_id)
+    group.put_member(dataclasses.replace(
+        old, instance_id=r.instance_id, rack_id=r.rack_id, client_id=r.client_id, client_host=r.client_host,
+        subscribed_topic_names=r.subscribed_topic_names, subscribed_topic_regex=r.subscribed_topic_regex,
+        server_assignor=r.server_assignor, rebalance_timeout_ms=r.rebalance_timeout_ms, principal=r.principal,
+    ))
+
+
+def _replay_member_tombstone(shard: GroupCoordinatorShard, r: records.ConsumerGroupMemberMetadataTombstone) -> None:
+    group = shard.groups.get(r.group_id)
+    if isinstance(group, ConsumerGroup):
+        group.remove_member(r.member_id)
+
+
+def _replay_target_member(shard: GroupCoordinatorShard, r: records.ConsumerGroupTargetAssignmentMember) -> None:
+    consumer_group(shard, r.group_id).target_assignment[r.member_id] = r.partitions
+
+
+def _replay_target_member_tombstone(shard: GroupCoordinatorShard,
+                                    r: records.ConsumerGroupTargetAssignmentMemberTombstone) -> None:
+    group = shard.groups.get(r.group_id)
+    if isinstance(group, ConsumerGroup):
+        group.target_assignment.pop(r.member_id, None)
+
+
+def _replay_target_metadata(shard: GroupCoordinatorShard, r: records.ConsumerGroupTargetAssignmentMetadata) -> None:
+    group = consumer_group(shard, r.group_id)
+    group.target_assignment_epoch = r.assignment_epoch
+    group.assignment_timestamp_ms = r.timestamp_ms
+
+
+def _replay_current_assignment(shard: GroupCoordinatorShard, r: records.ConsumerGroupCurrentMemberAssignment) -> None:
+    group = consumer_group(shard, r.group_id)
+    old = group.members.get(r.member_id) or ConsumerGroupMember(r.member_id)
+    group.put_member(dataclasses.replace(
+        old, member_epoch=r.member_epoch, previous_member_epoch=r.previous_member_epoch,
+        state=MemberState(r.state), assigned_partitions=r.assigned_partitions,
+        partitions_pending_revocation=r.partitions_pending_revocation,
+    ))
+
+
+def _replay_current_assignment_tombstone(shard: GroupCoordinatorShard,
+                                         r: records.ConsumerGroupCurrentMemberAssignmentTombstone) -> None:
+    group = shard.groups.get(r.group_id)
+    if isinstance(group, ConsumerGroup):
+        group.remove_member(r.member_id)
+
+
+def _replay_regex(shard: GroupCoordinatorShard, r: records.ConsumerGroupRegularExpression) -> None:
+    group = consumer_group(shard, r.group_id)
+    group.resolved_regexes[r.regex] = frozenset(r.topics)
+    group.regex_resolved_ms[r.regex] = r.timestamp_ms
+    group.spec_cache.clear()  # members' subscribed topic ids depend on the resolution
+
+
+def _replay_regex_tombstone(shard: GroupCoordinatorShard, r: records.ConsumerGroupRegularExpressionTombstone) -> None:
+    group = shard.groups.get(r.group_id)
+    if isinstance(group, ConsumerGroup):
+        group.resolved_regexes.pop(r.regex, None)
+        group.regex_resolved_ms.pop(r.regex, None)
+        group.spec_cache.clear()
+
+
+def _on_member_timer(shard: GroupCoordinatorShard, key: TimerKey, now: int) -> Result[None]:
+    """Session expiry or rebalance timeout (a revoking member that did not revoke in time) fences the member,
+    unless the timer is stale: re-armed by a later heartbeat, or armed for an epoch the member has left."""
+    result: Result[None] = Result(None)
+    if not shard._timer_due(key, now):
+        return result
+    kind, group_id, member_id = key[0], key[1], key[2]
+    group = shard.groups.get(group_id)
+    if not isinstance(group, ConsumerGroup):
+        return result
+    member = group.members.get(member_id)
+    if member is None:
+        return result
+    if kind == "rebalance":
+        expected = shard.rebalance_timer_epochs.pop((group_id, member_id), None)
+        if member.state is not MemberState.UNREVOKED_PARTITIONS or expected != member.member_epoch:
+            return result
+        shard.stats.members_fenced_rebalance += 1
+    else:
+        shard.stats.members_fenced_session += 1
+    if not group_conversion.maybe_downgrade(shard, group, member_id, result, now):
+        consumer_heartbeat.remove_member_records(shard, group, member, result, bump_epoch=True)
+    return result

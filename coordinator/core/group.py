@@ -1,0 +1,126 @@
+"""The `Group` protocol: what the shard's generic paths ask of a group, whatever its type.
+
+Admin (describe, list, delete), offsets (commit, fetch, OffsetDelete), offset retention, snapshots, loads,
+rollbacks and partition moves treat every group alike through these methods; each group type decides the
+answers: consumer groups with their mixed members (`consumer_group.py`), classic (`classic_group.py`), share
+(`share_group.py`), and streams for the admin part (`streams_admin.StreamsGroupView`). The shard only routes,
+so a new group type implements this protocol instead of adding an isinstance branch to every generic path.
+
+Records and timers are registered per type on the shard (`register_replayer`, `register_timer_handler`):
+a record may create a group, and a fired timer names its kind before it names a group.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import Any, Protocol
+
+from coordinator.core.errors import Errors
+from coordinator.core.messages import DescribedGroup, ListedGroup
+from coordinator.core.metadata import MetadataImage
+from coordinator.core.results import TimerOp
+
+
+class GroupView(Protocol):
+    """What DescribeGroups, ListGroups and DeleteGroups ask of any group, streams groups included."""
+
+    @property
+    def group_id(self) -> str: ...
+
+    @property
+    def group_type(self) -> str: ...
+
+    def describe(self) -> DescribedGroup: ...
+
+    def listed(self) -> ListedGroup: ...
+
+    def is_empty(self) -> bool: ...
+
+    def member_count(self) -> int: ...
+
+
+class GroupMember(Protocol):
+    """What generic paths read of a member: who it is and the principal that joined it (principals.py)."""
+
+    @property
+    def member_id(self) -> str: ...
+
+    @property
+    def principal(self) -> str | None: ...
+
+
+class Group(GroupView, Protocol):
+    """A group in the shard's `groups` (consumer, classic, share): Kafka's `Group` interface. Streams groups
+    keep their records, timers and snapshots in `StreamsGroups` and show only as a `GroupView`."""
+
+    @property
+    def members(self) -> Mapping[str, GroupMember]: ...
+
+    def should_expire(self) -> bool:
+        """May the retention check delete the group once it is empty and its offsets expired (Kafka's
+        shouldExpire)?"""
+        ...
+
+    def topics_in_use(self) -> set[str] | None:
+        """Topics whose committed offsets the members still use (retention keeps them, OffsetDelete refuses
+        them); None: every topic (a group with members whose subscriptions are opaque)."""
+        ...
+
+    def validate_offset_commit(self, member_id: str, instance_id: str | None, epoch: int,
+                               partitions: list[tuple[str, int]],
+                               image: MetadataImage) -> Mapping[tuple[str, int], Errors]:
+        """Per-partition errors for a commit (empty: all accepted); raises CoordinatorError for the request."""
+        ...
+
+    def validate_offset_fetch(self, member_id: str, member_epoch: int) -> None:
+        """Raises CoordinatorError when a member-scoped OffsetFetch is not allowed."""
+        ...
+
+    def validate_offset_delete(self) -> None:
+        """Raises CoordinatorError when OffsetDelete may not touch this group's offsets at all."""
+        ...
+
+    def deletion_records(self) -> list[Any]:
+        """Tombstones for everything the group wrote (offsets and GroupEmptySince are the shard's)."""
+        ...
+
+    def snapshot_records(self) -> Iterator[Any]:
+        """Records that rebuild the group when replayed into an empty shard."""
+        ...
+
+    def timers_after_load(self, now: int) -> list[TimerOp]:
+        """The timers to arm once the group was replayed (timers are not state)."""
+        ...
+
+    def forget_timers(self) -> list[TimerOp]:
+        """Cancellations for every timer the group may have armed: it is being dropped (partition moved)."""
+        ...
+
+
+
+class GroupDefaults:
+    """The answers most group types give alike, for a group keeping its members in a `members` dict; a type
+    overrides what it decides differently (consumer groups know their subscriptions, share groups never
+    expire, ...)."""
+
+    __slots__ = ()
+    members: Mapping[str, GroupMember]
+
+    def is_empty(self) -> bool:
+        return not self.members
+
+    def member_count(self) -> int:
+        return len(self.members)
+
+    def should_expire(self) -> bool:
+        return True
+
+    def topics_in_use(self) -> set[str] | None:
+        """Subscriptions opaque to the coordinator: with members, every topic counts as in use."""
+        return None if self.members else set()
+
+    def validate_offset_fetch(self, member_id: str, member_epoch: int) -> None:
+        """No member epoch to check (Kafka checks it for consumer groups only)."""
+
+    def validate_offset_delete(self) -> None:
+        """Per-partition checks only (`topics_in_use`)."""
