@@ -329,6 +329,9 @@ class GroupCoordinatorShard:
     ) -> Result[ConsumerGroupHeartbeatResponse]:
         try:
             self._validate_heartbeat(request)
+            if streams_shard.holds(self, request.group_id):  # Kafka's getOrMaybeCreateConsumerGroup
+                raise CoordinatorError(Errors.GROUP_ID_NOT_FOUND,
+                                       streams_shard.not_this_type(request.group_id, "consumer"))
             if request.member_epoch in (LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH):
                 result = self._leave(request, now)
             else:

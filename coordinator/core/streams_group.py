@@ -39,6 +39,7 @@ from dataclasses import dataclass, field, replace
 
 from assignors.sticky_task import StreamsMemberSpec, TaskId
 from coordinator.core.errors import CoordinatorError, Errors
+from coordinator.core.limits import ECHO_MAX_CHARS
 from coordinator.core.metadata import EMPTY_IMAGE, MetadataImage
 from coordinator.core.principals import check_member_principal
 from coordinator.core.results import CancelTimer, Result, ScheduleTimer, TimerOp
@@ -288,15 +289,18 @@ class StreamsGroups:
             check_member_principal(g.members[req.member_id].principal, req.principal, req.member_id[:64],
                                    g.group_id[:64])
         if req.member_epoch < 0:
-            if g is None or req.member_id not in g.members:
+            if g is None:
+                raise CoordinatorError(Errors.GROUP_ID_NOT_FOUND, f"Group {req.group_id[:ECHO_MAX_CHARS]} not found.")
+            if req.member_id not in g.members:
                 raise CoordinatorError(Errors.UNKNOWN_MEMBER_ID, "The member is not in the group.")
             self._remove_member(g, req.member_id, out, now)
             out.timers += [CancelTimer(session_key(g.group_id, req.member_id)),
                            CancelTimer(rebalance_key(g.group_id, req.member_id))]
             return StreamsHeartbeatResponse(member_id=req.member_id, member_epoch=req.member_epoch)
         if g is None:
-            if req.member_epoch != 0:
-                raise CoordinatorError(Errors.UNKNOWN_MEMBER_ID, "The group does not exist.")
+            if req.member_epoch != 0:  # Kafka's getStreamsGroupOrThrow
+                raise CoordinatorError(Errors.GROUP_ID_NOT_FOUND,
+                                       f"Streams group {req.group_id[:ECHO_MAX_CHARS]} not found.")
             # KIP-1263: a new group starts at epoch 1; epoch 1 is the empty target's.
             self._emit(out, StreamsGroupMetadata(req.group_id, 1, 0, now + cfg.initial_rebalance_delay_ms))
             g = self.groups[req.group_id]
