@@ -45,8 +45,10 @@ from coordinator.core.principals import check_member_principal
 from coordinator.core.results import CancelTimer, Result, ScheduleTimer, TimerOp
 from coordinator.core.streams_config import StreamsGroupConfig
 from coordinator.core.streams_endpoints import partitions_by_endpoint
+from coordinator.core.streams_internal_topics import configure_topology
 from coordinator.core.streams_members import member_metadata, warmup_caught_up
 from coordinator.core.streams_messages import (
+    CreateInternalTopics,
     StreamsAssignorCompletion,
     StreamsAssignorRun,
     StreamsHeartbeatRequest,
@@ -80,7 +82,6 @@ from coordinator.core.streams_topology import (
     StatusEntry,
     StreamsStatus,
     StreamsTopology,
-    configure_topology,
     internal_topics,
     validate_topology,
 )
@@ -347,6 +348,9 @@ class StreamsGroups:
         if bump:
             self._bump(g, out, now)
         self._maybe_assign(g, now, out, cfg)
+        conf = self.configured(g)
+        if conf is not None and conf.topics_to_create:
+            out.tasks.append(CreateInternalTopics(g.group_id, conf.topics_to_create, 2 * cfg.heartbeat_interval_ms))
         changed = self._reconcile(g, req.member_id, out)
         cur = g.current[req.member_id]
         out.timers.append(ScheduleTimer(session_key(g.group_id, req.member_id), now + cfg.session_timeout_ms))

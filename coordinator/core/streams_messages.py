@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from assignors.sticky_task import StreamsMemberSpec, TaskId, assign_tasks
 from coordinator.core.errors import CoordinatorError, Errors
 from coordinator.core.streams_records import Tasks
-from coordinator.core.streams_topology import StatusEntry, StreamsTopology
+from coordinator.core.streams_topology import StatusEntry, StreamsTopology, TopicInfo
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,6 +65,17 @@ class StreamsHeartbeatResponse:
     warmup_tasks: Tasks | None = None
     partitions_by_user_endpoint: tuple[EndpointPartitions, ...] | None = None
     endpoint_information_epoch: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class CreateInternalTopics:
+    """A task for the runtime: create these internal topics (Kafka's heartbeat result carries them to
+    AutoTopicCreationManager.createStreamsInternalTopics). Sent with every heartbeat while they are missing;
+    the runtime skips topics in flight and keeps a failure for `error_ttl_ms` (twice the heartbeat interval)."""
+
+    group_id: str
+    topics: tuple[TopicInfo, ...]
+    error_ttl_ms: int
 
 
 @dataclass(frozen=True, slots=True)
