@@ -25,6 +25,7 @@ from coordinator.core.results import CancelTimer, Result, ScheduleTimer
 from coordinator.core.shard import GroupCoordinatorShard
 from coordinator.core.snapshot import snapshot_records, timers_after_load
 from coordinator.core.streams_group import StreamsAssignorCompletion, StreamsAssignorRun
+from coordinator.core.streams_messages import CreateInternalTopics
 from coordinator.core.target_assignment import AssignorCompletion, AssignorRun
 from coordinator.core.topic_regex import RegexResolution, RegexResolutionCompletion
 from coordinator.runtime import rollback
@@ -106,6 +107,8 @@ class CoordinatorRuntime:
         # Several instances: answers (NOT_COORDINATOR | COORDINATOR_LOAD_IN_PROGRESS, message) for a group this
         # instance does not serve (now); None = serve it. Unset: this instance serves every group.
         self.router: Callable[[str], tuple[Errors, str] | None] | None = None
+        # Creates streams groups' missing internal topics (topic_creation.py); None: they are not created.
+        self.topic_creator: Any = None
 
     # --- lifecycle -----------------------------------------------------------------------------------------
     async def start(self, load: Callable[[Callable[[Any], None]], Any] | None = None) -> Any:
@@ -295,6 +298,8 @@ class CoordinatorRuntime:
                 self.executor.submit_regex(task, self._on_regex_resolved)
             elif isinstance(task, StreamsAssignorRun):
                 self.executor.submit_call(task.run, self._on_streams_assignor_done)
+            elif isinstance(task, CreateInternalTopics) and self.topic_creator is not None:
+                self.topic_creator.create(task.topics, task.error_ttl_ms)
 
     def _on_assignor_done(self, completion: AssignorCompletion) -> None:
         self.enqueue_threadsafe("assignor-complete",

@@ -36,7 +36,9 @@ from coordinator.runtime.secured_service import SecuredService, SecuredShareServ
 from coordinator.runtime.service import GroupCoordinatorService
 from coordinator.runtime.sharding import KafkaStateOptions, PartitionOwnership, parse_host_port
 from coordinator.runtime.share_service import ShareGroupService
+from coordinator.runtime.static_metadata import StaticMetadataSource
 from coordinator.runtime.streams_service import StreamsService
+from coordinator.runtime.topic_creation import StaticTopicCreator
 from coordinator.runtime.workers import StaticOwnership, WorkerLayout
 from groupcoord.v1 import coordinator_pb2 as pb
 from groupcoord.v1 import coordinator_pb2_grpc as pb_grpc
@@ -76,6 +78,8 @@ class ServerOptions:
     acl_reload_interval_s: float = 1.0
     tokens: TokenStore | None = None  # bearer tokens (`authorization: Bearer <token>`) -> principals
     health_port: int | None = None  # also serve gRPC health (only) in plaintext here, for probes without certs
+    # creates streams groups' missing internal topics; None: in memory over a static metadata source, else none
+    topic_creator: Any = None
 
 
 class CoordinatorServer:
@@ -127,6 +131,9 @@ class CoordinatorServer:
         if isinstance(sink, FileLog):
             self.log = sink
         runtime = CoordinatorRuntime(shard, metrics, executor, sink, o.metadata_source, o.metadata_poll_s)
+        runtime.topic_creator = o.topic_creator
+        if o.topic_creator is None and isinstance(o.metadata_source, StaticMetadataSource):
+            runtime.topic_creator = StaticTopicCreator(o.metadata_source)
         if self.log is not None:
             runtime.snapshot_every = o.config["groupcoord.log.snapshot.records"]
         self.runtime = runtime
