@@ -240,8 +240,13 @@ def _assign_standby(st: _State, tasks: Sequence[TaskId], quota: int) -> None:
     get their replicas back first, for every task, before the least-loaded processes take the rest."""
     wanted = st.cfg.num_standby_replicas
     missing: list[tuple[TaskId, int]] = []
-    picker = TagPicker(st.cfg.rack_aware_assignment_tags, sorted(st.processes), st.process_tags) \
-        if st.cfg.rack_aware_assignment_tags else None
+    picker = None
+    if st.cfg.rack_aware_assignment_tags:
+        def has_room(pid: ProcessId) -> bool:
+            return any(n < quota for n in st.processes[pid].member_all.values())
+
+        picker = TagPicker(st.cfg.rack_aware_assignment_tags, sorted(st.processes), st.process_tags,
+                           lambda pid: st.processes[pid].total_load(), has_room)
     owner = {t: st.process_of[m] for m in st.member_ids for t in st.active[m]} if picker else {}
     for t in tasks:
         placed = _assign_tagged_standbys(st, picker, t, owner[t], quota) if picker else 0
@@ -287,16 +292,13 @@ def _assign_tagged_standbys(st: _State, picker: TagPicker, t: TaskId, active_pid
     if prev_active is not None:
         prev[st.process_of[prev_active]] = (0, prev_active)
 
-    def eligible(pid: ProcessId) -> bool:
-        proc = st.processes[pid]
-        return t not in proc.tasks and any(n < quota for n in proc.member_all.values())
+    def holds(pid: ProcessId) -> bool:
+        return t in st.processes[pid].tasks
 
-    def rank(pid: ProcessId) -> tuple[object, ...]:
-        return (prev.get(pid, (len(st.member_ids) + 1, ""))[0], st.processes[pid].total_load())
-
+    ranks = {pid: r for pid, (r, _) in prev.items()}
     placed = 0
     while placed < st.cfg.num_standby_replicas:
-        pid = picker.pick(eligible, rank)
+        pid = picker.pick(holds, ranks)
         if pid is None:
             break
         proc = st.processes[pid]

@@ -156,3 +156,74 @@ def test_the_second_key_spreads_standbys_once_the_first_is_exhausted() -> None:
         main, _ = holders(members, result, t)
         assert {layout[p][0] for p in main} == {"z1", "z2"}, t
         assert len({layout[p][1] for p in main}) == 3, t
+
+
+class ReferencePicker:
+    """Kafka's RackAwareStandbyPicker as written, one process at a time: the model the grouped picker must
+    agree with on every pick."""
+
+    def __init__(self, keys: list[str], processes: list[str], tags: dict[str, dict[str, str]]) -> None:
+        self.keys, self.tags, self.all = keys, tags, processes
+        self.used: list[set[str]] = [set() for _ in keys]
+        self.priority, self.candidates = 0, processes
+
+    def start_task(self) -> None:
+        self.used = [set() for _ in self.keys]
+        self.priority, self.candidates = 0, self.all
+
+    def mark_used(self, p: str) -> None:
+        for i, k in enumerate(self.keys):
+            if k in self.tags[p]:
+                self.used[i].add(self.tags[p][k])
+
+    def new(self, p: str, i: int) -> bool:
+        v = self.tags[p].get(self.keys[i])
+        return v is not None and v not in self.used[i]
+
+    def pick(self, eligible, rank):  # type: ignore[no-untyped-def]
+        while self.priority < len(self.keys):
+            survivors = [p for p in self.candidates if self.new(p, self.priority) and eligible(p)]
+            if not survivors:
+                self.priority, self.candidates = self.priority + 1, self.all
+                continue
+            self.candidates = survivors
+
+            def diversity(p: str) -> tuple[bool, ...]:
+                return tuple(not self.new(p, i) for i in range(self.priority + 1, len(self.keys)))
+
+            best = min(diversity(p) for p in survivors)
+            return min((p for p in survivors if diversity(p) == best), key=lambda p: (rank(p), p))
+        return None
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.data())
+def test_the_grouped_picker_picks_what_kafkas_picker_picks(data: st.DataObject) -> None:
+    from assignors._standby_tags import NOT_PREVIOUS, TagPicker
+
+    n = data.draw(st.integers(1, 12))
+    procs = [f"p{i:02d}" for i in range(n)]
+    tags = {p: {k: data.draw(st.sampled_from(vals)) for k, vals in (("zone", ZONES), ("rack", RACKS))
+                if data.draw(st.integers(0, 4)) > 0} for p in procs}
+    keys = data.draw(st.sampled_from([["zone"], ["zone", "rack"], ["rack", "zone"]]))
+    quota = data.draw(st.integers(1, 6))
+    load = {p: data.draw(st.integers(0, quota)) for p in procs}
+    fast = TagPicker(keys, procs, tags, lambda p: float(load[p]), lambda p: load[p] < quota)
+    ref = ReferencePicker(keys, procs, tags)
+    for _ in range(data.draw(st.integers(1, 8))):
+        holders = {data.draw(st.sampled_from(procs))}
+        previous = {p: data.draw(st.integers(0, 3)) for p in data.draw(st.sets(st.sampled_from(procs), max_size=3))}
+        for picker in (fast, ref):
+            picker.start_task()
+            picker.mark_used(next(iter(holders)))
+        for _ in range(data.draw(st.integers(1, 3))):
+            want = ref.pick(lambda p, h=holders: p not in h and load[p] < quota,
+                            lambda p, r=previous: (r.get(p, NOT_PREVIOUS), float(load[p])))
+            got = fast.pick(lambda p, h=holders: p in h, previous)
+            assert got == want
+            if want is None:
+                break
+            holders.add(want)
+            load[want] += 1
+            fast.mark_used(want)
+            ref.mark_used(want)
