@@ -406,6 +406,12 @@ class StreamsGroups:
         if g.shutdown_requested:
             statuses.append(StatusEntry(StreamsStatus.SHUTDOWN_APPLICATION,
                                         "A member requested the application to shut down."))
+        sent = {k for k, _ in member.client_tags}
+        missing = [k for k in self._cfg(g.group_id).rack_aware_assignment_tags if k not in sent]
+        if missing:  # Kafka 4.4 (heartbeat v1), last
+            statuses.append(StatusEntry(StreamsStatus.MISSING_CLIENT_TAGS, (
+                f"Missing required client tags for rack-aware standby assignment: [{', '.join(missing)}]. "
+                "Configure them via 'client.tag.<tagKey>' in your Streams config.")))
         return tuple(statuses)
 
     # --- KIP-1263: when a new target is computed ----------------------------------------------------------

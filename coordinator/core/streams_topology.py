@@ -28,6 +28,8 @@ class StreamsStatus(enum.IntEnum):
     INCORRECTLY_PARTITIONED_TOPICS = 2
     MISSING_INTERNAL_TOPICS = 3
     SHUTDOWN_APPLICATION = 4
+    ASSIGNMENT_DELAYED = 5
+    MISSING_CLIENT_TAGS = 6  # Kafka 4.4: a member lacks a key of group.streams.rack.aware.assignment.tags
 
 
 @dataclass(frozen=True, slots=True)

@@ -54,3 +54,16 @@ def test_a_repeated_tag_key_is_an_invalid_config() -> None:
         assert e.code == Errors.INVALID_CONFIG
     else:
         raise AssertionError("accepted a repeated key")
+
+
+def test_a_member_without_a_configured_tag_key_gets_missing_client_tags_last() -> None:
+    from coordinator.core.streams_topology import StreamsStatus
+
+    ctx = Ctx(StreamsGroupConfig(**BASE, rack_aware_assignment_tags=("zone", "rack")))  # type: ignore[arg-type]
+    r = ctx.join("a", client_tags=(("zone", "z1"),))
+    assert [(s.code, s.detail) for s in r.status or ()] == [(
+        StreamsStatus.MISSING_CLIENT_TAGS,
+        "Missing required client tags for rack-aware standby assignment: [rack]. Configure them via "
+        "'client.tag.<tagKey>' in your Streams config.")]
+    r = ctx.join("b", client_tags=(("zone", "z2"), ("rack", "r1")))
+    assert not r.status, "a member with every key gets no status"
