@@ -230,9 +230,13 @@ def cmd_serve(args: argparse.Namespace) -> int:
         lag_source.start()
         cleanups.insert(0, lag_source.stop)
         metadata_source, lag_provider = kafka_source, lag_source
-        from coordinator.runtime.topic_creation import KafkaTopicCreator
+        from coordinator.runtime.topic_creation import FunctionTopicCreator, KafkaTopicCreator
 
         topic_creator: Any = KafkaTopicCreator(bootstrap, on_created=kafka_source.refresh_now)
+        if embedded is not None:  # the mock cluster has no CreateTopics API
+            topic_creator = FunctionTopicCreator(
+                embedded.create_topic, lambda name: name in kafka_source.snapshot().by_name,
+                on_created=kafka_source.refresh_now)
         gauges["groupcoord_kafka_metadata_age_seconds"] = (
             "Seconds since topic metadata was last read from Kafka", kafka_source.age_seconds)
         gauges["groupcoord_kafka_lag_snapshot_age_seconds"] = (

@@ -10,7 +10,9 @@ the topics: the creator only asks that source to refresh at once.
 
 `KafkaTopicCreator` uses the Admin client's CreateTopics (replication factor -1: the broker's default, unless
 the topology names one; the topology's topic configs are passed on). `StaticTopicCreator` is the in-memory
-implementation over a `StaticMetadataSource`, for a coordinator that runs without Kafka.
+implementation over a `StaticMetadataSource`, for a coordinator that runs without Kafka. `FunctionTopicCreator`
+calls a function per topic: `serve --embedded-kafka` creates them in librdkafka's mock cluster, which has no
+CreateTopics API.
 """
 
 from __future__ import annotations
@@ -129,3 +131,31 @@ class StaticTopicCreator:
 
     def errors(self, names: Sequence[str]) -> dict[str, str]:
         return {}
+
+
+class FunctionTopicCreator:
+    """Creates each topic with `create(name, partitions)` on the calling thread (fast, in-process creators);
+    a failure is kept `error_ttl_ms` like Kafka's."""
+
+    def __init__(self, create: Callable[[str, int], Any], exists: Callable[[str], bool],
+                 on_created: Callable[[], Any] | None = None, clock: Callable[[], float] = time.monotonic) -> None:
+        self._create, self._exists, self._on_created = create, exists, on_created
+        self._backoff = _Backoff(clock)
+
+    def create(self, topics: Sequence[TopicInfo], error_ttl_ms: int) -> None:
+        made = False
+        for t in self._backoff.claim(topics):
+            error = None
+            if not self._exists(t.name):
+                try:
+                    self._create(t.name, t.partitions)
+                    made = True
+                except Exception as e:
+                    error = str(e)
+                    log.warning("creating streams internal topic %s failed: %s", t.name[:249], error[:300])
+            self._backoff.done(t.name, error, error_ttl_ms)
+        if made and self._on_created is not None:
+            threading.Thread(target=self._on_created, name="topic-created-refresh", daemon=True).start()
+
+    def errors(self, names: Sequence[str]) -> dict[str, str]:
+        return self._backoff.errors(names)
