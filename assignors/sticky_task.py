@@ -21,7 +21,9 @@ Rules, in the order they are applied:
 3. Standby replicas (`num_standby_replicas` per stateful task): never on a process that holds the task's
    active (or its warm-up): a standby on the same disk protects nothing. Previous standby holders first,
    then the least-loaded process by all tasks. When fewer distinct processes exist than replicas, the
-   task gets fewer standbys.
+   task gets fewer standbys. With `rack_aware_assignment_tags` (Kafka's group.streams.rack.aware.assignment.tags)
+   the standbys that can still spread the task over a new value of a tag key (by key priority, processes
+   with room only) are placed first, stickiness breaking ties (`_standby_tags.TagPicker`); the rest as above.
 
 The function is pure and deterministic: inputs are sorted before use and nothing else is read.
 """
@@ -31,6 +33,8 @@ from __future__ import annotations
 import heapq
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+
+from assignors._standby_tags import TagPicker
 
 SubtopologyId = str
 TaskId = tuple[SubtopologyId, int]  # (subtopology id, partition)
@@ -67,12 +71,13 @@ class StreamsMemberSpec:
 
 @dataclass(frozen=True, slots=True)
 class StreamsAssignmentConfig:
-    """Kafka's `group.streams.num.standby.replicas` (0) and the warm-up knobs of Kafka Streams
-    (`max.warmup.replicas` 2, `acceptable.recovery.lag` 10000)."""
+    """Kafka's `group.streams.num.standby.replicas` (0) and `group.streams.rack.aware.assignment.tags` ("")
+    and the warm-up knobs of Kafka Streams (`max.warmup.replicas` 2, `acceptable.recovery.lag` 10000)."""
 
     num_standby_replicas: int = 0
     max_warmup_replicas: int = 2
     acceptable_recovery_lag: int = 10_000
+    rack_aware_assignment_tags: tuple[str, ...] = ()  # group.streams.rack.aware.assignment.tags, by priority
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,6 +122,7 @@ class _State:
         self.member_ids = sorted(members)
         self.process_of: dict[MemberId, ProcessId] = {}
         self.processes: dict[ProcessId, _Process] = {}
+        self.process_tags: dict[ProcessId, Mapping[str, str]] = {}  # a process's tags: its first member's
         self.prev_active: dict[TaskId, MemberId] = {}
         self.prev_replicas: dict[TaskId, list[tuple[int, int, MemberId]]] = {}
         for mid in self.member_ids:
@@ -125,6 +131,7 @@ class _State:
             if proc is None:
                 proc = self.processes[spec.process_id] = _Process(spec.process_id)
             proc.members.append(mid)
+            self.process_tags.setdefault(spec.process_id, spec.client_tags)
             proc.member_active[mid] = 0
             proc.member_all[mid] = 0
             self.process_of[mid] = spec.process_id
@@ -233,8 +240,16 @@ def _assign_standby(st: _State, tasks: Sequence[TaskId], quota: int) -> None:
     get their replicas back first, for every task, before the least-loaded processes take the rest."""
     wanted = st.cfg.num_standby_replicas
     missing: list[tuple[TaskId, int]] = []
+    picker = None
+    if st.cfg.rack_aware_assignment_tags:
+        def has_room(pid: ProcessId) -> bool:
+            return any(n < quota for n in st.processes[pid].member_all.values())
+
+        picker = TagPicker(st.cfg.rack_aware_assignment_tags, sorted(st.processes), st.process_tags,
+                           lambda pid: st.processes[pid].total_load(), has_room)
+    owner = {t: st.process_of[m] for m in st.member_ids for t in st.active[m]} if picker else {}
     for t in tasks:
-        placed = 0
+        placed = _assign_tagged_standbys(st, picker, t, owner[t], quota) if picker else 0
         for _, _, mid in st.prev_replicas.get(t, ()):
             if placed == wanted:
                 break
@@ -262,6 +277,38 @@ def _assign_standby(st: _State, tasks: Sequence[TaskId], quota: int) -> None:
                 break
             for entry in skipped:
                 heapq.heappush(heap, entry)
+
+
+def _assign_tagged_standbys(st: _State, picker: TagPicker, t: TaskId, active_pid: ProcessId, quota: int) -> int:
+    """Rule 3, tag-aware (Kafka's assignRackAwareStandbys): the standbys that still make the task more diverse
+    over the tag keys go first, to processes with room; stickiness (previous active, then previous replica
+    holders in rank order) and then load break ties. Returns how many were placed."""
+    picker.start_task()
+    picker.mark_used(active_pid)
+    prev: dict[ProcessId, tuple[int, MemberId]] = {}
+    for i, (_, _, mid) in enumerate(st.prev_replicas.get(t, ())):
+        prev.setdefault(st.process_of[mid], (1 + i, mid))
+    prev_active = st.prev_active.get(t)
+    if prev_active is not None:
+        prev[st.process_of[prev_active]] = (0, prev_active)
+
+    def holds(pid: ProcessId) -> bool:
+        return t in st.processes[pid].tasks
+
+    ranks = {pid: r for pid, (r, _) in prev.items()}
+    placed = 0
+    while placed < st.cfg.num_standby_replicas:
+        pid = picker.pick(holds, ranks)
+        if pid is None:
+            break
+        proc = st.processes[pid]
+        holder = prev.get(pid)
+        mid = holder[1] if holder is not None and proc.member_all[holder[1]] < quota \
+            else proc.least_loaded_member(active=False)
+        st.place(t, mid, st.standby)
+        picker.mark_used(pid)
+        placed += 1
+    return placed
 
 
 def assign_tasks(

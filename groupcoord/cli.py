@@ -236,6 +236,13 @@ def cmd_serve(args: argparse.Namespace) -> int:
         lag_source.start()
         cleanups.insert(0, lag_source.stop)
         metadata_source, lag_provider = kafka_source, lag_source
+        from coordinator.runtime.topic_creation import FunctionTopicCreator, KafkaTopicCreator
+
+        topic_creator: Any = KafkaTopicCreator(bootstrap, on_created=kafka_source.refresh_now)
+        if embedded is not None:  # the mock cluster has no CreateTopics API
+            topic_creator = FunctionTopicCreator(
+                embedded.create_topic, lambda name: name in kafka_source.snapshot().by_name,
+                on_created=kafka_source.refresh_now)
         gauges["groupcoord_kafka_metadata_age_seconds"] = (
             "Seconds since topic metadata was last read from Kafka", kafka_source.age_seconds)
         gauges["groupcoord_kafka_lag_snapshot_age_seconds"] = (
@@ -243,6 +250,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
             lag_source.snapshot_age_seconds)
     else:
         metadata_source = StaticMetadataSource(topics)
+        topic_creator = None  # the server creates them in the static source
 
     kafka_state = None
     if args.state_topic:
@@ -263,7 +271,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
                             config=config, metadata_source=metadata_source, lag_provider=lag_provider,
                             gauges=gauges, state_dir=Path(args.state_dir) if args.state_dir else None,
                             kafka_state=kafka_state, advertised_listener=args.advertised_listener,
-                            workers=getattr(args, "layout", None))
+                            workers=getattr(args, "layout", None), topic_creator=topic_creator)
 
     async def main() -> None:
         server = CoordinatorServer(options)

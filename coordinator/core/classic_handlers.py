@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from coordinator.core import mixed_group
+from coordinator.core import mixed_group, streams_shard
 from coordinator.core.classic_group import (
     JOIN_TIMER,
     SESSION_TIMER,
@@ -46,6 +46,7 @@ from coordinator.core.classic_messages import (
 )
 from coordinator.core.consumer_group import ConsumerGroup
 from coordinator.core.errors import CoordinatorError, Errors
+from coordinator.core.limits import ECHO_MAX_CHARS
 from coordinator.core.principals import check_member_principal
 from coordinator.core.records import ConsumerGroupMetadataTombstone
 from coordinator.core.results import Result, TimerKey
@@ -100,6 +101,15 @@ def _existing_group(shard: GroupCoordinatorShard, group_id: str) -> ClassicGroup
     return group
 
 
+_NOT_CLASSIC = "The group is a streams group; classic members cannot join it."
+
+
+def _refuse_streams(shard: GroupCoordinatorShard, group_id: str) -> None:
+    """Kafka's classicGroupSync/Heartbeat/Leave treat a group of another type (streams) as not found."""
+    if streams_shard.holds(shard, group_id):
+        raise CoordinatorError(Errors.UNKNOWN_MEMBER_ID, f"Group {group_id[:ECHO_MAX_CHARS]} not found.")
+
+
 def _check_loaded(group: ClassicGroup) -> None:
     if group.state is ClassicGroupState.INITIALIZE:
         raise CoordinatorError(Errors.COORDINATOR_LOAD_IN_PROGRESS,
@@ -136,6 +146,9 @@ def join_group(shard: GroupCoordinatorShard, request: JoinGroupRequest, now: int
     result: Result[JoinGroupResponse | None] = Result(None)
     try:
         _validate_join(shard, request)
+        if streams_shard.holds(shard, request.group_id):  # Kafka: "Group exists but it's not a consumer group"
+            result.response = JoinGroupResponse(Errors.INCONSISTENT_GROUP_PROTOCOL, _NOT_CLASSIC, member_id="")
+            return result
         mixed = shard.groups.get(request.group_id)
         if mixed_group.takes_classic_requests(mixed):
             return mixed_group.join(shard, mixed, request, now)
@@ -224,6 +237,7 @@ def sync_group(shard: GroupCoordinatorShard, request: SyncGroupRequest, now: int
     if mixed_group.takes_classic_requests(mixed):
         return mixed_group.sync(shard, mixed, request, now)
     try:
+        _refuse_streams(shard, request.group_id)
         group = _existing_group(shard, request.group_id)
         group.validate_member(request.member_id, request.instance_id, request.principal)
         if request.generation_id != group.generation:
@@ -257,6 +271,7 @@ def heartbeat(shard: GroupCoordinatorShard, request: HeartbeatRequest, now: int)
     if mixed_group.takes_classic_requests(mixed):
         return mixed_group.heartbeat(shard, mixed, request, now)
     try:
+        _refuse_streams(shard, request.group_id)
         group = _existing_group(shard, request.group_id)
         group.validate_member(request.member_id, request.instance_id, request.principal)
         if request.generation_id != group.generation:
@@ -281,6 +296,7 @@ def leave_group(shard: GroupCoordinatorShard, request: LeaveGroupRequest, now: i
         mixed = shard.groups.get(request.group_id)
         if mixed_group.takes_classic_requests(mixed):
             return mixed_group.leave(shard, mixed, request, now)
+        _refuse_streams(shard, request.group_id)
         group = _existing_group(shard, request.group_id)
     except CoordinatorError as e:
         # A missing group (UNKNOWN_MEMBER_ID) fails each member, not the request, as Kafka answers it.

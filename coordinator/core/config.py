@@ -156,6 +156,9 @@ BROKER_CONFIG_DEFS: dict[str, ConfigDef] = {
                   "Interval at which streams-group members heartbeat.", 1),
         ConfigDef("group.streams.max.size", int, INT32_MAX, "Maximum number of members of a streams group.", 1),
         ConfigDef("group.streams.num.standby.replicas", int, 0, "Standby replicas per stateful task.", 0, 2),
+        ConfigDef("group.streams.rack.aware.assignment.tags", list, [],
+                  "Client tag keys, by priority, over which a streams task's standbys are spread (distinct values "
+                  "first)."),
         ConfigDef("group.streams.initial.rebalance.delay.ms", int, 3000,
                   "How long a new streams group waits for more members before its first assignment; "
                   "group.streams.assignment.interval.ms starts after it.", 0),
@@ -304,6 +307,8 @@ GROUP_CONFIG_DEFS: dict[str, GroupConfigDef] = {
                                f"Whether to offload this {kind} group's assignor runs; not set uses the broker's."),
             )
         ],
+        GroupConfigDef("streams.rack.aware.assignment.tags", list, None,
+                       "Client tag keys for this streams group's standby placement; not set uses the broker's."),
         GroupConfigDef("share.session.timeout.ms", int, None, "Session timeout for this share group.",
                        _bounds("group.share.min.session.timeout.ms", "group.share.max.session.timeout.ms")),
         GroupConfigDef("share.heartbeat.interval.ms", int, None, "Heartbeat interval for this share group.",

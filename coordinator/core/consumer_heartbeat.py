@@ -13,7 +13,14 @@ from __future__ import annotations
 import dataclasses
 from typing import TYPE_CHECKING, Any
 
-from coordinator.core import consumer_assignment, group_conversion, mixed_group, regex_subscriptions, retention
+from coordinator.core import (
+    consumer_assignment,
+    group_conversion,
+    mixed_group,
+    regex_subscriptions,
+    retention,
+    streams_shard,
+)
 from coordinator.core.classic_group import GROUP_TYPE as CLASSIC_GROUP_TYPE
 from coordinator.core.consumer_group import (
     FIRST_GROUP_EPOCH,
@@ -53,6 +60,8 @@ def heartbeat(shard: GroupCoordinatorShard, request: ConsumerGroupHeartbeatReque
               now: int) -> Result[ConsumerGroupHeartbeatResponse]:
     try:
         _validate(shard, request)
+        if streams_shard.holds(shard, request.group_id):  # Kafka's getOrMaybeCreateConsumerGroup
+            raise CoordinatorError(Errors.GROUP_ID_NOT_FOUND, streams_shard.not_this_type(request.group_id, "consumer"))
         if request.member_epoch in (LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH):
             result = _leave(shard, request, now)
         else:

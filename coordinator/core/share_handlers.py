@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from assignors.api import AssignorError, GroupSpec, MemberSpec
 from assignors.simple_share import SimpleShareAssignor
+from coordinator.core import streams_shard
 from coordinator.core.errors import CoordinatorError, Errors
 from coordinator.core.principals import check_member_principal
 from coordinator.core.results import Result, TimerKey
@@ -112,7 +113,7 @@ def _share_group(shard: GroupCoordinatorShard, group_id: str, create: bool) -> S
     group = shard.find_group(group_id)  # any type, streams too: a group id has one type
     if isinstance(group, ShareGroup):
         return group
-    if group is not None:
+    if group is not None or streams_shard.holds(shard, group_id):
         raise CoordinatorError(Errors.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a share group.")
     if not create:
         raise CoordinatorError(Errors.GROUP_ID_NOT_FOUND, f"Group {group_id} not found.")

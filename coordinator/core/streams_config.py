@@ -33,12 +33,17 @@ class StreamsGroupConfig:
     max_warmup_replicas: int = 2  # Kafka Streams' max.warmup.replicas
     acceptable_recovery_lag: int = 10_000  # Kafka Streams' acceptable.recovery.lag
     task_offset_interval_ms: int = 60_000  # Kafka Streams' task.offset.interval.ms
+    rack_aware_assignment_tags: tuple[str, ...] = ()  # group.streams.rack.aware.assignment.tags
 
     def __post_init__(self) -> None:
         if not self.min_assignment_interval_ms <= self.assignment_interval_ms <= self.max_assignment_interval_ms:
             raise ValueError(
                 f"group.streams.assignment.interval.ms={self.assignment_interval_ms} is outside "
                 f"[{self.min_assignment_interval_ms}, {self.max_assignment_interval_ms}]")
+        if isinstance(self.rack_aware_assignment_tags, list | str):  # from a broker config list / a string
+            object.__setattr__(self, "rack_aware_assignment_tags", _tags(self.rack_aware_assignment_tags))
+        if len(set(self.rack_aware_assignment_tags)) != len(self.rack_aware_assignment_tags):
+            raise ValueError("group.streams.rack.aware.assignment.tags names a key twice")
         if not 0 <= self.num_standby_replicas <= self.max_standby_replicas:
             raise ValueError(f"group.streams.num.standby.replicas={self.num_standby_replicas} is outside "
                              f"[0, {self.max_standby_replicas}]")
@@ -87,6 +92,11 @@ class StreamsGroupConfig:
                     raise CoordinatorError(Errors.INVALID_CONFIG,
                                            f"{key}={v} is outside [0, {self.max_standby_replicas}]")
                 kw["num_standby_replicas"] = v
+            elif key == "streams.rack.aware.assignment.tags":
+                tags = _tags(value if isinstance(value, list | tuple) else raw)
+                if len(set(tags)) != len(tags):
+                    raise CoordinatorError(Errors.INVALID_CONFIG, f"{key} names a key twice")
+                kw["rack_aware_assignment_tags"] = tags
             elif key in ("streams.session.timeout.ms", "streams.heartbeat.interval.ms",
                          "streams.initial.rebalance.delay.ms"):
                 v = _int(key, raw)
@@ -99,7 +109,12 @@ class StreamsGroupConfig:
 
     def assignment_config(self) -> StreamsAssignmentConfig:
         return StreamsAssignmentConfig(self.num_standby_replicas, self.max_warmup_replicas,
-                                       self.acceptable_recovery_lag)
+                                       self.acceptable_recovery_lag, self.rack_aware_assignment_tags)
+
+
+def _tags(value: object) -> tuple[str, ...]:
+    items = value.split(",") if isinstance(value, str) else list(value)  # type: ignore[call-overload]
+    return tuple(str(t).strip() for t in items if str(t).strip())
 
 
 def _int(key: str, raw: str) -> int:

@@ -39,16 +39,21 @@ from dataclasses import dataclass, field, replace
 
 from assignors.sticky_task import StreamsMemberSpec, TaskId
 from coordinator.core.errors import CoordinatorError, Errors
+from coordinator.core.limits import ECHO_MAX_CHARS
 from coordinator.core.metadata import EMPTY_IMAGE, MetadataImage
 from coordinator.core.principals import check_member_principal
 from coordinator.core.results import CancelTimer, Result, ScheduleTimer, TimerOp
 from coordinator.core.streams_config import StreamsGroupConfig
 from coordinator.core.streams_endpoints import partitions_by_endpoint
+from coordinator.core.streams_internal_topics import configure_topology
+from coordinator.core.streams_members import member_metadata, warmup_caught_up
 from coordinator.core.streams_messages import (
+    CreateInternalTopics,
     StreamsAssignorCompletion,
     StreamsAssignorRun,
     StreamsHeartbeatRequest,
     StreamsHeartbeatResponse,
+    validate_request,
 )
 from coordinator.core.streams_records import (
     NO_TASKS,
@@ -65,12 +70,18 @@ from coordinator.core.streams_records import (
     StreamsGroupTopologyTombstone,
     Tasks,
 )
+from coordinator.core.streams_static import (
+    LEAVE_STATIC_EPOCH,
+    remap_replaced,
+    replace_member,
+    static_leave,
+    static_member,
+)
 from coordinator.core.streams_topology import (
     ConfiguredTopology,
     StatusEntry,
     StreamsStatus,
     StreamsTopology,
-    configure_topology,
     internal_topics,
     validate_topology,
 )
@@ -98,6 +109,7 @@ class StreamsGroup:
     first_assignment_not_before_ms: int = 0
     topology: StreamsTopology | None = None
     members: dict[str, StreamsGroupMemberMetadata] = field(default_factory=dict)
+    static_members: dict[str, str] = field(default_factory=dict)  # instance id -> member id (from members)
     current: dict[str, StreamsGroupCurrentMemberAssignment] = field(default_factory=dict)
     target: dict[str, StreamsGroupTargetAssignmentMember] = field(default_factory=dict)
     target_epoch: int = 0
@@ -105,6 +117,7 @@ class StreamsGroup:
     # volatile
     inflight_run: int | None = None
     inflight_epoch: int = 0
+    inflight_instances: dict[str, str] = field(default_factory=dict)  # the run's static members' instance ids
     owned_active: dict[str, Tasks] = field(default_factory=dict)
     shutdown_requested: bool = False
     endpoint_epoch: int = 0  # moves whenever a member's tasks or endpoint may have changed
@@ -133,8 +146,12 @@ def apply_record(groups: dict[str, StreamsGroup], rec: object) -> None:
     elif isinstance(rec, StreamsGroupTopologyTombstone):
         g.topology = None
     elif isinstance(rec, StreamsGroupMemberMetadata):
+        _drop_static(g, rec.member_id)
         g.members[rec.member_id] = rec
+        if rec.instance_id is not None:
+            g.static_members[rec.instance_id] = rec.member_id
     elif isinstance(rec, StreamsGroupMemberMetadataTombstone):
+        _drop_static(g, rec.member_id)
         g.members.pop(rec.member_id, None)
         g.owned_active.pop(rec.member_id, None)
     elif isinstance(rec, StreamsGroupTargetAssignmentMember):
@@ -149,6 +166,12 @@ def apply_record(groups: dict[str, StreamsGroup], rec: object) -> None:
         g.current.pop(rec.member_id, None)
     else:
         raise TypeError(f"not a streams group record: {type(rec).__name__}")
+
+
+def _drop_static(g: StreamsGroup, member_id: str) -> None:
+    old = g.members.get(member_id)
+    if old is not None and old.instance_id is not None and g.static_members.get(old.instance_id) == member_id:
+        del g.static_members[old.instance_id]
 
 
 def session_key(group_id: str, member_id: str) -> tuple[str, ...]:
@@ -259,54 +282,47 @@ class StreamsGroups:
             return Result(StreamsHeartbeatResponse(int(e.code), e.message, req.member_id[:64], req.member_epoch))
         return Result(resp, out.records, out.timers, out.tasks)
 
-    def _validate(self, req: StreamsHeartbeatRequest) -> None:
-        bad = Errors.INVALID_REQUEST
-        if not req.group_id:
-            raise CoordinatorError(bad, "GroupId can't be empty.")
-        if not req.member_id:
-            raise CoordinatorError(bad, "MemberId can't be empty.")
-        if req.member_epoch == 0:
-            if req.topology is None:
-                raise CoordinatorError(bad, "Topology must be non-null when joining the group.")
-            if not req.process_id:
-                raise CoordinatorError(bad, "ProcessId can't be empty.")
-            if req.rebalance_timeout_ms <= 0:
-                raise CoordinatorError(bad, "RebalanceTimeoutMs must be provided when joining the group.")
-            if req.active_tasks is None or req.standby_tasks is None or req.warmup_tasks is None:
-                raise CoordinatorError(bad, "Owned tasks must be provided when joining the group.")
-        elif req.member_epoch > 0:
-            if req.topology is not None:
-                raise CoordinatorError(bad, "Topology can only be provided when joining the group.")
-        elif req.member_epoch not in (LEAVE_EPOCH, -2):
-            raise CoordinatorError(bad, "MemberEpoch is invalid.")
-
     def _heartbeat(self, req: StreamsHeartbeatRequest, now: int, out: _Out) -> StreamsHeartbeatResponse:
-        self._validate(req)
+        validate_request(req)
         cfg = self._cfg(req.group_id)
         g = self.groups.get(req.group_id)
         if g is not None and req.member_id in g.members:
             check_member_principal(g.members[req.member_id].principal, req.principal, req.member_id[:64],
                                    g.group_id[:64])
         if req.member_epoch < 0:
-            if g is None or req.member_id not in g.members:
+            if g is None:
+                raise CoordinatorError(Errors.GROUP_ID_NOT_FOUND, f"Group {req.group_id[:ECHO_MAX_CHARS]} not found.")
+            static_member(g, req)
+            if req.member_id not in g.members:
                 raise CoordinatorError(Errors.UNKNOWN_MEMBER_ID, "The member is not in the group.")
-            self._remove_member(g, req.member_id, out, now)
-            out.timers += [CancelTimer(session_key(g.group_id, req.member_id)),
-                           CancelTimer(rebalance_key(g.group_id, req.member_id))]
+            if req.member_epoch == LEAVE_STATIC_EPOCH:  # KIP-345: keep its tasks until its session expires
+                static_leave(g, req.member_id, lambda rec: self._emit(out, rec))
+                out.timers += [ScheduleTimer(session_key(g.group_id, req.member_id), now + cfg.session_timeout_ms),
+                               CancelTimer(rebalance_key(g.group_id, req.member_id))]
+            else:
+                self._remove_member(g, req.member_id, out, now)
+                out.timers += [CancelTimer(session_key(g.group_id, req.member_id)),
+                               CancelTimer(rebalance_key(g.group_id, req.member_id))]
             return StreamsHeartbeatResponse(member_id=req.member_id, member_epoch=req.member_epoch)
         if g is None:
-            if req.member_epoch != 0:
-                raise CoordinatorError(Errors.UNKNOWN_MEMBER_ID, "The group does not exist.")
+            if req.member_epoch != 0:  # Kafka's getStreamsGroupOrThrow
+                raise CoordinatorError(Errors.GROUP_ID_NOT_FOUND,
+                                       f"Streams group {req.group_id[:ECHO_MAX_CHARS]} not found.")
             # KIP-1263: a new group starts at epoch 1; epoch 1 is the empty target's.
             self._emit(out, StreamsGroupMetadata(req.group_id, 1, 0, now + cfg.initial_rebalance_delay_ms))
             g = self.groups[req.group_id]
         bump = False
+        replaced = static_member(g, req)
         member = g.members.get(req.member_id)
         if req.member_epoch == 0:
             assert req.topology is not None
-            bump |= self._join_topology(g, req.topology, out)
-            if member is None and len(g.members) >= cfg.max_size:
+            if member is None and replaced is None and len(g.members) >= cfg.max_size:
                 raise CoordinatorError(Errors.GROUP_MAX_SIZE_REACHED, "The group is full.")
+            bump |= self._join_topology(g, req.topology, out)
+            if replaced is not None:
+                prior = g.members[replaced]
+                replace_member(g, replaced, req.member_id, lambda rec: self._emit(out, rec))
+                member = None
         else:
             if member is None:
                 raise CoordinatorError(Errors.UNKNOWN_MEMBER_ID, "The member is not in the group.")
@@ -320,16 +336,21 @@ class StreamsGroups:
             g.shutdown_requested = True
         if req.active_tasks is not None:
             g.owned_active[req.member_id] = req.active_tasks
-        new_meta = self._member_metadata(g, req, member)
+        new_meta = member_metadata(g.group_id, g.topology.epoch if g.topology is not None else 0, req, member)
         if new_meta != member:
             self._emit(out, new_meta)
-            bump |= member is None or _assignment_inputs(member) != _assignment_inputs(new_meta)
-            bump |= member is not None and self._warmup_caught_up(g, member, new_meta, cfg)
+            was = prior if replaced is not None else member
+            bump |= was is None or _assignment_inputs(was) != _assignment_inputs(new_meta)
+            bump |= member is not None and warmup_caught_up(g.current.get(req.member_id), member, new_meta,
+                                                            cfg.acceptable_recovery_lag)
         if g.topology is not None and self._hash(g) != g.metadata_hash:
             bump = True
         if bump:
             self._bump(g, out, now)
         self._maybe_assign(g, now, out, cfg)
+        conf = self.configured(g)
+        if conf is not None and conf.topics_to_create:
+            out.tasks.append(CreateInternalTopics(g.group_id, conf.topics_to_create, 2 * cfg.heartbeat_interval_ms))
         changed = self._reconcile(g, req.member_id, out)
         cur = g.current[req.member_id]
         out.timers.append(ScheduleTimer(session_key(g.group_id, req.member_id), now + cfg.session_timeout_ms))
@@ -374,50 +395,6 @@ class StreamsGroups:
                                    "The topology differs from the group's at the same topology epoch.")
         return False
 
-    def _member_metadata(
-        self, g: StreamsGroup, req: StreamsHeartbeatRequest, old: StreamsGroupMemberMetadata | None
-    ) -> StreamsGroupMemberMetadata:
-        topo_epoch = g.topology.epoch if g.topology is not None else 0
-        if old is None:
-            return StreamsGroupMemberMetadata(
-                g.group_id, req.member_id, req.process_id or "", req.instance_id, req.rack_id,
-                req.client_id, req.client_host, req.user_endpoint, req.client_tags or (),
-                req.rebalance_timeout_ms, topo_epoch, dict(req.task_offsets or {}),
-                dict(req.task_end_offsets or {}), req.principal)
-        new = old
-        if req.process_id is not None and req.process_id != old.process_id:
-            new = replace(new, process_id=req.process_id)
-        if req.rack_id is not None and req.rack_id != old.rack_id:
-            new = replace(new, rack_id=req.rack_id)
-        if req.user_endpoint is not None and req.user_endpoint != old.user_endpoint:
-            new = replace(new, user_endpoint=req.user_endpoint)
-        if req.client_tags is not None and req.client_tags != old.client_tags:
-            new = replace(new, client_tags=req.client_tags)
-        if req.rebalance_timeout_ms > 0 and req.rebalance_timeout_ms != old.rebalance_timeout_ms:
-            new = replace(new, rebalance_timeout_ms=req.rebalance_timeout_ms)
-        if req.member_epoch == 0 and topo_epoch != old.topology_epoch:
-            new = replace(new, topology_epoch=topo_epoch)
-        if req.task_offsets is not None and req.task_offsets != old.task_offsets:
-            new = replace(new, task_offsets=dict(req.task_offsets))
-        if req.task_end_offsets is not None and req.task_end_offsets != old.task_end_offsets:
-            new = replace(new, task_end_offsets=dict(req.task_end_offsets))
-        return new
-
-    def _warmup_caught_up(
-        self, g: StreamsGroup, old: StreamsGroupMemberMetadata, new: StreamsGroupMemberMetadata,
-        cfg: StreamsGroupConfig,
-    ) -> bool:
-        """A warm-up task that just caught up calls for a new assignment (it can take over the active)."""
-        cur = g.current.get(new.member_id)
-        if cur is None:
-            return False
-
-        def caught(m: StreamsGroupMemberMetadata, t: TaskId) -> bool:
-            off, end = m.task_offsets.get(t), m.task_end_offsets.get(t)
-            return off is not None and end is not None and end - off <= cfg.acceptable_recovery_lag
-
-        return any(caught(new, t) and not caught(old, t) for t in cur.warmup)
-
     def _statuses(self, g: StreamsGroup, member: StreamsGroupMemberMetadata) -> tuple[StatusEntry, ...]:
         statuses: list[StatusEntry] = []
         if g.topology is not None and member.topology_epoch < g.topology.epoch:
@@ -429,6 +406,12 @@ class StreamsGroups:
         if g.shutdown_requested:
             statuses.append(StatusEntry(StreamsStatus.SHUTDOWN_APPLICATION,
                                         "A member requested the application to shut down."))
+        sent = {k for k, _ in member.client_tags}
+        missing = [k for k in self._cfg(g.group_id).rack_aware_assignment_tags if k not in sent]
+        if missing:  # Kafka 4.4 (heartbeat v1), last
+            statuses.append(StatusEntry(StreamsStatus.MISSING_CLIENT_TAGS, (
+                f"Missing required client tags for rack-aware standby assignment: [{', '.join(missing)}]. "
+                "Configure them via 'client.tag.<tagKey>' in your Streams config.")))
         return tuple(statuses)
 
     # --- KIP-1263: when a new target is computed ----------------------------------------------------------
@@ -455,6 +438,7 @@ class StreamsGroups:
                                  cfg.assignment_config())
         if cfg.assignor_offload_enable:
             g.inflight_run, g.inflight_epoch = run.run_id, run.assignment_epoch
+            g.inflight_instances = {mid: m.instance_id for mid, m in g.members.items() if m.instance_id is not None}
             out.tasks.append(run)
             return
         done = run.run()
@@ -469,7 +453,8 @@ class StreamsGroups:
             return Result(None)
         g.inflight_run = None
         if done.assignment is not None:
-            self._install_target(g, done.assignment, g.inflight_epoch, now, out)
+            assignment = remap_replaced(done.assignment, g.inflight_instances, g.static_members)
+            self._install_target(g, assignment, g.inflight_epoch, now, out)
         return Result(None, out.records, out.timers, out.tasks)
 
     def _install_target(

@@ -9,8 +9,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from assignors.sticky_task import StreamsMemberSpec, TaskId, assign_tasks
+from coordinator.core.errors import CoordinatorError, Errors
 from coordinator.core.streams_records import Tasks
-from coordinator.core.streams_topology import StatusEntry, StreamsTopology
+from coordinator.core.streams_topology import StatusEntry, StreamsTopology, TopicInfo
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,6 +68,17 @@ class StreamsHeartbeatResponse:
 
 
 @dataclass(frozen=True, slots=True)
+class CreateInternalTopics:
+    """A task for the runtime: create these internal topics (Kafka's heartbeat result carries them to
+    AutoTopicCreationManager.createStreamsInternalTopics). Sent with every heartbeat while they are missing;
+    the runtime skips topics in flight and keeps a failure for `error_ttl_ms` (twice the heartbeat interval)."""
+
+    group_id: str
+    topics: tuple[TopicInfo, ...]
+    error_ttl_ms: int
+
+
+@dataclass(frozen=True, slots=True)
 class StreamsAssignorRun:
     """An offloaded assignor run: immutable input for the executor (`run()` is the pure computation)."""
 
@@ -92,3 +104,33 @@ class StreamsAssignorCompletion:
     run_id: int
     assignment: Mapping[str, tuple[Tasks, Tasks, Tasks]] | None
     error: str | None = None
+
+
+def validate_request(req: StreamsHeartbeatRequest) -> None:
+    """Kafka's throwIfStreamsGroupHeartbeatRequestIsInvalid (INVALID_REQUEST), once, at the edge."""
+    bad = Errors.INVALID_REQUEST
+    if not req.group_id:
+        raise CoordinatorError(bad, "GroupId can't be empty.")
+    if not req.member_id:
+        raise CoordinatorError(bad, "MemberId can't be empty.")
+    if req.instance_id is not None and not req.instance_id.strip():
+        raise CoordinatorError(bad, "InstanceId can't be empty.")
+    if req.rack_id is not None and not req.rack_id.strip():
+        raise CoordinatorError(bad, "RackId can't be empty.")
+    if req.member_epoch == 0:
+        if req.topology is None:
+            raise CoordinatorError(bad, "Topology must be non-null when joining the group.")
+        if not req.process_id:
+            raise CoordinatorError(bad, "ProcessId can't be empty.")
+        if req.rebalance_timeout_ms <= 0:
+            raise CoordinatorError(bad, "RebalanceTimeoutMs must be provided when joining the group.")
+        if req.active_tasks is None or req.standby_tasks is None or req.warmup_tasks is None:
+            raise CoordinatorError(bad, "Owned tasks must be provided when joining the group.")
+    elif req.member_epoch > 0:
+        if req.topology is not None:
+            raise CoordinatorError(bad, "Topology can only be provided when joining the group.")
+    elif req.member_epoch == -2:
+        if req.instance_id is None:
+            raise CoordinatorError(bad, "InstanceId can't be null.")
+    elif req.member_epoch != -1:
+        raise CoordinatorError(bad, f"MemberEpoch is {req.member_epoch}, but must be greater than or equal to -2.")

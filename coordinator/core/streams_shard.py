@@ -7,7 +7,9 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, cast
 
 from coordinator.core import streams_records as sr
+from coordinator.core.classic_group import ClassicGroup
 from coordinator.core.errors import Errors
+from coordinator.core.limits import ECHO_MAX_CHARS
 from coordinator.core.results import Result
 from coordinator.core.streams_config import StreamsGroupConfig
 from coordinator.core.streams_group import (
@@ -53,13 +55,38 @@ def install(shard: GroupCoordinatorShard, config: StreamsGroupConfig | None = No
 
 
 def heartbeat(shard: GroupCoordinatorShard, req: StreamsHeartbeatRequest, now: int) -> Result[StreamsHeartbeatResponse]:
-    """A StreamsGroupHeartbeat; a group id taken by a consumer or classic group is GROUP_ID_NOT_FOUND (Kafka:
-    "Group X is not a streams group")."""
-    if req.group_id in shard.groups:
-        return Result(StreamsHeartbeatResponse(int(Errors.GROUP_ID_NOT_FOUND),
-                                               "The group is not a streams group.", req.member_id[:64]))
+    """A StreamsGroupHeartbeat. A group id held by a consumer, share or non-empty classic group is
+    GROUP_ID_NOT_FOUND (Kafka's castToStreamsGroup: "Group %s is not a streams group."); a join to an empty
+    classic group deletes it first (getOrCreateStreamsGroup -> maybeDeleteEmptyClassicGroup)."""
     groups: StreamsGroups = shard.streams
-    return groups.heartbeat(req, now)
+    other = shard.groups.get(req.group_id)
+    if other is None:
+        return groups.heartbeat(req, now)
+    if req.member_epoch != 0 or not _is_empty_classic(other):
+        return Result(StreamsHeartbeatResponse(int(Errors.GROUP_ID_NOT_FOUND), not_this_type(req.group_id, "streams"),
+                                               req.member_id[:ECHO_MAX_CHARS], req.member_epoch))
+    tombstones: list[object] = list(other.deletion_records())
+    for rec in tombstones:
+        shard.replay(rec)
+    res = groups.heartbeat(req, now)
+    if res.response.error_code:  # refused: no record leaves, so the classic group stays as it was
+        shard.groups[req.group_id] = other
+        return res
+    return Result(res.response, tombstones + res.records, res.timers, res.tasks)
+
+
+def not_this_type(group_id: str, group_type: str) -> str:
+    """Kafka's message for a request of one group type naming a group of another."""
+    return f"Group {group_id[:ECHO_MAX_CHARS]} is not a {group_type} group."
+
+
+def holds(shard: GroupCoordinatorShard, group_id: str) -> bool:
+    """True when a streams group (even an empty one) holds `group_id`: no other group type may take it."""
+    return group_id in shard.streams.groups
+
+
+def _is_empty_classic(group: object) -> bool:
+    return isinstance(group, ClassicGroup) and group.is_empty()
 
 
 def assignor_done(shard: GroupCoordinatorShard, done: StreamsAssignorCompletion, now: int) -> Result[None]:

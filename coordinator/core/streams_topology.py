@@ -1,11 +1,12 @@
 """A streams group's topology (KIP-1071): its validation, and its configuration against the metadata image.
 
 Validation (`validate_topology`) rejects a topology that can never work, with STREAMS_INVALID_TOPOLOGY
-(130). Configuration (`configure_topology`) checks it against the topics that exist now: source topics,
-repartition topics and changelog topics (the internal topics) must exist with consistent partition counts;
-otherwise the group is NotReady and members see a status (Kafka's MISSING_SOURCE_TOPICS,
-MISSING_INTERNAL_TOPICS, INCORRECTLY_PARTITIONED_TOPICS). A configured topology gives each subtopology
-its task count: the largest partition count among its source and repartition source topics.
+(130). Configuration (`streams_internal_topics.configure_topology`) checks it against the topics that exist
+now and decides the internal topics' partition counts; missing internal topics are created by the
+coordinator, and until they exist (or while some are wrongly partitioned) the group is NotReady and members
+see a status (Kafka's MISSING_SOURCE_TOPICS, MISSING_INTERNAL_TOPICS, INCORRECTLY_PARTITIONED_TOPICS). A
+configured topology gives each subtopology its task count: the largest partition count among its source
+and repartition source topics.
 """
 
 from __future__ import annotations
@@ -15,7 +16,6 @@ import re
 from dataclasses import dataclass
 
 from assignors.sticky_task import SubtopologySpec
-from coordinator.core.metadata import MetadataImage
 
 _TOPIC_NAME = re.compile(r"^[a-zA-Z0-9._-]{1,249}$")
 
@@ -28,6 +28,8 @@ class StreamsStatus(enum.IntEnum):
     INCORRECTLY_PARTITIONED_TOPICS = 2
     MISSING_INTERNAL_TOPICS = 3
     SHUTDOWN_APPLICATION = 4
+    ASSIGNMENT_DELAYED = 5
+    MISSING_CLIENT_TAGS = 6  # Kafka 4.4: a member lacks a key of group.streams.rack.aware.assignment.tags
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,6 +82,7 @@ class ConfiguredTopology:
 
     subtopologies: dict[str, SubtopologySpec]
     statuses: tuple[StatusEntry, ...] = ()
+    topics_to_create: tuple[TopicInfo, ...] = ()  # missing internal topics, with their decided partition counts
 
     @property
     def ready(self) -> bool:
@@ -116,6 +119,9 @@ def validate_topology(topology: StreamsTopology) -> str | None:
         if missing:
             return f"repartition sink topics are not repartition source topics: {_names(missing)}"
         for t in s.state_changelog_topics:
+            if t.partitions:  # Kafka's GroupCoordinatorService.throwIfInvalidTopology
+                return (f"Changelog topic {t.name[:249]} must have an undefined partition count, but it is set to "
+                        f"{t.partitions}.")
             if t.name in changelogs:
                 return "a changelog topic belongs to two subtopologies"
             changelogs.add(t.name)
@@ -124,48 +130,33 @@ def validate_topology(topology: StreamsTopology) -> str | None:
                 not 0 <= i < len(s.repartition_source_topics) for i in g.repartition_source_topics
             ):
                 return f"subtopology {s.subtopology_id[:80]} has a copartition group index out of range"
+    sinks = {t for s in topology.subtopologies for t in s.repartition_sink_topics}
+    if any(t.name not in sinks and not t.partitions for s in topology.subtopologies
+           for t in s.repartition_source_topics):
+        return ("Failed to compute number of partitions for all repartition topics, because a repartition source "
+                "topic is never used as a sink topic.")
+    if not _counts_derivable(topology):
+        return ("Failed to compute number of partitions for all repartition topics. There may be loops in the "
+                "topology that cannot be resolved.")
     return None
+
+
+def _counts_derivable(topology: StreamsTopology) -> bool:
+    """Kafka's RepartitionTopics fix-point can give every repartition topic a count: a sink's count comes from
+    its subtopology's external sources or from repartition sources that already have one."""
+    known = {t.name for s in topology.subtopologies for t in s.repartition_source_topics if t.partitions}
+    pending = {t for s in topology.subtopologies for t in s.repartition_sink_topics} - known
+    while pending:
+        progress = {sink for s in topology.subtopologies for sink in s.repartition_sink_topics
+                    if sink in pending
+                    and (s.source_topics or any(t.name in known for t in s.repartition_source_topics))}
+        if not progress:
+            return False
+        known |= progress
+        pending -= progress
+    return True
 
 
 def internal_topics(topology: StreamsTopology) -> list[TopicInfo]:
     """The topics the coordinator expects the application's internal topics to be (Kafka would create them)."""
     return [t for s in topology.subtopologies for t in s.repartition_source_topics + s.state_changelog_topics]
-
-
-def configure_topology(topology: StreamsTopology, image: MetadataImage) -> ConfiguredTopology:
-    """Check the topology against the image: Kafka's InternalTopicManager.configureTopics, minus creation
-    (topics are created by the application or an operator; the group stays NotReady until they exist)."""
-    statuses: list[StatusEntry] = []
-    missing_src = [t for s in topology.subtopologies for t in s.source_topics if t not in image.by_name]
-    if missing_src:
-        detail = f"Source topics {_names(missing_src)} are missing."
-        statuses.append(StatusEntry(StreamsStatus.MISSING_SOURCE_TOPICS, detail))
-    missing_int = [t.name for t in internal_topics(topology) if t.name not in image.by_name]
-    if missing_int:
-        detail = f"Internal topics {_names(missing_int)} are missing."
-        statuses.append(StatusEntry(StreamsStatus.MISSING_INTERNAL_TOPICS, detail))
-    if statuses:
-        return ConfiguredTopology({}, tuple(statuses))
-    wrong: list[str] = []
-    specs: dict[str, SubtopologySpec] = {}
-    for s in topology.subtopologies:
-        counts = [image.by_name[t].partition_count for t in s.source_topics]
-        for t in s.repartition_source_topics:
-            n = image.by_name[t.name].partition_count
-            if t.partitions and n != t.partitions:
-                wrong.append(t.name)
-            counts.append(n)
-        tasks = max(counts)
-        for g in s.copartition_groups:
-            names = [s.source_topics[i] for i in g.source_topics]
-            names += [s.repartition_source_topics[i].name for i in g.repartition_source_topics]
-            if len({image.by_name[n].partition_count for n in names}) > 1:
-                wrong.extend(names)
-        for t in s.state_changelog_topics:
-            if image.by_name[t.name].partition_count != tasks:
-                wrong.append(t.name)
-        specs[s.subtopology_id] = SubtopologySpec(tasks, s.stateful)
-    if wrong:
-        detail = f"Topics {_names(sorted(set(wrong)))} are incorrectly partitioned."
-        return ConfiguredTopology({}, (StatusEntry(StreamsStatus.INCORRECTLY_PARTITIONED_TOPICS, detail),))
-    return ConfiguredTopology(specs)

@@ -24,6 +24,7 @@ from coordinator.core.results import CancelTimer, Result, ScheduleTimer
 from coordinator.core.shard import GroupCoordinatorShard
 from coordinator.core.snapshot import snapshot_records, timers_after_load
 from coordinator.core.streams_group import StreamsAssignorCompletion, StreamsAssignorRun
+from coordinator.core.streams_messages import CreateInternalTopics
 from coordinator.core.target_assignment import AssignorCompletion, AssignorRun
 from coordinator.core.topic_regex import RegexResolution, RegexResolutionCompletion
 from coordinator.runtime import rollback
@@ -107,6 +108,8 @@ class CoordinatorRuntime:
         self.router: Callable[[str], tuple[Errors, str] | None] | None = None
         # Called on the event loop after each operation that wrote records: (operation name, records, now).
         self.observers: list[Callable[[str, list[Any], int], None]] = []
+        # Creates streams groups' missing internal topics (topic_creation.py); None: they are not created.
+        self.topic_creator: Any = None
 
     # --- lifecycle -----------------------------------------------------------------------------------------
     async def start(self, load: Callable[[Callable[[Any], None]], Any] | None = None) -> Any:
@@ -313,6 +316,8 @@ class CoordinatorRuntime:
                 self.executor.submit_regex(task, self._on_regex_resolved)
             elif isinstance(task, StreamsAssignorRun):
                 self.executor.submit_call(task.run, self._on_streams_assignor_done)
+            elif isinstance(task, CreateInternalTopics) and self.topic_creator is not None:
+                self.topic_creator.create(task.topics, task.error_ttl_ms)
 
     def _on_assignor_done(self, completion: AssignorCompletion) -> None:
         self.enqueue_threadsafe("assignor-complete",

@@ -36,7 +36,9 @@ from coordinator.runtime.secured_service import SecuredService, SecuredShareServ
 from coordinator.runtime.service import GroupCoordinatorService
 from coordinator.runtime.sharding import KafkaStateOptions, PartitionOwnership, parse_host_port
 from coordinator.runtime.share_service import ShareGroupService
+from coordinator.runtime.static_metadata import StaticMetadataSource
 from coordinator.runtime.streams_service import StreamsService
+from coordinator.runtime.topic_creation import StaticTopicCreator
 from coordinator.runtime.web import WebView
 from coordinator.runtime.workers import StaticOwnership, WorkerLayout
 from groupcoord.v1 import coordinator_pb2 as pb
@@ -79,6 +81,8 @@ class ServerOptions:
     health_port: int | None = None  # also serve gRPC health (only) in plaintext here, for probes without certs
     http_port: int | None = None  # the web view, its JSON API and /metrics (coordinator/runtime/web.py); 0: any
     http_host: str = "127.0.0.1"
+    # creates streams groups' missing internal topics; None: in memory over a static metadata source, else none
+    topic_creator: Any = None
 
 
 class CoordinatorServer:
@@ -135,6 +139,9 @@ class CoordinatorServer:
             self.log = sink
             sink.on_flush = metrics.log_flush_time.observe
         runtime = CoordinatorRuntime(shard, metrics, executor, sink, o.metadata_source, o.metadata_poll_s)
+        runtime.topic_creator = o.topic_creator
+        if o.topic_creator is None and isinstance(o.metadata_source, StaticMetadataSource):
+            runtime.topic_creator = StaticTopicCreator(o.metadata_source)
         if self.log is not None:
             runtime.snapshot_every = o.config["groupcoord.log.snapshot.records"]
         self.runtime = runtime

@@ -152,6 +152,7 @@ class StaticMetadataSource:
 
     def __init__(self, topics: TopicsConfig) -> None:
         self._image = _build_image(topics)
+        self._topics = dict(topics)
         self._callbacks: list[Callable[[MetadataImage], None]] = []
         self._lock = threading.Lock()
 
@@ -166,6 +167,7 @@ class StaticMetadataSource:
         """Replace the topic list; callbacks run (on this thread) only if the image actually changed."""
         image = _build_image(topics)
         with self._lock:
+            self._topics = dict(topics)
             if image == self._image:
                 return
             self._image = image
@@ -175,6 +177,16 @@ class StaticMetadataSource:
                 callback(image)
             except Exception:
                 log.exception("metadata on_change callback %r failed", callback)
+
+    def add_topics(self, topics: Mapping[str, int]) -> list[str]:
+        """Create topics that do not exist yet (the in-memory CreateTopics); returns the names it added."""
+        with self._lock:
+            merged = dict(self._topics)
+        added = [name for name in topics if name not in merged]
+        merged.update({name: topics[name] for name in added})
+        if added:
+            self.update(merged)
+        return added
 
     def start(self) -> None:
         """Nothing to start; present so runtimes treat every source alike."""

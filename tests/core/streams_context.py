@@ -16,6 +16,7 @@ from coordinator.core.streams_group import (
     StreamsHeartbeatResponse,
     apply_record,
 )
+from coordinator.core.streams_messages import CreateInternalTopics
 from coordinator.core.streams_records import NO_TASKS, Tasks
 from coordinator.core.streams_topology import StreamsTopology, Subtopology, TopicInfo
 
@@ -46,6 +47,7 @@ class Ctx:
     log: list[Any] = field(default_factory=list)
     timers: dict[tuple[str, ...], int] = field(default_factory=dict)
     pending: list[StreamsAssignorRun] = field(default_factory=list)
+    creates: list[CreateInternalTopics] = field(default_factory=list)  # topic creation tasks, in order
 
     def __post_init__(self) -> None:
         self.sg = StreamsGroups(self.config, image(**self.topics))
@@ -57,7 +59,8 @@ class Ctx:
                 self.timers[t.key] = t.deadline_ms
             elif isinstance(t, CancelTimer):
                 self.timers.pop(t.key, None)
-        self.pending.extend(res.tasks)
+        for task in res.tasks:
+            (self.creates if isinstance(task, CreateInternalTopics) else self.pending).append(task)
 
     def join(self, member: str, process: str | None = None, topology: StreamsTopology | None = None,
              **kw: Any) -> StreamsHeartbeatResponse:

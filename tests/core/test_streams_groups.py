@@ -205,7 +205,7 @@ def test_topology_validation_and_epochs() -> None:
 def test_request_errors_are_in_band() -> None:
     ctx = Ctx(SYNC)
     assert ctx.hb("a", 0, process_id="p").error_code == Errors.INVALID_REQUEST
-    assert ctx.owned("a", 3, NO_TASKS).error_code == Errors.UNKNOWN_MEMBER_ID
+    assert ctx.owned("a", 3, NO_TASKS).error_code == Errors.GROUP_ID_NOT_FOUND  # Kafka's getStreamsGroupOrThrow
     ctx.join("a")
     r = ctx.owned("a", 7, NO_TASKS)
     assert r.error_code == Errors.FENCED_MEMBER_EPOCH and r.error_message

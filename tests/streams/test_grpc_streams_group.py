@@ -126,6 +126,16 @@ def test_missing_internal_topic_is_reported_in_the_heartbeat(server: ServerThrea
         assert [s.status_code for s in resp.status.items] == [3]
         assert "absent-changelog" in resp.status.items[0].status_detail
 
+        def created() -> bool:  # the coordinator creates it (in the static metadata here) and the group is ready
+            req.ClearField("topology")
+            req.member_epoch = resp.member_epoch
+            again = stub.StreamsGroupHeartbeat(req, timeout=10)
+            assert again.error_code == 0, again.error_message
+            return not again.status.items
+
+        wait_until(created, what="the missing changelog topic to be created")
+        assert server.server.runtime.topic_creator.created == ["absent-changelog"]  # type: ignore[union-attr]
+
 
 def test_a_restarted_coordinator_reloads_the_streams_group_from_its_log(tmp_path) -> None:  # type: ignore[no-untyped-def]
     from coordinator.core.config import BrokerConfig
