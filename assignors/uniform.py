@@ -1,11 +1,10 @@
 """`uniform`: KIP-848's default server assignor.
 
 Balanced within one partition per eligible member, then as sticky as possible; a balanced assignment is
-returned unchanged. Homogeneous groups take the seed's constrained path (keep owned up to quota, fill from
-unassigned, never steal); heterogeneous groups balance per subscription class (see `_balance`). Unowned
-partitions go out in consecutive runs, so each member's result has few topic entries. With rack ids,
-partitions being handed out go to same-rack members where possible; owned partitions are kept whatever
-their racks, since a move costs more than a cross-rack fetch.
+returned unchanged. Homogeneous groups get Kafka 4.4's answer (`uniform_homogeneous`: Kafka's
+UniformHomogeneousAssignmentBuilder, racks ignored as there); heterogeneous groups balance per
+subscription class (see `_balance`), rack-aware. A subscription to a topic that does not exist is an
+error, as in Kafka.
 
 Homogeneous groups starting from nothing, or from a result of this assignor fed back as it was returned,
 take `uniform_runs`: the same rules in time proportional to the members and the partitions that move.
@@ -15,8 +14,9 @@ from __future__ import annotations
 
 from assignors._balance import Policy, balance, contiguous_fill
 from assignors._layout import decode, encode_group
-from assignors.api import GroupAssignment, GroupSpec, LagSnapshot, TopicDescriber
+from assignors.api import AssignorError, GroupAssignment, GroupSpec, LagSnapshot, SubscriptionType, TopicDescriber
 from assignors.rack import RackInfo
+from assignors.uniform_homogeneous import assign_homogeneous
 from assignors.uniform_runs import fresh, incremental
 
 
@@ -42,4 +42,11 @@ class UniformAssignor:
         out = incremental(group, topics)
         if out is None:
             out = fresh(group, topics)
-        return assign_general(group, topics) if out is None else out
+        if out is not None:
+            return out
+        if group.subscription_type is SubscriptionType.HOMOGENEOUS:
+            return assign_homogeneous(group, topics)
+        for t in {t for s in group.members.values() for t in s.subscribed_topic_ids}:
+            if topics.partition_count(t) < 0:
+                raise AssignorError("members are subscribed to a topic that does not exist in the topic metadata")
+        return assign_general(group, topics)

@@ -10,16 +10,16 @@ from the state instead of decoding partitions, and only the members that release
 get new views. Unchanged members get the very same view objects back, so callers comparing by identity
 skip them.
 
-The rules are exactly those of `_balance` for one subscription class with no racks among the members
-that receive partitions (the constrained seed's algorithm); `tests/assignors/test_uniform_runs.py` checks
-the results against the general path:
+The rules are Kafka's UniformHomogeneousAssignmentBuilder (see `uniform_homogeneous`, the general path,
+which `tests/assignors/test_uniform_runs.py` checks these results against), in their run form:
 - all partitions owned and counts within one (max holder <= min member + 1): nothing changes;
-- targets: floor(P / n), the remainder going first to members owning more than the floor, then to the
-  others, each in member-id order;
-- members above target release their highest-numbered partitions;
-- unowned and released partitions, ascending, go in consecutive runs to members below target, in
-  member-id order.
-Anything else (other kinds of current assignment, racks on receivers) takes the general path.
+- members in the order of Kafka's member `HashMap` (`_java_order`);
+- targets: floor(P / n); the remainder goes first to members owning more than the floor, in that order,
+  then to the last members (in that order) of the others;
+- members above target release their highest partitions (topics in Kafka's order);
+- unowned partitions, ascending, then the released ones in member order, go in consecutive runs to
+  members below target, in member order.
+Anything else (other kinds of current assignment) takes the general path. Racks are ignored, as in Kafka.
 """
 
 from __future__ import annotations
@@ -30,20 +30,31 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from itertools import accumulate, compress, islice, repeat
 from operator import is_
 
-from assignors.api import GroupAssignment, GroupSpec, MemberSpec, SubscriptionType, TopicDescriber
+from assignors._java_order import hash_map_member_order, hash_set_order, member_key, member_table_size
+from assignors.api import (
+    AssignorError,
+    GroupAssignment,
+    GroupSpec,
+    MemberSpec,
+    SubscriptionType,
+    TopicDescriber,
+)
 
 Runs = tuple[int, ...]  # flattened sorted half-open ranges: a0, b0, a1, b1, ...
 _NO_RUNS: Runs = ()
 
 
 class Layout:
-    """Subscribed topics that exist, sorted, and the first global index of each (`base`, len T+1)."""
+    """Subscribed topics with partitions, in Kafka's `HashSet<Uuid>` order, and the first global index of
+    each (`base`, len T+1). A subscribed topic that does not exist is an error, as in Kafka."""
 
     __slots__ = ("base", "describer", "subscription", "topic_ids", "total")
 
     def __init__(self, subscription: frozenset[str], describer: TopicDescriber) -> None:
-        names = sorted(subscription)
+        names = hash_set_order(subscription)
         counts = list(map(describer.partition_count, names))
+        if counts and min(counts) < 0:
+            raise AssignorError("members are subscribed to a topic that does not exist in the topic metadata")
         self.topic_ids = [t for t, c in zip(names, counts, strict=True) if c > 0]
         self.base = [0, *accumulate(c for c in counts if c > 0)]
         self.total = self.base[-1]
@@ -176,25 +187,24 @@ def _eligible(group: GroupSpec) -> frozenset[str] | None:
 
 
 def fresh(group: GroupSpec, topics: TopicDescriber) -> GroupAssignment | None:
-    """No member owns anything: consecutive runs in member-id order. None: not this case."""
+    """No member owns anything: consecutive runs in member order, the last `P % n` members one larger
+    (Kafka's builder hands the extras on until only as many members are left). None: not this case."""
     sub = _eligible(group)
     if sub is None or any(_assigned(group.members.values())):
         return None
-    if any(s.rack_id is not None for s in group.members.values()):
-        return None
     state = RunState(layout_of(sub, topics), Lineage())
-    members = sorted(group.members)
-    n = len(members)
+    n = len(group.members)
+    members = hash_map_member_order(group.members, n)
     floor, extra = divmod(state.layout.total, n)
-    sizes = [floor + 1] * extra + [floor] * (n - extra)
+    sizes = [floor] * (n - extra) + [floor + 1] * extra
     ends = list(accumulate(sizes))
     views = state.views
     for m, size, end in zip(members, sizes, ends, strict=True):
         views[m] = MemberView(state, m, (end - size, end) if size else _NO_RUNS, size)
     if extra:
-        state.by_count[floor + 1] = set(members[:extra])
+        state.by_count[floor + 1] = set(members[n - extra:])
     if n > extra:
-        state.by_count[floor] = set(members[extra:])
+        state.by_count[floor] = set(members[:n - extra])
     state.created = members[:8]
     state.lineage.remember(state)
     return dict(views)
@@ -283,28 +293,27 @@ def _rebalance(prev: RunState, group: GroupSpec, layout: Layout, new: list[str])
         prev.lineage.remember(state)
         return dict(views)
 
-    over = sorted(m for c, ms in by_count.items() if c > floor for m in ms)
+    key = member_key(member_table_size(n))
+    over = sorted((m for c, ms in by_count.items() if c > floor for m in ms), key=key)
     if len(over) >= extra:
         ceil = set(over[:extra])
     else:
         over_set = set(over)
-        rest = heapq.nsmallest(extra - len(over), (m for m in members if m not in over_set))
+        rest = heapq.nlargest(extra - len(over), (m for m in members if m not in over_set), key=key)
         ceil = over_set.union(rest)
     moved: dict[str, tuple[Runs, int]] = {}
+    free.sort()
     for m in over:
         v = known[m]
         target = floor + (m in ceil)
         if v.count > target:
             kept, released = _trim(v.runs, v.count - target)
             moved[m] = (kept, target)
-            free += released
+            free += reversed(released)  # after the unowned ones, in member order, each ascending
     receiving = {m for c, ms in by_count.items() if c < floor for m in ms}
     receiving.update(new)
     receiving.update(m for m in ceil if m not in known or known[m].count <= floor)
-    receivers = sorted(receiving)
-    if any(members[m].rack_id is not None for m in receivers):
-        return None  # rack matching decides which of the free partitions each receiver gets
-    free.sort()
+    receivers = sorted(receiving, key=key)
     it = _merged(free)
     a, b = next(it, (0, 0))
     for m in receivers:
@@ -322,7 +331,7 @@ def _rebalance(prev: RunState, group: GroupSpec, layout: Layout, new: list[str])
             need -= take
             if a == b:
                 a, b = next(it, (0, 0))
-        moved[m] = (_normalise_runs(got) if held is not None else tuple(got), target)  # pieces of merged free runs
+        moved[m] = (_normalise_runs(got), target)  # pieces of the free runs, in hand-out order
     views.update(known)
     for m in removed:
         del views[m]
@@ -375,7 +384,7 @@ def _trim(runs: Runs, k: int) -> tuple[Runs, list[tuple[int, int]]]:
 
 
 def _merged(ranges: list[tuple[int, int]]) -> Iterator[tuple[int, int]]:
-    """Sorted ranges with adjacent ones joined."""
+    """The ranges in their order, adjacent ones joined."""
     it = iter(ranges)
     first = next(it, None)
     if first is None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from assignors._java_order import hash_set_order
 from assignors.api import GroupAssignment, GroupSpec, MemberSpec, StaticTopicDescriber
 from assignors.uniform import UniformAssignor
 
@@ -16,8 +17,15 @@ A, B, C = "A", "B", "C"
 Plan = Mapping[str, Mapping[str, tuple[int, ...]]]
 
 
-def spec(topics: tuple[str, ...], current: Mapping[str, tuple[int, ...]] | None = None) -> MemberSpec:
-    return MemberSpec(frozenset(topics), {t: frozenset(ps) for t, ps in (current or {}).items()})
+def spec(topics: tuple[str, ...], current: Mapping[str, tuple[int, ...]] | None = None,
+         rack_id: str | None = None) -> MemberSpec:
+    """A member; `current` in the order given, as Kafka's `mkOrderedAssignment` (a LinkedHashMap)."""
+    return MemberSpec(frozenset(topics), {t: frozenset(ps) for t, ps in (current or {}).items()}, rack_id)
+
+
+def hashed(current: Mapping[str, tuple[int, ...]]) -> dict[str, tuple[int, ...]]:
+    """`current` in the iteration order of Kafka's `mkAssignment` (a HashMap keyed by topic id)."""
+    return {t: current[t] for t in hash_set_order(list(current))}
 
 
 def assign(members: Mapping[str, MemberSpec], counts: Mapping[str, int]) -> GroupAssignment:
