@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from assignors._java_order import hash_set_order
-from assignors.api import GroupAssignment, GroupSpec, MemberSpec, StaticTopicDescriber
+from assignors.api import GroupAssignment, GroupSpec, MemberSpec, StaticTopicDescriber, SubscriptionType
 from assignors.uniform import UniformAssignor
 
 UNIFORM = UniformAssignor()
@@ -28,8 +28,11 @@ def hashed(current: Mapping[str, tuple[int, ...]]) -> dict[str, tuple[int, ...]]
     return {t: current[t] for t in hash_set_order(list(current))}
 
 
-def assign(members: Mapping[str, MemberSpec], counts: Mapping[str, int]) -> GroupAssignment:
-    return UNIFORM.assign(GroupSpec.of(dict(members)), StaticTopicDescriber(dict(counts)))
+def assign(members: Mapping[str, MemberSpec], counts: Mapping[str, int],
+           kind: SubscriptionType | None = None) -> GroupAssignment:
+    """Kafka's tests name the subscription type; None derives it from the subscriptions."""
+    group = GroupSpec.of(dict(members)) if kind is None else GroupSpec(dict(members), kind)
+    return UNIFORM.assign(group, StaticTopicDescriber(dict(counts)))
 
 
 def norm(out: GroupAssignment) -> dict[str, dict[str, frozenset[int]]]:
