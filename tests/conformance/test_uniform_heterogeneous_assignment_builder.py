@@ -4,9 +4,9 @@ these one-letter member ids Kafka's broker order is the same)."""
 
 from __future__ import annotations
 
-import pytest
-
 from collections.abc import Mapping
+
+import pytest
 
 from assignors.api import AssignorError, GroupAssignment, MemberSpec, SubscriptionType
 from tests.conformance import uniform_cases

@@ -305,10 +305,30 @@ def range_assignor_splits_by_member_order(s: Script) -> None:
 
 @scenario
 def uniform_assignor_balances_two_topics(s: Script) -> None:
-    # Which partitions a member keeps depends on the order topics are visited: listed difference, so this
-    # scenario compares how many partitions each member holds, not which.
-    s.assignment_sizes_only = True
+    # Which partitions a member keeps depends on the order members and topics are visited: groupcoord
+    # visits them in the order of Kafka's hash maps, so the partitions match exactly.
     rs = {m: join(s, m, topics=("a", "b"), server_assignor="uniform") for m in ("m1", "m2")}
+    settle(s, rs)
+    describe(s)
+
+
+@scenario
+def uniform_assignor_member_joins_a_settled_group(s: Script) -> None:
+    """Who gives up which partitions to the newcomer: Kafka's member and topic visiting orders."""
+    rs = {m: join(s, m, topics=("a", "b", "c"), server_assignor="uniform") for m in ("m1", "m2")}
+    st = settle(s, rs)
+    r3 = join(s, "m3", topics=("a", "b", "c"), server_assignor="uniform")
+    settle(s, {**{m: {"member_epoch": st[m]["epoch"], "assignment": _asg(s, st[m]["owned"])} for m in st},
+               "m3": r3})
+    describe(s)
+
+
+@scenario
+def range_assignor_orders_static_members_by_instance_id(s: Script) -> None:
+    """Kafka's range sorts static members by instance id (before dynamic ones), not by member id."""
+    rs = {"m1": join(s, "m1", topics=("a",), server_assignor="range", instance_id="i3"),
+          "m2": join(s, "m2", topics=("a",), server_assignor="range", instance_id="i1"),
+          "m3": join(s, "m3", topics=("a",), server_assignor="range")}
     settle(s, rs)
     describe(s)
 
@@ -670,7 +690,6 @@ def consumer_group_states_are_upper_case(s: Script) -> None:
 
 @scenario
 def epochs_advance_once_per_membership_change(s: Script) -> None:
-    # range: which partitions move does not depend on the order topics are visited (see uniform's scenario)
     r1 = join(s, "m1", topics=("a", "b"), server_assignor="range")
     st = settle(s, {"m1": r1})
     r2 = join(s, "m2", topics=("a", "b"))
