@@ -39,8 +39,12 @@ class RangeAssignor:
     def assign(
         self, group: GroupSpec, topics: TopicDescriber, lag: LagSnapshot | None = None
     ) -> GroupAssignment:
-        member_ids = sorted(group.members, key=lambda m: _order(m, group.members[m]))
-        rank = {m: i for i, m in enumerate(member_ids)}
+        members = group.members
+        if any(s.instance_id is not None for s in members.values()):
+            member_ids = sorted(members, key=lambda m: _order(m, members[m]))
+        else:
+            member_ids = sorted(members)
+        rank: dict[str, int] = {}
         specs = [group.members[m] for m in member_ids]
         member_class, class_subs = subscription_classes(group, specs)
         out: dict[str, dict[str, frozenset[int]]] = {m: {} for m in member_ids}
@@ -65,6 +69,8 @@ class RangeAssignor:
             if len(classes) == 1:
                 subscribers = members_of_class[classes[0]]  # already in order
             else:
+                if not rank:
+                    rank = {m: i for i, m in enumerate(member_ids)}
                 subscribers = sorted((m for k in classes for m in members_of_class[k]), key=rank.__getitem__)
             for m, block in zip(subscribers, range_blocks(count, len(subscribers)), strict=True):
                 if block:

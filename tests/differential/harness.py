@@ -50,7 +50,6 @@ class Script:
         self._generated = 0
         self.trace = Trace()
         self.lower_states = True
-        self.assignment_sizes_only = False
         self._pool = ThreadPoolExecutor(max_workers=8)
 
     def close(self) -> None:
@@ -125,14 +124,9 @@ class Script:
         """Aliases for ids and names; and representation-only rules: members of a described group or of a
         JoinGroup response in alias order (both coordinators list them in hash order), an absent subscribed
         regex is None (Kafka sends "", proto3 an unset optional), consumer group states in lower case (pinned
-        separately by `consumer_group_states_are_upper_case`), and with `assignment_sizes_only` an
-        assignment becomes its partition count."""
+        separately by `consumer_group_states_are_upper_case`)."""
         if isinstance(value, dict):
             out = {k: self.normalise(v) for k, v in value.items()}
-            if self.assignment_sizes_only:
-                for k in ("assignment", "target_assignment"):
-                    if isinstance(out.get(k), list):
-                        out[k] = sum(len(p) for _, p in out[k])
             if "subscribed_topic_regex" in out and out["subscribed_topic_regex"] == "":
                 out["subscribed_topic_regex"] = None
             if "assignor_name" in out and isinstance(out.get("group_state"), str) and self.lower_states:
