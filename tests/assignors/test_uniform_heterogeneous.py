@@ -59,3 +59,17 @@ def test_unchanged_members_get_their_mappings_back() -> None:
     again = UNIFORM.assign(GroupSpec.of({m: MemberSpec(s.subscribed_topic_ids, first[m])
                                          for m, s in group.members.items()}), topics)
     assert all(again[m] is first[m] for m in first)
+
+
+def test_views_of_different_results_claiming_one_partition_leave_it_to_the_first_member() -> None:
+    topics = StaticTopicDescriber({"t0": 6, "t1": 4})
+    a, b = frozenset({"t0"}), frozenset({"t0", "t1"})
+    first = UNIFORM.assign(GroupSpec.of({"m1": MemberSpec(a), "m2": MemberSpec(b)}), topics)
+    # m1 leaves, m2 takes its partitions; then m1's old view and m2's new one are fed back together
+    second = UNIFORM.assign(GroupSpec.of({"m2": MemberSpec(b, first["m2"]), "m3": MemberSpec(a)}), topics)
+    stale = GroupSpec.of({"m1": MemberSpec(a, first["m1"]), "m2": MemberSpec(b, second["m2"]),
+                          "m3": MemberSpec(a, second["m3"])})
+    got = UNIFORM.assign(stale, topics)
+    claimed = [(t, p) for v in got.values() for t, ps in v.items() for p in ps]
+    assert len(claimed) == len(set(claimed)) == 10
+    assert got == assign_heterogeneous(plain(stale), topics, shortcuts=False)
