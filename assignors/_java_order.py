@@ -104,6 +104,20 @@ def hash_map_member_order(member_ids: Iterable[str], n: int) -> list[str]:
     return sorted(member_ids, key=member_key(_grown_table_size(n)))
 
 
+def member_map_order(topic_ids: Collection[str]) -> list[str]:
+    """The iteration order of one member's assignment as Kafka keeps it: a `HashMap<Uuid, ...>` filled
+    topic by topic (a target assignment record read back), so its table size follows its own size."""
+    if len(topic_ids) < 2:
+        return list(topic_ids)
+    mask = _grown_table_size(len(topic_ids)) - 1
+
+    def bucket(t: str) -> tuple[int, str]:
+        h = java_hash(t)
+        return (h ^ (h >> 16)) & mask, t
+
+    return sorted(topic_ids, key=bucket)
+
+
 def hash_set_order(topic_ids: Collection[str]) -> list[str]:
     """The iteration order of `new HashSet<>(topic_ids)`. Ids in one bucket keep Java's insertion order,
     which depends on the source set; here they follow the id, the one thing both sides share."""

@@ -32,7 +32,7 @@ from collections.abc import Iterator, Mapping, Sequence
 import numpy as np
 import numpy.typing as npt
 
-from assignors._java_order import hash_map_member_order, uuid_sort_key
+from assignors._java_order import hash_map_member_order, member_map_order, uuid_sort_key
 from assignors.api import AssignorError, GroupAssignment, GroupSpec, MemberAssignment, TopicDescriber
 
 MAX_ITERATION_COUNT = 16
@@ -79,6 +79,8 @@ class HetView(Mapping[str, frozenset[int]]):
                 j = bisect_right(parts, base[t + 1] - 1, i)
                 d[topics[t]] = frozenset(p - base[t] for p in parts[i:j])
                 i = j
+            if len(d) > 1:
+                d = {t: d[t] for t in member_map_order(d)}  # as Kafka's record of it, read back
             self._dict = d
         return d
 

@@ -13,16 +13,18 @@ visiting order, and users moving from Kafka expect the broker's answer. The rule
   partitions ascending), then the released ones in the order they were released; members below quota,
   in order, take them one after another.
 
-Kafka's builder throws on an input it cannot complete (a partition owned twice, or one beyond the topic's
-count); such ownership is dropped here first (the first owner in member order keeps a doubly owned
-partition), so a valid input gives Kafka's answer and an invalid one a valid answer.
+A result iterates its topics as Kafka's record of it, read back, would (`member_map_order`): the order
+the next run visits them in. Kafka's builder throws on an input it cannot complete (a partition owned
+twice, or one beyond the topic's count); such ownership is dropped here first (the first owner in member
+order keeps a doubly owned partition), so a valid input gives Kafka's answer and an invalid one a valid
+answer.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 
-from assignors._java_order import hash_map_member_order, hash_set_order
+from assignors._java_order import hash_map_member_order, hash_set_order, member_map_order
 from assignors.api import AssignorError, GroupAssignment, GroupSpec, MemberAssignment, TopicDescriber
 
 
@@ -106,14 +108,14 @@ def assign_homogeneous(group: GroupSpec, topics: TopicDescriber) -> GroupAssignm
             unfilled.append((m, quota))
         if has_extra:
             extra -= 1
-        out[m] = old if new is None else {t: frozenset(ps) for t, ps in new.items()}
+        out[m] = old if new is None else {t: frozenset(new[t]) for t in member_map_order(new)}
     i = 0
     for m, quota in unfilled:
         got = {t: set(ps) for t, ps in out[m].items()}
         for t, p in unassigned[i:i + quota]:
             got.setdefault(t, set()).add(p)
         i += quota
-        out[m] = {t: frozenset(ps) for t, ps in got.items()}
+        out[m] = {t: frozenset(got[t]) for t in member_map_order(got)}
     if i < len(unassigned):
         raise AssignorError("partitions were left unassigned")
     return out

@@ -16,7 +16,8 @@ which `tests/assignors/test_uniform_runs.py` checks these results against), in t
 - members in the order of Kafka's member `HashMap` (`_java_order`);
 - targets: floor(P / n); the remainder goes first to members owning more than the floor, in that order,
   then to the last members (in that order) of the others;
-- members above target release their highest partitions (topics in Kafka's order);
+- members above target release their last partitions in Kafka's visiting order (their topics as Kafka's
+  record of their assignment, read back, iterates them: `member_map_order`; partitions ascending);
 - unowned partitions, ascending, then the released ones in member order, go in consecutive runs to
   members below target, in member order.
 Anything else (other kinds of current assignment) takes the general path. Racks are ignored, as in Kafka.
@@ -30,7 +31,13 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from itertools import accumulate, compress, islice, repeat
 from operator import is_
 
-from assignors._java_order import hash_map_member_order, hash_set_order, member_key, member_table_size
+from assignors._java_order import (
+    hash_map_member_order,
+    hash_set_order,
+    member_key,
+    member_map_order,
+    member_table_size,
+)
 from assignors.api import (
     AssignorError,
     GroupAssignment,
@@ -48,7 +55,7 @@ class Layout:
     """Subscribed topics with partitions, in Kafka's `HashSet<Uuid>` order, and the first global index of
     each (`base`, len T+1). A subscribed topic that does not exist is an error, as in Kafka."""
 
-    __slots__ = ("base", "describer", "subscription", "topic_ids", "total")
+    __slots__ = ("base", "describer", "index", "subscription", "topic_ids", "total")
 
     def __init__(self, subscription: frozenset[str], describer: TopicDescriber) -> None:
         names = hash_set_order(subscription)
@@ -58,6 +65,7 @@ class Layout:
         self.topic_ids = [t for t, c in zip(names, counts, strict=True) if c > 0]
         self.base = [0, *accumulate(c for c in counts if c > 0)]
         self.total = self.base[-1]
+        self.index = {t: i for i, t in enumerate(self.topic_ids)}
         self.subscription = subscription
         self.describer = describer
 
@@ -146,6 +154,8 @@ def runs_to_mapping(runs: Runs, layout: Layout) -> dict[str, frozenset[int]]:
             out[name] = ps if prev is None else prev | ps
             a = end
             t += 1
+    if len(out) > 1:
+        out = {t: out[t] for t in member_map_order(out)}  # as Kafka's record of it, read back
     return out
 
 
@@ -307,9 +317,9 @@ def _rebalance(prev: RunState, group: GroupSpec, layout: Layout, new: list[str])
         v = known[m]
         target = floor + (m in ceil)
         if v.count > target:
-            kept, released = _trim(v.runs, v.count - target)
+            kept, released = _trim(v.runs, v.count - target, layout)
             moved[m] = (kept, target)
-            free += reversed(released)  # after the unowned ones, in member order, each ascending
+            free += released  # after the unowned ones, in member order, each in Kafka's visiting order
     receiving = {m for c, ms in by_count.items() if c < floor for m in ms}
     receiving.update(new)
     receiving.update(m for m in ceil if m not in known or known[m].count <= floor)
@@ -364,8 +374,47 @@ def _counts_with(by_count: dict[int, set[str]], moved: dict[str, tuple[int, int]
     return {c: ms for c, ms in out.items() if ms}
 
 
-def _trim(runs: Runs, k: int) -> tuple[Runs, list[tuple[int, int]]]:
-    """Release the highest k partitions."""
+def _trim(runs: Runs, k: int, layout: Layout) -> tuple[Runs, list[tuple[int, int]]]:
+    """Release the last k partitions in the order Kafka visits this member's assignment (its topics in
+    `member_map_order`, partitions ascending); the released ranges in that order."""
+    base = layout.base
+    first_topic = bisect_right(base, runs[0]) - 1
+    if runs[-1] <= base[first_topic + 1]:  # one topic: its highest partitions
+        return _cut_tail(runs, k)
+    pieces: dict[int, list[tuple[int, int]]] = {}
+    for i in range(0, len(runs), 2):
+        a, b = runs[i], runs[i + 1]
+        t = bisect_right(base, a) - 1
+        while a < b:
+            end = min(b, base[t + 1])
+            pieces.setdefault(t, []).append((a, end))
+            a = end
+            t += 1
+    names = layout.topic_ids
+    order = [layout.index[n] for n in member_map_order([names[t] for t in pieces])]
+    flat = [ab for t in order for ab in pieces[t]]
+    kept_pairs: list[tuple[int, int]] = []
+    released: list[tuple[int, int]] = []
+    total = sum(b - a for a, b in flat)
+    keep = total - k
+    for a, b in flat:
+        if keep >= b - a:
+            kept_pairs.append((a, b))
+            keep -= b - a
+        elif keep > 0:
+            kept_pairs.append((a, a + keep))
+            released.append((a + keep, b))
+            keep = 0
+        else:
+            released.append((a, b))
+    kept: list[int] = []
+    for a, b in _merged(sorted(kept_pairs)):
+        kept += (a, b)
+    return tuple(kept), released
+
+
+def _cut_tail(runs: Runs, k: int) -> tuple[Runs, list[tuple[int, int]]]:
+    """Release the highest k partitions (ascending ranges)."""
     b = runs[-1]
     if b - runs[-2] > k:
         return (*runs[:-1], b - k), [(b - k, b)]
@@ -380,6 +429,7 @@ def _trim(runs: Runs, k: int) -> tuple[Runs, list[tuple[int, int]]]:
             del out[-2:]
         else:
             out[-1] = b - take
+    released.reverse()
     return tuple(out), released
 
 
