@@ -104,18 +104,24 @@ def hash_map_member_order(member_ids: Iterable[str], n: int) -> list[str]:
     return sorted(member_ids, key=member_key(_grown_table_size(n)))
 
 
-def member_map_order(topic_ids: Collection[str]) -> list[str]:
-    """The iteration order of one member's assignment as Kafka keeps it: a `HashMap<Uuid, ...>` filled
-    topic by topic (a target assignment record read back), so its table size follows its own size."""
-    if len(topic_ids) < 2:
-        return list(topic_ids)
-    mask = _grown_table_size(len(topic_ids)) - 1
+def member_map_key(n: int) -> Callable[[str], tuple[int, str]]:
+    """Sort key of a topic id in one member's assignment of n topics as Kafka keeps it: a
+    `HashMap<Uuid, ...>` filled topic by topic (a target assignment record read back), so its table size
+    follows its own size."""
+    mask = _grown_table_size(n) - 1
 
     def bucket(t: str) -> tuple[int, str]:
         h = java_hash(t)
         return (h ^ (h >> 16)) & mask, t
 
-    return sorted(topic_ids, key=bucket)
+    return bucket
+
+
+def member_map_order(topic_ids: Collection[str]) -> list[str]:
+    """The iteration order of one member's assignment as Kafka keeps it (`member_map_key`)."""
+    if len(topic_ids) < 2:
+        return list(topic_ids)
+    return sorted(topic_ids, key=member_map_key(len(topic_ids)))
 
 
 def hash_set_order(topic_ids: Collection[str]) -> list[str]:

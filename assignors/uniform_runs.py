@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import heapq
 from bisect import bisect_right
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from itertools import accumulate, compress, islice, repeat
 from operator import is_
 
@@ -35,6 +35,7 @@ from assignors._java_order import (
     hash_map_member_order,
     hash_set_order,
     member_key,
+    member_map_key,
     member_map_order,
     member_table_size,
 )
@@ -55,7 +56,7 @@ class Layout:
     """Subscribed topics with partitions, in Kafka's `HashSet<Uuid>` order, and the first global index of
     each (`base`, len T+1). A subscribed topic that does not exist is an error, as in Kafka."""
 
-    __slots__ = ("base", "describer", "index", "subscription", "topic_ids", "total")
+    __slots__ = ("_all_keys", "_keys", "base", "describer", "index", "subscription", "topic_ids", "total")
 
     def __init__(self, subscription: frozenset[str], describer: TopicDescriber) -> None:
         names = hash_set_order(subscription)
@@ -66,13 +67,30 @@ class Layout:
         self.base = [0, *accumulate(c for c in counts if c > 0)]
         self.total = self.base[-1]
         self.index = {t: i for i, t in enumerate(self.topic_ids)}
+        self._keys: dict[int, tuple[int, str]] = {}
+        self._all_keys: list[tuple[int, str]] | None = None
         self.subscription = subscription
         self.describer = describer
+
+    def keys16(self) -> list[tuple[int, str]]:
+        """`map_key` of every topic, computed once per layout."""
+        keys = self._all_keys
+        if keys is None:
+            keys = self._all_keys = [_MAP_KEY_16(t) for t in self.topic_ids]
+        return keys
+
+    def map_key(self, t: int) -> tuple[int, str]:
+        """`member_map_key` of topic t in a member's map of up to 12 topics (Kafka's 16-slot table)."""
+        k = self._keys.get(t)
+        if k is None:
+            k = self._keys[t] = _MAP_KEY_16(self.topic_ids[t])
+        return k
 
     def same_as(self, other: Layout) -> bool:
         return self.topic_ids == other.topic_ids and self.base == other.base
 
 
+_MAP_KEY_16 = member_map_key(12)
 _LAYOUTS: dict[tuple[int, int], Layout] = {}
 _MAX_LAYOUTS = 64
 
@@ -381,6 +399,26 @@ def _trim(runs: Runs, k: int, layout: Layout) -> tuple[Runs, list[tuple[int, int
     first_topic = bisect_right(base, runs[0]) - 1
     if runs[-1] <= base[first_topic + 1]:  # one topic: its highest partitions
         return _cut_tail(runs, k)
+    if len(runs) == 2:  # one run over consecutive topics (the usual shape)
+        a, b = runs
+        last_topic = bisect_right(base, b - 1) - 1
+        keys = layout.keys16() if last_topic - first_topic < 12 else None
+        if keys is not None:
+            final = max(range(first_topic, last_topic + 1), key=keys.__getitem__)
+            lo, hi = max(a, base[final]), min(b, base[final + 1])
+            if hi - lo >= k:
+                if hi == b:
+                    return (a, b - k), [(b - k, b)]
+                return ((a, hi - k, hi, b) if a < hi - k else (hi, b)), [(hi - k, hi)]
+    held: list[int] = []
+    for i in range(0, len(runs), 2):
+        for t in range(bisect_right(base, runs[i]) - 1, bisect_right(base, runs[i + 1] - 1)):
+            if not held or held[-1] != t:
+                held.append(t)
+    key = layout.map_key if len(held) <= 12 else _map_key_for(layout, len(held))
+    final = max(held, key=key)  # the topic Kafka visits last: if it holds k, its top k go
+    if _count_in(runs, base[final], base[final + 1]) >= k:
+        return _cut_in(runs, k, base[final], base[final + 1])
     pieces: dict[int, list[tuple[int, int]]] = {}
     for i in range(0, len(runs), 2):
         a, b = runs[i], runs[i + 1]
@@ -411,6 +449,38 @@ def _trim(runs: Runs, k: int, layout: Layout) -> tuple[Runs, list[tuple[int, int
     for a, b in _merged(sorted(kept_pairs)):
         kept += (a, b)
     return tuple(kept), released
+
+
+def _count_in(runs: Runs, lo: int, hi: int) -> int:
+    """How many of the runs' partitions lie in [lo, hi)."""
+    n = 0
+    for i in range(0, len(runs), 2):
+        n += max(0, min(runs[i + 1], hi) - max(runs[i], lo))
+    return n
+
+
+def _cut_in(runs: Runs, k: int, lo: int, hi: int) -> tuple[Runs, list[tuple[int, int]]]:
+    """Release the k highest partitions in [lo, hi) (there are at least k); released ranges ascending."""
+    out = list(runs)
+    released: list[tuple[int, int]] = []
+    i = len(out) - 2
+    while k and i >= 0:
+        a, b = out[i], out[i + 1]
+        top, bottom = min(b, hi), max(a, lo)
+        if top > bottom:
+            take = min(k, top - bottom)
+            released.append((top - take, top))
+            k -= take
+            out[i:i + 2] = ([a, top - take] if a < top - take else []) + ([top, b] if top < b else [])
+        i -= 2
+    released.reverse()
+    return tuple(out), released
+
+
+def _map_key_for(layout: Layout, n: int) -> Callable[[int], tuple[int, str]]:
+    key = member_map_key(n)
+    names = layout.topic_ids
+    return lambda t: key(names[t])
 
 
 def _cut_tail(runs: Runs, k: int) -> tuple[Runs, list[tuple[int, int]]]:
