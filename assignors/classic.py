@@ -75,7 +75,7 @@ class ServerAssignorAdapter:
         lag: Mapping[tuple[str, int], PartitionOffsets] | None = None,
         auto_offset_reset: str = "latest",
     ) -> ClassicAssignment:
-        members = {m: _member_spec(s) for m, s in subscriptions.items()}
+        members = {m: _member_spec(s, partitions_per_topic) for m, s in subscriptions.items()}
         result = self._server.assign(
             GroupSpec.of(members),
             StaticTopicDescriber(partitions_per_topic),
@@ -88,12 +88,14 @@ class ServerAssignorAdapter:
         return out
 
 
-def _member_spec(s: ClassicSubscription) -> MemberSpec:
+def _member_spec(s: ClassicSubscription, partitions_per_topic: Mapping[str, int]) -> MemberSpec:
+    """Topics the leader has no metadata for are left out, as Kafka's client assignors skip them (server
+    assignors refuse a subscription to a topic that does not exist)."""
     owned: dict[str, set[int]] = {}
     for t, p in s.owned_partitions:
         owned.setdefault(t, set()).add(p)
     return MemberSpec(
-        subscribed_topic_ids=frozenset(s.topics),
+        subscribed_topic_ids=frozenset(t for t in s.topics if t in partitions_per_topic),
         assigned_partitions={t: frozenset(ps) for t, ps in owned.items()},
         rack_id=s.rack_id,
     )

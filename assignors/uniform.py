@@ -1,11 +1,10 @@
-"""`uniform`: KIP-848's default server assignor.
+"""`uniform`: KIP-848's default server assignor, giving Kafka 4.4's assignment.
 
 Balanced within one partition per eligible member, then as sticky as possible; a balanced assignment is
-returned unchanged. Homogeneous groups take the seed's constrained path (keep owned up to quota, fill from
-unassigned, never steal); heterogeneous groups balance per subscription class (see `_balance`). Unowned
-partitions go out in consecutive runs, so each member's result has few topic entries. With rack ids,
-partitions being handed out go to same-rack members where possible; owned partitions are kept whatever
-their racks, since a move costs more than a cross-rack fetch.
+returned unchanged. Homogeneous groups follow Kafka's UniformHomogeneousAssignmentBuilder
+(`uniform_homogeneous`), heterogeneous ones its UniformHeterogeneousAssignmentBuilder
+(`uniform_heterogeneous`): same visiting orders and tie-breaks, so the same partitions stay and move.
+Racks are ignored, as in Kafka 4.4. A subscription to a topic that does not exist is an error, as in Kafka.
 
 Homogeneous groups starting from nothing, or from a result of this assignor fed back as it was returned,
 take `uniform_runs`: the same rules in time proportional to the members and the partitions that move.
@@ -13,22 +12,10 @@ take `uniform_runs`: the same rules in time proportional to the members and the 
 
 from __future__ import annotations
 
-from assignors._balance import Policy, balance, contiguous_fill
-from assignors._layout import decode, encode_group
-from assignors.api import GroupAssignment, GroupSpec, LagSnapshot, TopicDescriber
-from assignors.rack import RackInfo
+from assignors.api import GroupAssignment, GroupSpec, LagSnapshot, SubscriptionType, TopicDescriber
+from assignors.uniform_heterogeneous import assign_heterogeneous
+from assignors.uniform_homogeneous import assign_homogeneous
 from assignors.uniform_runs import fresh, incremental
-
-
-def assign_general(group: GroupSpec, topics: TopicDescriber) -> GroupAssignment:
-    """The array path: any input (stale, invalid or hand-made assignments, racks, several classes)."""
-    enc = encode_group(group, topics)
-    if enc.n_members == 0:
-        return {}
-    rack = RackInfo.build([s.rack_id for s in enc.specs], topics, enc.topic_ids, enc.base)
-    policy = Policy(fill=rack.contiguous_fill if rack else contiguous_fill)
-    owner = balance(enc.owner, enc.member_class, enc.class_topics, enc.counts, policy)
-    return decode(enc, owner)
 
 
 class UniformAssignor:
@@ -39,7 +26,9 @@ class UniformAssignor:
     def assign(
         self, group: GroupSpec, topics: TopicDescriber, lag: LagSnapshot | None = None
     ) -> GroupAssignment:
+        if group.subscription_type is not SubscriptionType.HOMOGENEOUS:
+            return assign_heterogeneous(group, topics)
         out = incremental(group, topics)
         if out is None:
             out = fresh(group, topics)
-        return assign_general(group, topics) if out is None else out
+        return assign_homogeneous(group, topics) if out is None else out

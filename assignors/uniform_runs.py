@@ -10,50 +10,87 @@ from the state instead of decoding partitions, and only the members that release
 get new views. Unchanged members get the very same view objects back, so callers comparing by identity
 skip them.
 
-The rules are exactly those of `_balance` for one subscription class with no racks among the members
-that receive partitions (the constrained seed's algorithm); `tests/assignors/test_uniform_runs.py` checks
-the results against the general path:
+The rules are Kafka's UniformHomogeneousAssignmentBuilder (see `uniform_homogeneous`, the general path,
+which `tests/assignors/test_uniform_runs.py` checks these results against), in their run form:
 - all partitions owned and counts within one (max holder <= min member + 1): nothing changes;
-- targets: floor(P / n), the remainder going first to members owning more than the floor, then to the
-  others, each in member-id order;
-- members above target release their highest-numbered partitions;
-- unowned and released partitions, ascending, go in consecutive runs to members below target, in
-  member-id order.
-Anything else (other kinds of current assignment, racks on receivers) takes the general path.
+- members in the order of Kafka's member `HashMap` (`_java_order`);
+- targets: floor(P / n); the remainder goes first to members owning more than the floor, in that order,
+  then to the last members (in that order) of the others;
+- members above target release their last partitions in Kafka's visiting order (their topics as Kafka's
+  record of their assignment, read back, iterates them: `member_map_order`; partitions ascending);
+- unowned partitions, ascending, then the released ones in member order, go in consecutive runs to
+  members below target, in member order.
+Anything else (other kinds of current assignment) takes the general path. Racks are ignored, as in Kafka.
 """
 
 from __future__ import annotations
 
 import heapq
 from bisect import bisect_right
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from itertools import accumulate, compress, islice, repeat
 from operator import is_
 
-from assignors.api import GroupAssignment, GroupSpec, MemberSpec, SubscriptionType, TopicDescriber
+from assignors._java_order import (
+    hash_map_member_order,
+    hash_set_order,
+    member_key,
+    member_map_key,
+    member_map_order,
+    member_table_size,
+)
+from assignors.api import (
+    AssignorError,
+    GroupAssignment,
+    GroupSpec,
+    MemberSpec,
+    SubscriptionType,
+    TopicDescriber,
+)
 
 Runs = tuple[int, ...]  # flattened sorted half-open ranges: a0, b0, a1, b1, ...
 _NO_RUNS: Runs = ()
 
 
 class Layout:
-    """Subscribed topics that exist, sorted, and the first global index of each (`base`, len T+1)."""
+    """Subscribed topics with partitions, in Kafka's `HashSet<Uuid>` order, and the first global index of
+    each (`base`, len T+1). A subscribed topic that does not exist is an error, as in Kafka."""
 
-    __slots__ = ("base", "describer", "subscription", "topic_ids", "total")
+    __slots__ = ("_all_keys", "_keys", "base", "describer", "index", "subscription", "topic_ids", "total")
 
     def __init__(self, subscription: frozenset[str], describer: TopicDescriber) -> None:
-        names = sorted(subscription)
+        names = hash_set_order(subscription)
         counts = list(map(describer.partition_count, names))
+        if counts and min(counts) < 0:
+            raise AssignorError("members are subscribed to a topic that does not exist in the topic metadata")
         self.topic_ids = [t for t, c in zip(names, counts, strict=True) if c > 0]
         self.base = [0, *accumulate(c for c in counts if c > 0)]
         self.total = self.base[-1]
+        self.index = {t: i for i, t in enumerate(self.topic_ids)}
+        self._keys: dict[int, tuple[int, str]] = {}
+        self._all_keys: list[tuple[int, str]] | None = None
         self.subscription = subscription
         self.describer = describer
+
+    def keys16(self) -> list[tuple[int, str]]:
+        """`map_key` of every topic, computed once per layout."""
+        keys = self._all_keys
+        if keys is None:
+            keys = self._all_keys = [_MAP_KEY_16(t) for t in self.topic_ids]
+        return keys
+
+    def map_key(self, t: int) -> tuple[int, str]:
+        """`member_map_key` of topic t in a member's map of up to 12 topics (Kafka's 16-slot table)."""
+        k = self._keys.get(t)
+        if k is None:
+            k = self._keys[t] = _MAP_KEY_16(self.topic_ids[t])
+        return k
 
     def same_as(self, other: Layout) -> bool:
         return self.topic_ids == other.topic_ids and self.base == other.base
 
 
+_MAP_KEY_16 = member_map_key(12)
 _LAYOUTS: dict[tuple[int, int], Layout] = {}
 _MAX_LAYOUTS = 64
 
@@ -135,6 +172,8 @@ def runs_to_mapping(runs: Runs, layout: Layout) -> dict[str, frozenset[int]]:
             out[name] = ps if prev is None else prev | ps
             a = end
             t += 1
+    if len(out) > 1:
+        out = {t: out[t] for t in member_map_order(out)}  # as Kafka's record of it, read back
     return out
 
 
@@ -176,25 +215,24 @@ def _eligible(group: GroupSpec) -> frozenset[str] | None:
 
 
 def fresh(group: GroupSpec, topics: TopicDescriber) -> GroupAssignment | None:
-    """No member owns anything: consecutive runs in member-id order. None: not this case."""
+    """No member owns anything: consecutive runs in member order, the last `P % n` members one larger
+    (Kafka's builder hands the extras on until only as many members are left). None: not this case."""
     sub = _eligible(group)
     if sub is None or any(_assigned(group.members.values())):
         return None
-    if any(s.rack_id is not None for s in group.members.values()):
-        return None
     state = RunState(layout_of(sub, topics), Lineage())
-    members = sorted(group.members)
-    n = len(members)
+    n = len(group.members)
+    members = hash_map_member_order(group.members, n)
     floor, extra = divmod(state.layout.total, n)
-    sizes = [floor + 1] * extra + [floor] * (n - extra)
+    sizes = [floor] * (n - extra) + [floor + 1] * extra
     ends = list(accumulate(sizes))
     views = state.views
     for m, size, end in zip(members, sizes, ends, strict=True):
         views[m] = MemberView(state, m, (end - size, end) if size else _NO_RUNS, size)
     if extra:
-        state.by_count[floor + 1] = set(members[:extra])
+        state.by_count[floor + 1] = set(members[n - extra:])
     if n > extra:
-        state.by_count[floor] = set(members[extra:])
+        state.by_count[floor] = set(members[:n - extra])
     state.created = members[:8]
     state.lineage.remember(state)
     return dict(views)
@@ -283,28 +321,27 @@ def _rebalance(prev: RunState, group: GroupSpec, layout: Layout, new: list[str])
         prev.lineage.remember(state)
         return dict(views)
 
-    over = sorted(m for c, ms in by_count.items() if c > floor for m in ms)
+    key = member_key(member_table_size(n))
+    over = sorted((m for c, ms in by_count.items() if c > floor for m in ms), key=key)
     if len(over) >= extra:
         ceil = set(over[:extra])
     else:
         over_set = set(over)
-        rest = heapq.nsmallest(extra - len(over), (m for m in members if m not in over_set))
+        rest = heapq.nlargest(extra - len(over), (m for m in members if m not in over_set), key=key)
         ceil = over_set.union(rest)
     moved: dict[str, tuple[Runs, int]] = {}
+    free.sort()
     for m in over:
         v = known[m]
         target = floor + (m in ceil)
         if v.count > target:
-            kept, released = _trim(v.runs, v.count - target)
+            kept, released = _trim(v.runs, v.count - target, layout)
             moved[m] = (kept, target)
-            free += released
+            free += released  # after the unowned ones, in member order, each in Kafka's visiting order
     receiving = {m for c, ms in by_count.items() if c < floor for m in ms}
     receiving.update(new)
     receiving.update(m for m in ceil if m not in known or known[m].count <= floor)
-    receivers = sorted(receiving)
-    if any(members[m].rack_id is not None for m in receivers):
-        return None  # rack matching decides which of the free partitions each receiver gets
-    free.sort()
+    receivers = sorted(receiving, key=key)
     it = _merged(free)
     a, b = next(it, (0, 0))
     for m in receivers:
@@ -322,7 +359,7 @@ def _rebalance(prev: RunState, group: GroupSpec, layout: Layout, new: list[str])
             need -= take
             if a == b:
                 a, b = next(it, (0, 0))
-        moved[m] = (_normalise_runs(got) if held is not None else tuple(got), target)  # pieces of merged free runs
+        moved[m] = (_normalise_runs(got), target)  # pieces of the free runs, in hand-out order
     views.update(known)
     for m in removed:
         del views[m]
@@ -355,8 +392,99 @@ def _counts_with(by_count: dict[int, set[str]], moved: dict[str, tuple[int, int]
     return {c: ms for c, ms in out.items() if ms}
 
 
-def _trim(runs: Runs, k: int) -> tuple[Runs, list[tuple[int, int]]]:
-    """Release the highest k partitions."""
+def _trim(runs: Runs, k: int, layout: Layout) -> tuple[Runs, list[tuple[int, int]]]:
+    """Release the last k partitions in the order Kafka visits this member's assignment (its topics in
+    `member_map_order`, partitions ascending); the released ranges in that order."""
+    base = layout.base
+    first_topic = bisect_right(base, runs[0]) - 1
+    if runs[-1] <= base[first_topic + 1]:  # one topic: its highest partitions
+        return _cut_tail(runs, k)
+    if len(runs) == 2:  # one run over consecutive topics (the usual shape)
+        a, b = runs
+        last_topic = bisect_right(base, b - 1) - 1
+        keys = layout.keys16() if last_topic - first_topic < 12 else None
+        if keys is not None:
+            final = max(range(first_topic, last_topic + 1), key=keys.__getitem__)
+            lo, hi = max(a, base[final]), min(b, base[final + 1])
+            if hi - lo >= k:
+                if hi == b:
+                    return (a, b - k), [(b - k, b)]
+                return ((a, hi - k, hi, b) if a < hi - k else (hi, b)), [(hi - k, hi)]
+    held: list[int] = []
+    for i in range(0, len(runs), 2):
+        for t in range(bisect_right(base, runs[i]) - 1, bisect_right(base, runs[i + 1] - 1)):
+            if not held or held[-1] != t:
+                held.append(t)
+    key = layout.map_key if len(held) <= 12 else _map_key_for(layout, len(held))
+    final = max(held, key=key)  # the topic Kafka visits last: if it holds k, its top k go
+    if _count_in(runs, base[final], base[final + 1]) >= k:
+        return _cut_in(runs, k, base[final], base[final + 1])
+    pieces: dict[int, list[tuple[int, int]]] = {}
+    for i in range(0, len(runs), 2):
+        a, b = runs[i], runs[i + 1]
+        t = bisect_right(base, a) - 1
+        while a < b:
+            end = min(b, base[t + 1])
+            pieces.setdefault(t, []).append((a, end))
+            a = end
+            t += 1
+    names = layout.topic_ids
+    order = [layout.index[n] for n in member_map_order([names[t] for t in pieces])]
+    flat = [ab for t in order for ab in pieces[t]]
+    kept_pairs: list[tuple[int, int]] = []
+    released: list[tuple[int, int]] = []
+    total = sum(b - a for a, b in flat)
+    keep = total - k
+    for a, b in flat:
+        if keep >= b - a:
+            kept_pairs.append((a, b))
+            keep -= b - a
+        elif keep > 0:
+            kept_pairs.append((a, a + keep))
+            released.append((a + keep, b))
+            keep = 0
+        else:
+            released.append((a, b))
+    kept: list[int] = []
+    for a, b in _merged(sorted(kept_pairs)):
+        kept += (a, b)
+    return tuple(kept), released
+
+
+def _count_in(runs: Runs, lo: int, hi: int) -> int:
+    """How many of the runs' partitions lie in [lo, hi)."""
+    n = 0
+    for i in range(0, len(runs), 2):
+        n += max(0, min(runs[i + 1], hi) - max(runs[i], lo))
+    return n
+
+
+def _cut_in(runs: Runs, k: int, lo: int, hi: int) -> tuple[Runs, list[tuple[int, int]]]:
+    """Release the k highest partitions in [lo, hi) (there are at least k); released ranges ascending."""
+    out = list(runs)
+    released: list[tuple[int, int]] = []
+    i = len(out) - 2
+    while k and i >= 0:
+        a, b = out[i], out[i + 1]
+        top, bottom = min(b, hi), max(a, lo)
+        if top > bottom:
+            take = min(k, top - bottom)
+            released.append((top - take, top))
+            k -= take
+            out[i:i + 2] = ([a, top - take] if a < top - take else []) + ([top, b] if top < b else [])
+        i -= 2
+    released.reverse()
+    return tuple(out), released
+
+
+def _map_key_for(layout: Layout, n: int) -> Callable[[int], tuple[int, str]]:
+    key = member_map_key(n)
+    names = layout.topic_ids
+    return lambda t: key(names[t])
+
+
+def _cut_tail(runs: Runs, k: int) -> tuple[Runs, list[tuple[int, int]]]:
+    """Release the highest k partitions (ascending ranges)."""
     b = runs[-1]
     if b - runs[-2] > k:
         return (*runs[:-1], b - k), [(b - k, b)]
@@ -371,11 +499,12 @@ def _trim(runs: Runs, k: int) -> tuple[Runs, list[tuple[int, int]]]:
             del out[-2:]
         else:
             out[-1] = b - take
+    released.reverse()
     return tuple(out), released
 
 
 def _merged(ranges: list[tuple[int, int]]) -> Iterator[tuple[int, int]]:
-    """Sorted ranges with adjacent ones joined."""
+    """The ranges in their order, adjacent ones joined."""
     it = iter(ranges)
     first = next(it, None)
     if first is None:

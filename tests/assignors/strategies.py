@@ -21,11 +21,13 @@ RACKS = ("rack-a", "rack-b", "rack-c")
 
 @st.composite
 def scenarios(
-    draw: st.DrawFn, homogeneous: bool = False, max_members: int = 7, with_racks: bool = True
+    draw: st.DrawFn, homogeneous: bool = False, max_members: int = 7, with_racks: bool = True,
+    missing_topics: bool = True,
 ) -> tuple[GroupSpec, StaticTopicDescriber, LagSnapshot]:
     """A group with arbitrary (possibly stale, overlapping or invalid) current assignments, topic metadata
-    that may lack some subscribed topics, optional racks and a lag snapshot. Few, large draws: generation
-    dominates the cost of these tests."""
+    that may lack some subscribed topics (unless `missing_topics` is false: `range` and `uniform` refuse
+    such subscriptions, as Kafka's do, and the coordinator never sends them), optional racks and a lag
+    snapshot. Few, large draws: generation dominates the cost of these tests."""
     n_topics = draw(st.integers(1, 5))
     topic_ids = [f"t{i}" for i in range(n_topics)]
     raw_counts = draw(st.lists(st.integers(-1, 9), min_size=n_topics, max_size=n_topics))
@@ -38,8 +40,13 @@ def scenarios(
         it = iter(flat)
         racks = {t: tuple(frozenset(next(it)) for _ in range(c)) for t, c in known.items()}
     describer = StaticTopicDescriber(known, racks)
-    topic_sets = st.frozensets(st.sampled_from(topic_ids))
-    common = draw(st.frozensets(st.sampled_from(topic_ids), min_size=1))
+    subscribable = topic_ids if missing_topics else list(known)
+    if subscribable:
+        topic_sets = st.frozensets(st.sampled_from(subscribable))
+        common = draw(st.frozensets(st.sampled_from(subscribable), min_size=1))
+    else:
+        topic_sets = st.just(frozenset())
+        common = frozenset()
     n_members = draw(st.integers(1, max_members))
     member_draws = draw(
         st.lists(

@@ -20,7 +20,7 @@ def test_readme_comparison_example() -> None:
 
 
 @settings(max_examples=80, deadline=None)
-@given(scenario=scenarios())
+@given(scenario=scenarios(missing_topics=False))
 def test_each_member_gets_one_contiguous_range_per_topic_within_one_of_the_others(
     scenario: Scenario,
 ) -> None:
@@ -37,7 +37,7 @@ def test_each_member_gets_one_contiguous_range_per_topic_within_one_of_the_other
 
 
 @settings(max_examples=80, deadline=None)
-@given(scenario=scenarios(homogeneous=True))
+@given(scenario=scenarios(homogeneous=True, missing_topics=False))
 def test_equal_subscriptions_and_counts_are_co_partitioned(scenario: Scenario) -> None:
     group, _, _ = scenario
     subs = next(iter(group.members.values())).subscribed_topic_ids

@@ -5,10 +5,12 @@ from __future__ import annotations
 import math
 import random
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from assignors.api import GroupSpec, LagSnapshot, MemberSpec, StaticTopicDescriber
+from assignors._java_order import hash_set_order
+from assignors.api import AssignorError, GroupSpec, LagSnapshot, MemberSpec, StaticTopicDescriber
 from assignors.uniform import UniformAssignor
 from tests.assignors.strategies import (
     check_balanced,
@@ -23,10 +25,11 @@ from tests.assignors.strategies import (
 SETTINGS = settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 UNIFORM = UniformAssignor()
 Scenario = tuple[GroupSpec, StaticTopicDescriber, LagSnapshot]
+TA, TB = "3f0b7c1e-8d2a-4e6f-9a5b-1c4d7e0f2a3b", "a7e2c9d4-1b3f-4a8e-8c6d-5f0e9b2a7c41"
 
 
 @SETTINGS
-@given(scenario=scenarios())
+@given(scenario=scenarios(missing_topics=False))
 def test_no_partition_can_move_to_a_subscriber_with_two_fewer(scenario: Scenario) -> None:
     group, topics, _ = scenario
     out = UNIFORM.assign(group, topics)
@@ -35,7 +38,7 @@ def test_no_partition_can_move_to_a_subscriber_with_two_fewer(scenario: Scenario
 
 
 @SETTINGS
-@given(scenario=scenarios(homogeneous=True))
+@given(scenario=scenarios(homogeneous=True, missing_topics=False))
 def test_equal_subscriptions_get_counts_within_one(scenario: Scenario) -> None:
     group, topics, _ = scenario
     n = counts(UNIFORM.assign(group, topics)).values()
@@ -43,7 +46,7 @@ def test_equal_subscriptions_get_counts_within_one(scenario: Scenario) -> None:
 
 
 @SETTINGS
-@given(scenario=scenarios())
+@given(scenario=scenarios(missing_topics=False))
 def test_an_unchanged_group_keeps_its_assignment(scenario: Scenario) -> None:
     group, topics, _ = scenario
     first = UNIFORM.assign(group, topics)
@@ -51,7 +54,7 @@ def test_an_unchanged_group_keeps_its_assignment(scenario: Scenario) -> None:
 
 
 @SETTINGS
-@given(scenario=scenarios(homogeneous=True), seed=st.integers(0, 2**32))
+@given(scenario=scenarios(homogeneous=True, missing_topics=False), seed=st.integers(0, 2**32))
 def test_a_balanced_assignment_is_never_reshuffled(scenario: Scenario, seed: int) -> None:
     group, topics, _ = scenario
     members = sorted(group.members)
@@ -66,7 +69,7 @@ def test_a_balanced_assignment_is_never_reshuffled(scenario: Scenario, seed: int
 
 
 @SETTINGS
-@given(scenario=scenarios(homogeneous=True))
+@given(scenario=scenarios(homogeneous=True, missing_topics=False))
 def test_one_member_joining_moves_at_most_its_share(scenario: Scenario) -> None:
     group, topics, _ = scenario
     before = UNIFORM.assign(group, topics)
@@ -79,7 +82,7 @@ def test_one_member_joining_moves_at_most_its_share(scenario: Scenario) -> None:
 
 
 @SETTINGS
-@given(scenario=scenarios(homogeneous=True))
+@given(scenario=scenarios(homogeneous=True, missing_topics=False))
 def test_a_member_leaving_moves_only_its_partitions(scenario: Scenario) -> None:
     group, topics, _ = scenario
     before = UNIFORM.assign(group, topics)
@@ -91,14 +94,27 @@ def test_a_member_leaving_moves_only_its_partitions(scenario: Scenario) -> None:
             assert owners(after)[tp] == m
 
 
-def test_fresh_homogeneous_assignment_fills_members_in_order() -> None:
-    group = GroupSpec.of({m: MemberSpec(frozenset({"a", "b"})) for m in ("m2", "m1", "m3")})
-    out = UNIFORM.assign(group, StaticTopicDescriber({"a": 4, "b": 3}))
+def test_fresh_homogeneous_assignment_fills_members_in_kafkas_order() -> None:
+    """Kafka's builder: members in its HashMap order (here m1, m2, m3), topics in its HashSet order,
+    consecutive runs, the last P % n members one larger."""
+    topics = [TA, TB]
+    assert hash_set_order([TB, TA]) == [TA, TB]
+    group = GroupSpec.of({m: MemberSpec(frozenset(topics)) for m in ("m2", "m1", "m3")})
+    out = UNIFORM.assign(group, StaticTopicDescriber({TA: 4, TB: 3}))
     assert out == {
-        "m1": {"a": frozenset({0, 1, 2})},
-        "m2": {"a": frozenset({3}), "b": frozenset({0})},
-        "m3": {"b": frozenset({1, 2})},
+        "m1": {TA: frozenset({0, 1})},
+        "m2": {TA: frozenset({2, 3})},
+        "m3": {TB: frozenset({0, 1, 2})},
     }
+
+
+def test_a_subscription_to_a_topic_that_does_not_exist_is_an_error() -> None:
+    group = GroupSpec.of({"m1": MemberSpec(frozenset({TA, "gone"}))})
+    with pytest.raises(AssignorError):
+        UNIFORM.assign(group, StaticTopicDescriber({TA: 4}))
+    hetero = GroupSpec.of({"m1": MemberSpec(frozenset({TA, "gone"})), "m2": MemberSpec(frozenset({TA}))})
+    with pytest.raises(AssignorError):
+        UNIFORM.assign(hetero, StaticTopicDescriber({TA: 4}))
 
 
 def test_heterogeneous_group_balances_among_eligible_members() -> None:
@@ -117,13 +133,15 @@ def test_heterogeneous_group_balances_among_eligible_members() -> None:
     assert set(out["m1"]) == {"t1"}
 
 
-def test_members_prefer_partitions_with_a_replica_in_their_rack() -> None:
+def test_racks_do_not_change_a_homogeneous_assignment_as_in_kafka() -> None:
     racks = {"t": (frozenset({"b"}), frozenset({"b"}), frozenset({"a"}), frozenset({"a"}))}
-    topics = StaticTopicDescriber({"t": 4}, racks)
     group = GroupSpec.of(
         {"m1": MemberSpec(frozenset({"t"}), rack_id="a"), "m2": MemberSpec(frozenset({"t"}), rack_id="b")}
     )
-    assert UNIFORM.assign(group, topics) == {"m1": {"t": frozenset({2, 3})}, "m2": {"t": frozenset({0, 1})}}
+    with_racks = UNIFORM.assign(group, StaticTopicDescriber({"t": 4}, racks))
+    assert with_racks == {"m1": {"t": frozenset({0, 1})}, "m2": {"t": frozenset({2, 3})}}
+    plain = GroupSpec.of({m: MemberSpec(s.subscribed_topic_ids) for m, s in group.members.items()})
+    assert UNIFORM.assign(plain, StaticTopicDescriber({"t": 4})) == with_racks
 
 
 def test_rack_preference_never_breaks_balance() -> None:

@@ -1,4 +1,5 @@
-"""`uniform`'s run path gives exactly the general path's results, step after step of joins and leaves."""
+"""`uniform`'s run path gives exactly the general path's results (Kafka's builder), step after step of joins
+and leaves."""
 
 from __future__ import annotations
 
@@ -9,7 +10,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from assignors.api import GroupSpec, MemberSpec, StaticTopicDescriber
-from assignors.uniform import UniformAssignor, assign_general
+from assignors.uniform import UniformAssignor
+from assignors.uniform_homogeneous import assign_homogeneous
 from assignors.uniform_runs import Lineage, MemberView, RunState
 
 UNIFORM = UniformAssignor()
@@ -35,7 +37,7 @@ def test_run_path_matches_general_path_across_joins_and_leaves(
     names = [f"m{i:02d}" for i in range(first)]
     group = GroupSpec.of({m: MemberSpec(sub) for m in names})
     fresh_out = UNIFORM.assign(group, topics)
-    assert fresh_out == assign_general(group, topics)
+    assert fresh_out == assign_homogeneous(group, topics)
     current = dict(fresh_out)
     next_id = first
     for join, pick, k in steps:
@@ -50,7 +52,7 @@ def test_run_path_matches_general_path_across_joins_and_leaves(
                     del members[m]
         spec = GroupSpec.of(members)
         got = UNIFORM.assign(spec, topics)
-        want = assign_general(plain(spec), topics)
+        want = assign_homogeneous(plain(spec), topics)
         assert got == want
         assert all(isinstance(v, MemberView) for v in got.values())  # stayed on the run path
         current = dict(got)

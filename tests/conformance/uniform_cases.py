@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from assignors.api import GroupAssignment, GroupSpec, MemberSpec, StaticTopicDescriber
+from assignors._java_order import hash_set_order
+from assignors.api import GroupAssignment, GroupSpec, MemberSpec, StaticTopicDescriber, SubscriptionType
 from assignors.uniform import UniformAssignor
 
 UNIFORM = UniformAssignor()
@@ -16,12 +17,22 @@ A, B, C = "A", "B", "C"
 Plan = Mapping[str, Mapping[str, tuple[int, ...]]]
 
 
-def spec(topics: tuple[str, ...], current: Mapping[str, tuple[int, ...]] | None = None) -> MemberSpec:
-    return MemberSpec(frozenset(topics), {t: frozenset(ps) for t, ps in (current or {}).items()})
+def spec(topics: tuple[str, ...], current: Mapping[str, tuple[int, ...]] | None = None,
+         rack_id: str | None = None) -> MemberSpec:
+    """A member; `current` in the order given, as Kafka's `mkOrderedAssignment` (a LinkedHashMap)."""
+    return MemberSpec(frozenset(topics), {t: frozenset(ps) for t, ps in (current or {}).items()}, rack_id)
 
 
-def assign(members: Mapping[str, MemberSpec], counts: Mapping[str, int]) -> GroupAssignment:
-    return UNIFORM.assign(GroupSpec.of(dict(members)), StaticTopicDescriber(dict(counts)))
+def hashed(current: Mapping[str, tuple[int, ...]]) -> dict[str, tuple[int, ...]]:
+    """`current` in the iteration order of Kafka's `mkAssignment` (a HashMap keyed by topic id)."""
+    return {t: current[t] for t in hash_set_order(list(current))}
+
+
+def assign(members: Mapping[str, MemberSpec], counts: Mapping[str, int],
+           kind: SubscriptionType | None = None) -> GroupAssignment:
+    """Kafka's tests name the subscription type; None derives it from the subscriptions."""
+    group = GroupSpec.of(dict(members)) if kind is None else GroupSpec(dict(members), kind)
+    return UNIFORM.assign(group, StaticTopicDescriber(dict(counts)))
 
 
 def norm(out: GroupAssignment) -> dict[str, dict[str, frozenset[int]]]:

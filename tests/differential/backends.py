@@ -25,6 +25,7 @@ Msg = dict[str, Any]
 
 class Backend(Protocol):
     name: str
+    topic_ids: dict[str, str]  # topic name -> id (canonical UUID text), the same on both sides
 
     def call(self, conn: str, api: str, req: Msg) -> Msg: ...
     def close(self) -> None: ...
@@ -59,6 +60,7 @@ class KafkaBackend:
         self._jar = jar
         self._name_to_id = dict(topic_ids)
         self._id_to_name = {str(v): k for k, v in topic_ids.items()}
+        self.topic_ids = {k: str(v) for k, v in topic_ids.items()}
         self._conns: dict[str, KafkaConnection] = {}
         self._lock = threading.Lock()
 
@@ -184,6 +186,7 @@ class GroupcoordBackend:
         self._stub = pb_grpc.GroupCoordinatorStub(self._channel)
         self._name_to_id = {k: str(v) for k, v in topic_ids.items()}
         self._id_to_name = {str(v): k for k, v in topic_ids.items()}
+        self.topic_ids = dict(self._name_to_id)
 
     def close(self) -> None:
         self._channel.close()

@@ -16,7 +16,13 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
+from assignors._java_order import java_hash
 from tests.differential.backends import Backend, Msg
+
+
+def java_hash_bucket(topic_id: str, table_size: int) -> int:
+    h = java_hash(topic_id)
+    return (h ^ (h >> 16)) & (table_size - 1)
 
 ScenarioFn = Callable[["Script"], None]
 SCENARIOS: dict[str, ScenarioFn] = {}
@@ -62,6 +68,15 @@ class Script:
 
     def topic(self, alias: str) -> str:
         return self._topics[alias]
+
+    def topic_ids_share_a_bucket(self, aliases: tuple[str, ...]) -> bool:
+        """Whether two of these topics' ids fall in one bucket of a 16-slot Java hash table. `uniform`
+        visits topics in Kafka's `HashSet<Uuid>` order; within a bucket Kafka keeps an order it does not
+        fix (its subscription set's), groupcoord the ids' order. Topic ids are new each run, so a scenario
+        that depends on topic order compares exactly only when no two share a bucket."""
+        ids = self.backend.topic_ids
+        buckets = [java_hash_bucket(ids[self._topics[a]], 16) for a in aliases]
+        return len(set(buckets)) != len(buckets)
 
     def mid(self, alias: str) -> str:
         """A client-generated member id (KIP-848 v1), recorded as `alias`. The same on both sides (a uuid5 of
@@ -126,7 +141,7 @@ class Script:
         JoinGroup response in alias order (both coordinators list them in hash order), an absent subscribed
         regex is None (Kafka sends "", proto3 an unset optional), consumer group states in lower case (pinned
         separately by `consumer_group_states_are_upper_case`), and with `assignment_sizes_only` an
-        assignment becomes its partition count."""
+        assignment becomes its partition count (see `topic_ids_share_a_bucket`)."""
         if isinstance(value, dict):
             out = {k: self.normalise(v) for k, v in value.items()}
             if self.assignment_sizes_only:

@@ -305,10 +305,52 @@ def range_assignor_splits_by_member_order(s: Script) -> None:
 
 @scenario
 def uniform_assignor_balances_two_topics(s: Script) -> None:
-    # Which partitions a member keeps depends on the order topics are visited: listed difference, so this
-    # scenario compares how many partitions each member holds, not which.
-    s.assignment_sizes_only = True
+    # Which partitions a member keeps depends on the order members and topics are visited: groupcoord
+    # visits them in the order of Kafka's hash maps, so the partitions match exactly (unless this run's
+    # topic ids share a bucket: see `topic_ids_share_a_bucket`).
+    s.assignment_sizes_only = s.topic_ids_share_a_bucket(("a", "b"))
     rs = {m: join(s, m, topics=("a", "b"), server_assignor="uniform") for m in ("m1", "m2")}
+    settle(s, rs)
+    describe(s)
+
+
+@scenario
+def uniform_assignor_member_joins_a_settled_group(s: Script) -> None:
+    """Who gives up which partitions to the newcomer: Kafka's member and topic visiting orders."""
+    s.assignment_sizes_only = s.topic_ids_share_a_bucket(("a", "b", "c"))
+    rs = {m: join(s, m, topics=("a", "b", "c"), server_assignor="uniform") for m in ("m1", "m2")}
+    st = settle(s, rs)
+    r3 = join(s, "m3", topics=("a", "b", "c"), server_assignor="uniform")
+    settle(s, {**{m: {"member_epoch": st[m]["epoch"], "assignment": _asg(s, st[m]["owned"])} for m in st},
+               "m3": r3})
+    describe(s)
+
+
+@scenario
+def uniform_assignor_five_members_join_then_two_leave(s: Script) -> None:
+    """Five members join one by one into a settled group, then two leave; each step compared exactly. The
+    aliases give member ids in five different buckets of Kafka's member map: within one bucket Kafka keeps
+    its own insertion order, groupcoord the ids' order (a listed difference; m5 would share m4's)."""
+    s.assignment_sizes_only = s.topic_ids_share_a_bucket(("a", "b", "c"))
+    names = ("m1", "m2", "m3", "m4", "m6")
+    st = settle(s, {"m1": join(s, "m1", topics=("a", "b", "c"), server_assignor="uniform")})
+    for m in names[1:]:
+        r = join(s, m, topics=("a", "b", "c"), server_assignor="uniform")
+        st = settle(s, {**{k: {"member_epoch": v["epoch"], "assignment": _asg(s, v["owned"])} for k, v in st.items()},
+                        m: r})
+    for m in ("m2", "m4"):
+        hb(s, m, -1, label=f"{m} leaves")
+        del st[m]
+        st = settle(s, {k: {"member_epoch": v["epoch"], "assignment": _asg(s, v["owned"])} for k, v in st.items()})
+    describe(s)
+
+
+@scenario
+def range_assignor_orders_static_members_by_instance_id(s: Script) -> None:
+    """Kafka's range sorts static members by instance id (before dynamic ones), not by member id."""
+    rs = {"m1": join(s, "m1", topics=("a",), server_assignor="range", instance_id="i3"),
+          "m2": join(s, "m2", topics=("a",), server_assignor="range", instance_id="i1"),
+          "m3": join(s, "m3", topics=("a",), server_assignor="range")}
     settle(s, rs)
     describe(s)
 
@@ -670,7 +712,6 @@ def consumer_group_states_are_upper_case(s: Script) -> None:
 
 @scenario
 def epochs_advance_once_per_membership_change(s: Script) -> None:
-    # range: which partitions move does not depend on the order topics are visited (see uniform's scenario)
     r1 = join(s, "m1", topics=("a", "b"), server_assignor="range")
     st = settle(s, {"m1": r1})
     r2 = join(s, "m2", topics=("a", "b"))

@@ -1,0 +1,121 @@
+"""`uniform` for homogeneous groups, on any input: Kafka 4.4's UniformHomogeneousAssignmentBuilder.
+
+Why mirror it step by step: which member keeps which partitions, and who receives the rest, is decided by
+visiting order, and users moving from Kafka expect the broker's answer. The rules (Kafka's):
+- P partitions over n members: each gets floor(P / n); E = P % n members get one more.
+- Members are visited in the order of Kafka's member `HashMap` (`_java_order`), whatever the spec's
+  order. A visited member takes one of the E extras while any remain, and keeps it if it fills it; a
+  member that cannot fill it hands it on, unless only as many members are left as extras (so the extras
+  go to members already owning more, else to the last ones).
+- A member keeps its owned partitions (its mapping's topic order, partitions ascending) up to its quota
+  and releases the rest; partitions of topics it no longer subscribes to are dropped.
+- The partitions to hand out are those no member owns (topics in Kafka's `HashSet<Uuid>` order,
+  partitions ascending), then the released ones in the order they were released; members below quota,
+  in order, take them one after another.
+
+A result iterates its topics as Kafka's record of it, read back, would (`member_map_order`): the order
+the next run visits them in. Kafka's builder throws on an input it cannot complete (a partition owned
+twice, or one beyond the topic's count); such ownership is dropped here first (the first owner in member
+order keeps a doubly owned partition), so a valid input gives Kafka's answer and an invalid one a valid
+answer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from assignors._java_order import hash_map_member_order, hash_set_order, member_map_order
+from assignors.api import AssignorError, GroupAssignment, GroupSpec, MemberAssignment, TopicDescriber
+
+
+def topic_counts(subscription: frozenset[str], topics: TopicDescriber) -> dict[str, int]:
+    """Partition counts of the subscribed topics in Kafka's visiting order; an unknown topic is an error,
+    as Kafka's PartitionAssignorException ("doesn't exist in the topic metadata")."""
+    out: dict[str, int] = {}
+    for t in hash_set_order(subscription):
+        c = topics.partition_count(t)
+        if c < 0:
+            raise AssignorError("members are subscribed to a topic that does not exist in the topic metadata")
+        out[t] = c
+    return out
+
+
+def _valid_owned(group: GroupSpec, members: list[str], counts: Mapping[str, int]) -> dict[str, MemberAssignment]:
+    """Each member's owned partitions with out-of-range and doubly owned ones dropped (unchanged
+    mappings are the very objects given)."""
+    seen: set[tuple[str, int]] = set()
+    out: dict[str, MemberAssignment] = {}
+    for m in members:
+        cur = group.members[m].assigned_partitions
+        clean: dict[str, frozenset[int]] | None = None
+        for t, ps in cur.items():
+            n = counts.get(t)
+            if n is None:
+                continue  # not subscribed: dropped by the builder itself
+            keep = [p for p in ps if 0 <= p < n and (t, p) not in seen]
+            seen.update((t, p) for p in keep)
+            if len(keep) != len(ps):
+                if clean is None:
+                    clean = {k: frozenset(v) for k, v in cur.items()}
+                clean[t] = frozenset(keep)
+        out[m] = cur if clean is None else clean
+    return out
+
+
+def assign_homogeneous(group: GroupSpec, topics: TopicDescriber) -> GroupAssignment:
+    if not group.members:
+        return {}
+    members = hash_map_member_order(group.members, len(group.members))
+    subscription = group.members[members[0]].subscribed_topic_ids
+    counts = topic_counts(subscription, topics)
+    owned = _valid_owned(group, members, counts)
+    taken = {(t, p) for a in owned.values() for t, ps in a.items() if t in counts for p in ps}
+    unassigned = [(t, p) for t, c in counts.items() for p in range(c) if (t, p) not in taken]
+    n = len(members)
+    floor, extra = divmod(sum(counts.values()), n)
+    out: GroupAssignment = {}
+    unfilled: list[tuple[str, int]] = []
+    for index, m in enumerate(members):
+        old = owned[m]
+        quota = floor
+        has_extra = extra > 0
+        if has_extra:
+            quota += 1
+        new: dict[str, set[int]] | None = None
+        for t, ps in old.items():
+            if t in counts:
+                if len(ps) <= quota:
+                    quota -= len(ps)
+                    continue
+                for p in sorted(ps):
+                    if quota > 0:
+                        quota -= 1
+                        continue
+                    if new is None:
+                        new = {k: set(v) for k, v in old.items()}
+                    new[t].discard(p)
+                    if not new[t]:
+                        del new[t]
+                    unassigned.append((t, p))
+            else:
+                if new is None:
+                    new = {k: set(v) for k, v in old.items()}
+                del new[t]
+        if quota > 0 and has_extra and n - index > extra:
+            quota -= 1
+            has_extra = False
+        if quota > 0:
+            unfilled.append((m, quota))
+        if has_extra:
+            extra -= 1
+        out[m] = old if new is None else {t: frozenset(new[t]) for t in member_map_order(new)}
+    i = 0
+    for m, quota in unfilled:
+        got = {t: set(ps) for t, ps in out[m].items()}
+        for t, p in unassigned[i:i + quota]:
+            got.setdefault(t, set()).add(p)
+        i += quota
+        out[m] = {t: frozenset(got[t]) for t in member_map_order(got)}
+    if i < len(unassigned):
+        raise AssignorError("partitions were left unassigned")
+    return out
