@@ -8,7 +8,9 @@ What runs (all on 127.0.0.1, all stopped at the end, the embedded Kafka last):
    default assignor and short heartbeats;
 3. Spark driver processes (``python -m clients.spark_driver``, local mode, small memory) that consume the
    partitions the group gives them and aggregate per key into Parquet. Two start; a third is added once they
-   are stable; then the first is stopped (SIGTERM: it commits its last batch and leaves).
+   are stable; then the first is stopped (SIGTERM: it commits its last batch and leaves);
+4. a short share-group act (`groupcoord.demo_share`): three drivers on a 2-partition topic as a share group
+   (queue semantics, KIP-932), all busy, with per-driver counts and 0 missing.
 
 At each rebalance it prints a table of members (partitions, lag = Kafka end offset - committed offset,
 records processed) and the lag spread (max - min member lag) of the live ``lag-sticky`` assignment next to
@@ -522,6 +524,7 @@ def _asdict(plan: Plan) -> dict[str, Any]:
 
 def _run(plan: Plan, output: Path) -> int:
     from clients.spark_driver import DriverProcess, batch_ranges, coverage, process_tree
+    from groupcoord.demo_share import SHARE_SETTINGS, ShareAct
     from groupcoord.embedded_kafka import EmbeddedKafka
 
     def out(line: str) -> None:
@@ -533,6 +536,7 @@ def _run(plan: Plan, output: Path) -> int:
     producer: SkewedProducer | None = None
     coordinator: CoordinatorProcess | None = None
     monitor: GroupMonitor | None = None
+    share: ShareAct | None = None
     rc = 1
     try:
         demo.say(f"embedded Kafka at {kafka.bootstrap_servers}: topic {topic} with {plan.partitions} partitions")
@@ -548,6 +552,7 @@ def _run(plan: Plan, output: Path) -> int:
             "group.consumer.min.session.timeout.ms": 1000,
             "group.consumer.session.timeout.ms": 10000,
             "group.consumer.assignment.interval.ms": 500,
+            **SHARE_SETTINGS,
         })
         coordinator.wait_ready()
         demo.say(f"coordinator serving on {coordinator.address} (assignors lag-sticky,uniform,range)")
@@ -589,6 +594,8 @@ def _run(plan: Plan, output: Path) -> int:
         demo.say("adding d3 to the group")
         go.write_text("go\n")
         demo.wait(monitor, plan.start_timeout_s, members_are(3), "d3 to join")
+        # the share act's drivers start their Spark now, while the consumer-group acts run, and wait to join
+        share = ShareAct(kafka, coordinator.address, output, demo.say, out).prepare(plan.driver_memory)
         demo.wait(monitor, plan.steady_s)
         demo.say("stopping d1 (SIGTERM: it commits its last batch, then leaves)")
         stopping = threading.Thread(target=demo.drivers["d1"].terminate, name="stop-d1", daemon=True)
@@ -613,6 +620,8 @@ def _run(plan: Plan, output: Path) -> int:
             t.join(90)
         _summary(demo, monitor, batch_ranges, coverage, output)
         _plots(demo, output)
+        out("")
+        share.run(plan.start_timeout_s)
         rc = 0
     finally:
         if rc != 0 and demo.samples:  # a run cut short still draws what it saw (figures help say why)
@@ -623,6 +632,8 @@ def _run(plan: Plan, output: Path) -> int:
         for d in demo.drivers.values():
             with contextlib.suppress(Exception):
                 d.terminate(30)
+        if share is not None:
+            share.stop()
         if producer is not None:
             with contextlib.suppress(Exception):
                 producer.stop()
