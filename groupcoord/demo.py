@@ -594,8 +594,6 @@ def _run(plan: Plan, output: Path) -> int:
         demo.say("adding d3 to the group")
         go.write_text("go\n")
         demo.wait(monitor, plan.start_timeout_s, members_are(3), "d3 to join")
-        # the share act's drivers start their Spark now, while the consumer-group acts run, and wait to join
-        share = ShareAct(kafka, coordinator.address, output, demo.say, out).prepare(plan.driver_memory)
         demo.wait(monitor, plan.steady_s)
         demo.say("stopping d1 (SIGTERM: it commits its last batch, then leaves)")
         stopping = threading.Thread(target=demo.drivers["d1"].terminate, name="stop-d1", daemon=True)
@@ -616,6 +614,8 @@ def _run(plan: Plan, output: Path) -> int:
         stoppers = [threading.Thread(target=d.terminate, daemon=True) for d in demo.drivers.values()]
         for t in stoppers:
             t.start()
+        # the share act's drivers start their Spark while d2 and d3 stop and the summary is drawn
+        share = ShareAct(kafka, coordinator.address, output, demo.say, out).prepare(plan.driver_memory)
         for t in stoppers:
             t.join(90)
         _summary(demo, monitor, batch_ranges, coverage, output)

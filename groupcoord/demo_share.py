@@ -3,9 +3,9 @@
 Three drivers (``python -m clients.spark_driver --group-type share``) read one 2-partition topic as the share
 group ``demo-queue``: the coordinator hands each driver offset ranges under acquisition locks, a batch's ranges
 are acknowledged once Spark has processed it, and its output is published then. The drivers start their Spark
-while the consumer-group acts run (``--wait-for``), so the act itself costs only the queries' first batches and
-the stream. It prints, per driver, the records it processed from each partition, and the total: produced,
-processed, missing and duplicates, counted from the published Parquet rows.
+while the consumer-group act's drivers stop and its summary is drawn (``--wait-for``), then join together. It
+prints, per driver, the records it processed from each partition, and the total: produced, processed, missing
+and duplicates, counted from the published Parquet rows.
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ class ShareAct:
     """`prepare()` starts the drivers' Spark (they wait to join); `run()` plays the act and prints it."""
 
     def __init__(self, kafka: Any, coordinator: str, output: Path, say: Callable[[str], None],
-                 out: Callable[[str], None], rate: float = 600.0, seconds: float = 12.0) -> None:
+                 out: Callable[[str], None], rate: float = 600.0, seconds: float = 8.0) -> None:
         self.kafka = kafka
         self.coordinator = coordinator
         self.output = output / "share"
