@@ -462,6 +462,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--output", default="demo-output",
                    help="directory for Parquet outputs and logs (default demo-output; replaced on each run)")
     p.add_argument("--rate", type=float, default=None, help="records/s produced in total (default 1500, quick 1000)")
+    p.add_argument("--share-only", action="store_true",
+                   help="run only the share-group act (three drivers on two partitions; about a minute)")
     p.add_argument("--steady", type=float, default=None,
                    help="seconds to run between membership changes (default 30, quick 8)")
     return p
@@ -493,6 +495,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     previous = signal.signal(signal.SIGTERM, on_sigterm)
     try:
+        if args.share_only:
+            from groupcoord.demo_share import run_alone
+
+            return run_alone(output, plan.driver_memory, plan.start_timeout_s, lambda line: print(line, flush=True))
         return _run(plan, output)
     except RuntimeError as e:
         print(f"groupcoord demo: {e}", file=sys.stderr)

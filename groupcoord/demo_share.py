@@ -40,7 +40,7 @@ class ShareAct:
     """`prepare()` starts the drivers' Spark (they wait to join); `run()` plays the act and prints it."""
 
     def __init__(self, kafka: Any, coordinator: str, output: Path, say: Callable[[str], None],
-                 out: Callable[[str], None], rate: float = 600.0, seconds: float = 8.0) -> None:
+                 out: Callable[[str], None], rate: float = 400.0, seconds: float = 8.0) -> None:
         self.kafka = kafka
         self.coordinator = coordinator
         self.output = output / "share"
@@ -168,3 +168,33 @@ def _end_offsets(bootstrap_servers: str) -> dict[int, int]:
     futures = admin.list_offsets({TopicPartition(TOPIC, p): OffsetSpec.latest() for p in range(PARTITIONS)},
                                  request_timeout=10)
     return {tp.partition: f.result(timeout=10).offset for tp, f in futures.items()}
+
+
+def run_alone(output: Path, driver_memory: str, start_timeout_s: float, out: Callable[[str], None]) -> int:
+    """``groupcoord demo --share-only``: the share act by itself (embedded Kafka, coordinator, three drivers),
+    for a look at queue semantics without the consumer-group acts (about a minute on a quiet machine)."""
+    from groupcoord.demo import CoordinatorProcess
+    from groupcoord.embedded_kafka import EmbeddedKafka
+
+    t0 = time.monotonic()
+
+    def say(text: str) -> None:
+        out(f"[{time.monotonic() - t0:6.1f}s] {text}")
+
+    kafka = EmbeddedKafka()
+    coordinator: CoordinatorProcess | None = None
+    act: ShareAct | None = None
+    try:
+        coordinator = CoordinatorProcess(kafka.bootstrap_servers, output / "coordinator.log", SHARE_SETTINGS)
+        coordinator.wait_ready()
+        say(f"embedded Kafka at {kafka.bootstrap_servers}; coordinator serving on {coordinator.address}")
+        act = ShareAct(kafka, coordinator.address, output, say, out).prepare(driver_memory)
+        result = act.run(start_timeout_s)
+        return 0 if result["missing"] == 0 else 1
+    finally:
+        if act is not None:
+            act.stop()
+        if coordinator is not None:
+            coordinator.stop()
+        kafka.close()  # last: every reader of it has stopped
+        say("stopped: share drivers, coordinator, embedded Kafka")
