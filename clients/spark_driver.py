@@ -20,6 +20,10 @@ pauses past the session (the source's docstring names the two windows of one RPC
 A file is written under a temporary name, fsynced and renamed, so a crash leaves a batch either whole or
 absent; staged batches of an earlier run (never committed) are deleted when the driver starts.
 
+With ``--group-type share`` the driver joins a share group instead (`clients.spark_share_source`: queue
+semantics, several drivers on the same partitions); each batch's staged output is published once the
+coordinator accepted the batch's acknowledgement, and ``OUTPUT/acquisitions.jsonl`` lists every range acquired.
+
 Stopping: on SIGTERM or SIGINT, after ``--max-records`` records or ``--duration`` seconds, the driver drains:
 it asks the source (through its ``drain.file``) to settle the last completed batch and leave the group, waits
 for that, then stops the query and Spark. Every run uses a fresh checkpoint (positions live in the

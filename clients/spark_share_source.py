@@ -240,7 +240,8 @@ class _ShareReaderState:
         if self.staging is not None:
             self.staging.discard(reason="left by an earlier run; never acknowledged")
         self.member = ShareMember(src.coordinator, src.group, src.topics, src.bootstrap_servers,
-                                  kafka_config=dict(src.kafka), channel=src.credentials().channel(src.coordinator))
+                                  kafka_config={"log.connection.close": False, **dict(src.kafka)},
+                                  channel=src.credentials().channel(src.coordinator))
         self.member.start()
         self._renewer: threading.Thread | None = None
         if options.lock_renew:
@@ -420,14 +421,15 @@ def _settle_staged(staging: StagingArea, accepted: Sequence[AcquiredRange], expi
         staging.discard(reason="the batch's locks expired before it was acknowledged")
         return
     keep = [(r.topic, r.partition, r.first_offset, r.last_offset) for r in accepted]
-    for f in staging.staged():
+    files = staging.staged()
+    for f in files:
         if not _filter_by_offset(f, staging.publish / f.name, keep):
             os.replace(f, staging.publish / f.name)
             log.warning("published %s whole: it has no offset column to drop the expired ranges by", f.name)
             continue
         f.unlink()
     fsync_dir(staging.publish)
-    staging.filtered_files += 1
+    staging.filtered_files += len(files)
 
 
 def _filter_by_offset(src: Path, dst: Path, keep: Sequence[tuple[str, int, int, int]]) -> bool:

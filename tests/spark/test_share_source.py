@@ -142,3 +142,19 @@ def test_a_batch_that_lost_its_locks_says_so_fails_the_query_and_publishes_nothi
     finally:
         reader.stop()
         other.close()
+
+
+def test_a_batch_whose_locks_partly_expired_publishes_only_the_rows_of_the_accepted_ranges(tmp_path: Path) -> None:
+    from clients.share_member import AcquiredRange
+    from clients.spark_share_source import _settle_staged
+    from clients.spark_staging import StagingArea
+
+    staging = StagingArea(tmp_path / "staging", tmp_path / "published")
+    pq.write_table(pa.table({"topic": ["t"] * 10, "partition": [0] * 10, "offset": list(range(10))}),
+                   staging.staging / "run-000001.parquet")
+    accepted = [AcquiredRange("t", "id", 0, 0, 4, 1, 0.0)]
+    expired = [AcquiredRange("t", "id", 0, 5, 9, 2, 0.0)]
+    _settle_staged(staging, accepted, expired)
+    assert staging.staged() == []
+    published = pq.read_table(tmp_path / "published" / "run-000001.parquet")
+    assert published.column("offset").to_pylist() == [0, 1, 2, 3, 4]
