@@ -38,7 +38,7 @@ TOPIC = "queue"
 PARTITIONS = 2
 GROUP = "queue-workers"
 LOCK_MS = 3000
-CRASH_WINDOW_MS = 3000  # driver a sleeps this long between writing a batch and finishing it
+CRASH_WINDOW_MS = 5000  # driver a sleeps this long between writing a batch and finishing it
 DRIVER_ARGS = ("--group-type", "share", "--sink", "rows", "--trigger-ms", "500", "--max-offsets-per-trigger", "300")
 RATE = 60  # records/s: three drivers keep up with it, so the stream ends soon after the kill
 
