@@ -9,7 +9,11 @@ and returns them as `ShareRecord`s. The caller processes them and `acknowledge()
 (give it back for redelivery) or REJECT (archive). A lock that expired before its acknowledgement comes back
 as INVALID_RECORD_STATE in `AckResult.lock_expired`: another member may have received the record meanwhile,
 so the caller knows its processing of that record was a duplicate. `ShareRecord.lock_expired()` tells before
-acknowledging (by the local clock, from the lock duration the coordinator reported).
+acknowledging (by the local clock, from the lock duration the coordinator reported); RENEW (KIP-1222) extends a
+held lock by the lock duration, for processing that takes longer.
+
+`acquire()` and `acknowledge_ranges()` are the same steps on offset ranges without reading the records, for a
+caller that reads them elsewhere (the Spark source's share mode: executors read the ranges the driver holds).
 """
 
 from __future__ import annotations
@@ -31,7 +35,7 @@ from groupcoord.v1 import share_pb2_grpc as spb_grpc
 
 log = logging.getLogger("groupcoord.share_member")
 
-ACCEPT, RELEASE, REJECT = 1, 2, 3
+ACCEPT, RELEASE, REJECT, RENEW = 1, 2, 3, 4
 INVALID_RECORD_STATE = 121
 FENCED_MEMBER_EPOCH = 110
 UNKNOWN_MEMBER_ID = 25
@@ -53,6 +57,23 @@ class ShareRecord:
 
 
 @dataclass(frozen=True, slots=True)
+class AcquiredRange:
+    """Offsets first..last (inclusive) of one partition, held by this member until `lock_deadline`."""
+
+    topic: str
+    topic_id: str
+    partition: int
+    first_offset: int
+    last_offset: int
+    delivery_count: int
+    lock_deadline: float  # time.monotonic() when the lock is expected to expire
+
+    @property
+    def count(self) -> int:
+        return self.last_offset - self.first_offset + 1
+
+
+@dataclass(frozen=True, slots=True)
 class AckResult:
     topic: str
     partition: int
@@ -69,14 +90,15 @@ class AckResult:
 class ShareMember:
     def __init__(self, target: str, group_id: str, topics: Iterable[str], bootstrap_servers: str,
                  member_id: str | None = None, credentials: grpc.ChannelCredentials | None = None,
-                 kafka_config: dict[str, Any] | None = None) -> None:
+                 kafka_config: dict[str, Any] | None = None, channel: grpc.Channel | None = None) -> None:
         self.group_id = group_id
         self.topics = tuple(sorted(set(topics)))
         self.member_id = member_id or str(uuid.uuid4())
         self.member_epoch = 0
         self.heartbeat_interval_s = 0.5
-        self._channel = (grpc.secure_channel(target, credentials) if credentials is not None
-                         else grpc.insecure_channel(target))
+        # `channel`: a ready channel (e.g. `clients.credentials.Credentials.channel`: TLS plus a bearer token)
+        self._channel = channel or (grpc.secure_channel(target, credentials) if credentials is not None
+                                    else grpc.insecure_channel(target))
         self._stub = spb_grpc.ShareGroupCoordinatorStub(self._channel)
         self._lock = threading.Lock()
         self._assignment: dict[tuple[str, int], str] = {}  # (topic name, partition) -> topic id
@@ -84,6 +106,7 @@ class ShareMember:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self.last_error: tuple[int, str] | None = None
+        self.record_lock_duration_ms = 0  # as the coordinator last reported it
         self._consumer = Consumer({"bootstrap.servers": bootstrap_servers, "group.id": f"share-reader-{group_id}",
                                    "enable.auto.commit": False, "enable.partition.eof": True,
                                    **(kafka_config or {})})
@@ -130,6 +153,17 @@ class ShareMember:
 
     # --- acquire and read -------------------------------------------------------------------------------------
     def poll(self, max_records: int = 500, timeout: float = 5.0) -> list[ShareRecord]:
+        by_partition: dict[tuple[str, str, int], list[AcquiredRange]] = {}
+        for r in self.acquire(max_records, timeout):
+            by_partition.setdefault((r.topic, r.topic_id, r.partition), []).append(r)
+        out: list[ShareRecord] = []
+        for (name, topic_id, p), got in sorted(by_partition.items()):
+            ranges = [(r.first_offset, r.last_offset, r.delivery_count) for r in got]
+            out.extend(self._read(name, topic_id, p, ranges, got[0].lock_deadline, timeout))
+        return out
+
+    def acquire(self, max_records: int = 500, timeout: float = 5.0) -> list[AcquiredRange]:
+        """Lock up to `max_records` offsets of the assigned partitions (ShareAcquire), without reading them."""
         with self._lock:
             assigned = dict(self._assignment)
         if not assigned:
@@ -144,15 +178,11 @@ class ShareMember:
         if resp.error_code:
             self.last_error = (resp.error_code, resp.error_message)
             return []
+        self.record_lock_duration_ms = resp.record_lock_duration_ms
         deadline = sent + resp.record_lock_duration_ms / 1000
-        out: list[ShareRecord] = []
-        for part in resp.partitions:
-            if part.error_code or not part.acquired_records:
-                continue
-            name = self._names.get(part.topic_id, "")
-            ranges = [(r.first_offset, r.last_offset, r.delivery_count) for r in part.acquired_records]
-            out.extend(self._read(name, part.topic_id, part.partition, ranges, deadline, timeout))
-        return out
+        return [AcquiredRange(self._names.get(part.topic_id, ""), part.topic_id, part.partition, r.first_offset,
+                              r.last_offset, r.delivery_count, deadline)
+                for part in resp.partitions if not part.error_code for r in part.acquired_records]
 
     def _read(self, topic: str, topic_id: str, partition: int, ranges: list[tuple[int, int, int]],
               deadline: float, timeout: float) -> list[ShareRecord]:
@@ -197,6 +227,24 @@ class ShareMember:
         resp = self._stub.ShareAcknowledge(req, timeout=10)
         if resp.error_code:
             self.last_error = (resp.error_code, resp.error_message)
+        return [AckResult(self._names.get(r.topic_id, r.topic_id), r.partition, r.first_offset, r.last_offset,
+                          r.error_code, r.error_message) for r in resp.results]
+
+    def acknowledge_ranges(self, ranges: Iterable[AcquiredRange], acknowledge_type: int = ACCEPT) -> list[AckResult]:
+        """Acknowledge (or RENEW) whole acquired ranges in one request. A top-level error (e.g. this member was
+        fenced) comes back as that error on every range."""
+        ranges = list(ranges)
+        req = spb.ShareAcknowledgeRequest(group_id=self.group_id, member_id=self.member_id)
+        for r in ranges:
+            req.batches.add(topic_id=r.topic_id, partition=r.partition, first_offset=r.first_offset,
+                            last_offset=r.last_offset, acknowledge_type=acknowledge_type)
+        if not req.batches:
+            return []
+        resp = self._stub.ShareAcknowledge(req, timeout=10)
+        if resp.error_code:
+            self.last_error = (resp.error_code, resp.error_message)
+            return [AckResult(r.topic, r.partition, r.first_offset, r.last_offset, resp.error_code,
+                              resp.error_message) for r in ranges]
         return [AckResult(self._names.get(r.topic_id, r.topic_id), r.partition, r.first_offset, r.last_offset,
                           r.error_code, r.error_message) for r in resp.results]
 

@@ -20,6 +20,10 @@ pauses past the session (the source's docstring names the two windows of one RPC
 A file is written under a temporary name, fsynced and renamed, so a crash leaves a batch either whole or
 absent; staged batches of an earlier run (never committed) are deleted when the driver starts.
 
+With ``--group-type share`` the driver joins a share group instead (`clients.spark_share_source`: queue
+semantics, several drivers on the same partitions); each batch's staged output is published once the
+coordinator accepted the batch's acknowledgement, and ``OUTPUT/acquisitions.jsonl`` lists every range acquired.
+
 Stopping: on SIGTERM or SIGINT, after ``--max-records`` records or ``--duration`` seconds, the driver drains:
 it asks the source (through its ``drain.file``) to settle the last completed batch and leave the group, waits
 for that, then stops the query and Spark. Every run uses a fresh checkpoint (positions live in the
@@ -67,7 +71,10 @@ def build_parser() -> argparse.ArgumentParser:
                    "a bearer token comes from $GROUPCOORD_TOKEN")
     p.add_argument("--tls-cert", default=None, help="client certificate (PEM) for mTLS, with --tls-key")
     p.add_argument("--tls-key", default=None, help="the client certificate's private key (PEM)")
-    p.add_argument("--group", required=True, help="consumer group id")
+    p.add_argument("--group", required=True, help="consumer group id (share group id with --group-type share)")
+    p.add_argument("--group-type", choices=["consumer", "share"], default="consumer",
+                   help="share: queue semantics, drivers share partitions and acknowledge acquired ranges "
+                        "(clients.spark_share_source); OUTPUT/acquisitions.jsonl records every acquired range")
     p.add_argument("--topic", action="append", required=True, help="topic to consume (repeatable)")
     p.add_argument("--bootstrap-servers", required=True, help="Kafka bootstrap servers")
     p.add_argument("--output", required=True, help="directory for this driver's Parquet batches and status")
@@ -241,17 +248,21 @@ def _load(spark: Any, args: argparse.Namespace, output: Path, drain_file: Path, 
               .option("group", args.group)
               .option("topics", ",".join(args.topic))
               .option("bootstrap.servers", args.bootstrap_servers)
-              .option("startingOffsets", args.starting_offsets)
               .option("drain.file", str(drain_file))
               .option("status.file", str(output / "status.json"))
               .option("staging.dir", str(staging))
               .option("publish.dir", str(output / "batches")))
     reader = reader.option("tasksPerBatch", str(args.tasks_per_batch or _local_cores(args.master)))
+    if args.group_type == "share":  # starts where the group's share.auto.offset.reset says
+        reader = (reader.option("group.type", "share")
+                  .option("acquisitions.file", str(output / "acquisitions.jsonl")))
+    else:
+        reader = reader.option("startingOffsets", args.starting_offsets)
     if args.max_offsets_per_trigger is not None:
         reader = reader.option("maxOffsetsPerTrigger", str(args.max_offsets_per_trigger))
-    if args.server_assignor:
+    if args.server_assignor and args.group_type == "consumer":
         reader = reader.option("server.assignor", args.server_assignor)
-    if args.instance_id:
+    if args.instance_id and args.group_type == "consumer":
         reader = reader.option("instance.id", args.instance_id)
     for name in ("ca", "cert", "key"):
         path = getattr(args, f"tls_{name}")

@@ -37,6 +37,8 @@ Options:
                            duplicates (``clients.spark_driver`` uses it on SIGTERM)
 ``status.file``            the source writes its member id, epoch, partitions and committed offsets here (JSON,
                            replaced atomically) after every trigger
+``group.type``             ``consumer`` (default) or ``share``: queue semantics, several drivers on the same
+                           partitions (KIP-932; options and guarantees in `clients.spark_share_source`)
 ``kafka.*``                passed to the confluent-kafka clients without the prefix (e.g. ``kafka.security.protocol``)
 ``coordinator.tls.ca``     reach the coordinator over TLS, trusting this CA file (PEM)
 ``coordinator.tls.cert``   client certificate (PEM) for a coordinator that requires one (mTLS), with
@@ -247,6 +249,10 @@ class GroupcoordDataSource(DataSource):
         return SCHEMA
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
+        from clients import spark_share_source as share  # ``group.type=share``: its own module
+
+        if share.is_share(self.options):
+            return share.ShareStreamReader(share.ShareSourceOptions.parse(self.options), schema)
         return GroupcoordStreamReader(SourceOptions.parse(self.options), schema)
 
 

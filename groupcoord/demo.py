@@ -8,7 +8,9 @@ What runs (all on 127.0.0.1, all stopped at the end, the embedded Kafka last):
    default assignor and short heartbeats;
 3. Spark driver processes (``python -m clients.spark_driver``, local mode, small memory) that consume the
    partitions the group gives them and aggregate per key into Parquet. Two start; a third is added once they
-   are stable; then the first is stopped (SIGTERM: it commits its last batch and leaves).
+   are stable; then the first is stopped (SIGTERM: it commits its last batch and leaves);
+4. a short share-group act (`groupcoord.demo_share`): three drivers on a 2-partition topic as a share group
+   (queue semantics, KIP-932), all busy, with per-driver counts and 0 missing.
 
 At each rebalance it prints a table of members (partitions, lag = Kafka end offset - committed offset,
 records processed) and the lag spread (max - min member lag) of the live ``lag-sticky`` assignment next to
@@ -460,6 +462,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--output", default="demo-output",
                    help="directory for Parquet outputs and logs (default demo-output; replaced on each run)")
     p.add_argument("--rate", type=float, default=None, help="records/s produced in total (default 1500, quick 1000)")
+    p.add_argument("--share-only", action="store_true",
+                   help="run only the share-group act (three drivers on two partitions; about a minute)")
     p.add_argument("--steady", type=float, default=None,
                    help="seconds to run between membership changes (default 30, quick 8)")
     return p
@@ -491,6 +495,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     previous = signal.signal(signal.SIGTERM, on_sigterm)
     try:
+        if args.share_only:
+            from groupcoord.demo_share import run_alone
+
+            return run_alone(output, plan.driver_memory, plan.start_timeout_s, lambda line: print(line, flush=True))
         return _run(plan, output)
     except RuntimeError as e:
         print(f"groupcoord demo: {e}", file=sys.stderr)
@@ -522,6 +530,7 @@ def _asdict(plan: Plan) -> dict[str, Any]:
 
 def _run(plan: Plan, output: Path) -> int:
     from clients.spark_driver import DriverProcess, batch_ranges, coverage, process_tree
+    from groupcoord.demo_share import SHARE_SETTINGS, ShareAct
     from groupcoord.embedded_kafka import EmbeddedKafka
 
     def out(line: str) -> None:
@@ -533,6 +542,7 @@ def _run(plan: Plan, output: Path) -> int:
     producer: SkewedProducer | None = None
     coordinator: CoordinatorProcess | None = None
     monitor: GroupMonitor | None = None
+    share: ShareAct | None = None
     rc = 1
     try:
         demo.say(f"embedded Kafka at {kafka.bootstrap_servers}: topic {topic} with {plan.partitions} partitions")
@@ -548,6 +558,7 @@ def _run(plan: Plan, output: Path) -> int:
             "group.consumer.min.session.timeout.ms": 1000,
             "group.consumer.session.timeout.ms": 10000,
             "group.consumer.assignment.interval.ms": 500,
+            **SHARE_SETTINGS,
         })
         coordinator.wait_ready()
         demo.say(f"coordinator serving on {coordinator.address} (assignors lag-sticky,uniform,range)")
@@ -609,10 +620,14 @@ def _run(plan: Plan, output: Path) -> int:
         stoppers = [threading.Thread(target=d.terminate, daemon=True) for d in demo.drivers.values()]
         for t in stoppers:
             t.start()
+        # the share act's drivers start their Spark while d2 and d3 stop and the summary is drawn
+        share = ShareAct(kafka, coordinator.address, output, demo.say, out).prepare(plan.driver_memory)
         for t in stoppers:
             t.join(90)
         _summary(demo, monitor, batch_ranges, coverage, output)
         _plots(demo, output)
+        out("")
+        share.run(plan.start_timeout_s)
         rc = 0
     finally:
         if rc != 0 and demo.samples:  # a run cut short still draws what it saw (figures help say why)
@@ -623,6 +638,8 @@ def _run(plan: Plan, output: Path) -> int:
         for d in demo.drivers.values():
             with contextlib.suppress(Exception):
                 d.terminate(30)
+        if share is not None:
+            share.stop()
         if producer is not None:
             with contextlib.suppress(Exception):
                 producer.stop()

@@ -445,10 +445,10 @@ def acknowledge(shard: GroupCoordinatorShard, r: ShareAcknowledgeRequest, now: i
     for a in r.ranges:
         tp = (a.topic_id, a.partition)
         sp = touched.get(tp) or group.partitions.get(tp)
-        if a.acknowledge_type not in (1, 2, 3) or a.first > a.last:
+        if a.acknowledge_type not in (1, 2, 3, 4) or a.first > a.last:
             out.append(AcknowledgeResult(*tp, a.first, a.last, Errors.INVALID_REQUEST,
-                                         "acknowledge_type must be 1 (accept), 2 (release) or 3 (reject), "
-                                         "and first <= last"))
+                                         "acknowledge_type must be 1 (accept), 2 (release), 3 (reject) or "
+                                         "4 (renew), and first <= last"))
             continue
         if sp is not None:
             sp = sp.expire_locks(now, limit)
@@ -458,7 +458,8 @@ def acknowledge(shard: GroupCoordinatorShard, r: ShareAcknowledgeRequest, now: i
             out.append(AcknowledgeResult(*tp, a.first, a.last, Errors.INVALID_RECORD_STATE,
                                          "the records are not acquired by this member (lock expired or never held)"))
             continue
-        touched[tp] = sp.acknowledge(a.first, a.last, AcknowledgeType(a.acknowledge_type), limit)
+        touched[tp] = sp.acknowledge(a.first, a.last, AcknowledgeType(a.acknowledge_type), limit,
+                                     now + shard.share_configs.record_lock_duration_ms(gid))
         out.append(AcknowledgeResult(*tp, a.first, a.last))
     for (t, p), sp in touched.items():
         _write_partition(shard, group, t, p, sp, result)

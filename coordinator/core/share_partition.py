@@ -11,7 +11,8 @@ offset) were never delivered: AVAILABLE with delivery count 0, not stored.
 - acquire: AVAILABLE ranges inside the window first (redelivery), then new offsets from `next_offset`, up to
   the log end offset, `max_records`, and the in-flight bound (`share.partition.max.record.locks`: the window
   next_offset - start_offset never grows past it). Acquiring bumps the delivery count and locks the range.
-- acknowledge by the lock holder: ACCEPT -> ACKNOWLEDGED, RELEASE -> AVAILABLE, REJECT -> ARCHIVED.
+- acknowledge by the lock holder: ACCEPT -> ACKNOWLEDGED, RELEASE -> AVAILABLE, REJECT -> ARCHIVED;
+  RENEW (KIP-1222) keeps the range ACQUIRED with a new lock deadline, so a slow processor keeps its records.
 - a lock that expires (or a member that leaves) makes its ranges AVAILABLE again.
 - a range that becomes AVAILABLE with delivery count >= the delivery count limit is ARCHIVED instead.
 - the start offset then advances past leading ACKNOWLEDGED/ARCHIVED ranges, which are forgotten.
@@ -43,6 +44,7 @@ class AcknowledgeType(enum.IntEnum):
     ACCEPT = 1
     RELEASE = 2
     REJECT = 3
+    RENEW = 4  # KIP-1222: extend the acquisition lock by the record lock duration
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,9 +131,13 @@ class SharePartition:
             covered += min(b.last, last) - max(b.first, first) + 1
         return covered == last - first + 1
 
-    def acknowledge(self, first: int, last: int, ack: AcknowledgeType, delivery_limit: int) -> SharePartition:
-        """Apply an acknowledgement to [first, last] (checked with `holds` first)."""
+    def acknowledge(self, first: int, last: int, ack: AcknowledgeType, delivery_limit: int,
+                    renewed_deadline_ms: int = 0) -> SharePartition:
+        """Apply an acknowledgement to [first, last] (checked with `holds` first); RENEW sets the lock deadline
+        to `renewed_deadline_ms`."""
         def change(b: Batch) -> Batch:
+            if ack is AcknowledgeType.RENEW:
+                return replace(b, lock_deadline_ms=renewed_deadline_ms)
             if ack is AcknowledgeType.ACCEPT:
                 return _settled(b, RecordState.ACKNOWLEDGED)
             if ack is AcknowledgeType.REJECT:

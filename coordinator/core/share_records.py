@@ -173,7 +173,7 @@ class AcknowledgeRange:
     partition: int
     first: int
     last: int
-    acknowledge_type: int  # 1 ACCEPT, 2 RELEASE, 3 REJECT
+    acknowledge_type: int  # 1 ACCEPT, 2 RELEASE, 3 REJECT, 4 RENEW (KIP-1222)
 
 
 @dataclass(frozen=True, slots=True)

@@ -255,6 +255,33 @@ def test_an_expired_lock_cannot_be_acknowledged() -> None:
     assert c.ack("m1", 0, 9, 1).error_code is Errors.INVALID_RECORD_STATE
 
 
+def test_renew_extends_a_held_lock_by_the_lock_duration_and_keeps_the_delivery_count() -> None:
+    """KIP-1222's AcknowledgeType RENEW (4): a slow processor keeps its records instead of losing them."""
+    c = ShareContext()
+    c.shard.group_configs["sg"] = {"share.auto.offset.reset": "earliest"}
+    c.hb("m1")
+    assert c.acquire("m1", end=10).ranges == ((0, 9, 1),)
+    c.advance(800)
+    assert c.ack("m1", 0, 9, 4).error_code is Errors.NONE
+    c.advance(800)  # 1600 ms after the acquisition: past the first deadline, inside the renewed one
+    c.keep_alive()
+    sp = c.sgroup().partitions[(c.tid("foo"), 0)]
+    assert sp.acquired_count() == 10 and sp.next_lock_deadline() == START_MS + 800 + 1000
+    assert c.acquire("m1", end=10).ranges == ()  # still held: nothing to redeliver
+    assert c.ack("m1", 0, 9, 1).error_code is Errors.NONE
+    assert c.sgroup().partitions[(c.tid("foo"), 0)].start_offset == 10
+
+
+def test_a_lock_that_expired_or_another_member_holds_cannot_be_renewed() -> None:
+    c = ShareContext()
+    c.shard.group_configs["sg"] = {"share.auto.offset.reset": "earliest"}
+    c.hb("m1")
+    c.acquire("m1", end=10)
+    c.now += 1000
+    assert c.ack("m1", 0, 9, 4).error_code is Errors.INVALID_RECORD_STATE
+    assert c.sgroup().partitions[(c.tid("foo"), 0)].acquired_count() == 0
+
+
 def test_delivery_count_limit_archives_and_the_start_offset_moves_past() -> None:
     c = ShareContext(group_share_delivery_count_limit=2)
     c.shard.group_configs["sg"] = {"share.auto.offset.reset": "earliest"}

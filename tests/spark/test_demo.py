@@ -27,6 +27,10 @@ def test_quick_demo_finishes_on_its_own_with_every_record_once_and_leaves_nothin
     assert len(re.findall(r"rebalance to epoch \d+ done", result.stdout)) >= 3, shown
     assert "lag-sticky mean" in result.stdout and "range on the same snapshots" in result.stdout, shown
     assert re.search(r"d3 +\d+ +\d+", result.stdout), shown  # d3 appears in a member table
+    share = re.search(r"share group: records produced (\d+), processed (\d+), missing (\d+), duplicates (\d+); "
+                      r"every driver busy: (\w+)", result.stdout)
+    assert share is not None, shown
+    assert int(share.group(1)) > 0 and share.group(3) == "0" and share.group(5) == "True", shown
 
     processes = subprocess.run(["ps", "-A", "-o", "args="], capture_output=True, text=True, check=True).stdout
     assert [line for line in processes.splitlines() if str(output) in line] == []
