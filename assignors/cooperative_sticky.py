@@ -21,8 +21,9 @@ mode members revoked everything before joining, and nothing is withheld.
 from __future__ import annotations
 
 import heapq
+from collections import deque
 from collections.abc import Mapping
-from itertools import chain, repeat
+from itertools import chain, compress, repeat
 from operator import attrgetter, itemgetter
 
 import numpy as np
@@ -75,10 +76,14 @@ def sticky_assign(
     member_ids = java_sorted(list(subscriptions))
     if not member_ids:
         return {}
-    if fast and _equal_topics(subscriptions) and not any(map(_OWNED, subscriptions.values())):
+    equal = fast and _equal_topics(subscriptions)
+    if equal and not any(map(_OWNED, subscriptions.values())):
         return _fresh_equal(partitions_per_topic, member_ids, subscriptions[member_ids[0]].topics)
     subs = list(map(subscriptions.__getitem__, member_ids))
-    member_class, class_subs = _subscription_classes(subs, fast)
+    if equal:
+        member_class, class_subs = np.zeros(len(subs), dtype=np.int32), [frozenset(subs[0].topics)]
+    else:
+        member_class, class_subs = _subscription_classes(subs, fast)
     tids, tindex, counts, base = topic_layout(frozenset().union(*class_subs), partitions_per_topic)
     if not tids:
         return {m: [] for m in member_ids}
@@ -315,15 +320,28 @@ def member_lists(n_members: int, tids: list[str], base: IntArray, owner: I32Arra
 
 
 def _balanced_lists(pairs: list[TP], sizes: IntArray, lo: int) -> list[list[TP]]:
-    """`pairs` grouped by member (sorted by member), every member holding `lo` or `lo + 1` of them."""
+    """`pairs` grouped by member (sorted by member), every member holding `lo` or `lo + 1` of them. One
+    reshape makes every list at the size most members have; the few others then gain or lose one item."""
     n = len(sizes)
-    flat = np.fromiter(pairs, dtype=object, count=len(pairs))
     big = sizes > lo
     n_big = int(big.sum())
     if n_big in (0, n):
+        flat = np.fromiter(pairs, dtype=object, count=len(pairs))
         return flat.reshape(n, lo + (n_big > 0)).tolist()  # type: ignore[no-any-return]
-    of_big = np.repeat(big, sizes)
-    out = np.empty(n, dtype=object)
-    out[big] = np.fromiter(flat[of_big].reshape(n_big, lo + 1).tolist(), dtype=object, count=n_big)
-    out[~big] = np.fromiter(flat[~of_big].reshape(n - n_big, lo).tolist(), dtype=object, count=n - n_big)
-    return out.tolist()  # type: ignore[no-any-return]
+    ends = np.cumsum(sizes)
+    if 2 * n_big <= n:  # lists of lo, then each big member appends its last pair
+        last = ends[big] - 1
+        keep = np.ones(len(pairs), dtype=np.bool_)
+        keep[last] = False
+        flat = np.fromiter(pairs, dtype=object, count=len(pairs))
+        lists: list[list[TP]] = flat[keep].reshape(n, lo).tolist()
+        deque(map(list.append, compress(lists, big.tolist()), flat[last].tolist()), maxlen=0)
+        return lists
+    # lists of lo + 1 (small members padded with None), then each small member drops its pad
+    padded = np.full(n * (lo + 1), None, dtype=object)
+    rank = np.arange(len(pairs), dtype=np.int64) - np.repeat(ends - sizes, sizes)
+    padded[np.repeat(np.arange(n, dtype=np.int64) * (lo + 1), sizes) + rank] = np.fromiter(
+        pairs, dtype=object, count=len(pairs))
+    lists = padded.reshape(n, lo + 1).tolist()
+    deque(map(list.pop, compress(lists, (~big).tolist())), maxlen=0)
+    return lists
