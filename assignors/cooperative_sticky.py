@@ -23,10 +23,12 @@ from __future__ import annotations
 import heapq
 from collections import deque
 from collections.abc import Mapping
+from functools import lru_cache
 from itertools import chain, compress, repeat
 from operator import attrgetter, itemgetter
 
 import numpy as np
+import numpy.typing as npt
 
 from assignors._balance import Policy, _is_balanced, balance
 from assignors._kafka_general import GeneralBuilder
@@ -42,6 +44,7 @@ from assignors.api import PartitionOffsets
 from assignors.classic import COOPERATIVE, EAGER, ClassicAssignment, ClassicSubscription
 
 TP = tuple[str, int]
+ObjArray = npt.NDArray[np.object_]
 
 
 class CooperativeStickyAssignor:
@@ -306,42 +309,53 @@ def member_lists(n_members: int, tids: list[str], base: IntArray, owner: I32Arra
     own = owner[parts]
     order = stable_group_order(own, n_members)
     parts, own = parts[order], own[order]
-    if len(tids) == 1:
-        pairs = list(zip(repeat(tids[0]), parts.tolist()))
+    sizes = np.bincount(own, minlength=n_members)
+    if fast:
+        pairs = _all_pairs(tuple(tids), tuple(np.diff(base).tolist()))[parts]
+        lo = int(sizes.min())
+        if int(sizes.max()) - lo <= 1:
+            return _balanced_lists(pairs, sizes, lo)
+        listed: list[TP] = pairs.tolist()
+    elif len(tids) == 1:
+        listed = list(zip(repeat(tids[0]), parts.tolist()))
     else:
         topic = np.searchsorted(base, parts, side="right") - 1
-        pairs = list(zip(map(tids.__getitem__, topic.tolist()), (parts - base[topic]).tolist(), strict=True))
-    sizes = np.bincount(own, minlength=n_members)
-    lo = int(sizes.min()) if n_members else 0
-    if fast and int(sizes.max(initial=0)) - lo <= 1:
-        return _balanced_lists(pairs, sizes, lo)
+        listed = list(zip(map(tids.__getitem__, topic.tolist()), (parts - base[topic]).tolist(), strict=True))
     ends = np.cumsum(sizes).tolist()
-    return list(map(pairs.__getitem__, map(slice, [0, *ends[:-1]], ends)))
+    return list(map(listed.__getitem__, map(slice, [0, *ends[:-1]], ends)))
 
 
-def _balanced_lists(pairs: list[TP], sizes: IntArray, lo: int) -> list[list[TP]]:
+@lru_cache(maxsize=8)
+def _all_pairs(tids: tuple[str, ...], counts: tuple[int, ...]) -> ObjArray:
+    """Every (topic, partition) of a layout in global order, as one read-only object array. Tuples are
+    immutable, so a leader that assigns the same topics again (every rebalance does) hands out the same
+    tuples instead of building one per partition each time; eight layouts are kept."""
+    pairs = np.fromiter(chain.from_iterable(zip(repeat(t), range(c)) for t, c in zip(tids, counts, strict=True)),
+                        dtype=object, count=sum(counts))
+    pairs.flags.writeable = False
+    return pairs
+
+
+def _balanced_lists(pairs: ObjArray, sizes: IntArray, lo: int) -> list[list[TP]]:
     """`pairs` grouped by member (sorted by member), every member holding `lo` or `lo + 1` of them. One
     reshape makes every list at the size most members have; the few others then gain or lose one item."""
     n = len(sizes)
     big = sizes > lo
     n_big = int(big.sum())
     if n_big in (0, n):
-        flat = np.fromiter(pairs, dtype=object, count=len(pairs))
-        return flat.reshape(n, lo + (n_big > 0)).tolist()  # type: ignore[no-any-return]
+        return pairs.reshape(n, lo + (n_big > 0)).tolist()  # type: ignore[no-any-return]
     ends = np.cumsum(sizes)
     if 2 * n_big <= n:  # lists of lo, then each big member appends its last pair
         last = ends[big] - 1
         keep = np.ones(len(pairs), dtype=np.bool_)
         keep[last] = False
-        flat = np.fromiter(pairs, dtype=object, count=len(pairs))
-        lists: list[list[TP]] = flat[keep].reshape(n, lo).tolist()
-        deque(map(list.append, compress(lists, big.tolist()), flat[last].tolist()), maxlen=0)
+        lists: list[list[TP]] = pairs[keep].reshape(n, lo).tolist()
+        deque(map(list.append, compress(lists, big.tolist()), pairs[last].tolist()), maxlen=0)
         return lists
     # lists of lo + 1 (small members padded with None), then each small member drops its pad
     padded = np.full(n * (lo + 1), None, dtype=object)
     rank = np.arange(len(pairs), dtype=np.int64) - np.repeat(ends - sizes, sizes)
-    padded[np.repeat(np.arange(n, dtype=np.int64) * (lo + 1), sizes) + rank] = np.fromiter(
-        pairs, dtype=object, count=len(pairs))
+    padded[np.repeat(np.arange(n, dtype=np.int64) * (lo + 1), sizes) + rank] = pairs
     lists = padded.reshape(n, lo + 1).tolist()
     deque(map(list.pop, compress(lists, (~big).tolist())), maxlen=0)
     return lists
