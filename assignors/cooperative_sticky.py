@@ -24,7 +24,7 @@ import heapq
 from collections import deque
 from collections.abc import Mapping
 from functools import lru_cache
-from itertools import chain, compress, repeat
+from itertools import chain, repeat
 from operator import attrgetter, itemgetter
 
 import numpy as np
@@ -350,12 +350,12 @@ def _balanced_lists(pairs: ObjArray, sizes: IntArray, lo: int) -> list[list[TP]]
         keep = np.ones(len(pairs), dtype=np.bool_)
         keep[last] = False
         lists: list[list[TP]] = pairs[keep].reshape(n, lo).tolist()
-        deque(map(list.append, compress(lists, big.tolist()), pairs[last].tolist()), maxlen=0)
+        deque(map(list.append, map(lists.__getitem__, np.flatnonzero(big).tolist()), pairs[last].tolist()), maxlen=0)
         return lists
     # lists of lo + 1 (small members padded with None), then each small member drops its pad
     padded = np.full(n * (lo + 1), None, dtype=object)
     rank = np.arange(len(pairs), dtype=np.int64) - np.repeat(ends - sizes, sizes)
     padded[np.repeat(np.arange(n, dtype=np.int64) * (lo + 1), sizes) + rank] = pairs
     lists = padded.reshape(n, lo + 1).tolist()
-    deque(map(list.pop, compress(lists, (~big).tolist())), maxlen=0)
+    deque(map(list.pop, map(lists.__getitem__, np.flatnonzero(~big).tolist())), maxlen=0)
     return lists
