@@ -44,12 +44,13 @@ def _batched(sock: socket.socket, handle: Callable[[], Any]) -> Callable[[], Non
         except BlockingIOError:  # another loop bound to the same poller took the bytes and runs the queue
             pass
 
+    wake._batched = True  # type: ignore[attr-defined]
     return wake
 
 
 def coalesce_wakeups(loop: asyncio.AbstractEventLoop | None = None) -> int:
     """Wrap grpc.aio's completion-queue reader(s) on `loop` (default: the running loop); call it once gRPC
-    is in use on that loop (a server started, or a channel connected). Returns how many were wrapped."""
+    is in use on that loop (a server started, or a channel connected). Returns how many are wrapped now."""
     loop = loop or asyncio.get_running_loop()
     selector = getattr(loop, "_selector", None)
     if selector is None:
@@ -58,6 +59,9 @@ def coalesce_wakeups(loop: asyncio.AbstractEventLoop | None = None) -> int:
     for key in list(selector.get_map().values()):
         reader = key.data[0] if isinstance(key.data, tuple) else None
         callback = getattr(reader, "_callback", None)
+        if getattr(callback, "_batched", False):  # wrapped already (another server on this loop)
+            wrapped += 1
+            continue
         if not isinstance(callback, functools.partial) or not isinstance(key.fileobj, socket.socket):
             continue
         func = callback.func
