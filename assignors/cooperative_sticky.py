@@ -21,10 +21,14 @@ mode members revoked everything before joining, and nothing is withheld.
 from __future__ import annotations
 
 import heapq
+from collections import deque
 from collections.abc import Mapping
+from functools import lru_cache
 from itertools import chain, repeat
+from operator import attrgetter, itemgetter
 
 import numpy as np
+import numpy.typing as npt
 
 from assignors._balance import Policy, _is_balanced, balance
 from assignors._kafka_general import GeneralBuilder
@@ -38,6 +42,9 @@ from assignors._kafka_sticky import (
 from assignors._layout import BoolArray, I32Array, IntArray, stable_group_order, topic_layout
 from assignors.api import PartitionOffsets
 from assignors.classic import COOPERATIVE, EAGER, ClassicAssignment, ClassicSubscription
+
+TP = tuple[str, int]
+ObjArray = npt.NDArray[np.object_]
 
 
 class CooperativeStickyAssignor:
@@ -57,42 +64,80 @@ class CooperativeStickyAssignor:
         lag: Mapping[tuple[str, int], PartitionOffsets] | None = None,
         auto_offset_reset: str = "latest",
     ) -> ClassicAssignment:
-        member_ids = java_sorted(list(subscriptions))
-        subs = list(map(subscriptions.__getitem__, member_ids))
-        out: ClassicAssignment = {m: [] for m in member_ids}
-        if not subs:
-            return out
-        member_class, class_subs = _subscription_classes(subs)
-        tids, tindex, counts, base = topic_layout(frozenset().union(*class_subs), partitions_per_topic)
-        if not tids:
-            return out
-        total = int(base[-1])
-        glob, claimant = _claims(subs, tindex, counts, base)
-        gen = field_gen = np.zeros(0, dtype=np.int64)  # generations matter only for claims
-        if len(glob):
-            field_gen = np.asarray([max(s.generation, -1) for s in subs], dtype=np.int64)
-            gen = np.asarray([_member_generation(s) for s in subs], dtype=np.int64)
-        order = JavaMapOrder(list(subscriptions))
-        owned, multi = resolve_claims(glob, claimant, gen, field_gen, total, member_ids, order)
+        return sticky_assign(partitions_per_topic, subscriptions, self.cooperative)
 
-        if len(class_subs) == 1:
-            target, transferring = constrained_assign(owned, multi, len(subs), counts, member_ids, order)
+
+def sticky_assign(
+    partitions_per_topic: Mapping[str, int],
+    subscriptions: Mapping[str, ClassicSubscription],
+    cooperative: bool,
+    fast: bool = True,
+) -> ClassicAssignment:
+    """The assignment. `fast` takes the shortcuts of the common case (equal subscriptions, nothing owned
+    or each partition claimed once, one topic, balanced lists); without it every step runs its general
+    form. Both give the same answer (a property test compares them on random groups)."""
+    member_ids = java_sorted(list(subscriptions))
+    if not member_ids:
+        return {}
+    equal = fast and _equal_topics(subscriptions)
+    if equal and not any(map(_OWNED, subscriptions.values())):
+        return _fresh_equal(partitions_per_topic, member_ids, subscriptions[member_ids[0]].topics)
+    subs = list(map(subscriptions.__getitem__, member_ids))
+    if equal:
+        member_class, class_subs = np.zeros(len(subs), dtype=np.int32), [frozenset(subs[0].topics)]
+    else:
+        member_class, class_subs = _subscription_classes(subs, fast)
+    tids, tindex, counts, base = topic_layout(frozenset().union(*class_subs), partitions_per_topic)
+    if not tids:
+        return {m: [] for m in member_ids}
+    total = int(base[-1])
+    glob, claimant = _claims(subs, tindex, counts, base, fast)
+    unique = len(glob) == 0 or int(np.bincount(glob).max()) == 1
+    gen = field_gen = np.zeros(len(subs), dtype=np.int64)
+    if not (fast and unique and len(class_subs) == 1):  # generations only settle contested claims
+        field_gen = np.asarray([max(s.generation, -1) for s in subs], dtype=np.int64)
+        gen = np.asarray([_member_generation(s) for s in subs], dtype=np.int64)
+    order = JavaMapOrder(list(subscriptions))
+    owned, multi = resolve_claims(glob, claimant, gen, field_gen, total, member_ids, order)
+
+    if len(class_subs) == 1:
+        target, transferring = constrained_assign(owned, multi, len(subs), counts, member_ids, order)
+    else:
+        class_topics = np.zeros((len(class_subs), len(tids)), dtype=np.bool_)
+        for k, sub in enumerate(class_subs):
+            class_topics[k, [tindex[t] for t in sub if t in tindex]] = True
+        if total * len(subs) <= _EXACT_GENERAL_WORK:
+            target = _kafka_general(owned, member_class, class_topics, counts, tids, glob, claimant, gen,
+                                    [member_ids.index(m) for m in _java_iteration(member_ids, order)])
         else:
-            class_topics = np.zeros((len(class_subs), len(tids)), dtype=np.bool_)
-            for k, sub in enumerate(class_subs):
-                class_topics[k, [tindex[t] for t in sub if t in tindex]] = True
-            if total * len(subs) <= _EXACT_GENERAL_WORK:
-                target = _kafka_general(owned, member_class, class_topics, counts, tids, glob, claimant, gen,
-                                        [member_ids.index(m) for m in _java_iteration(member_ids, order)])
-            else:
-                target = _general_assign(owned, member_class, class_topics, counts)
-            transferring = np.zeros(total, dtype=np.bool_)
+            target = _general_assign(owned, member_class, class_topics, counts)
+        transferring = np.zeros(total, dtype=np.bool_)
 
-        if self.cooperative:
+    if cooperative:
+        if fast and unique:  # each claimed partition has one claimant: it is the newest
+            newest = np.full(total, -1, dtype=np.int32)
+            newest[glob] = claimant
+            transferring |= (newest >= 0) & (target >= 0) & (target != newest)
+        else:
             transferring |= withheld_unless_newest_claimant(target, glob, claimant, gen)
-            target[transferring] = -1
-        _fill_lists(out, member_ids, tids, base, target)
-        return out
+        target[transferring] = -1
+    return dict(zip(member_ids, member_lists(len(member_ids), tids, base, target, fast), strict=True))
+
+
+def _equal_topics(subscriptions: Mapping[str, ClassicSubscription]) -> bool:
+    """Every member lists the same topics in the same order: one `count` in C, identity first."""
+    topics = list(map(_TOPICS, subscriptions.values()))
+    return topics.count(topics[0]) == len(topics)
+
+
+def _fresh_equal(partitions_per_topic: Mapping[str, int], member_ids: list[str], topics: tuple[str, ...]
+                 ) -> ClassicAssignment:
+    """Equal subscriptions and nothing owned: Kafka's constrained round-robin gives partition `j` (in
+    topic, then partition order) to the `j % N`-th member by id, and nothing is withheld."""
+    tids, _, _, base = topic_layout(frozenset(topics), partitions_per_topic)
+    n = len(member_ids)
+    target = (np.arange(int(base[-1]), dtype=np.int64) % n).astype(np.int32)
+    return dict(zip(member_ids, member_lists(n, tids, base, target, True), strict=True))
 
 
 _EXACT_GENERAL_WORK = 20_000  # partitions x members up to which Kafka's general path runs as Kafka's
@@ -214,46 +259,103 @@ def _member_generation(s: ClassicSubscription) -> int:
     return -1
 
 
-def _subscription_classes(subs: list[ClassicSubscription]) -> tuple[I32Array, list[frozenset[str]]]:
+def _subscription_classes(subs: list[ClassicSubscription], fast: bool) -> tuple[I32Array, list[frozenset[str]]]:
     """Members with the same set of topics form a class. Equal tuples are matched first: hashing a tuple
-    is much cheaper than building a frozenset per member."""
+    is much cheaper than building a frozenset per member, and comparing them (identity first, in C)
+    cheaper still when every member lists the same topics."""
+    topics = list(map(_TOPICS, subs))
+    if fast and topics.count(topics[0]) == len(topics):
+        return np.zeros(len(subs), dtype=np.int32), [frozenset(topics[0])]
     by_tuple: dict[tuple[str, ...], int] = {}
-    tuple_of = [by_tuple.setdefault(s.topics, len(by_tuple)) for s in subs]
+    tuple_of = [by_tuple.setdefault(t, len(by_tuple)) for t in topics]
     index: dict[frozenset[str], int] = {}
     class_of_tuple = np.asarray([index.setdefault(frozenset(t), len(index)) for t in by_tuple], dtype=np.int32)
     return class_of_tuple[np.asarray(tuple_of, dtype=np.int64)], list(index)
 
 
+_TOPICS = attrgetter("topics")
+_OWNED = attrgetter("owned_partitions")
+_TOPIC, _PART = itemgetter(0), itemgetter(1)
+
+
 def _claims(
-    subs: list[ClassicSubscription], tindex: Mapping[str, int], counts: IntArray, base: IntArray
+    subs: list[ClassicSubscription], tindex: Mapping[str, int], counts: IntArray, base: IntArray, fast: bool
 ) -> tuple[IntArray, I32Array]:
     """Every owned partition of an existing subscribed topic as (global partition, member) arrays, in
-    member order; the loops stay in C (map, chain, zip)."""
-    owned = [s.owned_partitions for s in subs]
+    member order; the loops stay in C (map, chain, zip). When every claim names the one topic, the topic
+    lookup is one `count`."""
+    owned = list(map(_OWNED, subs))
     per_member = np.fromiter(map(len, owned), dtype=np.int64, count=len(owned))
     n = int(per_member.sum())
     if n == 0:
         return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int32)
-    topics, parts = zip(*chain.from_iterable(owned), strict=True)
-    ti = np.fromiter(map(tindex.get, topics, repeat(-1)), dtype=np.int64, count=n)
-    local = np.fromiter(parts, dtype=np.int64, count=n)
+    flat = list(chain.from_iterable(owned))
+    local = np.fromiter(map(_PART, flat), dtype=np.int64, count=n)
+    topics = list(map(_TOPIC, flat))
     member = np.repeat(np.arange(len(subs), dtype=np.int32), per_member)
+    if fast and len(tindex) == 1 and topics.count(next(iter(tindex))) == n:
+        ok = (local >= 0) & (local < counts[0])
+        return local[ok], member[ok]
+    ti = np.fromiter(map(tindex.get, topics, repeat(-1)), dtype=np.int64, count=n)
     ok = (ti >= 0) & (local >= 0) & (local < counts[ti])
     return base[ti[ok]] + local[ok], member[ok]
 
 
-def _fill_lists(
-    out: ClassicAssignment, member_ids: list[str], tids: list[str], base: IntArray, owner: I32Array
-) -> None:
+def member_lists(n_members: int, tids: list[str], base: IntArray, owner: I32Array, fast: bool) -> list[list[TP]]:
+    """Each member's sorted (topic, partition) list from the owner array. When sizes differ by at most
+    one (a balanced result), the lists come out of numpy reshapes of an object array in C; otherwise
+    from one slice per member."""
     parts = np.flatnonzero(owner >= 0)
-    if len(parts) == 0:
-        return
     own = owner[parts]
-    order = stable_group_order(own, len(member_ids))
+    order = stable_group_order(own, n_members)
     parts, own = parts[order], own[order]
-    topic = np.searchsorted(base, parts, side="right") - 1
-    pairs = list(zip(map(tids.__getitem__, topic.tolist()), (parts - base[topic]).tolist(), strict=True))
-    starts = np.flatnonzero(np.concatenate(([True], own[1:] != own[:-1])))
-    ends = np.append(starts[1:], len(parts))
-    runs = map(pairs.__getitem__, map(slice, starts.tolist(), ends.tolist()))
-    out.update(zip(map(member_ids.__getitem__, own[starts].tolist()), runs, strict=True))
+    sizes = np.bincount(own, minlength=n_members)
+    if fast:
+        pairs = _all_pairs(tuple(tids), tuple(np.diff(base).tolist()))[parts]
+        lo = int(sizes.min())
+        if int(sizes.max()) - lo <= 1:
+            return _balanced_lists(pairs, sizes, lo)
+        listed: list[TP] = pairs.tolist()
+    elif len(tids) == 1:
+        listed = list(zip(repeat(tids[0]), parts.tolist()))
+    else:
+        topic = np.searchsorted(base, parts, side="right") - 1
+        listed = list(zip(map(tids.__getitem__, topic.tolist()), (parts - base[topic]).tolist(), strict=True))
+    ends = np.cumsum(sizes).tolist()
+    return list(map(listed.__getitem__, map(slice, [0, *ends[:-1]], ends)))
+
+
+@lru_cache(maxsize=8)
+def _all_pairs(tids: tuple[str, ...], counts: tuple[int, ...]) -> ObjArray:
+    """Every (topic, partition) of a layout in global order, as one read-only object array. Tuples are
+    immutable, so a leader that assigns the same topics again (every rebalance does) hands out the same
+    tuples instead of building one per partition each time; eight layouts are kept."""
+    pairs = np.fromiter(chain.from_iterable(zip(repeat(t), range(c)) for t, c in zip(tids, counts, strict=True)),
+                        dtype=object, count=sum(counts))
+    pairs.flags.writeable = False
+    return pairs
+
+
+def _balanced_lists(pairs: ObjArray, sizes: IntArray, lo: int) -> list[list[TP]]:
+    """`pairs` grouped by member (sorted by member), every member holding `lo` or `lo + 1` of them. One
+    reshape makes every list at the size most members have; the few others then gain or lose one item."""
+    n = len(sizes)
+    big = sizes > lo
+    n_big = int(big.sum())
+    if n_big in (0, n):
+        return pairs.reshape(n, lo + (n_big > 0)).tolist()  # type: ignore[no-any-return]
+    ends = np.cumsum(sizes)
+    if 2 * n_big <= n:  # lists of lo, then each big member appends its last pair
+        last = ends[big] - 1
+        keep = np.ones(len(pairs), dtype=np.bool_)
+        keep[last] = False
+        lists: list[list[TP]] = pairs[keep].reshape(n, lo).tolist()
+        deque(map(list.append, map(lists.__getitem__, np.flatnonzero(big).tolist()), pairs[last].tolist()), maxlen=0)
+        return lists
+    # lists of lo + 1 (small members padded with None), then each small member drops its pad
+    padded = np.full(n * (lo + 1), None, dtype=object)
+    rank = np.arange(len(pairs), dtype=np.int64) - np.repeat(ends - sizes, sizes)
+    padded[np.repeat(np.arange(n, dtype=np.int64) * (lo + 1), sizes) + rank] = pairs
+    lists = padded.reshape(n, lo + 1).tolist()
+    deque(map(list.pop, map(lists.__getitem__, np.flatnonzero(~big).tolist())), maxlen=0)
+    return lists

@@ -31,6 +31,7 @@ from typing import Any
 
 import grpc
 
+from groupcoord.aio_wakeups import coalesce_wakeups
 from groupcoord.v1 import coordinator_pb2 as pb
 from groupcoord.v1 import coordinator_pb2_grpc as pb_grpc
 
@@ -67,6 +68,8 @@ class Member:
     sent_owned: dict[str, list[int]] | None = None
     alive: bool = True
     port: int = 0  # the coordinator (worker) FindCoordinator named for the group; 0: the load's only one
+    steady: Any = None  # the request of a steady heartbeat at (member_id, epoch), reused while they hold
+    stream: Any = None  # the transport chosen for this member (fixed, so computed once)
 
 
 class StreamWorker:
@@ -101,15 +104,19 @@ class Load:
         self.done_at: list[float] = []  # completion times of successful heartbeats while recording
 
     def transport(self, m: Member) -> Any:
-        stub, workers = self.by_port[m.port] if m.port else (self.stub, self.workers)
-        if not workers:
-            return stub.ConsumerGroupHeartbeat
-        return workers[hash((m.group_id, id(m))) % len(workers)]
+        if m.stream is None:
+            stub, workers = self.by_port[m.port] if m.port else (self.stub, self.workers)
+            m.stream = workers[hash((m.group_id, id(m))) % len(workers)] if workers else stub.ConsumerGroupHeartbeat
+        return m.stream
 
     def all_streams(self) -> list[StreamWorker]:
         return [*self.workers, *(w for _, ws in self.by_port.values() for w in ws)]
 
-    async def heartbeat(self, m: Member, record: bool = True) -> None:
+    def request(self, m: Member) -> pb.ConsumerGroupHeartbeatRequest:
+        steady = m.steady
+        if steady is not None and m.owned == m.sent_owned and steady.member_id == m.member_id \
+                and steady.member_epoch == m.epoch:
+            return steady  # between rebalances every heartbeat is the same message
         req = pb.ConsumerGroupHeartbeatRequest(group_id=m.group_id, member_id=m.member_id, member_epoch=m.epoch)
         if m.epoch == 0:
             req.rebalance_timeout_ms = 30000
@@ -119,18 +126,24 @@ class Load:
             req.topic_partitions.SetInParent()
             for tid, ps in sorted(m.owned.items()):
                 req.topic_partitions.topics.add(topic_id=tid, partitions=ps)
+        else:
+            m.steady = req
+        return req
+
+    async def heartbeat(self, m: Member, record: bool = True) -> None:
+        req = self.request(m)
         started = time.perf_counter()
         try:
             resp = await self.transport(m)(req, timeout=30)
         except grpc.aio.AioRpcError as e:
             self.rpc_errors[e.code().name] = self.rpc_errors.get(e.code().name, 0) + 1
             return
-        elapsed = (time.perf_counter() - started) * 1000
         if self.recording:
-            self.done_at.append(time.perf_counter())
+            done = time.perf_counter()
+            self.done_at.append(done)
             self.served[m.port] = self.served.get(m.port, 0) + 1
             if record:
-                self.latencies.append(elapsed)
+                self.latencies.append((done - started) * 1000)
         if resp.error_code:
             self.errors += 1
             m.epoch, m.owned, m.sent_owned = 0, {}, None
@@ -237,6 +250,8 @@ def worker_pids(server: subprocess.Popen[bytes], base: int, workers: int) -> dic
 async def run_case(port: int, args: argparse.Namespace, pids: dict[int, int]) -> dict[str, Any]:
     channel = grpc.aio.insecure_channel(f"127.0.0.1:{port}")
     await channel.channel_ready()
+    if not args.no_coalesce:
+        coalesce_wakeups()  # the load generator's own gRPC completions: one loop wake-up per batch
     stub = pb_grpc.GroupCoordinatorStub(channel)
     per_group = args.members // args.groups
     members = [Member(f"group-{g}", f"t{g}") for g in range(args.groups) for _ in range(per_group)]
@@ -357,6 +372,8 @@ def main(argv: list[str] | None = None) -> int:
                    help="comma-separated: process (offload to worker processes), thread (offload to threads), "
                    "off (assignor on the event loop)")
     p.add_argument("--workers", type=int, default=1, help="serve --workers N; the load routes by FindCoordinator")
+    p.add_argument("--no-coalesce", action="store_true",
+                   help="leave the load generator's gRPC wake-ups one per completion (groupcoord.aio_wakeups)")
     args = p.parse_args(argv)
     if args.quick:
         args.members, args.groups, args.seconds, args.big = 1000, 10, 5.0, 300

@@ -41,6 +41,7 @@ from coordinator.runtime.streams_service import StreamsService
 from coordinator.runtime.topic_creation import StaticTopicCreator
 from coordinator.runtime.web import WebView
 from coordinator.runtime.workers import StaticOwnership, WorkerLayout
+from groupcoord.aio_wakeups import coalesce_wakeups
 from groupcoord.v1 import coordinator_pb2 as pb
 from groupcoord.v1 import coordinator_pb2_grpc as pb_grpc
 from groupcoord.v1 import share_pb2 as spb
@@ -219,6 +220,8 @@ class CoordinatorServer:
                                authorizer=self.authorizer, tls=o.tls)
             self.http_port = await self.web.start()
         await server.start()  # serving already: requests get COORDINATOR_LOAD_IN_PROGRESS until loaded
+        if not coalesce_wakeups():
+            log.info("grpc.aio completion wake-ups not batched (unknown grpc internals): more CPU per request")
         self._server = server
         report = await runtime.start(self.log.load if self.log is not None else None)
         # Worker processes are started (warmed) only once the state loaded: a server that stops at load (a corrupt

@@ -164,27 +164,21 @@ class GroupCoordinatorService(pb_grpc.GroupCoordinatorServicer):
             # Kafka validates a ConsumerGroupHeartbeat's fields with INVALID_REQUEST, the group id included
             limits.check_length("group_id", request.group_id)
             _owned_count(request)
-            limits.check_heartbeat(
-                request.member_id, request.instance_id if request.HasField("instance_id") else None,
-                request.rack_id if request.HasField("rack_id") else None,
-                request.subscribed_topic_regex if request.HasField("subscribed_topic_regex") else None,
-                request.server_assignor if request.HasField("server_assignor") else None,
-                request.subscribed_topic_names.values if request.HasField("subscribed_topic_names") else None)
+            has = request.HasField  # each optional field is read once: this runs for every heartbeat
+            instance_id = request.instance_id if has("instance_id") else None
+            rack_id = request.rack_id if has("rack_id") else None
+            regex = request.subscribed_topic_regex if has("subscribed_topic_regex") else None
+            server_assignor = request.server_assignor if has("server_assignor") else None
+            names = tuple(request.subscribed_topic_names.values) if has("subscribed_topic_names") else None
+            member_epoch = request.member_epoch
+            limits.check_heartbeat(request.member_id, instance_id, rack_id, regex, server_assignor, names)
             req = ConsumerGroupHeartbeatRequest(
-                group_id=request.group_id,
-                member_id=request.member_id,
-                member_epoch=request.member_epoch,
-                instance_id=request.instance_id if request.HasField("instance_id") else None,
-                rack_id=request.rack_id if request.HasField("rack_id") else None,
-                rebalance_timeout_ms=request.rebalance_timeout_ms if request.HasField("rebalance_timeout_ms")
-                else None,
-                subscribed_topic_names=tuple(request.subscribed_topic_names.values)
-                if request.HasField("subscribed_topic_names") else None,
-                subscribed_topic_regex=request.subscribed_topic_regex
-                if request.HasField("subscribed_topic_regex") else None,
-                server_assignor=request.server_assignor if request.HasField("server_assignor") else None,
-                topic_partitions=_owned_from_pb(request),
-                client_host=context.peer() if request.member_epoch == 0 else "",
+                group_id=request.group_id, member_id=request.member_id, member_epoch=member_epoch,
+                instance_id=instance_id, rack_id=rack_id,
+                rebalance_timeout_ms=request.rebalance_timeout_ms if has("rebalance_timeout_ms") else None,
+                subscribed_topic_names=names, subscribed_topic_regex=regex, server_assignor=server_assignor,
+                topic_partitions=_owned_from_pb(request) if has("topic_partitions") else None,
+                client_host=context.peer() if member_epoch == 0 else "",
                 principal=self.principal_of(context),
             )
         except CoordinatorError as e:
