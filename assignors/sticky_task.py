@@ -263,20 +263,37 @@ def _assign_standby(st: _State, tasks: Sequence[TaskId], quota: int) -> None:
     heapq.heapify(heap)
     for t, count in missing:
         for _ in range(count):
-            skipped: list[tuple[float, ProcessId]] = []
-            while heap:
-                load, pid = heapq.heappop(heap)
-                proc = st.processes[pid]
-                if load != proc.total_load():
-                    continue  # stale entry
-                if t in proc.tasks:
-                    skipped.append((load, pid))
-                    continue
-                st.place(t, proc.least_loaded_member(active=False), st.standby)
-                heapq.heappush(heap, (proc.total_load(), pid))
-                break
-            for entry in skipped:
-                heapq.heappush(heap, entry)
+            # Members at the quota are passed over while another process has room: the sticky pass above
+            # gives a replica back only below the quota, so a replica placed past it would move on the
+            # next run with nothing changed. Past the quota only when no process holding room is left.
+            if not _place_least_loaded(st, heap, t, quota):
+                _place_least_loaded(st, heap, t, None)
+
+
+def _place_least_loaded(st: _State, heap: list[tuple[float, ProcessId]], t: TaskId, quota: int | None) -> bool:
+    """Place a replica of `t` on the least-loaded process that holds no copy of it (and, given `quota`, whose
+    least-loaded member is below it). The heap holds (load, pid) entries; stale ones are dropped."""
+    skipped: list[tuple[float, ProcessId]] = []
+    placed = False
+    while heap:
+        load, pid = heapq.heappop(heap)
+        proc = st.processes[pid]
+        if load != proc.total_load():
+            continue  # stale entry
+        mid = proc.least_loaded_member(active=False)
+        if t in proc.tasks or (quota is not None and proc.member_all[mid] >= quota):
+            skipped.append((load, pid))
+            continue
+        # Within the process, a previous holder of the replica keeps it (stickiness past the quota, where the
+        # process must take the copy anyway); otherwise the least-loaded member takes it.
+        prev = [m for _, _, m in st.prev_replicas.get(t, ()) if st.process_of[m] == pid]
+        st.place(t, prev[0] if prev and quota is None else mid, st.standby)
+        heapq.heappush(heap, (proc.total_load(), pid))
+        placed = True
+        break
+    for entry in skipped:
+        heapq.heappush(heap, entry)
+    return placed
 
 
 def _assign_tagged_standbys(st: _State, picker: TagPicker, t: TaskId, active_pid: ProcessId, quota: int) -> int:
