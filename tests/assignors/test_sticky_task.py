@@ -202,3 +202,19 @@ def test_members_of_one_process_share_its_load() -> None:
     members = {"a1": StreamsMemberSpec("pa"), "a2": StreamsMemberSpec("pa"), "b": StreamsMemberSpec("pb")}
     result = assign_tasks(members, subs)
     assert sorted(len(a.active) for a in result.values()) == [2, 2, 2]
+
+
+def test_a_standby_placed_past_the_quota_stays_with_its_holder_when_nothing_changes() -> None:
+    """Two processes and one standby: process p1's three members must hold 20 copies, past the per-member
+    quota of 6. A rerun with nothing changed used to swap two standbys between p1's members (found by
+    `test_assignment_is_stable_when_nothing_changes`)."""
+    def member(pid: str, active: frozenset = frozenset(), standby: frozenset = frozenset()) -> StreamsMemberSpec:
+        return StreamsMemberSpec(pid, active, standby, frozenset())
+
+    members = {f"m{i}": member("p0" if i % 2 == 0 else "p1") for i in range(7)}
+    members["m1"] = member("p1", frozenset({("s1", 0), ("s1", 1), ("s1", 2)}), frozenset({("s2", 10)}))
+    subs = {"s0": SubtopologySpec(0, False), "s1": SubtopologySpec(8, True), "s2": SubtopologySpec(12, True)}
+    cfg = StreamsAssignmentConfig(1, 0)
+    first = assign_tasks(members, subs, cfg)
+    assert max(len(a.active) + len(a.standby) for m, a in first.items() if members[m].process_id == "p1") > 6
+    assert assign_tasks(with_previous(members, first), subs, cfg) == first
