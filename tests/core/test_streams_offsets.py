@@ -13,7 +13,7 @@ from coordinator.core.records import OffsetCommit, OffsetCommitTombstone
 from coordinator.core.retention import RETENTION_TIMER
 from coordinator.core.shard import GroupCoordinatorShard
 from coordinator.core.streams_group import StreamsHeartbeatRequest
-from coordinator.core.streams_records import NO_TASKS
+from coordinator.core.streams_records import NO_TASKS, StreamsGroupMetadataTombstone
 from tests.core.streams_context import GROUP, READY, image, word_count
 
 RETENTION_MS = 60 * 60_000
@@ -159,3 +159,14 @@ def test_an_empty_streams_group_loses_its_offsets_after_retention_from_the_commi
     for r in [OffsetCommit(GROUP, "lines", 0, 10, -1, "", 0)] + records:
         replayed.replay(r)
     assert not replayed.offsets.has_offsets(GROUP)
+
+
+def test_a_streams_group_left_empty_without_offsets_is_deleted_by_the_next_retention_check() -> None:
+    """The leave arms the retention check (Kafka runs it periodically), which deletes the empty group."""
+    shard = shard_with_streams()
+    join(shard, "a")
+    res = streams_shard.heartbeat(shard, StreamsHeartbeatRequest(GROUP, "a", -1), 5)
+    deadline = shard.timer_deadlines.get(RETENTION_TIMER)
+    assert deadline is not None and any(getattr(t, "key", None) == RETENTION_TIMER for t in res.timers)
+    records = shard.on_timer(RETENTION_TIMER, deadline).records
+    assert GROUP not in shard.streams.groups and records[-1] == StreamsGroupMetadataTombstone(GROUP)
