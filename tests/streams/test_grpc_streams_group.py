@@ -244,3 +244,11 @@ def test_offset_commit_and_fetch_over_grpc_are_checked_against_the_streams_membe
         stale = stub.OffsetFetch(pb.OffsetFetchRequest(group_id="app", member_id="a", member_epoch=a.epoch - 1),
                                  timeout=10)
         assert stale.error_code == STALE_MEMBER_EPOCH
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-m", "groupcoord", "groups", "describe", "app", "--server",
+                          server.address], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    rows = [line.split()[:4] for line in out.stdout.splitlines() if line.startswith("app ")]
+    assert rows == [["app", "lines", "0", "5"]], out.stdout  # the committed offsets, after the task table
