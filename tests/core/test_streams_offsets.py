@@ -170,3 +170,31 @@ def test_a_streams_group_left_empty_without_offsets_is_deleted_by_the_next_reten
     assert deadline is not None and any(getattr(t, "key", None) == RETENTION_TIMER for t in res.timers)
     records = shard.on_timer(RETENTION_TIMER, deadline).records
     assert GROUP not in shard.streams.groups and records[-1] == StreamsGroupMetadataTombstone(GROUP)
+
+
+def test_streams_offsets_retention_and_deletion_replay_to_the_same_state() -> None:
+    shard, log = shard_with_streams(), []
+
+    def take(res):  # type: ignore[no-untyped-def]
+        log.extend(res.records)
+        return res
+
+    hb = StreamsHeartbeatRequest(GROUP, "a", 0, topology=word_count(), process_id="a", rebalance_timeout_ms=1000,
+                                 active_tasks=NO_TASKS, standby_tasks=NO_TASKS, warmup_tasks=NO_TASKS)
+    epoch = take(streams_shard.heartbeat(shard, hb, 0)).response.member_epoch
+    take(commit(shard, "a", epoch, "lines"))
+    take(commit(shard, "a", epoch, "other"))
+    take(shard.delete_offsets(GROUP, [("other", 0)], 1))
+    mid = shard_with_streams()
+    for r in log:
+        mid.replay(r)
+    assert mid.streams.groups[GROUP].persisted() == shard.streams.groups[GROUP].persisted()
+    assert dict(mid.offsets.committed(GROUP)) == dict(shard.offsets.committed(GROUP))
+    take(streams_shard.heartbeat(shard, StreamsHeartbeatRequest(GROUP, "a", -1), 2))
+    shard.timer_deadlines[RETENTION_TIMER] = RETENTION_MS
+    take(shard.on_timer(RETENTION_TIMER, RETENTION_MS))
+    assert GROUP not in shard.streams.groups and not shard.offsets.has_offsets(GROUP)
+    replayed = shard_with_streams()
+    for r in log:
+        replayed.replay(r)
+    assert replayed.streams.groups == {} and replayed.offsets.group_ids() == []
