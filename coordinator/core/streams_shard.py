@@ -11,6 +11,7 @@ from coordinator.core import streams_records as sr
 from coordinator.core.classic_group import ClassicGroup
 from coordinator.core.errors import Errors
 from coordinator.core.limits import ECHO_MAX_CHARS
+from coordinator.core.records import GroupEmptySinceTombstone
 from coordinator.core.results import Result
 from coordinator.core.streams_config import StreamsGroupConfig
 from coordinator.core.streams_group import (
@@ -68,11 +69,16 @@ def heartbeat(shard: GroupCoordinatorShard, req: StreamsHeartbeatRequest, now: i
         return Result(StreamsHeartbeatResponse(int(Errors.GROUP_ID_NOT_FOUND), not_this_type(req.group_id, "streams"),
                                                req.member_id[:ECHO_MAX_CHARS], req.member_epoch))
     tombstones: list[object] = list(other.deletion_records())
+    if req.group_id in shard.empty_since:  # streams offsets expire from their commit time, not from this
+        tombstones.append(GroupEmptySinceTombstone(req.group_id))
+    since = shard.empty_since.get(req.group_id)
     for rec in tombstones:
         shard.replay(rec)
     res = groups.heartbeat(req, now)
     if res.response.error_code:  # refused: no record leaves, so the classic group stays as it was
         shard.groups[req.group_id] = other
+        if since is not None:
+            shard.empty_since[req.group_id] = since
         return res
     return Result(res.response, tombstones + res.records, res.timers, res.tasks)
 
