@@ -9,9 +9,13 @@ Topology (two subtopologies, as Kafka Streams would build it for `lines -> flatM
 The member heartbeats with StreamsGroupHeartbeat, runs exactly the active tasks it is given, and on
 revocation hands a task over cleanly: it flushes what the task produced, commits the task's input offset
 (under the application id, in Kafka), drops the task's state and only then reports it no longer owns it.
-A task it gains restores its store from the changelog before reading on from the committed offset. Standby
-and warm-up tasks are not run (it never reports task offsets, so the coordinator never needs to move a
-task for a warm-up it did not do). Driven by `step()` so tests decide the pace; no threads.
+A task it gains restores its store from the changelog before reading on from the committed offset.
+A warm-up task (a stateful task the coordinator means to move here from a live owner, KIP-441) is restored
+from its changelog without processing anything: the member tails the changelog partition in `step()` and
+reports, with every heartbeat, how far it got (task offsets) and the changelog's end (task end offsets);
+once it is within `acceptable.recovery.lag` the coordinator moves the task, and the member reads on from
+where the warm-up stopped instead of restoring from scratch. Standby tasks are not run. Driven by `step()`
+so tests decide the pace; no threads.
 
 With `exactly_once` (Kafka Streams' exactly-once with one transactional producer per task, the "alpha"
 scheme) a member may die at any point, even by kill -9, without a word being lost or counted twice: each task
@@ -31,7 +35,7 @@ import sys
 import time
 import zlib
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Producer, TopicPartition
@@ -84,6 +88,9 @@ class WordCountMember:
         self.heartbeat_interval_ms = 0
         self.active: set[Task] = set()
         self.stores: dict[int, Counter[str]] = {}  # task ("1", p) -> counts
+        self.warmups: dict[int, Counter[str]] = {}  # warm-up task ("1", p) -> counts restored so far
+        self._warm_pos: dict[int, int] = {}  # warm-up task ("1", p) -> next changelog offset to restore
+        self._warm_reader: Consumer | None = None
         self._next: dict[tuple[str, int], int] = {}  # input topic partition -> next offset to process
         common = {"bootstrap.servers": bootstrap}
         self.exactly_once = exactly_once
@@ -105,11 +112,14 @@ class WordCountMember:
             by.setdefault(s, []).append(p)
         req.active_tasks.tasks.extend(spb.StreamsTaskIds(subtopology_id=s, partitions=ps) for s, ps in by.items())
         req.standby_tasks.SetInParent()
-        req.warmup_tasks.SetInParent()
+        req.warmup_tasks.tasks.extend([spb.StreamsTaskIds(subtopology_id="1", partitions=sorted(self.warmups))]
+                                      if self.warmups else [])
         if self.epoch == 0:
             req.topology.CopyFrom(word_count_topology(self.app, self.source))
             req.process_id = self.process_id
             req.rebalance_timeout_ms = 30_000
+        else:
+            self._report_warmup_offsets(req)
         resp = self._stub.StreamsGroupHeartbeat(req, timeout=10)
         if resp.error_code:
             raise StreamsMemberError(f"heartbeat error {resp.error_code}: {resp.error_message}")
@@ -117,7 +127,60 @@ class WordCountMember:
         self.heartbeat_interval_ms = resp.heartbeat_interval_ms
         if resp.HasField("active_tasks"):
             self._reconcile({(t.subtopology_id, p) for t in resp.active_tasks.tasks for p in t.partitions})
+        if resp.HasField("warmup_tasks"):
+            self._set_warmups({p for t in resp.warmup_tasks.tasks if t.subtopology_id == "1" for p in t.partitions})
         return resp
+
+    # --- warm-up tasks --------------------------------------------------------------------------------------
+    def _report_warmup_offsets(self, req: spb.StreamsGroupHeartbeatRequest) -> None:
+        """Task offsets (how far each warm-up restored) and end offsets (the changelog's end): the lag the
+        coordinator compares with acceptable.recovery.lag. Empty lists once there is no warm-up."""
+        req.task_offsets.SetInParent()
+        req.task_end_offsets.SetInParent()
+        if not self.warmups or self._warm_reader is None:
+            return
+        topic = changelog_topic(self.app)
+        for p in sorted(self.warmups):
+            _, high = self._warm_reader.get_watermark_offsets(TopicPartition(topic, p), timeout=10)
+            req.task_offsets.offsets.add(subtopology_id="1", partition=p, offset=self._warm_pos[p])
+            req.task_end_offsets.offsets.add(subtopology_id="1", partition=p, offset=high)
+
+    def _set_warmups(self, wanted: set[int]) -> None:
+        """Start restoring new warm-up tasks from the changelog's beginning; forget the ones taken away."""
+        wanted -= {p for s, p in self.active if s == "1"}
+        if wanted == set(self.warmups):
+            return
+        for p in set(self.warmups) - wanted:
+            del self.warmups[p], self._warm_pos[p]
+        for p in wanted - set(self.warmups):
+            self.warmups[p], self._warm_pos[p] = Counter(), 0
+        if self._warm_reader is None:
+            isolation = {"isolation.level": "read_committed"} if self.exactly_once else {}
+            self._warm_reader = Consumer({"bootstrap.servers": self._bootstrap, "group.id": f"{self.app}-warmup",
+                                          "enable.auto.commit": False, **isolation})
+        topic = changelog_topic(self.app)
+        self._warm_reader.assign([TopicPartition(topic, p, pos if pos > 0 else OFFSET_BEGINNING)
+                                  for p, pos in sorted(self._warm_pos.items())])
+
+    def _warm_up(self, max_records: int = 500) -> int:
+        """Apply what the changelog has for the warm-up tasks (no input is read, nothing is produced)."""
+        if not self.warmups or self._warm_reader is None:
+            return 0
+        n = 0
+        for msg in self._warm_reader.consume(max_records, 0):
+            p = msg.partition() or 0
+            if msg.error() or p not in self.warmups or (msg.offset() or 0) < self._warm_pos[p]:
+                continue
+            self.warmups[p][(msg.key() or b"").decode()] = int(msg.value() or b"0")
+            self._warm_pos[p] = (msg.offset() or 0) + 1
+            n += 1
+        return n
+
+    def _take_warmup(self, p: int) -> tuple[Counter[str], int] | None:
+        """A warm-up that became active: its store and where its restore goes on from."""
+        if p not in self.warmups:
+            return None
+        return self.warmups.pop(p), self._warm_pos.pop(p)
 
     def _reconcile(self, assigned: set[Task]) -> None:
         revoked, added = self.active - assigned, assigned - self.active
@@ -135,11 +198,13 @@ class WordCountMember:
                 producer.begin_transaction()
                 self._txn[task] = producer
         stateful = sorted(p for s, p in added if s == "1")
+        warmed = {p: w for p in stateful if (w := self._take_warmup(p)) is not None}
         if self.exactly_once:
-            self.stores.update(committed_changelogs(self._bootstrap, changelog_topic(self.app), stateful))
+            self.stores.update(committed_changelogs(self._bootstrap, changelog_topic(self.app), stateful,
+                                                    start=warmed))
         else:
             for p in stateful:
-                self.stores[p] = self._restore(p)
+                self.stores[p] = self._restore(p, warmed.get(p))
         self.active = assigned
         if revoked or added:  # an unchanged assignment keeps the consumer's fetch positions
             self._assign_inputs()
@@ -162,17 +227,21 @@ class WordCountMember:
             self._drop(task)
         self.active = set()
         self.epoch = 0
+        self._set_warmups(set())
         self._assign_inputs()
 
     def leave(self) -> None:
         """Hand every task over cleanly, then leave the group (epoch -1)."""
         self._reconcile(set())
+        self._set_warmups(set())
         self._stub.StreamsGroupHeartbeat(spb.StreamsGroupHeartbeatRequest(
             group_id=self.app, member_id=self.member_id, member_epoch=-1), timeout=10)
         self.epoch = -1
 
     def close(self) -> None:
         self._consumer.close()
+        if self._warm_reader is not None:
+            self._warm_reader.close()
         self._producer.flush(10)
         self._channel.close()
 
@@ -195,16 +264,17 @@ class WordCountMember:
             tps.append(TopicPartition(tp.topic, tp.partition, start))
         self._consumer.assign(tps)
 
-    def _restore(self, partition: int) -> Counter[str]:
-        """The store of task ("1", partition): the latest count per word in its changelog partition."""
-        counts: Counter[str] = Counter()
+    def _restore(self, partition: int, warmed: tuple[Counter[str], int] | None = None) -> Counter[str]:
+        """The store of task ("1", partition): the latest count per word in its changelog partition (read on
+        from where a warm-up stopped, if it had one)."""
+        counts: Counter[str] = Counter(warmed[0]) if warmed else Counter()
+        position = warmed[1] if warmed else 0
         reader = Consumer({"bootstrap.servers": self._bootstrap, "group.id": f"{self.app}-restore",
                            "enable.auto.commit": False})
         try:
             topic = changelog_topic(self.app)
             _, high = reader.get_watermark_offsets(TopicPartition(topic, partition), timeout=10)
-            reader.assign([TopicPartition(topic, partition, OFFSET_BEGINNING)])
-            position = 0
+            reader.assign([TopicPartition(topic, partition, position if position > 0 else OFFSET_BEGINNING)])
             while position < high:
                 msg = reader.poll(1.0)
                 if msg is None or msg.error():
@@ -216,7 +286,9 @@ class WordCountMember:
         return counts
 
     def step(self, max_records: int = 500, timeout_s: float = 0.05) -> int:
-        """Process what has arrived for the active tasks, then make it durable (flush, commit)."""
+        """Restore the warm-ups a little further; process what has arrived for the active tasks, then make it
+        durable (flush, commit)."""
+        self._warm_up(max_records)
         n = 0
         for msg in self._consumer.consume(max_records, timeout_s):
             if msg.error():
@@ -289,16 +361,19 @@ def committed_changelog(bootstrap: str, topic: str, partition: int, timeout_s: f
     return committed_changelogs(bootstrap, topic, [partition], timeout_s)[partition]
 
 
-def committed_changelogs(bootstrap: str, topic: str, partitions: list[int],
-                         timeout_s: float = 60.0) -> dict[int, Counter[str]]:
-    """`committed_changelog` for several partitions with one reader."""
-    counts: dict[int, Counter[str]] = {p: Counter() for p in partitions}
+def committed_changelogs(bootstrap: str, topic: str, partitions: list[int], timeout_s: float = 60.0,
+                         start: Mapping[int, tuple[Counter[str], int]] | None = None) -> dict[int, Counter[str]]:
+    """`committed_changelog` for several partitions with one reader; a partition in `start` reads on from a
+    warm-up's store and position."""
+    start = start or {}
+    counts: dict[int, Counter[str]] = {p: Counter(start[p][0]) if p in start else Counter() for p in partitions}
     if not partitions:
         return counts
     reader = Consumer({"bootstrap.servers": bootstrap, "group.id": "restore", "enable.auto.commit": False,
                        "isolation.level": "read_committed", "enable.partition.eof": True})
     try:
-        reader.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in partitions])
+        reader.assign([TopicPartition(topic, p, start[p][1] if p in start and start[p][1] > 0 else OFFSET_BEGINNING)
+                       for p in partitions])
         left = set(partitions)
         deadline = time.monotonic() + timeout_s
         while left:

@@ -176,7 +176,7 @@ def offset_rows(stub: Any, group: Any, kafka: KafkaOffsets | None) -> list[dict[
     """One row per partition a member owns or the group has an offset for, as Kafka's --offsets prints."""
     committed = _committed(stub, group.group_id)
     owner: dict[TopicPartition, Any] = {}
-    for m in group.members:
+    for m in group.members if group.group_type != "streams" else ():  # streams members own tasks, not partitions
         for topic, parts in member_partitions(group, m).items():
             for p in parts:
                 owner[(topic, p)] = m
@@ -287,6 +287,11 @@ def cmd_describe(args: argparse.Namespace) -> int:
             print(f"group {g.group_id}  type=streams  state={g.group_state}  epoch={g.group_epoch}  "
                   f"assignment_epoch={g.assignment_epoch}")
             print_streams_group(stub, g.group_id)
+            rows = offset_rows(stub, g, kafka) if view == "offsets" else []
+            if rows:  # the committed offsets of the application's input topics
+                print()
+                _print_rows(rows, ["GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG",
+                                   "CONSUMER-ID", "HOST", "CLIENT-ID"])
             continue
         if view == "offsets" and g.group_type == "share":
             rows = share_offset_rows(stub, g)

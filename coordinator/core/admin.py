@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from coordinator.core import streams_admin
 from coordinator.core.config import GROUP_CONFIG_DEFS, render_value, validate_group_configs
 from coordinator.core.errors import CoordinatorError, Errors
-from coordinator.core.group import Group
+from coordinator.core.group import OffsetGroup
 from coordinator.core.messages import (
     ConfigEntry,
     DescribedGroup,
@@ -91,7 +91,7 @@ def delete_offsets(shard: GroupCoordinatorShard, group_id: str,
     keep subscriptions opaque, so a classic group with members counts as subscribed to every topic: Kafka's
     answer when it cannot read the subscriptions)."""
     result: Result[tuple[GroupResult, list[PartitionError]]] = Result((GroupResult(group_id), []))
-    group = shard.groups.get(group_id)
+    group = shard.offset_group(group_id)
     if group is None and not shard.offsets.has_offsets(group_id):
         result.response = (GroupResult(group_id, Errors.GROUP_ID_NOT_FOUND, f"Group {group_id} does not exist."),
                            [])
@@ -118,7 +118,8 @@ def delete_offsets(shard: GroupCoordinatorShard, group_id: str,
     return result
 
 
-def write_group_deletion(shard: GroupCoordinatorShard, gid: str, group: Group | None, result: Result[Any]) -> None:
+def write_group_deletion(shard: GroupCoordinatorShard, gid: str, group: OffsetGroup | None,
+                         result: Result[Any]) -> None:
     """Tombstones for everything an empty group wrote: its offsets, its records, when it became empty."""
     for (topic, p) in list(shard.offsets.committed(gid)):
         shard._write(result, OffsetCommitTombstone(gid, topic, p))

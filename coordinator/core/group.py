@@ -3,8 +3,9 @@
 Admin (describe, list, delete), offsets (commit, fetch, OffsetDelete), offset retention, snapshots, loads,
 rollbacks and partition moves treat every group alike through these methods; each group type decides the
 answers: consumer groups with their mixed members (`consumer_group.py`), classic (`classic_group.py`), share
-(`share_group.py`), and streams for the admin part (`streams_admin.StreamsGroupView`). The shard only routes,
-so a new group type implements this protocol instead of adding an isinstance branch to every generic path.
+(`share_group.py`), and streams for the admin and offset parts (`streams_admin.StreamsGroupView`, an
+`OffsetGroup`). The shard only routes, so a new group type implements this protocol instead of adding an
+isinstance branch to every generic path.
 
 Records and timers are registered per type on the shard (`register_replayer`, `register_timer_handler`):
 a record may create a group, and a fired timer names its kind before it names a group.
@@ -49,9 +50,9 @@ class GroupMember(Protocol):
     def principal(self) -> str | None: ...
 
 
-class Group(GroupView, Protocol):
-    """A group in the shard's `groups` (consumer, classic, share): Kafka's `Group` interface. Streams groups
-    keep their records, timers and snapshots in `StreamsGroups` and show only as a `GroupView`."""
+class OffsetGroup(GroupView, Protocol):
+    """What the offset paths (commit, fetch, OffsetDelete, retention, DeleteGroups) ask of a group: every
+    group type, streams groups included (`streams_admin.StreamsGroupView`)."""
 
     @property
     def members(self) -> Mapping[str, GroupMember]: ...
@@ -83,6 +84,11 @@ class Group(GroupView, Protocol):
     def deletion_records(self) -> list[Any]:
         """Tombstones for everything the group wrote (offsets and GroupEmptySince are the shard's)."""
         ...
+
+
+class Group(OffsetGroup, Protocol):
+    """A group in the shard's `groups` (consumer, classic, share): Kafka's `Group` interface. Streams groups
+    keep their records, timers and snapshots in `StreamsGroups` and show as an `OffsetGroup`."""
 
     def snapshot_records(self) -> Iterator[Any]:
         """Records that rebuild the group when replayed into an empty shard."""

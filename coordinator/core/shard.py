@@ -38,7 +38,7 @@ from coordinator.core.config import GROUP_CONFIG_DEFS, BrokerConfig
 from coordinator.core.consumer_assignment import LAG_AWARE_ASSIGNORS as LAG_AWARE_ASSIGNORS
 from coordinator.core.consumer_group import rebalance_timer as rebalance_timer
 from coordinator.core.consumer_group import session_timer as session_timer
-from coordinator.core.group import Group, GroupView
+from coordinator.core.group import Group, GroupView, OffsetGroup
 from coordinator.core.messages import (
     ConsumerGroupHeartbeatRequest,
     ConsumerGroupHeartbeatResponse,
@@ -152,6 +152,14 @@ class GroupCoordinatorShard:
 
     def find_group(self, group_id: str) -> GroupView | None:
         """The group `group_id` names, of any type (streams groups live apart, in `self.streams`)."""
+        group = self.groups.get(group_id)
+        if group is None and group_id in self.streams.groups:
+            return streams_admin.StreamsGroupView(self.streams, group_id)
+        return group
+
+    def offset_group(self, group_id: str) -> OffsetGroup | None:
+        """The group whose offsets `group_id` names, of any type: what commits, fetches, OffsetDelete,
+        retention and DeleteGroups validate against (streams groups by their members' epochs)."""
         group = self.groups.get(group_id)
         if group is None and group_id in self.streams.groups:
             return streams_admin.StreamsGroupView(self.streams, group_id)

@@ -4,10 +4,14 @@ DeleteGroups. Tasks show as assignments keyed by subtopology id; StreamsGroupDes
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from coordinator.core.errors import Errors
+from coordinator.core.errors import CoordinatorError, Errors
+from coordinator.core.group import GroupMember
+from coordinator.core.limits import ECHO_MAX_CHARS
 from coordinator.core.messages import DescribedGroup, DescribedMember, GroupResult, ListedGroup
+from coordinator.core.metadata import MetadataImage
 from coordinator.core.results import Result
 from coordinator.core.streams_group import StreamsGroups
 
@@ -42,7 +46,13 @@ def describe(streams: StreamsGroups, group_id: str) -> DescribedGroup:
 
 
 class StreamsGroupView:
-    """A streams group as a `GroupView` (group.py), for the generic admin operations."""
+    """A streams group as an `OffsetGroup` (group.py), for the generic admin and offset operations, with
+    Kafka 4.4's StreamsGroup rules: validateOffsetCommit / validateOffsetFetch check the streams member's
+    epoch (any mismatch is STALE_MEMBER_EPOCH, older or newer: its validateMemberEpoch), an epoch -1 commit
+    from outside the group is accepted only while the group has no members, OffsetDelete has no group-level
+    check, the topology's source topics count as subscribed while the group has members
+    (isSubscribedToTopic), and offsets expire from their commit time (offsetExpirationCondition: no
+    GroupEmptySince is written for streams groups)."""
 
     group_type = "streams"
 
@@ -61,6 +71,52 @@ class StreamsGroupView:
 
     def member_count(self) -> int:
         return len(self.streams.groups[self.group_id].members)
+
+    @property
+    def members(self) -> Mapping[str, GroupMember]:
+        return self.streams.groups[self.group_id].members
+
+    def should_expire(self) -> bool:
+        return True
+
+    def topics_in_use(self) -> set[str]:
+        """Source and repartition source topics of the topology, while the group has members."""
+        g = self.streams.groups[self.group_id]
+        if not g.members or g.topology is None:
+            return set()
+        out: set[str] = set()
+        for s in g.topology.subtopologies:
+            out.update(s.source_topics)
+            out.update(t.name for t in s.repartition_source_topics)
+        return out
+
+    def _check_member_epoch(self, member_id: str, epoch: int) -> None:
+        g = self.streams.groups[self.group_id]
+        if member_id not in g.members:
+            raise CoordinatorError(Errors.UNKNOWN_MEMBER_ID, f"Member {member_id[:ECHO_MAX_CHARS]} is not a member "
+                                                             f"of group {self.group_id[:ECHO_MAX_CHARS]}.")
+        cur = g.current.get(member_id)
+        expected = cur.member_epoch if cur is not None else 0
+        if epoch != expected:
+            raise CoordinatorError(Errors.STALE_MEMBER_EPOCH, f"The received member epoch {epoch} does not match "
+                                                              f"the expected member epoch {expected}.")
+
+    def validate_offset_commit(self, member_id: str, instance_id: str | None, epoch: int,
+                               partitions: list[tuple[str, int]],
+                               image: MetadataImage) -> Mapping[tuple[str, int], Errors]:
+        if epoch < 0 and not self.streams.groups[self.group_id].members:
+            return {}
+        self._check_member_epoch(member_id, epoch)
+        return {}
+
+    def validate_offset_fetch(self, member_id: str, member_epoch: int) -> None:
+        self._check_member_epoch(member_id, member_epoch)
+
+    def validate_offset_delete(self) -> None:
+        """No group-level check (Kafka's StreamsGroup.validateOffsetDelete is empty)."""
+
+    def deletion_records(self) -> list[Any]:
+        return self.streams.deletion_records(self.group_id)
 
 
 def delete(shard: GroupCoordinatorShard, group_id: str, result: Result[Any]) -> GroupResult:

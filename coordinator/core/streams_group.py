@@ -571,12 +571,18 @@ class StreamsGroups:
         if g.members:
             return Result(int(Errors.NON_EMPTY_GROUP))
         out = _Out()
-        for mid in list(g.target):
-            self._emit(out, StreamsGroupTargetAssignmentMemberTombstone(group_id, mid))
-        if g.topology is not None:
-            self._emit(out, StreamsGroupTopologyTombstone(group_id))
-        self._emit(out, StreamsGroupMetadataTombstone(group_id))
+        for rec in self.deletion_records(group_id):
+            self._emit(out, rec)
         return Result(0, out.records)
+
+    def deletion_records(self, group_id: str) -> list[object]:
+        """The tombstones that delete an empty group (not yet applied): Kafka's createGroupTombstoneRecords."""
+        g = self.groups[group_id]
+        out: list[object] = [StreamsGroupTargetAssignmentMemberTombstone(group_id, mid) for mid in g.target]
+        if g.topology is not None:
+            out.append(StreamsGroupTopologyTombstone(group_id))
+        out.append(StreamsGroupMetadataTombstone(group_id))
+        return out
 
 
 _ENDPOINT_INPUTS = (StreamsGroupCurrentMemberAssignment, StreamsGroupCurrentMemberAssignmentTombstone,

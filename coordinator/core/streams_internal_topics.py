@@ -88,6 +88,25 @@ def summarize_topics(names: list[str]) -> str:
     return shown + (f" and {len(names) - 3} additional topics" if len(names) > 3 else "")
 
 
+MAX_CREATION_ERRORS = 3  # failures one MISSING_INTERNAL_TOPICS detail names
+
+
+def with_creation_errors(statuses: tuple[StatusEntry, ...],
+                         errors: Mapping[str, str]) -> tuple[StatusEntry, ...]:
+    """Name the internal topics whose creation failed (unexpired failures, by topic) in the
+    MISSING_INTERNAL_TOPICS status, as Kafka's StreamsGroupHeartbeat handler (KafkaApis) appends
+    AutoTopicCreationManager.getStreamsInternalTopicCreationErrors to it: "<detail>; Creation failed:
+    <topic> (<error>), ... and N more." in topic order, at most 3 named."""
+    if not errors:
+        return statuses
+    names = sorted(errors)
+    shown = ", ".join(f"{n[:249]} ({errors[n][:300]})" for n in names[:MAX_CREATION_ERRORS])
+    if len(names) > MAX_CREATION_ERRORS:
+        shown += f" and {len(names) - MAX_CREATION_ERRORS} more"
+    return tuple(StatusEntry(s.code, f"{s.detail}; Creation failed: {shown}.")
+                 if s.code == StreamsStatus.MISSING_INTERNAL_TOPICS else s for s in statuses)
+
+
 def _java_map(counts: Mapping[str, int]) -> str:
     """A Java TreeMap's toString, as Kafka's messages print it."""
     return "{" + ", ".join(f"{k[:249]}={v}" for k, v in sorted(counts.items())) + "}"

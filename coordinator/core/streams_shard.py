@@ -4,12 +4,14 @@ the one entry point per operation that keeps group ids unique across group types
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
+from coordinator.core import retention
 from coordinator.core import streams_records as sr
 from coordinator.core.classic_group import ClassicGroup
 from coordinator.core.errors import Errors
 from coordinator.core.limits import ECHO_MAX_CHARS
+from coordinator.core.records import GroupEmptySinceTombstone
 from coordinator.core.results import Result
 from coordinator.core.streams_config import StreamsGroupConfig
 from coordinator.core.streams_group import (
@@ -29,6 +31,7 @@ RECORD_TYPES: tuple[type, ...] = (
     sr.StreamsGroupTargetAssignmentMetadata, sr.StreamsGroupCurrentMemberAssignment,
     sr.StreamsGroupCurrentMemberAssignmentTombstone,
 )
+R = TypeVar("R", bound=Result[Any])
 TIMER_KINDS = ("streams-session", "streams-rebalance", "streams-assign")
 
 
@@ -47,7 +50,7 @@ def install(shard: GroupCoordinatorShard, config: StreamsGroupConfig | None = No
         shard.register_replayer(t, groups.replay)
 
     def on_timer(key: tuple[str, ...], now: int) -> Result[None]:
-        return groups.fire_timer(key, now)
+        return note_empty(shard, key[1], now, groups.fire_timer(key, now))
 
     for kind in TIMER_KINDS:
         shard.register_timer_handler(kind, on_timer)
@@ -61,18 +64,33 @@ def heartbeat(shard: GroupCoordinatorShard, req: StreamsHeartbeatRequest, now: i
     groups: StreamsGroups = shard.streams
     other = shard.groups.get(req.group_id)
     if other is None:
-        return groups.heartbeat(req, now)
+        return note_empty(shard, req.group_id, now, groups.heartbeat(req, now))
     if req.member_epoch != 0 or not _is_empty_classic(other):
         return Result(StreamsHeartbeatResponse(int(Errors.GROUP_ID_NOT_FOUND), not_this_type(req.group_id, "streams"),
                                                req.member_id[:ECHO_MAX_CHARS], req.member_epoch))
     tombstones: list[object] = list(other.deletion_records())
+    if req.group_id in shard.empty_since:  # streams offsets expire from their commit time, not from this
+        tombstones.append(GroupEmptySinceTombstone(req.group_id))
+    since = shard.empty_since.get(req.group_id)
     for rec in tombstones:
         shard.replay(rec)
     res = groups.heartbeat(req, now)
     if res.response.error_code:  # refused: no record leaves, so the classic group stays as it was
         shard.groups[req.group_id] = other
+        if since is not None:
+            shard.empty_since[req.group_id] = since
         return res
     return Result(res.response, tombstones + res.records, res.timers, res.tasks)
+
+
+def note_empty(shard: GroupCoordinatorShard, group_id: str, now: int, result: R) -> R:
+    """A streams group left empty arms the offset retention check, which deletes it once its offsets have
+    expired (Kafka's periodic cleanupGroupMetadata -> maybeDeleteGroup). No GroupEmptySince is written:
+    streams offsets expire from their commit time."""
+    g = shard.streams.groups.get(group_id)
+    if g is not None and not g.members:
+        retention.ensure_timer(shard, now, result)
+    return result
 
 
 def not_this_type(group_id: str, group_type: str) -> str:

@@ -1,9 +1,11 @@
 """The StreamsGroupCoordinator gRPC service: translates StreamsGroupHeartbeat / StreamsGroupDescribe between
-protobuf and the core's values and runs them on the shard's event loop. It decides nothing."""
+protobuf and the core's values and runs them on the shard's event loop. It decides nothing; like Kafka's
+KafkaApis it adds the topic creator's recent failures to a heartbeat's MISSING_INTERNAL_TOPICS status."""
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Iterable, Mapping
+from dataclasses import replace
 from typing import Any
 
 import grpc
@@ -12,6 +14,8 @@ from coordinator.core import limits, streams_shard
 from coordinator.core.errors import Errors
 from coordinator.core.results import Result
 from coordinator.core.streams_group import StreamsGroupState, StreamsHeartbeatRequest, StreamsHeartbeatResponse
+from coordinator.core.streams_internal_topics import with_creation_errors
+from coordinator.core.streams_messages import CreateInternalTopics
 from coordinator.core.streams_records import Tasks
 from coordinator.core.streams_topology import CopartitionGroup, StreamsTopology, Subtopology, TopicInfo
 from coordinator.runtime.runtime import CoordinatorRuntime
@@ -166,8 +170,17 @@ class StreamsService(spb_grpc.StreamsGroupCoordinatorServicer):
         except ValueError as e:
             return error(Errors.INVALID_REQUEST, str(e))
         shard = self.runtime.shard
-        resp = await self.runtime.submit("StreamsGroupHeartbeat",
-                                         lambda now: streams_shard.heartbeat(shard, req, now))
+        asked: list[str] = []  # the internal topics this heartbeat asks the topic creator for
+
+        def op(now: int) -> Result[StreamsHeartbeatResponse]:
+            res = streams_shard.heartbeat(shard, req, now)
+            asked.extend(t.name for task in res.tasks if isinstance(task, CreateInternalTopics) for t in task.topics)
+            return res
+
+        resp = await self.runtime.submit("StreamsGroupHeartbeat", op)
+        creator = self.runtime.topic_creator
+        if asked and resp.status and creator is not None:
+            resp = replace(resp, status=with_creation_errors(resp.status, creator.errors(asked)))
         return response_to_pb(resp)
 
     async def StreamsGroupDescribe(self, request: spb.StreamsGroupDescribeRequest,

@@ -152,11 +152,13 @@ def test_a_streams_join_converts_an_empty_classic_group_and_replay_agrees() -> N
     assert joined.response.error_code == 0
     log += joined.records
     assert "k" not in shard.groups and "k" in shard.streams.groups
+    assert "k" not in shard.empty_since, "the classic group's GroupEmptySince goes with it"
     fresh = new_shard()
     for rec in log:
         fresh.replay(rec)
     assert "k" not in fresh.groups, "the classic group's tombstone is in the log"
     assert fresh.streams.groups["k"].persisted() == shard.streams.groups["k"].persisted()
+    assert "k" not in fresh.empty_since
 
 
 def test_a_streams_heartbeat_to_an_absent_group_says_streams_group_not_found() -> None:

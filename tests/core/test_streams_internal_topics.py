@@ -141,3 +141,16 @@ def test_topologies_whose_counts_cannot_be_decided_are_invalid() -> None:
     r = ctx.join("a", topology=loop)
     assert r.error_code == Errors.STREAMS_INVALID_TOPOLOGY and "loops" in (r.error_message or "")
     assert ctx.join("a", topology=word_count()).error_code == 0
+
+
+def test_creation_failures_are_appended_to_the_missing_internal_topics_status_only() -> None:
+    from coordinator.core.streams_internal_topics import with_creation_errors
+    from coordinator.core.streams_topology import StatusEntry, StreamsStatus
+
+    statuses = (StatusEntry(StreamsStatus.STALE_TOPOLOGY, "stale"),
+                StatusEntry(StreamsStatus.MISSING_INTERNAL_TOPICS, "Internal topics are missing: a, b, c, d"))
+    assert with_creation_errors(statuses, {}) == statuses
+    out = with_creation_errors(statuses, {"d": "no", "b": "policy", "a": "bad config", "c": "quota"})
+    assert out[0] == statuses[0]
+    assert out[1].detail == ("Internal topics are missing: a, b, c, d; Creation failed: a (bad config), "
+                             "b (policy), c (quota) and 1 more.")

@@ -59,22 +59,25 @@ def coordinator(kafka_broker: KafkaBroker) -> Iterator[Callable[[], tuple[Server
         source.stop()
 
 
-def word_count(app: str) -> spb.StreamsTopology:
+def word_count(app: str, changelog_configs: dict[str, str] | None = None) -> spb.StreamsTopology:
     """lines -> (repartition, count unset) -> count store (changelog, count unset)."""
+    changelog = spb.StreamsTopicInfo(name=f"{app}-counts-changelog", topic_configs=[
+        spb.StreamsKeyValue(key=k, value=v) for k, v in (changelog_configs or {}).items()])
     return spb.StreamsTopology(epoch=1, subtopologies=[
         spb.StreamsSubtopology(subtopology_id="0", source_topics=[f"{app}-lines"],
                                repartition_sink_topics=[f"{app}-words-repartition"]),
         spb.StreamsSubtopology(subtopology_id="1",
                                repartition_source_topics=[spb.StreamsTopicInfo(name=f"{app}-words-repartition")],
-                               state_changelog_topics=[spb.StreamsTopicInfo(name=f"{app}-counts-changelog")]),
+                               state_changelog_topics=[changelog]),
     ])
 
 
 class Member:
-    def __init__(self, address: str, app: str) -> None:
+    def __init__(self, address: str, app: str, changelog_configs: dict[str, str] | None = None) -> None:
         self.channel = grpc.insecure_channel(address)
         self.stub = spb_grpc.StreamsGroupCoordinatorStub(self.channel)
         self.app, self.epoch, self.active = app, 0, 0
+        self.changelog_configs = changelog_configs
 
     def beat(self) -> spb.StreamsGroupHeartbeatResponse:
         req = spb.StreamsGroupHeartbeatRequest(group_id=self.app, member_id="m1", member_epoch=self.epoch)
@@ -82,7 +85,7 @@ class Member:
         req.standby_tasks.SetInParent()
         req.warmup_tasks.SetInParent()
         if self.epoch == 0:
-            req.topology.CopyFrom(word_count(self.app))
+            req.topology.CopyFrom(word_count(self.app, self.changelog_configs))
             req.process_id, req.rebalance_timeout_ms = "p1", 5000
         resp = self.stub.StreamsGroupHeartbeat(req, timeout=10)
         assert resp.error_code == 0, resp.error_message
@@ -138,5 +141,33 @@ def test_an_existing_internal_topic_with_another_count_keeps_the_group_not_ready
             assert member.state() == "NotReady" and member.active == 0
             time.sleep(0.3)
         assert f"{unique}-words-repartition" not in source.snapshot().by_name
+    finally:
+        member.channel.close()
+
+
+def test_an_internal_topic_the_broker_refuses_to_create_is_named_in_the_missing_internal_topics_status(
+        kafka_broker: KafkaBroker, unique: str,
+        coordinator: Callable[[], tuple[ServerThread, KafkaMetadataSource]]) -> None:
+    """The broker refuses the changelog's invalid config; the next heartbeats' MISSING_INTERNAL_TOPICS detail
+    says so, as Kafka's KafkaApis appends AutoTopicCreationManager's cached creation errors to it ("; Creation
+    failed: <topic> (<error>)."), while the repartition topic is created."""
+    kafka_broker.create_topic(f"{unique}-lines", 3)
+    srv, source = coordinator()
+    member = Member(srv.address, unique, changelog_configs={"cleanup.policy": "bogus"})
+    details: list[str] = []
+    try:
+        def refusal_reported() -> bool:
+            resp = member.beat()
+            details[:] = [s.status_detail for s in resp.status.items if s.status_code == MISSING_INTERNAL_TOPICS]
+            # once the repartition topic exists, only the refused changelog is missing
+            return bool(details) and details[0].startswith(f"Internal topics are missing: {unique}-counts-changelog;")
+
+        wait_until(refusal_reported, what="the creation failure in the status")
+        (detail,) = details
+        assert detail.startswith(f"Internal topics are missing: {unique}-counts-changelog; Creation failed: "
+                                 f"{unique}-counts-changelog ("), detail
+        assert "bogus" in detail and detail.endswith(")."), detail
+        assert member.state() == "NotReady" and member.active == 0
+        assert f"{unique}-words-repartition" in source.snapshot().by_name
     finally:
         member.channel.close()

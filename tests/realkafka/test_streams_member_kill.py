@@ -55,9 +55,8 @@ def coordinator(kafka_broker: KafkaBroker) -> Iterator[ServerThread]:
     source.start()
     config = BrokerConfig.from_mapping({"group.streams.heartbeat.interval.ms": 200,
                                         "group.streams.session.timeout.ms": SESSION_MS,
-                                        # all three processes join before the first assignment (a stateful task
-                                        # never moves from a live owner before a warm-up catches up, and the
-                                        # reference member runs no warm-ups)
+                                        # all three processes join before the first assignment (else stateful
+                                        # tasks reach the later ones only through warm-ups, which is slower)
                                         "group.streams.initial.rebalance.delay.ms": 6000,
                                         "group.streams.assignment.interval.ms": 100})
     options = ServerOptions(listen="127.0.0.1:0", config=config, metadata_source=source, metadata_poll_s=0.2,

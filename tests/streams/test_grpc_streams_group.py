@@ -1,4 +1,5 @@
-"""Streams groups over real gRPC on loopback: StreamsGroupHeartbeat and StreamsGroupDescribe."""
+"""Streams groups over real gRPC on loopback: StreamsGroupHeartbeat, StreamsGroupDescribe, and the offset
+RPCs of a streams group's members."""
 
 from __future__ import annotations
 
@@ -8,7 +9,10 @@ from collections.abc import Callable, Iterator
 import grpc
 import pytest
 
+from coordinator.core.errors import Errors
 from coordinator.runtime.server import ServerThread
+from groupcoord.v1 import coordinator_pb2 as pb
+from groupcoord.v1 import coordinator_pb2_grpc as pb_grpc
 from groupcoord.v1 import streams_pb2 as spb
 from groupcoord.v1 import streams_pb2_grpc as spb_grpc
 from tests.integration.conftest import start_server
@@ -19,6 +23,7 @@ STREAMS_FAST = {
     "group.streams.initial.rebalance.delay.ms": 200,
     "group.streams.assignment.interval.ms": 100,
 }
+STALE_MEMBER_EPOCH, UNKNOWN_MEMBER_ID = int(Errors.STALE_MEMBER_EPOCH), int(Errors.UNKNOWN_MEMBER_ID)
 TOPICS = {"lines": 4, "app-words-repartition": 4, "app-counts-changelog": 4}
 
 
@@ -214,3 +219,36 @@ def test_list_and_describe_groups_and_the_cli_show_streams_groups(long_sessions:
                                  "--server", server.address], capture_output=True, text=True, timeout=60)
     assert listed_out.returncode == 0, listed_out.stderr
     assert listed_out.stdout.split("\n")[1].split() == ["app", "streams", "Stable"]
+
+
+def _commit(stub: pb_grpc.GroupCoordinatorStub, member: str, epoch: int, offset: int) -> list[int]:
+    req = pb.OffsetCommitRequest(group_id="app", member_id=member, generation_id_or_member_epoch=epoch)
+    req.topics.add(name="lines").partitions.add(partition_index=0, committed_offset=offset, committed_leader_epoch=-1)
+    resp = stub.OffsetCommit(req, timeout=10)
+    return [p.error_code for t in resp.topics for p in t.partitions]
+
+
+def test_offset_commit_and_fetch_over_grpc_are_checked_against_the_streams_member_epoch(server: ServerThread) -> None:
+    with grpc.insecure_channel(server.address) as channel:
+        a = Member(spb_grpc.StreamsGroupCoordinatorStub(channel), "a", "pa")
+        a.beat()
+        stub = pb_grpc.GroupCoordinatorStub(channel)
+        assert _commit(stub, "a", a.epoch, 5) == [0]
+        assert _commit(stub, "a", a.epoch + 1, 6) == [STALE_MEMBER_EPOCH]
+        assert _commit(stub, "ghost", a.epoch, 6) == [UNKNOWN_MEMBER_ID]
+        assert _commit(stub, "", -1, 6) == [UNKNOWN_MEMBER_ID], "epoch -1 commits need an empty group"
+        fetched = stub.OffsetFetch(pb.OffsetFetchRequest(group_id="app", member_id="a", member_epoch=a.epoch),
+                                   timeout=10)
+        assert fetched.error_code == 0
+        assert [(t.name, p.committed_offset) for t in fetched.topics for p in t.partitions] == [("lines", 5)]
+        stale = stub.OffsetFetch(pb.OffsetFetchRequest(group_id="app", member_id="a", member_epoch=a.epoch - 1),
+                                 timeout=10)
+        assert stale.error_code == STALE_MEMBER_EPOCH
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-m", "groupcoord", "groups", "describe", "app", "--server",
+                          server.address], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    rows = [line.split()[:4] for line in out.stdout.splitlines() if line.startswith("app ")]
+    assert rows == [["app", "lines", "0", "5"]], out.stdout  # the committed offsets, after the task table

@@ -96,3 +96,53 @@ def test_a_member_leaves_and_every_word_is_counted_exactly_once(kafka: EmbeddedK
     finally:
         a.close()
         b.close()
+
+
+def test_a_stateful_task_moves_off_a_live_owner_once_the_new_process_has_warmed_it_up(
+        kafka: EmbeddedKafka, coordinator: ServerThread) -> None:
+    """KIP-441 as the coordinator applies it: b joins a group where a runs every task; the stateful tasks b
+    should get stay active on a while b restores them as warm-ups (no processing), b reports its changelog
+    offsets, and once caught up the tasks move to b with their state; nothing is lost or counted twice."""
+    rng = random.Random(11)
+    first = [" ".join(rng.choice(VOCAB) for _ in range(5)) for _ in range(120)]
+    second = [" ".join(rng.choice(VOCAB) for _ in range(5)) for _ in range(120)]
+    bootstrap = kafka.bootstrap_servers
+    produce_lines(bootstrap, first)
+    a = WordCountMember(coordinator.address, APP, "a", "pa", bootstrap)
+    b = WordCountMember(coordinator.address, APP, "b", "pb", bootstrap)
+    warmed: set[int] = set()
+    try:
+        def step(members: list[WordCountMember]) -> None:
+            for m in members:
+                m.heartbeat()
+                m.step()
+            warmed.update(b.warmups)
+            assert not set(a.stores) & set(b.stores), "a stateful task runs in one place only"
+
+        def a_alone() -> bool:
+            step([a])
+            return sum(a.counts().values()) == sum(split_words(first).values()) and len(a.active) == 2 * PARTITIONS
+
+        wait_until(a_alone, what="a running every task and counting the first lines")
+        total = sum(split_words(first).values())
+
+        def moved_to_b() -> bool:
+            step([a, b])
+            return bool(b.stores) and sum(a.counts().values()) + sum(b.counts().values()) == total
+
+        wait_until(moved_to_b, what="a stateful task moving to b")
+        assert warmed and set(b.stores) <= warmed, "b warmed up the stateful tasks it took over"
+        assert a.stores, "a is alive and keeps its share of the stateful tasks"
+        produce_lines(bootstrap, second)
+        expected = split_words(first + second)
+
+        def all_counted() -> bool:
+            step([a, b])
+            return sum(a.counts().values()) + sum(b.counts().values()) == sum(expected.values())
+
+        wait_until(all_counted, what="both counting the second lines")
+        assert a.counts() + b.counts() == expected, "a word was lost or counted twice"
+        assert changelog_counts(bootstrap, APP) == expected
+    finally:
+        a.close()
+        b.close()
