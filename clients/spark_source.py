@@ -109,6 +109,7 @@ from confluent_kafka.admin import AdminClient, OffsetSpec
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMaxRows, SupportsTriggerAvailableNow
 from pyspark.sql.types import (
+    ArrayType,
     BinaryType,
     IntegerType,
     LongType,
@@ -120,10 +121,11 @@ from pyspark.sql.types import (
 
 from clients.credentials import Credentials
 from clients.group_member import GroupMember, GroupMemberError
+from clients.spark_options import EARLIEST, DataLossError, SparkKafkaOptions, check_position, split_ranges
 from clients.spark_staging import StagingArea
 
-__all__ = ["SCHEMA", "GroupcoordDataSource", "GroupcoordStreamReader", "KafkaRange", "ReadTask", "SourceOptions",
-           "allot", "pack"]
+__all__ = ["SCHEMA", "SCHEMA_WITH_HEADERS", "GroupcoordDataSource", "GroupcoordStreamReader", "KafkaRange",
+           "ReadTask", "SourceOptions", "allot", "pack"]
 
 log = logging.getLogger("groupcoord.spark_source")
 
@@ -135,11 +137,12 @@ SCHEMA = StructType([
     StructField("key", BinaryType(), True),
     StructField("value", BinaryType(), True),
 ])
+# includeHeaders: Spark's `headers` column, null for a record without headers
+SCHEMA_WITH_HEADERS = StructType([*SCHEMA.fields, StructField("headers", ArrayType(StructType([
+    StructField("key", StringType(), True), StructField("value", BinaryType(), True)])), True)])
 
 TopicPartition = tuple[str, int]
 Ranges = dict[TopicPartition, tuple[int, int]]  # (from, to): records from <= offset < to
-
-_STARTING = ("earliest", "latest")
 
 
 @dataclass(frozen=True, slots=True)
@@ -151,7 +154,7 @@ class SourceOptions:
     topics: tuple[str, ...]
     bootstrap_servers: str
     max_offsets_per_trigger: int | None = None
-    starting_offsets: str = "latest"
+    spark: SparkKafkaOptions = SparkKafkaOptions()  # Spark's Kafka options (clients/spark_options.py)
     instance_id: str | None = None
     server_assignor: str | None = None
     rack_id: str | None = None
@@ -193,11 +196,10 @@ class SourceOptions:
                 raise ValueError(f"groupcoord source: option {name!r} must be >= {minimum}, got {value}")
             return value
 
-        topics = tuple(sorted({t.strip() for t in required("topics").split(",") if t.strip()}))
-        starting = opts.get("startingoffsets", "latest").strip().lower()
-        if starting not in _STARTING:
-            raise ValueError(f"groupcoord source: option 'startingOffsets' must be earliest or latest, "
-                             f"got {starting!r}")
+        max_offsets = integer("maxOffsetsPerTrigger", None, 1)
+        spark = SparkKafkaOptions.parse(opts, max_offsets)
+        if not opts.get("bootstrap.servers") and opts.get("kafka.bootstrap.servers"):
+            opts["bootstrap.servers"] = opts["kafka.bootstrap.servers"]  # Spark's name for it
         kafka = tuple(sorted((k[len("kafka."):], v) for k, v in opts.items() if k.startswith("kafka.")))
         staging_dir, publish_dir = opts.get("staging.dir") or None, opts.get("publish.dir") or None
         if (staging_dir is None) != (publish_dir is None):
@@ -208,10 +210,10 @@ class SourceOptions:
         return SourceOptions(
             coordinator=required("coordinator"),
             group=required("group"),
-            topics=topics,
+            topics=spark.topics,
             bootstrap_servers=required("bootstrap.servers"),
-            max_offsets_per_trigger=integer("maxOffsetsPerTrigger", None, 1),
-            starting_offsets=starting,
+            max_offsets_per_trigger=max_offsets,
+            spark=spark,
             instance_id=opts.get("instance.id") or None,
             server_assignor=opts.get("server.assignor") or None,
             rack_id=opts.get("rack.id") or None,
@@ -244,7 +246,8 @@ class GroupcoordDataSource(DataSource):
         return "groupcoord"
 
     def schema(self) -> StructType:
-        return SCHEMA
+        headers = str(self.options.get("includeHeaders", self.options.get("includeheaders", ""))).strip().lower()
+        return SCHEMA_WITH_HEADERS if headers == "true" else SCHEMA
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
         return GroupcoordStreamReader(SourceOptions.parse(self.options), schema)
@@ -355,6 +358,10 @@ class GroupcoordStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
                 "be replayed safely; start the query with a fresh checkpointLocation (offsets live in the "
                 "coordinator).")
         ranges = [KafkaRange(t, p, a, b) for (t, p), (a, b) in sorted(decode_offset(end).items()) if b > a]
+        n = self.options.spark.min_partitions
+        if n is not None and n > len(ranges):  # Spark's minPartitions: one task per piece
+            pieces = split_ranges((((r.topic, r.partition), r.start, r.end) for r in ranges), n)
+            return [ReadTask((KafkaRange(t, p, a, b),)) for (t, p), a, b in pieces]
         return pack(ranges, self.options.tasks_per_batch)
 
     def read(self, partition: InputPartition) -> Iterator[Any]:
@@ -391,6 +398,8 @@ class _ReaderState:
         self._next: dict[TopicPartition, int] = {}  # where the next batch starts, per partition still owned
         self._committed: dict[TopicPartition, int] = {}
         self._available_now: dict[TopicPartition, int] | None = None
+        self._existed_at_start: frozenset[TopicPartition] | None = None  # partitions created later start earliest
+        self._last_batch_at = time.monotonic()  # minOffsetsPerTrigger waits at most maxTriggerDelay from here
         self._drained = False
         self.batches = 0
         self.records_planned = 0
@@ -401,7 +410,8 @@ class _ReaderState:
             self.staging.discard(reason="left by an earlier run; never committed")
         self._admin = AdminClient(options.kafka_config(**{"client.id": "groupcoord-spark-source"}))
         self.member = GroupMember(
-            options.coordinator, options.group, options.topics, instance_id=options.instance_id,
+            options.coordinator, options.group, options.topics, topic_regex=options.spark.topic_pattern,
+            instance_id=options.instance_id,
             rack_id=options.rack_id, server_assignor=options.server_assignor,
             rebalance_timeout_ms=options.rebalance_timeout_ms, defer_revocation=True, on_lost=self._on_lost,
             credentials=options.credentials())
@@ -441,6 +451,8 @@ class _ReaderState:
                 self._losses_seen = losses   # read and committed past them since
                 self._next.clear()
                 self._committed.clear()
+            if self._existed_at_start is None:
+                self._existed_at_start = self._subscribed_partitions()
             status = self.member.status()  # read after `losses`: a loss in between voids this plan
             owned = status.assignment
             positions = {tp: pos for tp, pos in self._next.items() if tp in owned}
@@ -460,12 +472,15 @@ class _ReaderState:
             self._write_status()
             if not any(b > a for a, b in ranges.values()) and set(ranges) == set(decode_offset(start)):
                 return start  # nothing new and the same partitions: no batch
+            if self._delay_batch(sum(available.values())):
+                return start
             end = encode_offset(ranges)
             with self._lock:
                 self._losses_at_plan = losses
                 self._membership_at_plan = (status.member_id, status.member_epoch)
             self.issued = end
             self.records_planned += sum(take.values())
+            self._last_batch_at = time.monotonic()
             return end
         except (OSError, KafkaException, GroupMemberError, grpc.RpcError) as e:
             log.warning("group %s: skipping this trigger: %s", self.options.group, e)
@@ -524,28 +539,34 @@ class _ReaderState:
 
     def _start_positions(self, gained: frozenset[TopicPartition] | set[TopicPartition],
                          watermarks: Mapping[TopicPartition, tuple[int, int]]) -> dict[TopicPartition, int]:
-        """Committed offsets of newly owned partitions; `startingOffsets` for those with none, committed at
-        once so that every later owner resumes from the same place."""
+        """Committed offsets of newly owned partitions; Spark's starting options for those with none, committed at
+        once so that every later owner resumes from the same place. An offset Kafka no longer has is a data loss
+        (`check_position`: fails the query unless ``failOnDataLoss=false``)."""
         committed = self.member.fetch_offsets(gained)
+        starting, lossy = self.options.spark.starting, self.options.spark.fail_on_data_loss
+        specs = {tp: starting.spec(tp, tp in (self._existed_at_start or ()))
+                 for tp in gained if tp in watermarks and committed.get(tp, -1) < 0}
+        by_time = self._offsets_for_times({tp: ms for tp, (kind, ms) in specs.items() if kind == "timestamp"})
         positions: dict[TopicPartition, int] = {}
-        pin: dict[TopicPartition, int] = {}
         for tp in gained:
             if tp not in watermarks:
                 continue
             log_start, end = watermarks[tp]
-            off = committed.get(tp, -1)
-            if off < 0:
-                off = log_start if self.options.starting_offsets == "earliest" else end
-                pin[tp] = off
-            elif off < log_start:
-                log.warning("group %s: %s committed offset %d is below the log start %d (deleted by retention); "
-                            "resuming at %d", self.options.group, _fmt([tp]), off, log_start, log_start)
-                off = log_start
-            elif off > end:
-                log.warning("group %s: %s committed offset %d is beyond the end %d; resuming at %d",
-                            self.options.group, _fmt([tp]), off, end, end)
-                off = end
-            positions[tp] = off
+            if tp not in specs:
+                positions[tp] = check_position(tp, committed[tp], log_start, end, lossy, "committed")
+                continue
+            kind, value = specs[tp]
+            if kind == "timestamp":
+                off = by_time[tp]
+                if off < 0 and starting.by_timestamp_strategy == "error":
+                    raise DataLossError(f"groupcoord source: {tp[0]}:{tp[1]} has no record at or after timestamp "
+                                        f"{value}; set startingOffsetsByTimestampStrategy=latest to start at the end")
+                positions[tp] = end if off < 0 else off
+            elif value < 0:
+                positions[tp] = log_start if value == EARLIEST else end
+            else:
+                positions[tp] = check_position(tp, value, log_start, end, lossy, "startingOffsets")
+        pin = {tp: positions[tp] for tp in specs}
         self._committed.update({tp: o for tp, o in committed.items() if tp in positions and tp not in pin and o >= 0})
         if pin:
             errors = self.member.commit_offsets(pin)
@@ -554,6 +575,28 @@ class _ReaderState:
             log.info("group %s: reading %s from %s", self.options.group, _fmt(gained),
                      ", ".join(f"{t}:{p}@{o}" for (t, p), o in sorted(positions.items())))
         return positions
+
+    def _offsets_for_times(self, timestamps: Mapping[TopicPartition, int]) -> dict[TopicPartition, int]:
+        """Kafka's offsetsForTimes: the first offset at or after each timestamp, -1 if there is none."""
+        if not timestamps:
+            return {}
+        request = {KafkaTopicPartition(t, p): OffsetSpec.for_timestamp(ms) for (t, p), ms in timestamps.items()}
+        futures = self._admin.list_offsets(request, request_timeout=10.0)
+        return {(tp.topic, tp.partition): f.result(timeout=10.0).offset for tp, f in futures.items()}
+
+    def _subscribed_partitions(self) -> frozenset[TopicPartition]:
+        """The subscribed partitions that exist now (the starting options apply to these only)."""
+        metadata = self._admin.list_topics(timeout=10)
+        return frozenset((t, p) for t, topic in metadata.topics.items() if self.options.spark.matches(t)
+                         for p in topic.partitions)
+
+    def _delay_batch(self, available: int) -> bool:
+        """Spark's minOffsetsPerTrigger: no batch while fewer records are available, unless maxTriggerDelay has
+        passed since the last batch. Never under availableNow (its last batch may be small)."""
+        n = self.options.spark.min_offsets_per_trigger
+        if n is None or self._available_now is not None or available >= n:
+            return False
+        return time.monotonic() - self._last_batch_at < self.options.spark.max_trigger_delay_ms / 1000
 
     def _watermarks(self, partitions: frozenset[TopicPartition],
                     with_log_start: bool) -> dict[TopicPartition, tuple[int, int]]:
@@ -577,9 +620,7 @@ class _ReaderState:
         deadline = time.monotonic() + join_timeout_s
         while not self.member.assignment() and time.monotonic() < deadline:
             time.sleep(0.05)
-        metadata = self._admin.list_topics(timeout=10)
-        request = {KafkaTopicPartition(t, p): OffsetSpec.latest() for t in self.options.topics
-                   if t in metadata.topics for p in metadata.topics[t].partitions}
+        request = {KafkaTopicPartition(t, p): OffsetSpec.latest() for t, p in self._subscribed_partitions()}
         futures = self._admin.list_offsets(request, request_timeout=10) if request else {}
         self._available_now = {(tp.topic, tp.partition): f.result(timeout=10).offset for tp, f in futures.items()}
 
