@@ -68,13 +68,19 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--tls-cert", default=None, help="client certificate (PEM) for mTLS, with --tls-key")
     p.add_argument("--tls-key", default=None, help="the client certificate's private key (PEM)")
     p.add_argument("--group", required=True, help="consumer group id")
-    p.add_argument("--topic", action="append", required=True, help="topic to consume (repeatable)")
+    p.add_argument("--topic", action="append", default=[],
+                   help="topic to consume (repeatable; or --option subscribePattern=REGEX)")
     p.add_argument("--bootstrap-servers", required=True, help="Kafka bootstrap servers")
     p.add_argument("--output", required=True, help="directory for this driver's Parquet batches and status")
     p.add_argument("--name", default=None, help="a label for logs (default: the output directory's name)")
     p.add_argument("--sink", choices=["aggregate", "rows"], default="aggregate",
                    help="aggregate per key (default) or write every record")
     p.add_argument("--trigger-ms", type=int, default=1000, help="processing-time trigger interval (default 1000)")
+    p.add_argument("--available-now", action="store_true",
+                   help="Trigger.AvailableNow: read what is there when the query starts, then stop")
+    p.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
+                   help="another source option, e.g. includeHeaders=true or minPartitions=8 (repeatable; "
+                        "overrides the flags above)")
     p.add_argument("--max-offsets-per-trigger", type=int, default=None, help="records per micro-batch at most")
     p.add_argument("--starting-offsets", choices=["earliest", "latest"], default="latest",
                    help="where to start partitions with no committed offset (default latest)")
@@ -239,13 +245,14 @@ def _load(spark: Any, args: argparse.Namespace, output: Path, drain_file: Path, 
     reader = (spark.readStream.format(GroupcoordDataSource.name())
               .option("coordinator", args.coordinator)
               .option("group", args.group)
-              .option("topics", ",".join(args.topic))
               .option("bootstrap.servers", args.bootstrap_servers)
               .option("startingOffsets", args.starting_offsets)
               .option("drain.file", str(drain_file))
               .option("status.file", str(output / "status.json"))
               .option("staging.dir", str(staging))
               .option("publish.dir", str(output / "batches")))
+    if args.topic:
+        reader = reader.option("topics", ",".join(args.topic))
     reader = reader.option("tasksPerBatch", str(args.tasks_per_batch or _local_cores(args.master)))
     if args.max_offsets_per_trigger is not None:
         reader = reader.option("maxOffsetsPerTrigger", str(args.max_offsets_per_trigger))
@@ -257,6 +264,9 @@ def _load(spark: Any, args: argparse.Namespace, output: Path, drain_file: Path, 
         path = getattr(args, f"tls_{name}")
         if path:
             reader = reader.option(f"coordinator.tls.{name}", path)
+    for item in args.option:
+        key, _, value = item.partition("=")
+        reader = reader.option(key.strip(), value)
     return reader.load()
 
 
@@ -268,7 +278,8 @@ def _start_query(df: Any, args: argparse.Namespace, output: Path, run: str, chec
 
     def write_batch(batch: Any, batch_id: int) -> None:
         if args.sink == "rows":
-            table = batch.select("topic", "partition", "offset", "timestamp", "key").toArrow()
+            columns = ["topic", "partition", "offset", "timestamp", "key"]
+            table = batch.select(*columns, *(["headers"] if "headers" in batch.columns else [])).toArrow()
             records = table.num_rows
         else:
             table = (batch.groupBy("topic", "partition", "key")
@@ -287,8 +298,9 @@ def _start_query(df: Any, args: argparse.Namespace, output: Path, run: str, chec
         if args.batch_delay_ms > 0:
             time.sleep(args.batch_delay_ms / 1000)
 
+    trigger = {"availableNow": True} if args.available_now else {"processingTime": f"{args.trigger_ms} milliseconds"}
     return (df.writeStream.foreachBatch(write_batch)
-            .trigger(processingTime=f"{args.trigger_ms} milliseconds")
+            .trigger(**trigger)
             .option("checkpointLocation", str(checkpoint))
             .start())
 
