@@ -28,7 +28,8 @@ def _produce(kafka: EmbeddedKafka) -> None:
         kafka.create_topic(topic, partitions)
         for p in range(partitions):
             for i in range(RECORDS):  # even offsets carry two headers, odd ones none
-                headers = [("h", b"v%d" % i), ("n", None)] if i % 2 == 0 else None
+                headers: list[tuple[str, str | bytes | None]] | None = \
+                    [("h", b"v%d" % i), ("n", None)] if i % 2 == 0 else None
                 producer.produce(topic, key=b"k%d" % i, value=b"x", partition=p, headers=headers)
     producer.flush(30)
 
@@ -47,9 +48,11 @@ def test_available_now_reads_what_the_pattern_json_start_and_headers_ask_for_the
     copies = Counter((r["topic"], r["partition"], r["offset"]) for r in rows)
     expected = {("opt-a-1", 0, o) for o in range(50, RECORDS)} | {("opt-a-1", 1, o) for o in range(RECORDS)} | \
         {("opt-a-2", 0, o) for o in range(150, RECORDS)} | {("opt-a-2", 1, o) for o in range(RECORDS)}
-    print(f"\n{len(rows)} rows in {driver.progress().get('nonempty_batches')} batch(es)")
+    print(f"\n{len(rows)} rows in {driver.progress().get('nonempty_batches')} batch(es), "
+          f"{driver.progress().get('max_tasks')} tasks at most")
     assert set(copies) == expected  # nothing of opt-a-1:2 (-1: latest) nor of opt-other
     assert max(copies.values()) == 1
+    assert driver.progress()["max_tasks"] >= 12  # minPartitions: 4 non-empty ranges cut into about 12 pieces
     for r in rows:
         if r["offset"] % 2 == 0:
             assert r["headers"] == [{"key": "h", "value": b"v%d" % r["offset"]}, {"key": "n", "value": None}], r
