@@ -172,6 +172,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         progress.state = "running"
         progress.save(output)
         log.info("%s: query started (run %s, group %s)", name, run, args.group)
+        from pyspark.errors import StreamingQueryException
+
         deadline = time.monotonic() + args.duration if args.duration is not None else None
         while query.isActive and not stop.is_set():
             if args.max_records is not None and progress.records >= args.max_records:
@@ -183,7 +185,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             if os.getppid() != parent:
                 log.warning("%s: parent process exited: draining", name)
                 break
-            query.awaitTermination(0.25)
+            try:
+                query.awaitTermination(0.25)
+            except StreamingQueryException:
+                break  # the query failed: reported below, from query.exception()
         rc = 0
         if query.isActive:
             progress.state = "draining"

@@ -17,12 +17,15 @@ Options:
 =========================  =====================================================================================
 ``coordinator``            groupcoord address, HOST:PORT (required)
 ``group``                  consumer group id (required)
-``topics``                 comma-separated topics to subscribe to (required)
-``bootstrap.servers``      Kafka bootstrap servers (required)
+``subscribe``              comma-separated topics (``topics`` is the same), or ``subscribePattern``: a regex
+``bootstrap.servers``      Kafka bootstrap servers (required; Spark's name ``kafka.bootstrap.servers`` too)
 ``maxOffsetsPerTrigger``   at most this many records per micro-batch, split across owned partitions in
                            proportion to their lag (default: no limit)
-``startingOffsets``        ``earliest`` or ``latest`` (default): where to start a partition the group has no
-                           committed offset for. The start is committed at once, so a later owner resumes there
+``startingOffsets``        ``earliest``, ``latest`` (default) or JSON: where to start a partition the group has no
+                           committed offset for. The start is committed at once, so a later owner resumes there.
+                           Spark's other Kafka options (``startingOffsetsByTimestamp``, ``failOnDataLoss``,
+                           ``includeHeaders``, ``minPartitions``, ``minOffsetsPerTrigger``, ...) are in
+                           `clients.spark_options` and the README's table
 ``instance.id``            static membership (KIP-345): a stop is then a temporary leave, and the partitions
                            stay with this instance for the session timeout
 ``server.assignor``        server-side assignor to ask for (e.g. ``lag-sticky``, ``uniform``, ``range``)
@@ -121,7 +124,7 @@ from pyspark.sql.types import (
 
 from clients.credentials import Credentials
 from clients.group_member import GroupMember, GroupMemberError
-from clients.spark_options import EARLIEST, DataLossError, SparkKafkaOptions, check_position, split_ranges
+from clients.spark_options import EARLIEST, SparkKafkaOptions, check_position, split_ranges
 from clients.spark_staging import StagingArea
 
 __all__ = ["SCHEMA", "SCHEMA_WITH_HEADERS", "GroupcoordDataSource", "GroupcoordStreamReader", "KafkaRange",
@@ -559,8 +562,8 @@ class _ReaderState:
             if kind == "timestamp":
                 off = by_time[tp]
                 if off < 0 and starting.by_timestamp_strategy == "error":
-                    raise DataLossError(f"groupcoord source: {tp[0]}:{tp[1]} has no record at or after timestamp "
-                                        f"{value}; set startingOffsetsByTimestampStrategy=latest to start at the end")
+                    raise RuntimeError(f"groupcoord source: {tp[0]}:{tp[1]} has no record at or after timestamp "
+                                       f"{value}; set startingOffsetsByTimestampStrategy=latest to start at the end")
                 positions[tp] = end if off < 0 else off
             elif value < 0:
                 positions[tp] = log_start if value == EARLIEST else end
