@@ -61,3 +61,31 @@ def test_available_now_reads_what_the_pattern_json_start_and_headers_ask_for_the
     committed = driver.status().get("committed", {})
     assert committed == {"opt-a-1:0": RECORDS, "opt-a-1:1": RECORDS, "opt-a-1:2": RECORDS,
                          "opt-a-2:0": RECORDS, "opt-a-2:1": RECORDS}
+
+
+def test_min_offsets_per_trigger_holds_the_batch_until_enough_records_arrive(
+        kafka: EmbeddedKafka, launch_driver: LaunchDriver) -> None:
+    """Processing-time triggers every 200 ms find 100 records, fewer than minOffsetsPerTrigger=300, and run no
+    batch; once 400 more arrive, one batch reads all 500 (maxTriggerDelay, 1h, never passes)."""
+    topic = "min-offsets-spark"
+    kafka.create_topic(topic, 2)
+    producer = Producer({"bootstrap.servers": kafka.bootstrap_servers})
+
+    def produce(n: int) -> None:
+        for i in range(n):
+            producer.produce(topic, value=b"x", partition=i % 2)
+        producer.flush(30)
+
+    produce(100)
+    driver = launch_driver("min", "min-offsets-group", topic, "--sink", "rows", "--starting-offsets", "earliest",
+                           "--trigger-ms", "200", "--max-records", "500",
+                           "--option", "minOffsetsPerTrigger=300", "--option", "maxTriggerDelay=1h")
+    wait_until(lambda: len(driver.status().get("assignment", [])) == 2, 240, "the driver to own the topic", (driver,))
+    seen = driver.status().get("time", 0)
+    wait_until(lambda: driver.status().get("time", 0) > seen + 1, 60, "more triggers", (driver,))
+    assert driver.progress().get("records") == 0  # triggers ran over 100 records and planned no batch
+    produce(400)
+    wait_until(lambda: not driver.alive(), 240, "the driver to read 500 records and stop", (driver,))
+    assert driver.proc is not None and driver.proc.returncode == 0
+    progress = driver.progress()
+    assert (progress["records"], progress["nonempty_batches"]) == (500, 1)
