@@ -20,7 +20,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 __all__ = ["EARLIEST", "LATEST", "DataLossError", "SparkKafkaOptions", "StartingOffsets", "check_position",
-           "parse_duration_ms", "split_ranges"]
+           "parse_duration_ms", "partitions_gone", "split_ranges"]
 
 log = logging.getLogger("groupcoord.spark_source")
 
@@ -226,6 +226,16 @@ def check_position(tp: TopicPartition, offset: int, log_start: int, end: int, fa
     moved = min(max(offset, log_start), end)
     log.warning("%s; resuming at %d (failOnDataLoss=false)", message, moved)
     return moved
+
+
+def partitions_gone(partitions: Iterable[TopicPartition], fail_on_data_loss: bool) -> None:
+    """Partitions this reader owned whose topic was deleted (Spark: "are gone. Some data may have been missed")."""
+    gone = sorted(partitions)
+    names = ", ".join(f"{t}:{p}" for t, p in gone[:10]) + (f" and {len(gone) - 10} more" if len(gone) > 10 else "")
+    message = f"groupcoord source: data lost: {names} gone (topic deleted); some data may have been missed"
+    if fail_on_data_loss:
+        raise DataLossError(message + "; set failOnDataLoss=false to go on without them")
+    log.warning("%s (failOnDataLoss=false)", message)
 
 
 def split_ranges(ranges: Iterable[tuple[TopicPartition, int, int]],

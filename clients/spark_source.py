@@ -124,7 +124,7 @@ from pyspark.sql.types import (
 
 from clients.credentials import Credentials
 from clients.group_member import GroupMember, GroupMemberError
-from clients.spark_options import EARLIEST, SparkKafkaOptions, check_position, split_ranges
+from clients.spark_options import EARLIEST, SparkKafkaOptions, check_position, partitions_gone, split_ranges
 from clients.spark_staging import StagingArea
 
 __all__ = ["SCHEMA", "SCHEMA_WITH_HEADERS", "GroupcoordDataSource", "GroupcoordStreamReader", "KafkaRange",
@@ -534,11 +534,14 @@ class _ReaderState:
         batches), and the last batch that read one has just been settled."""
         pending = self.member.pending_revocation()
         if pending:
+            gone = pending - self._subscribed_partitions()  # a deleted topic is taken back like any other
             self.member.release(pending)
             for tp in pending:
                 self._committed.pop(tp, None)
                 self._next.pop(tp, None)
             log.info("group %s: released %s", self.options.group, _fmt(pending))
+            if gone:
+                partitions_gone(gone, self.options.spark.fail_on_data_loss)
 
     def _start_positions(self, gained: frozenset[TopicPartition] | set[TopicPartition],
                          watermarks: Mapping[TopicPartition, tuple[int, int]]) -> dict[TopicPartition, int]:

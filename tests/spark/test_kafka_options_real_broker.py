@@ -18,7 +18,7 @@ from pyspark.sql.streaming.datasource import ReadAllAvailable
 from clients.group_member import GroupMember
 from clients.spark_kafka_read import read_task
 from clients.spark_options import DataLossError
-from clients.spark_source import SCHEMA, GroupcoordStreamReader, KafkaRange, ReadTask, SourceOptions
+from clients.spark_source import SCHEMA, GroupcoordStreamReader, KafkaRange, ReadTask, SourceOptions, decode_offset
 from coordinator.runtime.server import ServerThread
 from groupcoord.kafka_broker import KafkaBroker
 
@@ -129,5 +129,44 @@ def test_no_record_at_or_after_the_starting_timestamp_fails_the_query_with_the_e
             while time.monotonic() < deadline:  # until the member owns the partition and plans it
                 reader.latestOffset(start, ReadAllAvailable())
                 time.sleep(0.05)
+    finally:
+        reader.stop()
+
+
+@pytest.mark.parametrize("fail_on_data_loss", [True, False])
+def test_a_topic_deleted_under_the_reader_fails_the_query_or_is_dropped(
+        kafka: KafkaBroker, coordinator: ServerThread, fail_on_data_loss: bool) -> None:
+    """Spark's "partitions are gone" data loss: the coordinator takes the deleted topic's partition back like any
+    revoked one; the reader sees that the topic is gone when it releases it."""
+    run = uuid.uuid4().hex[:8]
+    kept, deleted = f"kept-{run}", f"deleted-{run}"
+    for topic in (kept, deleted):
+        kafka.create_topic(topic, 1)
+        _produce(kafka, topic, 1, int(time.time() * 1000))
+    options = SourceOptions.parse({"coordinator": coordinator.address, "group": f"g-{run}",
+                                   "subscribe": f"{kept},{deleted}", "bootstrap.servers": kafka.bootstrap_servers,
+                                   "startingOffsets": "earliest",
+                                   "failOnDataLoss": str(fail_on_data_loss).lower()})
+    reader = GroupcoordStreamReader(options, SCHEMA)
+    both = {(kept, 0): (0, RECORDS), (deleted, 0): (0, RECORDS)}
+    try:
+        start = reader.initialOffset()
+        deadline = time.monotonic() + 60
+        while decode_offset(end := reader.latestOffset(start, ReadAllAvailable())) != both:
+            assert time.monotonic() < deadline, "the reader never planned both topics"
+            time.sleep(0.05)
+        assert reader.latestOffset(end, ReadAllAvailable()) == end  # the batch ran: settled, nothing new
+        kafka.delete_topic(deleted)
+        deadline = time.monotonic() + 60
+        if fail_on_data_loss:
+            with pytest.raises(DataLossError, match=f"data lost: {deleted}:0 gone \\(topic deleted\\)"):
+                while time.monotonic() < deadline:
+                    reader.latestOffset(end, ReadAllAvailable())
+                    time.sleep(0.05)
+        else:
+            while (after := reader.latestOffset(end, ReadAllAvailable())) == end:
+                assert time.monotonic() < deadline, "the reader never dropped the deleted topic"
+                time.sleep(0.05)
+            assert decode_offset(after) == {(kept, 0): (RECORDS, RECORDS)}
     finally:
         reader.stop()
