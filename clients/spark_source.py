@@ -534,7 +534,7 @@ class _ReaderState:
         batches), and the last batch that read one has just been settled."""
         pending = self.member.pending_revocation()
         if pending:
-            gone = pending - self._subscribed_partitions()  # a deleted topic is taken back like any other
+            gone = self._gone(pending)  # a deleted topic's partitions are taken back like any others
             self.member.release(pending)
             for tp in pending:
                 self._committed.pop(tp, None)
@@ -595,6 +595,12 @@ class _ReaderState:
         metadata = self._admin.list_topics(timeout=10)
         return frozenset((t, p) for t, topic in metadata.topics.items() if self.options.spark.matches(t)
                          for p in topic.partitions)
+
+    def _gone(self, partitions: frozenset[TopicPartition]) -> set[TopicPartition]:
+        """Partitions whose topic is no longer in the cluster's metadata (a topic with an error is not gone)."""
+        topics = self._admin.list_topics(timeout=10).topics
+        return {(t, p) for t, p in partitions
+                if t not in topics or (topics[t].error is None and p not in topics[t].partitions)}
 
     def _delay_batch(self, available: int) -> bool:
         """Spark's minOffsetsPerTrigger: no batch while fewer records are available, unless maxTriggerDelay has
