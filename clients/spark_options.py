@@ -20,7 +20,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 __all__ = ["EARLIEST", "LATEST", "DataLossError", "SparkKafkaOptions", "StartingOffsets", "check_position",
-           "parse_duration_ms", "partitions_gone", "split_ranges"]
+           "parse_duration_ms", "partitions_gone", "resolve_start", "split_ranges"]
 
 log = logging.getLogger("groupcoord.spark_source")
 
@@ -226,6 +226,25 @@ def check_position(tp: TopicPartition, offset: int, log_start: int, end: int, fa
     moved = min(max(offset, log_start), end)
     log.warning("%s; resuming at %d (failOnDataLoss=false)", message, moved)
     return moved
+
+
+def resolve_start(tp: TopicPartition, spec: tuple[str, int], log_start: int, end: int, by_time: int,
+                  options: SparkKafkaOptions) -> int:
+    """The start of a partition with no committed offset, from its `StartingOffsets.spec`; `by_time` is Kafka's
+    answer to ListOffsets by timestamp (-1: no record at or after it)."""
+    kind, value = spec
+    if kind == "timestamp":
+        if by_time >= 0:
+            return by_time
+        if options.starting.by_timestamp_strategy == "error":
+            raise RuntimeError(f"groupcoord source: {tp[0]}:{tp[1]} has no record at or after timestamp {value}; "
+                               "set startingOffsetsByTimestampStrategy=latest to start at the end")
+        return end
+    if value == EARLIEST:
+        return log_start
+    if value == LATEST:
+        return end
+    return check_position(tp, value, log_start, end, options.fail_on_data_loss, "startingOffsets")
 
 
 def partitions_gone(partitions: Iterable[TopicPartition], fail_on_data_loss: bool) -> None:

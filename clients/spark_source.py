@@ -124,7 +124,7 @@ from pyspark.sql.types import (
 
 from clients.credentials import Credentials
 from clients.group_member import GroupMember, GroupMemberError
-from clients.spark_options import EARLIEST, SparkKafkaOptions, check_position, partitions_gone, split_ranges
+from clients.spark_options import SparkKafkaOptions, check_position, partitions_gone, resolve_start, split_ranges
 from clients.spark_staging import StagingArea
 
 __all__ = ["SCHEMA", "SCHEMA_WITH_HEADERS", "GroupcoordDataSource", "GroupcoordStreamReader", "KafkaRange",
@@ -561,17 +561,7 @@ class _ReaderState:
             if tp not in specs:
                 positions[tp] = check_position(tp, committed[tp], log_start, end, lossy, "committed")
                 continue
-            kind, value = specs[tp]
-            if kind == "timestamp":
-                off = by_time[tp]
-                if off < 0 and starting.by_timestamp_strategy == "error":
-                    raise RuntimeError(f"groupcoord source: {tp[0]}:{tp[1]} has no record at or after timestamp "
-                                       f"{value}; set startingOffsetsByTimestampStrategy=latest to start at the end")
-                positions[tp] = end if off < 0 else off
-            elif value < 0:
-                positions[tp] = log_start if value == EARLIEST else end
-            else:
-                positions[tp] = check_position(tp, value, log_start, end, lossy, "startingOffsets")
+            positions[tp] = resolve_start(tp, specs[tp], log_start, end, by_time.get(tp, -1), self.options.spark)
         pin = {tp: positions[tp] for tp in specs}
         self._committed.update({tp: o for tp, o in committed.items() if tp in positions and tp not in pin and o >= 0})
         if pin:

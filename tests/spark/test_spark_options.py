@@ -13,6 +13,7 @@ from clients.spark_options import (
     StartingOffsets,
     check_position,
     parse_duration_ms,
+    resolve_start,
     split_ranges,
 )
 from clients.spark_source import SCHEMA, SCHEMA_WITH_HEADERS, GroupcoordDataSource, SourceOptions
@@ -123,3 +124,17 @@ def test_include_headers_adds_spark_headers_column() -> None:
     with_headers = GroupcoordDataSource({**BASE, "subscribe": "t", "includeHeaders": "true"}).schema()
     assert with_headers == SCHEMA_WITH_HEADERS
     assert with_headers.simpleString().endswith("headers:array<struct<key:string,value:binary>>>")
+
+
+def test_a_start_resolves_to_the_log_start_the_end_an_offset_or_the_first_record_at_a_timestamp() -> None:
+    spark = parse().spark
+    assert resolve_start(("t", 0), ("offset", EARLIEST), 5, 90, -1, spark) == 5
+    assert resolve_start(("t", 0), ("offset", LATEST), 5, 90, -1, spark) == 90
+    assert resolve_start(("t", 0), ("offset", 40), 5, 90, -1, spark) == 40
+    with pytest.raises(DataLossError, match="startingOffsets offset 2, but records 2-4 were deleted"):
+        resolve_start(("t", 0), ("offset", 2), 5, 90, -1, spark)
+    assert resolve_start(("t", 0), ("timestamp", 1000), 5, 90, 33, spark) == 33
+    with pytest.raises(RuntimeError, match="t:0 has no record at or after timestamp 1000"):
+        resolve_start(("t", 0), ("timestamp", 1000), 5, 90, -1, spark)
+    latest = parse(startingOffsetsByTimestampStrategy="latest").spark
+    assert resolve_start(("t", 0), ("timestamp", 1000), 5, 90, -1, latest) == 90
