@@ -463,6 +463,10 @@ class _ReaderState:
             watermarks = self._watermarks(owned, with_log_start=bool(gained))
             if gained:
                 positions.update(self._start_positions(gained, watermarks))
+            for tp, pos in positions.items():  # below our position: truncated, or recreated under this reader
+                if tp in watermarks and watermarks[tp][1] < pos:
+                    positions[tp] = check_position(tp, pos, 0, watermarks[tp][1],
+                                                   self.options.spark.fail_on_data_loss, "next")
             ends = {tp: watermarks[tp][1] for tp in owned if tp in watermarks}
             if self._available_now is not None:
                 ends = {tp: min(e, self._available_now.get(tp, e)) for tp, e in ends.items()}

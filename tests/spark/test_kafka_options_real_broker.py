@@ -170,3 +170,35 @@ def test_a_topic_deleted_under_the_reader_fails_the_query_or_is_dropped(
             assert decode_offset(after) == {(kept, 0): (RECORDS, RECORDS)}
     finally:
         reader.stop()
+
+
+def test_a_topic_recreated_under_the_reader_with_a_shorter_log_fails_the_query(
+        kafka: KafkaBroker, coordinator: ServerThread) -> None:
+    """Deleted and created again while the reader owns it: the log now ends below the reader's position."""
+    topic = f"recreated-{uuid.uuid4().hex[:8]}"
+    kafka.create_topic(topic, 1)
+    _produce(kafka, topic, 1, int(time.time() * 1000))
+    options = SourceOptions.parse({"coordinator": coordinator.address, "group": f"g-{topic}", "subscribe": topic,
+                                   "bootstrap.servers": kafka.bootstrap_servers, "startingOffsets": "earliest"})
+    reader = GroupcoordStreamReader(options, SCHEMA)
+    try:
+        start = reader.initialOffset()
+        deadline = time.monotonic() + 60
+        while decode_offset(end := reader.latestOffset(start, ReadAllAvailable())) != {(topic, 0): (0, RECORDS)}:
+            assert time.monotonic() < deadline, "the reader never planned the topic"
+            time.sleep(0.05)
+        assert reader.latestOffset(end, ReadAllAvailable()) == end  # the batch ran: settled, nothing new
+        kafka.delete_topic(topic)
+        kafka.create_topic(topic, 1)
+        producer = Producer({"bootstrap.servers": kafka.bootstrap_servers})
+        for _ in range(10):
+            producer.produce(topic, value=b"y", partition=0)
+        producer.flush(30)
+        deadline = time.monotonic() + 60
+        with pytest.raises(DataLossError, match="data lost") as lost:
+            while time.monotonic() < deadline:
+                reader.latestOffset(end, ReadAllAvailable())
+                time.sleep(0.05)
+        print(f"\n{lost.value}")
+    finally:
+        reader.stop()
