@@ -174,7 +174,9 @@ def test_a_topic_deleted_under_the_reader_fails_the_query_or_is_dropped(
 
 def test_a_topic_recreated_under_the_reader_with_a_shorter_log_fails_the_query(
         kafka: KafkaBroker, coordinator: ServerThread) -> None:
-    """Deleted and created again while the reader owns it: the log now ends below the reader's position."""
+    """Deleted and created again while the reader owns it: the log now ends below the reader's position. Either
+    the reader plans against that shorter log, or the coordinator saw the deletion, took the partition back and
+    gave it again, and the group's committed offset lies beyond the new end: both are data loss."""
     topic = f"recreated-{uuid.uuid4().hex[:8]}"
     kafka.create_topic(topic, 1)
     _produce(kafka, topic, 1, int(time.time() * 1000))
