@@ -13,11 +13,15 @@ the position chosen is committed at once, and every later owner of the partition
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import Any
+
+import re2
 
 __all__ = ["EARLIEST", "LATEST", "DataLossError", "SparkKafkaOptions", "StartingOffsets", "check_position",
            "parse_duration_ms", "partitions_gone", "resolve_start", "split_ranges"]
@@ -107,10 +111,6 @@ class StartingOffsets:
             return ("offset", _named(dict(self.offsets), tp, "startingOffsets"))
         return ("offset", EARLIEST if self.default == "earliest" else LATEST)
 
-    @property
-    def uses_timestamps(self) -> bool:
-        return self.timestamp is not None or bool(self.timestamps)
-
 
 def _named(values: Mapping[TopicPartition, int], tp: TopicPartition, option: str) -> int:
     """Spark requires the JSON to name every partition; here only those that need a start must be named."""
@@ -167,9 +167,7 @@ class SparkKafkaOptions:
         """Whether the reader subscribes to `topic` (for the partitions that exist when it starts)."""
         if self.topic_pattern is None:
             return topic in self.topics
-        import re2
-
-        return re2.fullmatch(self.topic_pattern, topic) is not None
+        return _compiled(self.topic_pattern).fullmatch(topic) is not None
 
 
 def _positive(opts: Mapping[str, str], name: str) -> int | None:
@@ -181,12 +179,15 @@ def _positive(opts: Mapping[str, str], name: str) -> int | None:
     return int(raw)
 
 
+@functools.lru_cache(maxsize=16)
+def _compiled(pattern: str) -> Any:
+    return re2.compile(pattern)
+
+
 def _check_regex(pattern: str) -> None:
     """KIP-848 subscriptions are RE2 (Kafka's RE2/J); Spark's are Java regexes. Most patterns are both."""
-    import re2
-
     try:
-        re2.compile(pattern)
+        _compiled(pattern)
     except re2.error:
         raise _bad("subscribePattern", pattern, "a regular expression (RE2 syntax)") from None
 
