@@ -117,7 +117,6 @@ class _Progress:
     batches: int = 0
     nonempty_batches: int = 0
     last_batch_id: int = -1
-    max_tasks: int = 0  # the most Spark tasks (input partitions) one batch was read with
     started: float = field(default_factory=time.time)
     error: str = ""
 
@@ -283,7 +282,6 @@ def _start_query(df: Any, args: argparse.Namespace, output: Path, run: str, chec
     staging = output / "staging" / run
 
     def write_batch(batch: Any, batch_id: int) -> None:
-        progress.max_tasks = max(progress.max_tasks, batch.rdd.getNumPartitions())
         if args.sink == "rows":
             columns = ["topic", "partition", "offset", "timestamp", "key"]
             table = batch.select(*columns, *(["headers"] if "headers" in batch.columns else [])).toArrow()

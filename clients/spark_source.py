@@ -364,8 +364,11 @@ class GroupcoordStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
         n = self.options.spark.min_partitions
         if n is not None and n > len(ranges):  # Spark's minPartitions: one task per piece
             pieces = split_ranges((((r.topic, r.partition), r.start, r.end) for r in ranges), n)
-            return [ReadTask((KafkaRange(t, p, a, b),)) for (t, p), a, b in pieces]
-        return pack(ranges, self.options.tasks_per_batch)
+            tasks = [ReadTask((KafkaRange(t, p, a, b),)) for (t, p), a, b in pieces]
+        else:
+            tasks = pack(ranges, self.options.tasks_per_batch)
+        state.max_tasks = max(state.max_tasks, len(tasks))
+        return tasks
 
     def read(self, partition: InputPartition) -> Iterator[Any]:
         assert isinstance(partition, ReadTask)
@@ -407,6 +410,7 @@ class _ReaderState:
         self.batches = 0
         self.records_planned = 0
         self.refused_commits = 0
+        self.max_tasks = 0  # the most Spark tasks one batch was cut into (status file)
         self.staging = (StagingArea(Path(options.staging_dir), Path(options.publish_dir))
                         if options.staging_dir and options.publish_dir else None)
         if self.staging is not None:
@@ -657,6 +661,7 @@ class _ReaderState:
             "records_planned": self.records_planned,
             "losses": self._losses,
             "refused_commits": self.refused_commits,
+            "max_tasks": self.max_tasks,
             "published_files": self.staging.published_files if self.staging else 0,
             "discarded_files": self.staging.discarded_files if self.staging else 0,
             "drained": self._drained,

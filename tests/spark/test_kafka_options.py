@@ -49,10 +49,10 @@ def test_available_now_reads_what_the_pattern_json_start_and_headers_ask_for_the
     expected = {("opt-a-1", 0, o) for o in range(50, RECORDS)} | {("opt-a-1", 1, o) for o in range(RECORDS)} | \
         {("opt-a-2", 0, o) for o in range(150, RECORDS)} | {("opt-a-2", 1, o) for o in range(RECORDS)}
     print(f"\n{len(rows)} rows in {driver.progress().get('nonempty_batches')} batch(es), "
-          f"{driver.progress().get('max_tasks')} tasks at most")
+          f"{driver.status().get('max_tasks')} tasks at most")
     assert set(copies) == expected  # nothing of opt-a-1:2 (-1: latest) nor of opt-other
     assert max(copies.values()) == 1
-    assert driver.progress()["max_tasks"] >= 12  # minPartitions: 4 non-empty ranges cut into about 12 pieces
+    assert driver.status()["max_tasks"] >= 12  # minPartitions: 4 non-empty ranges cut into about 12 pieces
     for r in rows:
         if r["offset"] % 2 == 0:
             assert r["headers"] == [{"key": "h", "value": b"v%d" % r["offset"]}, {"key": "n", "value": None}], r
