@@ -181,7 +181,9 @@ def _positive(opts: Mapping[str, str], name: str) -> int | None:
 
 @functools.lru_cache(maxsize=16)
 def _compiled(pattern: str) -> Any:
-    return re2.compile(pattern)
+    options = re2.Options()
+    options.log_errors = False  # the error is ours to report, in one line
+    return re2.compile(pattern, options)
 
 
 def _check_regex(pattern: str) -> None:
