@@ -75,13 +75,19 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--group-type", choices=["consumer", "share"], default="consumer",
                    help="share: queue semantics, drivers share partitions and acknowledge acquired ranges "
                         "(clients.spark_share_source); OUTPUT/acquisitions.jsonl records every acquired range")
-    p.add_argument("--topic", action="append", required=True, help="topic to consume (repeatable)")
+    p.add_argument("--topic", action="append", default=[],
+                   help="topic to consume (repeatable; or --option subscribePattern=REGEX)")
     p.add_argument("--bootstrap-servers", required=True, help="Kafka bootstrap servers")
     p.add_argument("--output", required=True, help="directory for this driver's Parquet batches and status")
     p.add_argument("--name", default=None, help="a label for logs (default: the output directory's name)")
     p.add_argument("--sink", choices=["aggregate", "rows"], default="aggregate",
                    help="aggregate per key (default) or write every record")
     p.add_argument("--trigger-ms", type=int, default=1000, help="processing-time trigger interval (default 1000)")
+    p.add_argument("--available-now", action="store_true",
+                   help="Trigger.AvailableNow: read what is there when the query starts, then stop")
+    p.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
+                   help="another source option, e.g. includeHeaders=true or minPartitions=8 (repeatable; "
+                        "overrides the flags above)")
     p.add_argument("--max-offsets-per-trigger", type=int, default=None, help="records per micro-batch at most")
     p.add_argument("--starting-offsets", choices=["earliest", "latest"], default="latest",
                    help="where to start partitions with no committed offset (default latest)")
@@ -172,6 +178,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         progress.state = "running"
         progress.save(output)
         log.info("%s: query started (run %s, group %s)", name, run, args.group)
+        from pyspark.errors import StreamingQueryException
+
         deadline = time.monotonic() + args.duration if args.duration is not None else None
         while query.isActive and not stop.is_set():
             if args.max_records is not None and progress.records >= args.max_records:
@@ -183,7 +191,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             if os.getppid() != parent:
                 log.warning("%s: parent process exited: draining", name)
                 break
-            query.awaitTermination(0.25)
+            try:
+                query.awaitTermination(0.25)
+            except StreamingQueryException:
+                break  # the query failed: reported below, from query.exception()
         rc = 0
         if query.isActive:
             progress.state = "draining"
@@ -246,12 +257,13 @@ def _load(spark: Any, args: argparse.Namespace, output: Path, drain_file: Path, 
     reader = (spark.readStream.format(GroupcoordDataSource.name())
               .option("coordinator", args.coordinator)
               .option("group", args.group)
-              .option("topics", ",".join(args.topic))
               .option("bootstrap.servers", args.bootstrap_servers)
               .option("drain.file", str(drain_file))
               .option("status.file", str(output / "status.json"))
               .option("staging.dir", str(staging))
               .option("publish.dir", str(output / "batches")))
+    if args.topic:
+        reader = reader.option("topics", ",".join(args.topic))
     reader = reader.option("tasksPerBatch", str(args.tasks_per_batch or _local_cores(args.master)))
     if args.group_type == "share":  # starts where the group's share.auto.offset.reset says
         reader = (reader.option("group.type", "share")
@@ -268,6 +280,9 @@ def _load(spark: Any, args: argparse.Namespace, output: Path, drain_file: Path, 
         path = getattr(args, f"tls_{name}")
         if path:
             reader = reader.option(f"coordinator.tls.{name}", path)
+    for item in args.option:
+        key, _, value = item.partition("=")
+        reader = reader.option(key.strip(), value)
     return reader.load()
 
 
@@ -279,7 +294,8 @@ def _start_query(df: Any, args: argparse.Namespace, output: Path, run: str, chec
 
     def write_batch(batch: Any, batch_id: int) -> None:
         if args.sink == "rows":
-            table = batch.select("topic", "partition", "offset", "timestamp", "key").toArrow()
+            columns = ["topic", "partition", "offset", "timestamp", "key"]
+            table = batch.select(*columns, *(["headers"] if "headers" in batch.columns else [])).toArrow()
             records = table.num_rows
         else:
             table = (batch.groupBy("topic", "partition", "key")
@@ -298,8 +314,9 @@ def _start_query(df: Any, args: argparse.Namespace, output: Path, run: str, chec
         if args.batch_delay_ms > 0:
             time.sleep(args.batch_delay_ms / 1000)
 
+    trigger = {"availableNow": True} if args.available_now else {"processingTime": f"{args.trigger_ms} milliseconds"}
     return (df.writeStream.foreachBatch(write_batch)
-            .trigger(processingTime=f"{args.trigger_ms} milliseconds")
+            .trigger(**trigger)
             .option("checkpointLocation", str(checkpoint))
             .start())
 

@@ -15,6 +15,7 @@ from confluent_kafka import Consumer, KafkaError, KafkaException
 from confluent_kafka import TopicPartition as KafkaTopicPartition
 from pyspark.sql.types import StructType
 
+from clients.spark_options import DataLossError
 from clients.spark_source import ReadTask, SourceOptions, TopicPartition
 
 __all__ = ["read_task"]
@@ -30,7 +31,9 @@ def _consumer(options: SourceOptions) -> Any:
         "enable.auto.commit": False,
         "enable.auto.offset.store": False,
         "enable.partition.eof": True,
-        "auto.offset.reset": "earliest",  # a range below the log start (retention) starts at the log start
+        # A range below the log start (deleted by retention or DeleteRecords): with failOnDataLoss an error
+        # (ERR__AUTO_OFFSET_RESET, reported in read_task), without it the read starts at the log start.
+        "auto.offset.reset": "error" if options.spark.fail_on_data_loss else "earliest",
         # A task reads up to the end of the log; the fetch that follows would be held by the broker for
         # fetch.wait.max.ms (500 ms by default), and the next task's fetch waits behind it on the connection.
         "fetch.wait.max.ms": 10,
@@ -51,6 +54,7 @@ def read_task(options: SourceOptions, schema: StructType, task: ReadTask) -> Ite
 
     arrow_schema = to_arrow_schema(schema, timezone="UTC")
     timestamp_type = arrow_schema.field("timestamp").type
+    headers_type = arrow_schema.field("headers").type if "headers" in arrow_schema.names else None
     active = {(r.topic, r.partition): [r.start, r.end] for r in task.ranges if r.end > r.start}
     consumer = _consumer(options)
     consumer.assign([KafkaTopicPartition(t, p, start) for (t, p), (start, _) in active.items()])
@@ -61,7 +65,8 @@ def read_task(options: SourceOptions, schema: StructType, task: ReadTask) -> Ite
     timestamps: list[int | None] = []
     keys: list[bytes | None] = []
     values: list[bytes | None] = []
-    columns = (topics, partitions, offsets, timestamps, keys, values)
+    headers: list[list[dict[str, Any]] | None] = []
+    columns = (topics, partitions, offsets, timestamps, keys, values, headers)
 
     def flush() -> Any:
         batch = pa.RecordBatch.from_arrays([
@@ -71,6 +76,7 @@ def read_task(options: SourceOptions, schema: StructType, task: ReadTask) -> Ite
             pa.array(timestamps, pa.int64()).cast(timestamp_type),
             pa.array(keys, pa.binary()),
             pa.array(values, pa.binary()),
+            *([pa.array(headers, headers_type)] if headers_type is not None else []),
         ], schema=arrow_schema)
         for column in columns:
             column.clear()
@@ -85,10 +91,14 @@ def read_task(options: SourceOptions, schema: StructType, task: ReadTask) -> Ite
             wanted = sum(end - nxt for nxt, end in active.values())
             for m in consumer.consume(num_messages=min(wanted, _ARROW_BATCH), timeout=0.5):
                 tp = (m.topic(), m.partition())
+                err = m.error()
+                if err is not None and err.code() == KafkaError._AUTO_OFFSET_RESET:
+                    raise DataLossError(f"groupcoord source: data lost in {tp[0]}:{tp[1]}: offsets from "
+                                        f"{active.get(tp, ['?'])[0]} are no longer in Kafka (deleted by retention "
+                                        f"or DeleteRecords); set failOnDataLoss=false to skip them")
                 position = active.get(tp)
                 if position is None:
                     continue
-                err = m.error()
                 if err is not None:
                     if err.code() != KafkaError._PARTITION_EOF:
                         raise KafkaException(err)
@@ -106,6 +116,9 @@ def read_task(options: SourceOptions, schema: StructType, task: ReadTask) -> Ite
                     timestamps.append(ts * 1000 if kind != 0 and ts >= 0 else None)  # 0: TIMESTAMP_NOT_AVAILABLE
                     keys.append(m.key())
                     values.append(m.value())
+                    if headers_type is not None:
+                        hs = m.headers()  # Spark's includeHeaders: null when the record has none
+                        headers.append([{"key": k, "value": v} for k, v in hs] if hs else None)
                     position[0] = off + 1
                 if position[0] >= position[1]:
                     finish(tp)

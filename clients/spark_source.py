@@ -17,12 +17,15 @@ Options:
 =========================  =====================================================================================
 ``coordinator``            groupcoord address, HOST:PORT (required)
 ``group``                  consumer group id (required)
-``topics``                 comma-separated topics to subscribe to (required)
-``bootstrap.servers``      Kafka bootstrap servers (required)
+``subscribe``              comma-separated topics (``topics`` is the same), or ``subscribePattern``: a regex
+``bootstrap.servers``      Kafka bootstrap servers (required; Spark's name ``kafka.bootstrap.servers`` too)
 ``maxOffsetsPerTrigger``   at most this many records per micro-batch, split across owned partitions in
                            proportion to their lag (default: no limit)
-``startingOffsets``        ``earliest`` or ``latest`` (default): where to start a partition the group has no
-                           committed offset for. The start is committed at once, so a later owner resumes there
+``startingOffsets``        ``earliest``, ``latest`` (default) or JSON: where to start a partition the group has no
+                           committed offset for. The start is committed at once, so a later owner resumes there.
+                           Spark's other Kafka options (``startingOffsetsByTimestamp``, ``failOnDataLoss``,
+                           ``includeHeaders``, ``minPartitions``, ``minOffsetsPerTrigger``, ...) are in
+                           `clients.spark_options` and the README's table
 ``instance.id``            static membership (KIP-345): a stop is then a temporary leave, and the partitions
                            stay with this instance for the session timeout
 ``server.assignor``        server-side assignor to ask for (e.g. ``lag-sticky``, ``uniform``, ``range``)
@@ -111,6 +114,7 @@ from confluent_kafka.admin import AdminClient, OffsetSpec
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMaxRows, SupportsTriggerAvailableNow
 from pyspark.sql.types import (
+    ArrayType,
     BinaryType,
     IntegerType,
     LongType,
@@ -122,10 +126,11 @@ from pyspark.sql.types import (
 
 from clients.credentials import Credentials
 from clients.group_member import GroupMember, GroupMemberError
+from clients.spark_options import SparkKafkaOptions, check_position, partitions_gone, resolve_start, split_ranges
 from clients.spark_staging import StagingArea
 
-__all__ = ["SCHEMA", "GroupcoordDataSource", "GroupcoordStreamReader", "KafkaRange", "ReadTask", "SourceOptions",
-           "allot", "pack"]
+__all__ = ["SCHEMA", "SCHEMA_WITH_HEADERS", "GroupcoordDataSource", "GroupcoordStreamReader", "KafkaRange",
+           "ReadTask", "SourceOptions", "allot", "pack"]
 
 log = logging.getLogger("groupcoord.spark_source")
 
@@ -137,11 +142,12 @@ SCHEMA = StructType([
     StructField("key", BinaryType(), True),
     StructField("value", BinaryType(), True),
 ])
+# includeHeaders: Spark's `headers` column, null for a record without headers
+SCHEMA_WITH_HEADERS = StructType([*SCHEMA.fields, StructField("headers", ArrayType(StructType([
+    StructField("key", StringType(), True), StructField("value", BinaryType(), True)])), True)])
 
 TopicPartition = tuple[str, int]
 Ranges = dict[TopicPartition, tuple[int, int]]  # (from, to): records from <= offset < to
-
-_STARTING = ("earliest", "latest")
 
 
 @dataclass(frozen=True, slots=True)
@@ -153,7 +159,7 @@ class SourceOptions:
     topics: tuple[str, ...]
     bootstrap_servers: str
     max_offsets_per_trigger: int | None = None
-    starting_offsets: str = "latest"
+    spark: SparkKafkaOptions = SparkKafkaOptions()  # Spark's Kafka options (clients/spark_options.py)
     instance_id: str | None = None
     server_assignor: str | None = None
     rack_id: str | None = None
@@ -195,11 +201,10 @@ class SourceOptions:
                 raise ValueError(f"groupcoord source: option {name!r} must be >= {minimum}, got {value}")
             return value
 
-        topics = tuple(sorted({t.strip() for t in required("topics").split(",") if t.strip()}))
-        starting = opts.get("startingoffsets", "latest").strip().lower()
-        if starting not in _STARTING:
-            raise ValueError(f"groupcoord source: option 'startingOffsets' must be earliest or latest, "
-                             f"got {starting!r}")
+        max_offsets = integer("maxOffsetsPerTrigger", None, 1)
+        spark = SparkKafkaOptions.parse(opts, max_offsets)
+        if not opts.get("bootstrap.servers") and opts.get("kafka.bootstrap.servers"):
+            opts["bootstrap.servers"] = opts["kafka.bootstrap.servers"]  # Spark's name for it
         kafka = tuple(sorted((k[len("kafka."):], v) for k, v in opts.items() if k.startswith("kafka.")))
         staging_dir, publish_dir = opts.get("staging.dir") or None, opts.get("publish.dir") or None
         if (staging_dir is None) != (publish_dir is None):
@@ -210,10 +215,10 @@ class SourceOptions:
         return SourceOptions(
             coordinator=required("coordinator"),
             group=required("group"),
-            topics=topics,
+            topics=spark.topics,
             bootstrap_servers=required("bootstrap.servers"),
-            max_offsets_per_trigger=integer("maxOffsetsPerTrigger", None, 1),
-            starting_offsets=starting,
+            max_offsets_per_trigger=max_offsets,
+            spark=spark,
             instance_id=opts.get("instance.id") or None,
             server_assignor=opts.get("server.assignor") or None,
             rack_id=opts.get("rack.id") or None,
@@ -246,7 +251,8 @@ class GroupcoordDataSource(DataSource):
         return "groupcoord"
 
     def schema(self) -> StructType:
-        return SCHEMA
+        headers = str(self.options.get("includeHeaders", self.options.get("includeheaders", ""))).strip().lower()
+        return SCHEMA_WITH_HEADERS if headers == "true" else SCHEMA
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
         from clients import spark_share_source as share  # ``group.type=share``: its own module
@@ -361,7 +367,14 @@ class GroupcoordStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
                 "be replayed safely; start the query with a fresh checkpointLocation (offsets live in the "
                 "coordinator).")
         ranges = [KafkaRange(t, p, a, b) for (t, p), (a, b) in sorted(decode_offset(end).items()) if b > a]
-        return pack(ranges, self.options.tasks_per_batch)
+        n = self.options.spark.min_partitions
+        if n is not None and n > len(ranges):  # Spark's minPartitions: one task per piece
+            pieces = split_ranges((((r.topic, r.partition), r.start, r.end) for r in ranges), n)
+            tasks = [ReadTask((KafkaRange(t, p, a, b),)) for (t, p), a, b in pieces]
+        else:
+            tasks = pack(ranges, self.options.tasks_per_batch)
+        state.max_tasks = max(state.max_tasks, len(tasks))
+        return tasks
 
     def read(self, partition: InputPartition) -> Iterator[Any]:
         assert isinstance(partition, ReadTask)
@@ -397,17 +410,21 @@ class _ReaderState:
         self._next: dict[TopicPartition, int] = {}  # where the next batch starts, per partition still owned
         self._committed: dict[TopicPartition, int] = {}
         self._available_now: dict[TopicPartition, int] | None = None
+        self._existed_at_start: frozenset[TopicPartition] | None = None  # partitions created later start earliest
+        self._last_batch_at = time.monotonic()  # minOffsetsPerTrigger waits at most maxTriggerDelay from here
         self._drained = False
         self.batches = 0
         self.records_planned = 0
         self.refused_commits = 0
+        self.max_tasks = 0  # the most Spark tasks one batch was cut into (status file)
         self.staging = (StagingArea(Path(options.staging_dir), Path(options.publish_dir))
                         if options.staging_dir and options.publish_dir else None)
         if self.staging is not None:
             self.staging.discard(reason="left by an earlier run; never committed")
         self._admin = AdminClient(options.kafka_config(**{"client.id": "groupcoord-spark-source"}))
         self.member = GroupMember(
-            options.coordinator, options.group, options.topics, instance_id=options.instance_id,
+            options.coordinator, options.group, options.topics, topic_regex=options.spark.topic_pattern,
+            instance_id=options.instance_id,
             rack_id=options.rack_id, server_assignor=options.server_assignor,
             rebalance_timeout_ms=options.rebalance_timeout_ms, defer_revocation=True, on_lost=self._on_lost,
             credentials=options.credentials())
@@ -447,6 +464,8 @@ class _ReaderState:
                 self._losses_seen = losses   # read and committed past them since
                 self._next.clear()
                 self._committed.clear()
+            if self._existed_at_start is None:
+                self._existed_at_start = self._subscribed_partitions()
             status = self.member.status()  # read after `losses`: a loss in between voids this plan
             owned = status.assignment
             positions = {tp: pos for tp, pos in self._next.items() if tp in owned}
@@ -454,6 +473,10 @@ class _ReaderState:
             watermarks = self._watermarks(owned, with_log_start=bool(gained))
             if gained:
                 positions.update(self._start_positions(gained, watermarks))
+            for tp, pos in positions.items():  # below our position: truncated, or recreated under this reader
+                if tp in watermarks and watermarks[tp][1] < pos:
+                    positions[tp] = check_position(tp, pos, 0, watermarks[tp][1],
+                                                   self.options.spark.fail_on_data_loss, "next")
             ends = {tp: watermarks[tp][1] for tp in owned if tp in watermarks}
             if self._available_now is not None:
                 ends = {tp: min(e, self._available_now.get(tp, e)) for tp, e in ends.items()}
@@ -466,12 +489,15 @@ class _ReaderState:
             self._write_status()
             if not any(b > a for a, b in ranges.values()) and set(ranges) == set(decode_offset(start)):
                 return start  # nothing new and the same partitions: no batch
+            if self._delay_batch(sum(available.values())):
+                return start
             end = encode_offset(ranges)
             with self._lock:
                 self._losses_at_plan = losses
                 self._membership_at_plan = (status.member_id, status.member_epoch)
             self.issued = end
             self.records_planned += sum(take.values())
+            self._last_batch_at = time.monotonic()
             return end
         except (OSError, KafkaException, GroupMemberError, grpc.RpcError) as e:
             log.warning("group %s: skipping this trigger: %s", self.options.group, e)
@@ -522,36 +548,35 @@ class _ReaderState:
         batches), and the last batch that read one has just been settled."""
         pending = self.member.pending_revocation()
         if pending:
+            gone = self._gone(pending)  # a deleted topic's partitions are taken back like any others
             self.member.release(pending)
             for tp in pending:
                 self._committed.pop(tp, None)
                 self._next.pop(tp, None)
             log.info("group %s: released %s", self.options.group, _fmt(pending))
+            if gone:
+                partitions_gone(gone, self.options.spark.fail_on_data_loss)
 
     def _start_positions(self, gained: frozenset[TopicPartition] | set[TopicPartition],
                          watermarks: Mapping[TopicPartition, tuple[int, int]]) -> dict[TopicPartition, int]:
-        """Committed offsets of newly owned partitions; `startingOffsets` for those with none, committed at
-        once so that every later owner resumes from the same place."""
+        """Committed offsets of newly owned partitions; Spark's starting options for those with none, committed at
+        once so that every later owner resumes from the same place. An offset Kafka no longer has is a data loss
+        (`check_position`: fails the query unless ``failOnDataLoss=false``)."""
         committed = self.member.fetch_offsets(gained)
+        starting, lossy = self.options.spark.starting, self.options.spark.fail_on_data_loss
+        specs = {tp: starting.spec(tp, tp in (self._existed_at_start or ()))
+                 for tp in gained if tp in watermarks and committed.get(tp, -1) < 0}
+        by_time = self._offsets_for_times({tp: ms for tp, (kind, ms) in specs.items() if kind == "timestamp"})
         positions: dict[TopicPartition, int] = {}
-        pin: dict[TopicPartition, int] = {}
         for tp in gained:
             if tp not in watermarks:
                 continue
             log_start, end = watermarks[tp]
-            off = committed.get(tp, -1)
-            if off < 0:
-                off = log_start if self.options.starting_offsets == "earliest" else end
-                pin[tp] = off
-            elif off < log_start:
-                log.warning("group %s: %s committed offset %d is below the log start %d (deleted by retention); "
-                            "resuming at %d", self.options.group, _fmt([tp]), off, log_start, log_start)
-                off = log_start
-            elif off > end:
-                log.warning("group %s: %s committed offset %d is beyond the end %d; resuming at %d",
-                            self.options.group, _fmt([tp]), off, end, end)
-                off = end
-            positions[tp] = off
+            if tp not in specs:
+                positions[tp] = check_position(tp, committed[tp], log_start, end, lossy, "committed")
+                continue
+            positions[tp] = resolve_start(tp, specs[tp], log_start, end, by_time.get(tp, -1), self.options.spark)
+        pin = {tp: positions[tp] for tp in specs}
         self._committed.update({tp: o for tp, o in committed.items() if tp in positions and tp not in pin and o >= 0})
         if pin:
             errors = self.member.commit_offsets(pin)
@@ -560,6 +585,34 @@ class _ReaderState:
             log.info("group %s: reading %s from %s", self.options.group, _fmt(gained),
                      ", ".join(f"{t}:{p}@{o}" for (t, p), o in sorted(positions.items())))
         return positions
+
+    def _offsets_for_times(self, timestamps: Mapping[TopicPartition, int]) -> dict[TopicPartition, int]:
+        """Kafka's offsetsForTimes: the first offset at or after each timestamp, -1 if there is none."""
+        if not timestamps:
+            return {}
+        request = {KafkaTopicPartition(t, p): OffsetSpec.for_timestamp(ms) for (t, p), ms in timestamps.items()}
+        futures = self._admin.list_offsets(request, request_timeout=10.0)
+        return {(tp.topic, tp.partition): f.result(timeout=10.0).offset for tp, f in futures.items()}
+
+    def _subscribed_partitions(self) -> frozenset[TopicPartition]:
+        """The subscribed partitions that exist now (the starting options apply to these only)."""
+        metadata = self._admin.list_topics(timeout=10)
+        return frozenset((t, p) for t, topic in metadata.topics.items() if self.options.spark.matches(t)
+                         for p in topic.partitions)
+
+    def _gone(self, partitions: frozenset[TopicPartition]) -> set[TopicPartition]:
+        """Partitions whose topic is no longer in the cluster's metadata (a topic with an error is not gone)."""
+        topics = self._admin.list_topics(timeout=10).topics
+        return {(t, p) for t, p in partitions
+                if t not in topics or (topics[t].error is None and p not in topics[t].partitions)}
+
+    def _delay_batch(self, available: int) -> bool:
+        """Spark's minOffsetsPerTrigger: no batch while fewer records are available, unless maxTriggerDelay has
+        passed since the last batch. Never under availableNow (its last batch may be small)."""
+        n = self.options.spark.min_offsets_per_trigger
+        if n is None or self._available_now is not None or available >= n:
+            return False
+        return time.monotonic() - self._last_batch_at < self.options.spark.max_trigger_delay_ms / 1000
 
     def _watermarks(self, partitions: frozenset[TopicPartition],
                     with_log_start: bool) -> dict[TopicPartition, tuple[int, int]]:
@@ -583,9 +636,7 @@ class _ReaderState:
         deadline = time.monotonic() + join_timeout_s
         while not self.member.assignment() and time.monotonic() < deadline:
             time.sleep(0.05)
-        metadata = self._admin.list_topics(timeout=10)
-        request = {KafkaTopicPartition(t, p): OffsetSpec.latest() for t in self.options.topics
-                   if t in metadata.topics for p in metadata.topics[t].partitions}
+        request = {KafkaTopicPartition(t, p): OffsetSpec.latest() for t, p in self._subscribed_partitions()}
         futures = self._admin.list_offsets(request, request_timeout=10) if request else {}
         self._available_now = {(tp.topic, tp.partition): f.result(timeout=10).offset for tp, f in futures.items()}
 
@@ -616,6 +667,7 @@ class _ReaderState:
             "records_planned": self.records_planned,
             "losses": self._losses,
             "refused_commits": self.refused_commits,
+            "max_tasks": self.max_tasks,
             "published_files": self.staging.published_files if self.staging else 0,
             "discarded_files": self.staging.discarded_files if self.staging else 0,
             "drained": self._drained,

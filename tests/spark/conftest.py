@@ -68,7 +68,7 @@ def launch_driver(tmp_path: Path, kafka: EmbeddedKafka, coordinator: ServerThrea
 
     def launch(name: str, group: str, topic: str, *extra: str) -> DriverProcess:
         driver = DriverProcess(name, tmp_path / name, [
-            "--coordinator", coordinator.address, "--group", group, "--topic", topic,
+            "--coordinator", coordinator.address, "--group", group, *(["--topic", topic] if topic else []),
             "--bootstrap-servers", kafka.bootstrap_servers, "--master", "local[1]", "--driver-memory", "512m",
             *extra]).start()
         started.append(driver)

@@ -5,12 +5,16 @@ leaves cleanly (SIGTERM) while a third starts, and then one crashes (SIGKILL of 
 the middle of the stream, between writing a batch and committing it. Every produced record must be published
 once: the crashed driver's last batch was staged but never committed, so it was never published, and the
 driver that took its partitions over re-read it from the last commit.
+
+It runs twice: on the embedded Kafka (librdkafka's mock) and on the real Kafka 4.4 broker.
 """
 
 from __future__ import annotations
 
 import threading
+import uuid
 from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -21,6 +25,7 @@ from confluent_kafka.admin import AdminClient, OffsetSpec
 from clients.spark_driver import DriverProcess, batch_ranges, coverage
 from groupcoord.demo import SkewedProducer
 from groupcoord.embedded_kafka import EmbeddedKafka
+from groupcoord.kafka_broker import KafkaBroker
 
 from .conftest import LaunchDriver, wait_until
 
@@ -34,9 +39,19 @@ DRIVER_ARGS = ("--sink", "rows", "--starting-offsets", "earliest", "--trigger-ms
                "--max-offsets-per-trigger", "4000")
 
 
-def _end_offsets(kafka: EmbeddedKafka) -> dict[tuple[str, int], tuple[int, int]]:
+@pytest.fixture(scope="module", params=["embedded", "real-broker"])
+def kafka(request: pytest.FixtureRequest) -> Iterator[EmbeddedKafka | KafkaBroker]:
+    """The coordinator and the drivers (tests/spark/conftest.py) on the mock, then on the real broker."""
+    if request.param == "embedded":
+        with EmbeddedKafka(brokers=1) as cluster:
+            yield cluster
+    else:
+        yield request.getfixturevalue("kafka_broker")
+
+
+def _end_offsets(kafka: EmbeddedKafka | KafkaBroker, topic: str) -> dict[tuple[str, int], tuple[int, int]]:
     admin = AdminClient({"bootstrap.servers": kafka.bootstrap_servers})
-    ends = admin.list_offsets({TopicPartition(TOPIC, p): OffsetSpec.latest() for p in range(PARTITIONS)})
+    ends = admin.list_offsets({TopicPartition(topic, p): OffsetSpec.latest() for p in range(PARTITIONS)})
     return {(tp.topic, tp.partition): (0, f.result(timeout=10).offset) for tp, f in ends.items()}
 
 
@@ -56,19 +71,21 @@ def _rows(outputs: list[Path]) -> list[tuple[str, str, int, int]]:
 
 
 def test_every_record_is_published_once_through_a_clean_leave_and_a_crash_between_write_and_commit(
-        kafka: EmbeddedKafka, launch_driver: LaunchDriver) -> None:
-    kafka.create_topic(TOPIC, PARTITIONS)
-    producer = SkewedProducer(kafka.bootstrap_servers, TOPIC, PARTITIONS, rate=600, keys=20).start()
+        kafka: EmbeddedKafka | KafkaBroker, launch_driver: LaunchDriver) -> None:
+    run = uuid.uuid4().hex[:8]  # the real broker serves the whole session
+    topic, group = f"{TOPIC}-{run}", f"{GROUP}-{run}"
+    kafka.create_topic(topic, PARTITIONS)
+    producer = SkewedProducer(kafka.bootstrap_servers, topic, PARTITIONS, rate=600, keys=20).start()
     try:
-        a = launch_driver("a", GROUP, TOPIC, *DRIVER_ARGS, "--batch-delay-ms", str(CRASH_WINDOW_MS))
-        b = launch_driver("b", GROUP, TOPIC, *DRIVER_ARGS)
+        a = launch_driver("a", group, topic, *DRIVER_ARGS, "--batch-delay-ms", str(CRASH_WINDOW_MS))
+        b = launch_driver("b", group, topic, *DRIVER_ARGS)
         wait_until(lambda: all(_owns(d) and d.progress().get("records", 0) > 0 for d in (a, b)), 240,
                    "drivers a and b to share the topic and process records", (a, b))
 
         # b leaves cleanly while c starts: a takes b's partitions, then gives some to c (cooperatively).
         leaving = threading.Thread(target=b.terminate, name="stop-b")
         leaving.start()
-        c = launch_driver("c", GROUP, TOPIC, *DRIVER_ARGS)
+        c = launch_driver("c", group, topic, *DRIVER_ARGS)
         leaving.join(90)
         assert b.proc is not None and b.proc.returncode == 0, "b did not stop cleanly"
         assert b.progress().get("state") == "stopped"
@@ -85,7 +102,7 @@ def test_every_record_is_published_once_through_a_clean_leave_and_a_crash_betwee
     finally:
         producer.stop()
 
-    produced = _end_offsets(kafka)
+    produced = _end_offsets(kafka, topic)
     wait_until(lambda: all(c.status().get("committed", {}).get(f"{t}:{p}", -1) >= end
                            for (t, p), (_, end) in produced.items()), 240, "c to commit every record", (c,))
     assert c.terminate() == 0

@@ -65,7 +65,7 @@ def test_options_are_validated_when_the_source_loads() -> None:
     options = SourceOptions.parse({**OPTIONS, "maxOffsetsPerTrigger": "10", "startingOffsets": "EARLIEST",
                                    "kafka.security.protocol": "PLAINTEXT"})
     assert options.topics == ("a", "b") and options.max_offsets_per_trigger == 10
-    assert options.starting_offsets == "earliest"
+    assert options.spark.starting.default == "earliest"
     assert options.kafka_config()["security.protocol"] == "PLAINTEXT"
     with pytest.raises(ValueError, match="'group' is required"):
         SourceOptions.parse({k: v for k, v in OPTIONS.items() if k != "group"})
