@@ -35,7 +35,7 @@ class CompactAssignment(Mapping[str, Mapping[str, frozenset[int]]]):
         self.previous = previous
         self.changed = changed
         self._index: dict[str, int] | None = None
-        self._order: IntArray | None = None
+        self._order: I32Array | None = None
         self._starts: list[int] | None = None
         self._counts: list[int] | None = None
         self._views: dict[str, MemberAssignmentView] = {}
@@ -53,13 +53,13 @@ class CompactAssignment(Mapping[str, Mapping[str, frozenset[int]]]):
             self._counts = np.bincount(held, minlength=len(self.member_ids)).tolist()
         return self._counts
 
-    def _positions(self) -> tuple[IntArray, list[int]]:
+    def _positions(self) -> tuple[I32Array, list[int]]:
         """Global partitions grouped by owner (ascending within each) and each member's start: one sort,
         then every member's read is a slice."""
         if self._order is None:
             n = len(self.member_ids)
             key = self.owner.astype(np.uint16 if n < 1 << 16 else np.uint32)  # -1 sorts last
-            self._order = np.argsort(key, kind="stable")
+            self._order = np.argsort(key, kind="stable").astype(np.int32)  # kept: 4 bytes per partition
             self._starts = [0, *np.cumsum(self.counts()).tolist()]
         assert self._starts is not None
         return self._order, self._starts
