@@ -173,25 +173,34 @@ def encode_compact(
     topic's count, or not in its subscription."""
     n, total = len(member_ids), int(base[-1])
     clean = np.ones(n, dtype=np.bool_)
-    index = {m: i for i, m in enumerate(member_ids)}
-    remap = np.fromiter((index.get(m, -1) for m in cur.member_ids), dtype=np.int32, count=len(cur.member_ids))
-    remap = np.append(remap, np.int32(-1))  # owner -1 reads the last entry: stays -1
-    cur_t = {t: i for i, t in enumerate(cur.topic_ids)}
-    src = np.asarray([cur_t.get(t, -1) for t in topic_ids], dtype=np.int64)
-    cur_len = np.where(src >= 0, np.diff(cur.base)[np.maximum(src, 0)] if len(cur.topic_ids) else 0, 0)
-    src_base = np.where(src >= 0, cur.base[np.maximum(src, 0)] if len(cur.topic_ids) else 0, -1)
-    local = np.arange(total, dtype=np.int64) - np.repeat(base[:-1], counts)
-    ok = local < np.repeat(cur_len, counts)
-    gidx = (np.repeat(src_base, counts) + local)[ok]
-    owner = np.full(total, -1, dtype=np.int32)
-    owner[ok] = remap[cur.owner[gidx]]
-    seen = np.zeros(len(cur.owner), dtype=np.bool_)
-    seen[gidx] = True
-    lost = remap[cur.owner[~seen & (cur.owner >= 0)]]
-    clean[lost[lost >= 0]] = False
+    if list(member_ids[: len(cur.member_ids)]) == cur.member_ids:
+        remap = None  # the same members, perhaps plus new ones sorting last: the same numbering
+    else:
+        index = {m: i for i, m in enumerate(member_ids)}
+        remap = np.fromiter((index.get(m, -1) for m in cur.member_ids), dtype=np.int32,
+                            count=len(cur.member_ids))
+        remap = np.append(remap, np.int32(-1))  # owner -1 reads the last entry: stays -1
+    if cur.topic_ids == list(topic_ids) and np.array_equal(cur.base, base):  # the same layout
+        owner = cur.owner.copy() if remap is None else remap[cur.owner]
+    else:
+        cur_t = {t: i for i, t in enumerate(cur.topic_ids)}
+        src = np.asarray([cur_t.get(t, -1) for t in topic_ids], dtype=np.int64)
+        cur_len = np.where(src >= 0, np.diff(cur.base)[np.maximum(src, 0)] if len(cur.topic_ids) else 0, 0)
+        src_base = np.where(src >= 0, cur.base[np.maximum(src, 0)] if len(cur.topic_ids) else 0, -1)
+        local = np.arange(total, dtype=np.int64) - np.repeat(base[:-1], counts)
+        ok = local < np.repeat(cur_len, counts)
+        gidx = (np.repeat(src_base, counts) + local)[ok]
+        owner = np.full(total, -1, dtype=np.int32)
+        owner[ok] = cur.owner[gidx] if remap is None else remap[cur.owner[gidx]]
+        seen = np.zeros(len(cur.owner), dtype=np.bool_)
+        seen[gidx] = True
+        lost = cur.owner[~seen & (cur.owner >= 0)]
+        if remap is not None:
+            lost = remap[lost]
+        clean[lost[lost >= 0]] = False
     held = np.flatnonzero(owner >= 0)
     if len(held):
-        topic = np.searchsorted(base, held, side="right") - 1
+        topic = np.repeat(np.arange(len(counts), dtype=np.int64), counts)[held]  # cheaper than a search
         bad = ~allowed(owner[held], topic)
         if bad.any():
             clean[owner[held[bad]]] = False
@@ -266,8 +275,15 @@ def encode_claims(
 
 
 def subscription_filter(member_class: I32Array, class_topics: BoolArray) -> Callable[[I32Array, IntArray], BoolArray]:
+    """Whether each (member, topic index) pair is subscribed: one flat gather (cheaper than 2-D indexing);
+    nothing to look up when every class subscribes to every topic."""
+    if class_topics.all():
+        return lambda members, topics: np.ones(len(members), dtype=np.bool_)
+    flat = class_topics.ravel()
+    width = class_topics.shape[1]
+
     def allowed(members: I32Array, topics: IntArray) -> BoolArray:
-        return class_topics[member_class[members], topics]
+        return flat[member_class[members].astype(np.int64) * width + topics]
 
     return allowed
 
