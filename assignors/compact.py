@@ -144,8 +144,10 @@ class MemberAssignmentView(Mapping[str, frozenset[int]]):
     def __repr__(self) -> str:
         return f"MemberAssignmentView({self._mapping()!r})"
 
-    def __reduce__(self) -> tuple[type, tuple[dict[str, frozenset[int]]]]:
-        return dict, (dict(self._mapping()),)
+    def __reduce__(self) -> tuple[type, tuple[CompactAssignment, int]]:
+        # the source's arrays, pickled once however many of its views go in the same pickle (a GroupSpec
+        # sent to an assignor process), rather than a mapping built per member
+        return MemberAssignmentView, (self.source, self.index)
 
 
 def compact_from_mapping(assignment: Mapping[str, Mapping[str, Collection[int]]]) -> CompactAssignment | None:

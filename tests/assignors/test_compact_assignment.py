@@ -76,3 +76,17 @@ def test_an_overlapping_assignment_has_no_compact_form() -> None:
     assert compact_from_mapping({"a": {"t": frozenset({1})}, "b": {"t": frozenset({1, 2})}}) is None
     assert as_dicts(compact_from_mapping({"a": {"t": {1}}, "b": {"t": {0, 2}}, "c": {}})) == {
         "a": {"t": frozenset({1})}, "b": {"t": frozenset({0, 2})}, "c": {}}
+
+
+def test_a_spec_with_a_compact_current_pickles_its_arrays_once_and_assigns_the_same() -> None:
+    topics = StaticTopicDescriber({f"t{i}": 30 for i in range(4)})
+    sub = frozenset(topics.partition_counts)
+    first = assign_general(GroupSpec.of({f"m{i}": MemberSpec(sub, rack_id="r") for i in range(20)}), topics)
+    assert isinstance(first, CompactAssignment)
+    spec = GroupSpec.of({m: MemberSpec(sub, first.view(m), rack_id="r") for m in list(first)[1:]}, first)
+    data = pickle.dumps(spec)
+    assert len(data) < 4 * len(first.owner) + 4000  # the owner array, not a frozenset per member
+    back = pickle.loads(data)
+    assert back.current is not None and all(s.assigned_partitions.source is back.current
+                                            for s in back.members.values())
+    assert as_dicts(assign_general(back, topics)) == as_dicts(assign_general(spec, topics))
