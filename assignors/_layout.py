@@ -21,10 +21,12 @@ from assignors.api import (
     GroupAssignment,
     GroupSpec,
     LagSnapshot,
+    MemberAssignment,
     MemberSpec,
     SubscriptionType,
     TopicDescriber,
 )
+from assignors.compact import CompactAssignment, MemberAssignmentView
 
 IntArray = npt.NDArray[np.int64]
 I32Array = npt.NDArray[np.int32]
@@ -53,6 +55,7 @@ class Encoded:
     class_topics: BoolArray  # [K, T]: class k subscribes topic t
     owner: I32Array  # current owner of each partition, -1 = none
     clean: BoolArray
+    current: CompactAssignment | None = None  # the input's compact current assignment, when it had one
 
     @property
     def n_members(self) -> int:
@@ -116,7 +119,11 @@ def encode_group(group: GroupSpec, topics: TopicDescriber, with_owner: bool = Tr
     for k, s in enumerate(class_subs):
         idx = [tindex[t] for t in s if t in tindex]
         class_topics[k, idx] = True
-    if with_owner:
+    current = (group.current or implied_current(member_ids, specs)) if with_owner else None
+    if current is not None:
+        owner, clean = encode_compact(current, member_ids, counts, base, tids,
+                                      subscription_filter(member_class, class_topics))
+    elif with_owner:
         owner, clean = encode_claims(
             [s.assigned_partitions for s in specs],
             tindex,
@@ -128,8 +135,77 @@ def encode_group(group: GroupSpec, topics: TopicDescriber, with_owner: bool = Tr
         owner = np.full(int(base[-1]), -1, dtype=np.int32)
         clean = np.zeros(len(specs), dtype=np.bool_)
     return Encoded(
-        member_ids, specs, tids, tindex, counts, base, member_class, class_topics, owner, clean
+        member_ids, specs, tids, tindex, counts, base, member_class, class_topics, owner, clean,
+        current,
     )
+
+
+def implied_current(member_ids: Sequence[str], specs: Sequence[MemberSpec]) -> CompactAssignment | None:
+    """The compact assignment every member's current assignment is its own view of, if there is one (a
+    result of an array assignor fed back as it was returned, without `GroupSpec.current`); members that
+    joined since hold an empty mapping."""
+    source: CompactAssignment | None = None
+    for m, s in zip(member_ids, specs, strict=True):
+        a = s.assigned_partitions
+        if type(a) is not MemberAssignmentView:
+            if a:
+                return None
+            if source is not None and m in source:
+                return None  # the source says it holds something, maybe
+            continue
+        if (source is not None and a.source is not source) or a.source.member_ids[a.index] != m:
+            return None
+        source = a.source
+    return source
+
+
+def encode_compact(
+    cur: CompactAssignment,
+    member_ids: Sequence[str],
+    counts: IntArray,
+    base: IntArray,
+    topic_ids: Sequence[str],
+    allowed: Callable[[I32Array, IntArray], BoolArray],
+) -> tuple[I32Array, BoolArray]:
+    """The owner array of `encode_claims`, read from a compact current assignment in numpy passes (no
+    per-partition Python work): partitions are gathered from `cur`'s layout into this one, owners
+    renumbered; a member loses (and is not clean for) partitions of topics outside the layout, past a
+    topic's count, or not in its subscription."""
+    n, total = len(member_ids), int(base[-1])
+    clean = np.ones(n, dtype=np.bool_)
+    if list(member_ids[: len(cur.member_ids)]) == cur.member_ids:
+        remap = None  # the same members, perhaps plus new ones sorting last: the same numbering
+    else:
+        index = {m: i for i, m in enumerate(member_ids)}
+        remap = np.fromiter((index.get(m, -1) for m in cur.member_ids), dtype=np.int32,
+                            count=len(cur.member_ids))
+        remap = np.append(remap, np.int32(-1))  # owner -1 reads the last entry: stays -1
+    if cur.topic_ids == list(topic_ids) and np.array_equal(cur.base, base):  # the same layout
+        owner = cur.owner.copy() if remap is None else remap[cur.owner]
+    else:
+        cur_t = {t: i for i, t in enumerate(cur.topic_ids)}
+        src = np.asarray([cur_t.get(t, -1) for t in topic_ids], dtype=np.int64)
+        cur_len = np.where(src >= 0, np.diff(cur.base)[np.maximum(src, 0)] if len(cur.topic_ids) else 0, 0)
+        src_base = np.where(src >= 0, cur.base[np.maximum(src, 0)] if len(cur.topic_ids) else 0, -1)
+        local = np.arange(total, dtype=np.int64) - np.repeat(base[:-1], counts)
+        ok = local < np.repeat(cur_len, counts)
+        gidx = (np.repeat(src_base, counts) + local)[ok]
+        owner = np.full(total, -1, dtype=np.int32)
+        owner[ok] = cur.owner[gidx] if remap is None else remap[cur.owner[gidx]]
+        seen = np.zeros(len(cur.owner), dtype=np.bool_)
+        seen[gidx] = True
+        lost = cur.owner[~seen & (cur.owner >= 0)]
+        if remap is not None:
+            lost = remap[lost]
+        clean[lost[lost >= 0]] = False
+    held = np.flatnonzero(owner >= 0)
+    if len(held):
+        topic = np.repeat(np.arange(len(counts), dtype=np.int64), counts)[held]  # cheaper than a search
+        bad = ~allowed(owner[held], topic)
+        if bad.any():
+            clean[owner[held[bad]]] = False
+            owner[held[bad]] = -1
+    return owner, clean
 
 
 def claim_arrays(
@@ -199,8 +275,15 @@ def encode_claims(
 
 
 def subscription_filter(member_class: I32Array, class_topics: BoolArray) -> Callable[[I32Array, IntArray], BoolArray]:
+    """Whether each (member, topic index) pair is subscribed: one flat gather (cheaper than 2-D indexing);
+    nothing to look up when every class subscribes to every topic."""
+    if class_topics.all():
+        return lambda members, topics: np.ones(len(members), dtype=np.bool_)
+    flat = class_topics.ravel()
+    width = class_topics.shape[1]
+
     def allowed(members: I32Array, topics: IntArray) -> BoolArray:
-        return class_topics[member_class[members], topics]
+        return flat[member_class[members].astype(np.int64) * width + topics]
 
     return allowed
 
@@ -215,28 +298,16 @@ def changed_members(old: I32Array, new: I32Array, n_members: int) -> BoolArray:
 
 
 def decode(enc: Encoded, new_owner: I32Array) -> GroupAssignment:
-    """Owner array -> member -> topic -> partitions. Members whose partitions did not change reuse their
-    input frozensets, which is what keeps an incremental rebalance of a large group cheap."""
-    n = enc.n_members
-    rebuild = changed_members(enc.owner, new_owner, n) | ~enc.clean
-    out: GroupAssignment = {}
-    for mi in np.flatnonzero(~rebuild).tolist():
-        out[enc.member_ids[mi]] = dict(enc.specs[mi].assigned_partitions)
-    rebuild_ids = np.flatnonzero(rebuild)
-    for mi in rebuild_ids.tolist():
-        out[enc.member_ids[mi]] = {}
-    if len(rebuild_ids) == 0:
-        return out
-    if len(rebuild_ids) == n:
-        parts = np.flatnonzero(new_owner >= 0)
-    else:
-        parts = np.flatnonzero(rebuild[np.maximum(new_owner, 0)] & (new_owner >= 0))
-    fill_assignment(out, enc.member_ids, enc.topic_ids, enc.base, parts, new_owner[parts])
-    return out
+    """Owner array -> the result: a `CompactAssignment` over the array itself, which knows which members
+    changed (their owner entries moved, or their input was not exactly representable)."""
+    rebuild = changed_members(enc.owner, new_owner, enc.n_members) | ~enc.clean
+    changed = frozenset(map(enc.member_ids.__getitem__, np.flatnonzero(rebuild).tolist()))
+    return CompactAssignment(enc.member_ids, enc.topic_ids, enc.base, new_owner.astype(np.int32, copy=False),
+                             enc.current, changed)
 
 
 def fill_assignment(
-    out: GroupAssignment,
+    out: dict[str, MemberAssignment],
     member_ids: Sequence[str],
     topic_ids: Sequence[str],
     base: IntArray,

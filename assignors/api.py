@@ -16,13 +16,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
+from assignors.compact import CompactAssignment
+
 TopicId = str
 MemberId = str
 # topic id -> partitions (one member's view): a dict, or a compact read-only mapping such as
 # `uniform_runs.MemberView` that builds its sets when read
 MemberAssignment = Mapping[TopicId, frozenset[int]]
-# member -> topic id -> partitions
-GroupAssignment = dict[MemberId, MemberAssignment]
+# member -> topic id -> partitions: a dict, or a `CompactAssignment` (an owner array, members derived on read)
+GroupAssignment = Mapping[MemberId, MemberAssignment]
 
 
 class AssignorError(Exception):
@@ -50,13 +52,17 @@ class MemberSpec:
 class GroupSpec:
     members: Mapping[MemberId, MemberSpec]
     subscription_type: SubscriptionType
+    # The members' current assignment as one owner array, when the caller has it: each member's
+    # `assigned_partitions` is then this assignment's view of it (members it lacks hold nothing), and array
+    # assignors read the array instead of re-encoding every member's partitions.
+    current: CompactAssignment | None = None
 
     @staticmethod
-    def of(members: Mapping[MemberId, MemberSpec]) -> GroupSpec:
+    def of(members: Mapping[MemberId, MemberSpec], current: CompactAssignment | None = None) -> GroupSpec:
         """Build a spec, deriving the subscription type from the members' subscriptions."""
         subs = {m.subscribed_topic_ids for m in members.values()}
         kind = SubscriptionType.HOMOGENEOUS if len(subs) <= 1 else SubscriptionType.HETEROGENEOUS
-        return GroupSpec(members=members, subscription_type=kind)
+        return GroupSpec(members=members, subscription_type=kind, current=current)
 
 
 @runtime_checkable

@@ -14,7 +14,7 @@ import numpy as np
 
 from assignors._greedy import greedy_rounds
 from assignors._layout import IntArray, encode_group, fill_assignment, lag_vector
-from assignors.api import GroupAssignment, GroupSpec, LagSnapshot, TopicDescriber
+from assignors.api import GroupAssignment, GroupSpec, LagSnapshot, MemberAssignment, TopicDescriber
 
 
 class LagAssignor:
@@ -24,7 +24,7 @@ class LagAssignor:
         self, group: GroupSpec, topics: TopicDescriber, lag: LagSnapshot | None = None
     ) -> GroupAssignment:
         enc = encode_group(group, topics, with_owner=False)
-        out: GroupAssignment = {m: {} for m in enc.member_ids}
+        out: dict[str, MemberAssignment] = {m: {} for m in enc.member_ids}
         if enc.n_members == 0 or enc.n_partitions == 0:
             return out
         lags = lag_vector(lag, enc.tindex, enc.counts, enc.base)

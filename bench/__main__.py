@@ -4,6 +4,8 @@ from __future__ import annotations
 
 BENCHMARKS = {
     "bench.core_bench": "steady heartbeats through the sans-I/O core alone (target >= 50,000/s on one core)",
+    "bench.target_bench": "target assignments: bytes per partition at 1,000,000 partitions; one member joining a "
+                          "1,000-member x 50,000-partition group through the core",
     "bench.heartbeat_bench": "heartbeats over real gRPC: 5,000 members in 50 groups, a 1,000-member group "
                              "rebalancing, offload on vs off (targets: >= 3,000/s, p99 <= 25 ms, <= 2x quiet p99)",
     "bench.assignors_bench": "assignor times and quality (uniform, range, lag, lag-sticky, cooperative-sticky)",

@@ -52,6 +52,7 @@ from coordinator.core.records import (
     Partitions,
 )
 from coordinator.core.results import CancelTimer, Result, TimerKey, TimerOp
+from coordinator.core.target_store import TargetAssignment
 
 EMPTY_ASSIGNMENT_EPOCH = 1  # KIP-1263: epoch 1 is reserved for the empty target assignment
 FIRST_GROUP_EPOCH = 2
@@ -153,7 +154,7 @@ class ConsumerGroup(GroupDefaults):
     metadata_hash: int = 0
     members: dict[str, ConsumerGroupMember] = field(default_factory=dict)
     static_members: dict[str, str] = field(default_factory=dict)  # instance id -> member id
-    target_assignment: dict[str, Partitions] = field(default_factory=dict)
+    target_assignment: TargetAssignment = field(default_factory=TargetAssignment)  # arrays, not frozensets
     target_assignment_epoch: int = 0  # 0: nothing computed yet (the empty assignment at epoch 1 applies)
     assignment_timestamp_ms: int = 0  # KIP-1263: when the last computation finished; 0 = unknown
     partition_owner: dict[tuple[str, int], str] = field(default_factory=dict)
@@ -163,6 +164,10 @@ class ConsumerGroup(GroupDefaults):
     metadata_image_seen: object = None  # the metadata image the metadata hash was last checked against
     # member id -> (member, target, image, MemberSpec): lets build_spec reuse unchanged members' specs
     spec_cache: dict[str, tuple[Any, Any, Any, Any]] = field(default_factory=dict)
+    # (metadata image, (subscribed names, regex, resolved names) -> topic ids): members subscribing alike share
+    # one frozenset, computed once per image
+    subscription_cache: tuple[object, dict[Any, frozenset[str]]] = field(
+        default_factory=lambda: (None, {}), compare=False, repr=False)
     # KIP-848: subscribed regex -> the topic names it resolved to (replayed from records), and when
     resolved_regexes: dict[str, frozenset[str]] = field(default_factory=dict)
     regex_resolved_ms: dict[str, int] = field(default_factory=dict)
@@ -182,9 +187,9 @@ class ConsumerGroup(GroupDefaults):
         return max(self.target_assignment_epoch, EMPTY_ASSIGNMENT_EPOCH)
 
     def target_for(self, member_id: str) -> Partitions:
-        if self.target_assignment_epoch == 0:
+        if self.target_assignment_epoch == 0 or member_id not in self.target_assignment:
             return {}
-        return self.target_assignment.get(member_id, {})
+        return self.target_assignment[member_id]
 
     def state(self) -> ConsumerGroupState:
         if self.deleted:
@@ -200,10 +205,8 @@ class ConsumerGroup(GroupDefaults):
         return ConsumerGroupState.STABLE
 
     def subscribed_topic_names(self) -> set[str]:
-        names: set[str] = set()
-        for m in self.members.values():
-            names.update(m.subscribed_topic_names)
-        return names
+        # members mostly subscribe alike: one union per distinct subscription, not per member
+        return set().union(*{m.subscribed_topic_names for m in self.members.values()})
 
     def regexes(self) -> set[str]:
         return set(self.regex_subscribers)

@@ -49,7 +49,7 @@ from coordinator.core.records import (
     ConsumerGroupTargetAssignmentMemberTombstone,
 )
 from coordinator.core.results import Result
-from coordinator.core.target_assignment import subscribed_topic_ids
+from coordinator.core.target_assignment import cached_subscribed_topic_ids
 from coordinator.core.topic_regex import compile_topic_regex
 
 if TYPE_CHECKING:
@@ -202,7 +202,7 @@ def _heartbeat(shard: GroupCoordinatorShard, r: ConsumerGroupHeartbeatRequest,
     target_epoch = group.effective_target_epoch
     reconciled = member
     if member.state is not MemberState.STABLE or member.member_epoch != target_epoch or subscription_changed:
-        subscribed = subscribed_topic_ids(member, shard.metadata, group.resolved_topics)
+        subscribed = cached_subscribed_topic_ids(group, member, shard.metadata, group.resolved_topics)
         owner = group.partition_owner
         reconciled = reconcile(
             member, target_epoch, group.target_for(member_id), subscribed,

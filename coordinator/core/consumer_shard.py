@@ -85,8 +85,8 @@ def _replay_target_member(shard: GroupCoordinatorShard, r: records.ConsumerGroup
 def _replay_target_member_tombstone(shard: GroupCoordinatorShard,
                                     r: records.ConsumerGroupTargetAssignmentMemberTombstone) -> None:
     group = shard.groups.get(r.group_id)
-    if isinstance(group, ConsumerGroup):
-        group.target_assignment.pop(r.member_id, None)
+    if isinstance(group, ConsumerGroup) and r.member_id in group.target_assignment:
+        del group.target_assignment[r.member_id]
 
 
 def _replay_target_metadata(shard: GroupCoordinatorShard, r: records.ConsumerGroupTargetAssignmentMetadata) -> None:

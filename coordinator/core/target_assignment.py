@@ -7,10 +7,11 @@ into an immutable `GroupSpec`, call the assignor, diff the result against the cu
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 from assignors.api import GroupAssignment, GroupSpec, LagSnapshot, MemberSpec
+from assignors.compact import CompactAssignment
 from coordinator.core.consumer_group import ConsumerGroup, ConsumerGroupMember
 from coordinator.core.metadata import MetadataImage
 from coordinator.core.records import (
@@ -71,23 +72,45 @@ def build_spec(
 ) -> GroupSpec:
     """Snapshot the group for the assignor. Runs on the event loop for every assignor run, so each member's
     `MemberSpec` is cached and rebuilt only when the member, its target or the metadata image was replaced
-    (all three are immutable values, so identity tells)."""
+    (all three are immutable values, so identity tells). The target goes in as the store's owner-array
+    snapshot, each member's as that snapshot's view: no per-partition work here."""
     cache = group.spec_cache
+    current = group.target_assignment.snapshot() if group.target_assignment_epoch else None
     members: dict[str, MemberSpec] = {}
     for mid, m in group.members.items():
-        target = group.target_assignment.get(mid, _EMPTY) if group.target_assignment_epoch else _EMPTY
+        if current is not None:
+            target: Partitions = current.view(mid) if mid in current else _EMPTY
+        elif group.target_assignment_epoch and mid in group.target_assignment:
+            target = group.target_assignment[mid]
+        else:
+            target = _EMPTY
         hit = cache.get(mid)
         if hit is not None and hit[0] is m and hit[1] is target and hit[2] is image:
             members[mid] = hit[3]
             continue
-        spec = MemberSpec(subscribed_topic_ids=subscribed_topic_ids(m, image, resolve_regex),
+        spec = MemberSpec(subscribed_topic_ids=cached_subscribed_topic_ids(group, m, image, resolve_regex),
                           assigned_partitions=target, rack_id=m.rack_id, instance_id=m.instance_id)
         cache[mid] = (m, target, image, spec)
         members[mid] = spec
     if len(cache) > len(members):
         for mid in [k for k in cache if k not in members]:
             del cache[mid]
-    return GroupSpec.of(members)
+    return GroupSpec.of(members, current)
+
+
+def cached_subscribed_topic_ids(group: ConsumerGroup, m: ConsumerGroupMember, image: MetadataImage,
+                  resolve_regex: Callable[[str], frozenset[str]]) -> frozenset[str]:
+    """`subscribed_topic_ids`, shared by members that subscribe alike (one set per image and subscription)."""
+    seen, ids = group.subscription_cache
+    if seen is not image or len(ids) > 4096:
+        ids = {}
+        group.subscription_cache = (image, ids)
+    regex = m.subscribed_topic_regex
+    key = (m.subscribed_topic_names, regex, resolve_regex(regex) if regex else None)
+    out = ids.get(key)
+    if out is None:
+        out = ids[key] = subscribed_topic_ids(m, image, resolve_regex)
+    return out
 
 
 _EMPTY: Partitions = {}
@@ -95,9 +118,12 @@ _EMPTY: Partitions = {}
 
 def reconcile_result_with_group(
     group: ConsumerGroup, result: GroupAssignment, instance_ids: Mapping[str, str]
-) -> dict[str, Partitions]:
+) -> Mapping[str, Partitions]:
     """Apply what changed while an offloaded run was in flight (KIP-1263): members removed since then lose
-    their assignment; a static member replaced since then has its assignment moved to the new member id."""
+    their assignment; a static member replaced since then has its assignment moved to the new member id.
+    Nobody removed: the result as it is (a compact one keeps what it knows about who changed)."""
+    if all(m in group.members for m in result):
+        return result
     out: dict[str, Partitions] = {}
     for member_id, assignment in result.items():
         if member_id in group.members:
@@ -114,11 +140,13 @@ def reconcile_result_with_group(
 def target_records(
     group: ConsumerGroup, new_target: Mapping[str, Partitions], assignment_epoch: int, finished_at_ms: int
 ) -> list[object]:
-    """Records for the members whose target changed, then the metadata with epoch and finish time."""
+    """Records for the members whose target changed, then the metadata with epoch and finish time. A compact
+    result computed from the current target says which members changed: only those are looked at."""
     records: list[object] = []
-    for member_id in group.members:
+    store = group.target_assignment
+    for member_id in _candidates(group, new_target):
         raw_new = new_target.get(member_id, _EMPTY)
-        raw_old = group.target_assignment.get(member_id)
+        raw_old = store.get(member_id)
         if raw_old is not None and (raw_new is raw_old or raw_new == raw_old):
             continue  # fast path: assignors hand back unchanged members' partitions as they were given
         new = _normalise(raw_new)
@@ -126,6 +154,15 @@ def target_records(
             records.append(ConsumerGroupTargetAssignmentMember(group.group_id, member_id, new))
     records.append(ConsumerGroupTargetAssignmentMetadata(group.group_id, assignment_epoch, finished_at_ms))
     return records
+
+
+def _candidates(group: ConsumerGroup, new_target: Mapping[str, Partitions]) -> Iterable[str]:
+    """Members whose target may differ: all, unless the result knows what changed since the current target."""
+    if not (isinstance(new_target, CompactAssignment) and new_target.changed is not None
+            and new_target.previous is not None and new_target.previous is group.target_assignment.snapshot()):
+        return group.members
+    changed, store = new_target.changed, group.target_assignment
+    return [m for m in group.members if m in changed or m not in store or m not in new_target]
 
 
 def _normalise(p: Partitions) -> dict[str, frozenset[int]]:

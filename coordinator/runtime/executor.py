@@ -26,7 +26,16 @@ from concurrent.futures import Executor, Future, ProcessPoolExecutor, ThreadPool
 from dataclasses import dataclass
 from typing import Any
 
-from assignors.api import AssignorError, GroupAssignment, GroupSpec, LagSnapshot, StaticTopicDescriber, TopicDescriber
+from assignors.api import (
+    AssignorError,
+    GroupAssignment,
+    GroupSpec,
+    LagSnapshot,
+    MemberAssignment,
+    StaticTopicDescriber,
+    TopicDescriber,
+)
+from assignors.compact import CompactAssignment
 from assignors.registry import get_server_assignor, server_assignor_names
 from coordinator.core.target_assignment import AssignorCompletion, AssignorRun
 from coordinator.core.topic_regex import RegexResolution, RegexResolutionCompletion, resolve_topic_regexes
@@ -115,6 +124,8 @@ def run_compact(run: CompactRun) -> RunOutcome:
     outcome = run_assignor(run.assignor_name, run.spec, run.topics, run.lag)
     if outcome.assignment is None:
         return outcome
+    if isinstance(outcome.assignment, CompactAssignment):  # arrays: one small pickle, no frozensets to load
+        return RunOutcome(None, None, outcome.started, outcome.elapsed, (pickle.dumps(outcome.assignment),))
     items = list(outcome.assignment.items())
     chunks = tuple(pickle.dumps(dict(items[i:i + RESULT_CHUNK_MEMBERS]), protocol=pickle.HIGHEST_PROTOCOL)
                    for i in range(0, len(items), RESULT_CHUNK_MEMBERS))
@@ -122,9 +133,12 @@ def run_compact(run: CompactRun) -> RunOutcome:
 
 
 def load_chunks(chunks: tuple[bytes, ...]) -> GroupAssignment:
-    assignment: GroupAssignment = {}
+    assignment: dict[str, MemberAssignment] = {}
     for chunk in chunks:
-        assignment.update(pickle.loads(chunk))
+        loaded = pickle.loads(chunk)
+        if isinstance(loaded, CompactAssignment):
+            return loaded
+        assignment.update(loaded)
         time.sleep(0)  # hand the GIL to the event loop between chunks
     return assignment
 

@@ -1,0 +1,160 @@
+"""A consumer group's target assignment, kept as arrays: per-topic owner arrays plus each member's partitions.
+
+Why: a frozenset per member and topic costs tens of bytes per partition, and the assignors want an owner
+array anyway. Records still carry one member's topic -> partitions (their bytes do not change); replaying
+one writes that member's int32 arrays and its entries in the owner arrays, and reading a member derives its
+mapping from its arrays. `snapshot()` hands the assignors the owner arrays in their layout
+(`CompactAssignment`) without touching a Python object per partition.
+
+Owner arrays hold one member per partition. While the records of one new target are replayed, a partition
+may briefly be claimed by two members (the gainer's record before the loser's); the loser's later record
+clears only entries it still owns, so the arrays end right (records applied in another order are caught by
+counting claims against owned entries, and the owner arrays rebuilt from the members' arrays). Should claims
+overlap for good (a custom assignor handing a partition to two members), `snapshot()` returns None and
+callers use the per-member mappings, which stay exact.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, MutableMapping
+
+import numpy as np
+import numpy.typing as npt
+
+from assignors.compact import CompactAssignment
+
+I32Array = npt.NDArray[np.int32]
+Partitions = Mapping[str, frozenset[int]]
+_NONE = np.int32(-1)
+
+
+class TargetAssignment(MutableMapping[str, Partitions]):
+    """member id -> topic id -> partitions, stored as arrays (see the module docstring)."""
+
+    __slots__ = ("_claims", "_free", "_ids", "_owned", "_owners", "_parts", "_slot", "_snapshot", "version")
+
+    def __init__(self, items: Mapping[str, Partitions] | None = None) -> None:
+        self._slot: dict[str, int] = {}
+        self._ids: list[str | None] = []
+        self._free: list[int] = []
+        self._parts: list[dict[str, I32Array]] = []
+        self._owners: dict[str, I32Array] = {}
+        self._claims = 0  # partitions over every member's arrays
+        self._owned = 0  # entries >= 0 over the owner arrays: equal to _claims unless claims overlap
+        self._snapshot: CompactAssignment | None = None
+        self.version = 0
+        for k, v in (items or {}).items():
+            self[k] = v
+
+    # --- reading ----------------------------------------------------------------------------------------
+    def __getitem__(self, member_id: str) -> dict[str, frozenset[int]]:
+        parts = self._parts[self._slot[member_id]]
+        return {t: frozenset(a.tolist()) for t, a in parts.items()}
+
+    def __contains__(self, member_id: object) -> bool:
+        return member_id in self._slot
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._slot)
+
+    def __len__(self) -> int:
+        return len(self._slot)
+
+    def partition_count(self, member_id: str) -> int:
+        slot = self._slot.get(member_id)
+        return 0 if slot is None else sum(len(a) for a in self._parts[slot].values())
+
+    def nbytes(self) -> int:
+        """Bytes of array data held (owner arrays and member arrays)."""
+        return sum(a.nbytes for a in self._owners.values()) + sum(
+            a.nbytes for parts in self._parts for a in parts.values())
+
+    # --- replay -----------------------------------------------------------------------------------------
+    def __setitem__(self, member_id: str, partitions: Partitions) -> None:
+        slot = self._slot.get(member_id)
+        if slot is None:
+            slot = self._free.pop() if self._free else len(self._ids)
+            if slot == len(self._ids):
+                self._ids.append(member_id)
+                self._parts.append({})
+            else:
+                self._ids[slot] = member_id
+            self._slot[member_id] = slot
+        else:
+            self._release(slot)
+        parts: dict[str, I32Array] = {}
+        for topic, ps in partitions.items():
+            if not ps:
+                continue
+            arr = np.fromiter(ps, dtype=np.int64, count=len(ps))
+            arr.sort()
+            if arr[0] < 0 or arr[-1] >= 1 << 31:
+                arr = arr[(arr >= 0) & (arr < 1 << 31)]  # not a partition: never valid, dropped as assignors do
+            arr32 = arr.astype(np.int32)
+            parts[topic] = arr32
+            self._claims += len(arr32)
+            owners = self._grow(topic, int(arr32[-1]) + 1 if len(arr32) else 0)
+            self._owned += int(np.count_nonzero(owners[arr32] < 0))
+            owners[arr32] = slot
+        self._parts[slot] = parts
+        self._changed()
+
+    def __delitem__(self, member_id: str) -> None:
+        slot = self._slot.pop(member_id)
+        self._release(slot)
+        self._parts[slot] = {}
+        self._ids[slot] = None
+        self._free.append(slot)
+        self._changed()
+
+    def _release(self, slot: int) -> None:
+        for topic, arr in self._parts[slot].items():
+            self._claims -= len(arr)
+            owners = self._owners[topic]
+            mine = arr[owners[arr] == slot]
+            owners[mine] = _NONE
+            self._owned -= len(mine)
+
+    def _grow(self, topic: str, size: int) -> I32Array:
+        owners = self._owners.get(topic)
+        if owners is None or len(owners) < size:
+            # grow by a quarter: replay grows a topic member by member, and slack is memory kept
+            grown = np.full(max(size, len(owners) * 5 // 4 if owners is not None else size), -1, dtype=np.int32)
+            if owners is not None:
+                grown[: len(owners)] = owners
+            self._owners[topic] = owners = grown
+        return owners
+
+    def _rebuild_owners(self) -> None:
+        for owners in self._owners.values():
+            owners.fill(-1)
+        for slot, parts in enumerate(self._parts):
+            for topic, arr in parts.items():
+                self._owners[topic][arr] = slot
+        self._owned = sum(int(np.count_nonzero(a >= 0)) for a in self._owners.values())
+
+    def _changed(self) -> None:
+        self.version += 1
+        self._snapshot = None
+
+    # --- for the assignors ------------------------------------------------------------------------------
+    def snapshot(self) -> CompactAssignment | None:
+        """The target as one owner array (topics sorted, members sorted), the same object until the next
+        change; None when claims overlap (see the module docstring)."""
+        if self._snapshot is not None:
+            return self._snapshot
+        if self._owned != self._claims:
+            self._rebuild_owners()  # an overlap may have resolved in an order that left a claim unowned
+            if self._owned != self._claims:
+                return None
+        members = sorted(self._slot)
+        remap = np.full(len(self._ids) + 1, -1, dtype=np.int32)  # the extra last entry maps -1 to -1
+        for i, m in enumerate(members):
+            remap[self._slot[m]] = i
+        topics = sorted(t for t, a in self._owners.items() if (a >= 0).any())
+        arrays = [self._owners[t] for t in topics]
+        base = np.zeros(len(arrays) + 1, dtype=np.int64)
+        np.cumsum([len(a) for a in arrays], out=base[1:])
+        owner = remap[np.concatenate(arrays)] if arrays else np.zeros(0, dtype=np.int32)
+        self._snapshot = CompactAssignment(members, topics, base, owner)
+        return self._snapshot
