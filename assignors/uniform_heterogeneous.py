@@ -414,7 +414,7 @@ class _Builder:
         owners = self.owners
         by_owner = np.argsort(owners, kind="stable")
         bounds = np.searchsorted(owners[by_owner], np.arange(-1, len(self.member_ids) + 1)).tolist()
-        out: GroupAssignment = {}
+        out: dict[str, MemberAssignment] = {}
         for index, m in enumerate(self.member_ids):
             if self.changed[index]:
                 out[m] = HetView(self.numbering, by_owner[bounds[index + 1]:bounds[index + 2]],

@@ -73,7 +73,7 @@ def assign_homogeneous(group: GroupSpec, topics: TopicDescriber) -> GroupAssignm
     unassigned = [(t, p) for t, c in counts.items() for p in range(c) if (t, p) not in taken]
     n = len(members)
     floor, extra = divmod(sum(counts.values()), n)
-    out: GroupAssignment = {}
+    out: dict[str, MemberAssignment] = {}
     unfilled: list[tuple[str, int]] = []
     for index, m in enumerate(members):
         old = owned[m]
@@ -82,7 +82,8 @@ def assign_homogeneous(group: GroupSpec, topics: TopicDescriber) -> GroupAssignm
         if has_extra:
             quota += 1
         new: dict[str, set[int]] | None = None
-        for t, ps in old.items():
+        for t in member_map_order(old):  # Kafka's order, whatever order the caller's mapping iterates in
+            ps = old[t]
             if t in counts:
                 if len(ps) <= quota:
                     quota -= len(ps)
