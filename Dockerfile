@@ -23,9 +23,10 @@ COPY groupcoord ./groupcoord
 COPY coordinator ./coordinator
 COPY assignors ./assignors
 COPY clients ./clients
+COPY wire ./wire
 RUN pip install --upgrade pip \
  && pip install . \
- && python -c "import groupcoord.cli, groupcoord.healthcheck, coordinator.runtime.server"
+ && python -c "import groupcoord.cli, groupcoord.healthcheck, groupcoord.coordinator.runtime.server"
 
 # --- runtime: the virtualenv only, as a non-root user -----------------------------------------------------
 FROM ${PYTHON_IMAGE} AS runtime

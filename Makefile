@@ -18,21 +18,21 @@ demo: $(STAMP)
 
 test: $(STAMP)
 	$(PY) -m ruff check .
-	$(PY) -m mypy assignors coordinator clients groupcoord
+	$(PY) -m mypy groupcoord
 	$(VENV)/bin/lint-imports
 	bash scripts/kafka-broker.sh >/dev/null
 	$(PY) -m pytest -q $(PYTEST_ARGS)
 
 lint: $(STAMP)
 	$(PY) -m ruff check .
-	$(PY) -m mypy assignors coordinator clients groupcoord
+	$(PY) -m mypy groupcoord
 	$(VENV)/bin/lint-imports
 
 # The Apache Kafka broker of tests/realkafka: jars from Maven Central into .cache/ (first run only, seconds).
 kafka-broker:
 	bash scripts/kafka-broker.sh
 
-# Regenerate groupcoord/v1/*_pb2*.py from proto/ (tests/test_proto_drift.py checks they match).
+# Regenerate groupcoord/wire/v1/*_pb2*.py from proto/ (tests/test_proto_drift.py checks they match).
 proto: $(STAMP)
 	$(PY) -m groupcoord.protogen
 

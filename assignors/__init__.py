@@ -9,7 +9,7 @@ The classes are exported for callers that need non-default parameters
 `_kafka_sticky` the parts of Kafka's sticky assignor that fix its exact answer.
 """
 
-from assignors.api import (
+from groupcoord.assignors.api import (
     EMPTY_LAG,
     AssignorError,
     GroupAssignment,
@@ -23,7 +23,7 @@ from assignors.api import (
     SubscriptionType,
     TopicDescriber,
 )
-from assignors.classic import (
+from groupcoord.assignors.classic import (
     ClassicAssignment,
     ClassicAssignor,
     ClassicSubscription,
@@ -31,13 +31,13 @@ from assignors.classic import (
     get_classic_assignor,
     register_classic_assignor,
 )
-from assignors.cooperative_sticky import CooperativeStickyAssignor
-from assignors.lag import LagAssignor
-from assignors.lag_sticky import LagStickyAssignor
-from assignors.range import RangeAssignor
-from assignors.registry import get_server_assignor, register_server_assignor, server_assignor_names
-from assignors.round_robin import RoundRobinAssignor
-from assignors.uniform import UniformAssignor
+from groupcoord.assignors.cooperative_sticky import CooperativeStickyAssignor
+from groupcoord.assignors.lag import LagAssignor
+from groupcoord.assignors.lag_sticky import LagStickyAssignor
+from groupcoord.assignors.range import RangeAssignor
+from groupcoord.assignors.registry import get_server_assignor, register_server_assignor, server_assignor_names
+from groupcoord.assignors.round_robin import RoundRobinAssignor
+from groupcoord.assignors.uniform import UniformAssignor
 
 __all__ = [
     "EMPTY_LAG",

@@ -39,7 +39,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from assignors._layout import BoolArray, I32Array, IntArray, stable_group_order
+from groupcoord.assignors._layout import BoolArray, I32Array, IntArray, stable_group_order
 
 # fill(incoming partitions, members (ascending), capacities, owner): set owner[incoming]; sum(caps) == len
 FillFn = Callable[[IntArray, IntArray, IntArray, I32Array], None]

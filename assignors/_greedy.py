@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from assignors._layout import IntArray
+from groupcoord.assignors._layout import IntArray
 
 # reorder(slot members, partitions) -> partitions: used for rack matching inside a round
 Reorder = Callable[[Sequence[int], Sequence[int]], list[int]]

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from assignors._kafka_sticky import java_string_hash
+from groupcoord.assignors._kafka_sticky import java_string_hash
 
 
 class _JavaHashSet:

@@ -34,7 +34,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from assignors._layout import BoolArray, I32Array, IntArray
+from groupcoord.assignors._layout import BoolArray, I32Array, IntArray
 
 
 def java_string_hash(s: str) -> int:

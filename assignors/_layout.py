@@ -17,7 +17,7 @@ from typing import cast
 import numpy as np
 import numpy.typing as npt
 
-from assignors.api import (
+from groupcoord.assignors.api import (
     GroupAssignment,
     GroupSpec,
     LagSnapshot,
@@ -26,7 +26,7 @@ from assignors.api import (
     SubscriptionType,
     TopicDescriber,
 )
-from assignors.compact import CompactAssignment, MemberAssignmentView
+from groupcoord.assignors.compact import CompactAssignment, MemberAssignmentView
 
 IntArray = npt.NDArray[np.int64]
 I32Array = npt.NDArray[np.int32]

@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
-from assignors.compact import CompactAssignment
+from groupcoord.assignors.compact import CompactAssignment
 
 TopicId = str
 MemberId = str

@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-from assignors.classic import ServerAssignorAdapter, register_classic_assignor
-from assignors.cooperative_sticky import CooperativeStickyAssignor
-from assignors.lag import LagAssignor
-from assignors.lag_sticky import LagStickyAssignor
-from assignors.range import RangeAssignor
-from assignors.registry import register_server_assignor
-from assignors.round_robin import RoundRobinAssignor
-from assignors.simple_share import SimpleShareAssignor
-from assignors.uniform import UniformAssignor
+from groupcoord.assignors.classic import ServerAssignorAdapter, register_classic_assignor
+from groupcoord.assignors.cooperative_sticky import CooperativeStickyAssignor
+from groupcoord.assignors.lag import LagAssignor
+from groupcoord.assignors.lag_sticky import LagStickyAssignor
+from groupcoord.assignors.range import RangeAssignor
+from groupcoord.assignors.registry import register_server_assignor
+from groupcoord.assignors.round_robin import RoundRobinAssignor
+from groupcoord.assignors.simple_share import SimpleShareAssignor
+from groupcoord.assignors.uniform import UniformAssignor
 
 # SimpleShareAssignor serves share groups only (registry.SHARE_ONLY_ASSIGNORS); registered here so that a
 # background worker process, which imports only this module, finds it for an offloaded share-group run.

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Protocol
 
-from assignors.api import (
+from groupcoord.assignors.api import (
     GroupSpec,
     LagSnapshot,
     MemberSpec,
@@ -112,14 +112,14 @@ def register_classic_assignor(assignor: ClassicAssignor) -> None:
 def get_classic_assignor(name: str) -> ClassicAssignor:
     """The classic assignor called `name` (Kafka's protocol name; "round-robin" also finds "roundrobin");
     KeyError if none."""
-    from assignors.registry import _load_builtins
+    from groupcoord.assignors.registry import _load_builtins
 
     _load_builtins()
     return _CLASSIC_ASSIGNORS[_ALIASES.get(name, name)]
 
 
 def classic_assignor_names() -> list[str]:
-    from assignors.registry import _load_builtins
+    from groupcoord.assignors.registry import _load_builtins
 
     _load_builtins()
     return sorted(_CLASSIC_ASSIGNORS)

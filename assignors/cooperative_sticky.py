@@ -30,18 +30,18 @@ from operator import attrgetter, itemgetter
 import numpy as np
 import numpy.typing as npt
 
-from assignors._balance import Policy, _is_balanced, balance
-from assignors._kafka_general import GeneralBuilder
-from assignors._kafka_sticky import (
+from groupcoord.assignors._balance import Policy, _is_balanced, balance
+from groupcoord.assignors._kafka_general import GeneralBuilder
+from groupcoord.assignors._kafka_sticky import (
     JavaMapOrder,
     constrained_assign,
     java_sorted,
     resolve_claims,
     withheld_unless_newest_claimant,
 )
-from assignors._layout import BoolArray, I32Array, IntArray, stable_group_order, topic_layout
-from assignors.api import PartitionOffsets
-from assignors.classic import COOPERATIVE, EAGER, ClassicAssignment, ClassicSubscription
+from groupcoord.assignors._layout import BoolArray, I32Array, IntArray, stable_group_order, topic_layout
+from groupcoord.assignors.api import PartitionOffsets
+from groupcoord.assignors.classic import COOPERATIVE, EAGER, ClassicAssignment, ClassicSubscription
 
 TP = tuple[str, int]
 ObjArray = npt.NDArray[np.object_]

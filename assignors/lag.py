@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from assignors._greedy import greedy_rounds
-from assignors._layout import IntArray, encode_group, fill_assignment, lag_vector
-from assignors.api import GroupAssignment, GroupSpec, LagSnapshot, MemberAssignment, TopicDescriber
+from groupcoord.assignors._greedy import greedy_rounds
+from groupcoord.assignors._layout import IntArray, encode_group, fill_assignment, lag_vector
+from groupcoord.assignors.api import GroupAssignment, GroupSpec, LagSnapshot, MemberAssignment, TopicDescriber
 
 
 class LagAssignor:

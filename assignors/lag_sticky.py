@@ -36,11 +36,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from assignors._balance import FillFn, Policy, balance, contiguous_fill
-from assignors._greedy import greedy_rounds
-from assignors._layout import BoolArray, Encoded, I32Array, IntArray, decode, encode_group, lag_vector
-from assignors.api import GroupAssignment, GroupSpec, LagSnapshot, TopicDescriber
-from assignors.rack import RackInfo
+from groupcoord.assignors._balance import FillFn, Policy, balance, contiguous_fill
+from groupcoord.assignors._greedy import greedy_rounds
+from groupcoord.assignors._layout import BoolArray, Encoded, I32Array, IntArray, decode, encode_group, lag_vector
+from groupcoord.assignors.api import GroupAssignment, GroupSpec, LagSnapshot, TopicDescriber
+from groupcoord.assignors.rack import RackInfo
 
 DEFAULT_MOVE_THRESHOLD = 0.02
 

@@ -12,8 +12,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from assignors._layout import I32Array, IntArray
-from assignors.api import TopicDescriber
+from groupcoord.assignors._layout import I32Array, IntArray
+from groupcoord.assignors.api import TopicDescriber
 
 
 class RackInfo:

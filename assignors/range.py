@@ -12,8 +12,8 @@ Topics with the same subscribers and count share one computation and the same fr
 
 from __future__ import annotations
 
-from assignors._layout import subscription_classes
-from assignors.api import AssignorError, GroupAssignment, GroupSpec, LagSnapshot, MemberSpec, TopicDescriber
+from groupcoord.assignors._layout import subscription_classes
+from groupcoord.assignors.api import AssignorError, GroupAssignment, GroupSpec, LagSnapshot, MemberSpec, TopicDescriber
 
 
 def range_blocks(count: int, n: int) -> list[frozenset[int]]:

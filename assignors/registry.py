@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 
-from assignors.api import ServerAssignor
+from groupcoord.assignors.api import ServerAssignor
 
 _SERVER_ASSIGNORS: dict[str, ServerAssignor] = {}
 
@@ -42,6 +42,6 @@ def _load_builtins() -> None:
         return
     with _load_lock:
         if not _loaded:
-            from assignors import builtin  # noqa: F401  (registers the built-in assignors on import)
+            from groupcoord.assignors import builtin  # noqa: F401  (registers the built-in assignors on import)
 
             _loaded = True

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from assignors.api import PartitionOffsets
-from assignors.classic import EAGER, ClassicAssignment, ClassicSubscription
+from groupcoord.assignors.api import PartitionOffsets
+from groupcoord.assignors.classic import EAGER, ClassicAssignment, ClassicSubscription
 
 
 class RoundRobinAssignor:

@@ -17,7 +17,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from assignors.api import GroupAssignment, GroupSpec, LagSnapshot, MemberAssignment, SubscriptionType, TopicDescriber
+from groupcoord.assignors.api import (
+    GroupAssignment,
+    GroupSpec,
+    LagSnapshot,
+    MemberAssignment,
+    SubscriptionType,
+    TopicDescriber,
+)
 
 Partition = tuple[str, int]
 

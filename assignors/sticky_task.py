@@ -34,7 +34,7 @@ import heapq
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from assignors._standby_tags import TagPicker
+from groupcoord.assignors._standby_tags import TagPicker
 
 SubtopologyId = str
 TaskId = tuple[SubtopologyId, int]  # (subtopology id, partition)

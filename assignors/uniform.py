@@ -12,10 +12,10 @@ take `uniform_runs`: the same rules in time proportional to the members and the 
 
 from __future__ import annotations
 
-from assignors.api import GroupAssignment, GroupSpec, LagSnapshot, SubscriptionType, TopicDescriber
-from assignors.uniform_heterogeneous import assign_heterogeneous
-from assignors.uniform_homogeneous import assign_homogeneous
-from assignors.uniform_runs import fresh, incremental
+from groupcoord.assignors.api import GroupAssignment, GroupSpec, LagSnapshot, SubscriptionType, TopicDescriber
+from groupcoord.assignors.uniform_heterogeneous import assign_heterogeneous
+from groupcoord.assignors.uniform_homogeneous import assign_homogeneous
+from groupcoord.assignors.uniform_runs import fresh, incremental
 
 
 class UniformAssignor:

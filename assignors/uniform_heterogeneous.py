@@ -32,8 +32,8 @@ from collections.abc import Iterator, Mapping, Sequence
 import numpy as np
 import numpy.typing as npt
 
-from assignors._java_order import hash_map_member_order, member_map_order, uuid_sort_key
-from assignors.api import AssignorError, GroupAssignment, GroupSpec, MemberAssignment, TopicDescriber
+from groupcoord.assignors._java_order import hash_map_member_order, member_map_order, uuid_sort_key
+from groupcoord.assignors.api import AssignorError, GroupAssignment, GroupSpec, MemberAssignment, TopicDescriber
 
 MAX_ITERATION_COUNT = 16
 IntArray = npt.NDArray[np.int64]

@@ -24,8 +24,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from assignors._java_order import hash_map_member_order, hash_set_order, member_map_order
-from assignors.api import AssignorError, GroupAssignment, GroupSpec, MemberAssignment, TopicDescriber
+from groupcoord.assignors._java_order import hash_map_member_order, hash_set_order, member_map_order
+from groupcoord.assignors.api import AssignorError, GroupAssignment, GroupSpec, MemberAssignment, TopicDescriber
 
 
 def topic_counts(subscription: frozenset[str], topics: TopicDescriber) -> dict[str, int]:

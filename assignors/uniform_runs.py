@@ -31,7 +31,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from itertools import accumulate, compress, islice, repeat
 from operator import is_
 
-from assignors._java_order import (
+from groupcoord.assignors._java_order import (
     hash_map_member_order,
     hash_set_order,
     member_key,
@@ -39,7 +39,7 @@ from assignors._java_order import (
     member_map_order,
     member_table_size,
 )
-from assignors.api import (
+from groupcoord.assignors.api import (
     AssignorError,
     GroupAssignment,
     GroupSpec,

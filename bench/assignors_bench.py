@@ -25,7 +25,8 @@ from typing import Any
 
 import numpy as np
 
-from assignors.api import (
+from bench.assignors_issue import issue_rows, print_issue_table, seed_lag_case
+from groupcoord.assignors.api import (
     GroupAssignment,
     GroupSpec,
     LagSnapshot,
@@ -33,13 +34,12 @@ from assignors.api import (
     PartitionOffsets,
     StaticTopicDescriber,
 )
-from assignors.classic import ClassicSubscription
-from assignors.cooperative_sticky import CooperativeStickyAssignor
-from assignors.lag import LagAssignor
-from assignors.lag_sticky import LagStickyAssignor
-from assignors.range import RangeAssignor
-from assignors.uniform import UniformAssignor
-from bench.assignors_issue import issue_rows, print_issue_table, seed_lag_case
+from groupcoord.assignors.classic import ClassicSubscription
+from groupcoord.assignors.cooperative_sticky import CooperativeStickyAssignor
+from groupcoord.assignors.lag import LagAssignor
+from groupcoord.assignors.lag_sticky import LagStickyAssignor
+from groupcoord.assignors.range import RangeAssignor
+from groupcoord.assignors.uniform import UniformAssignor
 
 BUCKETS = 5
 

@@ -22,12 +22,12 @@ from typing import Any
 
 import numpy as np
 
-from assignors.api import GroupSpec, MemberSpec, StaticTopicDescriber
-from assignors.classic import ClassicSubscription
-from assignors.cooperative_sticky import CooperativeStickyAssignor
-from assignors.lag import LagAssignor
-from assignors.range import RangeAssignor
-from assignors.uniform import UniformAssignor
+from groupcoord.assignors.api import GroupSpec, MemberSpec, StaticTopicDescriber
+from groupcoord.assignors.classic import ClassicSubscription
+from groupcoord.assignors.cooperative_sticky import CooperativeStickyAssignor
+from groupcoord.assignors.lag import LagAssignor
+from groupcoord.assignors.range import RangeAssignor
+from groupcoord.assignors.uniform import UniformAssignor
 
 BUCKETS = 5
 

@@ -32,8 +32,8 @@ from typing import Any
 
 import grpc
 
-from assignors.classic import ClassicSubscription, get_classic_assignor
-from clients.consumer_protocol import (
+from groupcoord.assignors.classic import ClassicSubscription, get_classic_assignor
+from groupcoord.clients.consumer_protocol import (
     Assignment,
     Subscription,
     decode_assignment,
@@ -41,8 +41,8 @@ from clients.consumer_protocol import (
     encode_assignment,
     encode_subscription,
 )
-from groupcoord.v1 import coordinator_pb2 as pb
-from groupcoord.v1 import coordinator_pb2_grpc as pb_grpc
+from groupcoord.wire.v1 import coordinator_pb2 as pb
+from groupcoord.wire.v1 import coordinator_pb2_grpc as pb_grpc
 
 TOPIC = "bench"
 SESSION_MS = 60_000

@@ -11,10 +11,10 @@ from __future__ import annotations
 import argparse
 import time
 
-from coordinator.core.config import BrokerConfig
-from coordinator.core.messages import ConsumerGroupHeartbeatRequest
-from coordinator.core.metadata import MetadataImage, TopicMetadata, topic_id_for_name
-from coordinator.core.shard import GroupCoordinatorShard
+from groupcoord.coordinator.core.config import BrokerConfig
+from groupcoord.coordinator.core.messages import ConsumerGroupHeartbeatRequest
+from groupcoord.coordinator.core.metadata import MetadataImage, TopicMetadata, topic_id_for_name
+from groupcoord.coordinator.core.shard import GroupCoordinatorShard
 
 
 def build(groups: int, members: int) -> tuple[GroupCoordinatorShard, list[ConsumerGroupHeartbeatRequest]]:

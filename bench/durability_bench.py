@@ -28,13 +28,13 @@ from pathlib import Path
 
 import grpc
 
-from coordinator.core import records as r
-from coordinator.core.config import BrokerConfig
-from coordinator.core.shard import GroupCoordinatorShard
-from coordinator.core.snapshot import snapshot_records
-from coordinator.runtime.log import FileLog
-from groupcoord.v1 import coordinator_pb2 as pb
-from groupcoord.v1 import coordinator_pb2_grpc as pb_grpc
+from groupcoord.coordinator.core import records as r
+from groupcoord.coordinator.core.config import BrokerConfig
+from groupcoord.coordinator.core.shard import GroupCoordinatorShard
+from groupcoord.coordinator.core.snapshot import snapshot_records
+from groupcoord.coordinator.runtime.log import FileLog
+from groupcoord.wire.v1 import coordinator_pb2 as pb
+from groupcoord.wire.v1 import coordinator_pb2_grpc as pb_grpc
 
 
 def free_port() -> int:

@@ -31,9 +31,9 @@ from typing import Any
 
 import grpc
 
-from groupcoord.aio_wakeups import coalesce_wakeups
-from groupcoord.v1 import coordinator_pb2 as pb
-from groupcoord.v1 import coordinator_pb2_grpc as pb_grpc
+from groupcoord.coordinator.runtime.aio_wakeups import coalesce_wakeups
+from groupcoord.wire.v1 import coordinator_pb2 as pb
+from groupcoord.wire.v1 import coordinator_pb2_grpc as pb_grpc
 
 
 def free_port() -> int:
@@ -373,7 +373,8 @@ def main(argv: list[str] | None = None) -> int:
                    "off (assignor on the event loop)")
     p.add_argument("--workers", type=int, default=1, help="serve --workers N; the load routes by FindCoordinator")
     p.add_argument("--no-coalesce", action="store_true",
-                   help="leave the load generator's gRPC wake-ups one per completion (groupcoord.aio_wakeups)")
+                   help="leave the load generator's gRPC wake-ups one per completion "
+                        "(groupcoord.coordinator.runtime.aio_wakeups)")
     args = p.parse_args(argv)
     if args.quick:
         args.members, args.groups, args.seconds, args.big = 1000, 10, 5.0, 300

@@ -34,8 +34,8 @@ from typing import Any
 
 import grpc
 
-from coordinator.core.config import BrokerConfig
-from coordinator.core.limits import (
+from groupcoord.coordinator.core.config import BrokerConfig
+from groupcoord.coordinator.core.limits import (
     ADMIN_MAX_GROUP_IDS,
     ID_MAX_CHARS,
     OFFSETS_MAX_PARTITIONS,
@@ -43,8 +43,8 @@ from coordinator.core.limits import (
     SUBSCRIPTION_MAX_TOPICS,
     TOPIC_NAME_MAX_CHARS,
 )
-from groupcoord.v1 import coordinator_pb2 as pb
-from groupcoord.v1 import coordinator_pb2_grpc as pb_grpc
+from groupcoord.wire.v1 import coordinator_pb2 as pb
+from groupcoord.wire.v1 import coordinator_pb2_grpc as pb_grpc
 
 SERVICE = "/groupcoord.v1.GroupCoordinator/"
 MESSAGE_MAX_BYTES = 1048588
@@ -163,8 +163,8 @@ class Probe:
 
 
 def loop_hold(repeat: int) -> list[tuple[str, float, float, int]]:
-    from coordinator.runtime.server import ServerOptions, ServerThread
-    from coordinator.runtime.static_metadata import StaticMetadataSource
+    from groupcoord.coordinator.runtime.server import ServerOptions, ServerThread
+    from groupcoord.coordinator.runtime.static_metadata import StaticMetadataSource
 
     options = ServerOptions(listen="127.0.0.1:0", config=BrokerConfig.from_mapping({
         "group.initial.rebalance.delay.ms": 0}), metadata_source=StaticMetadataSource({"orders": 12}))

@@ -20,22 +20,22 @@ from typing import Any
 
 import grpc
 
-from coordinator.core.config import BrokerConfig
-from coordinator.core.metadata import MetadataImage, TopicMetadata, topic_id_for_name
-from coordinator.core.shard import GroupCoordinatorShard
-from coordinator.core.share_handlers import acknowledge, acquire, heartbeat
-from coordinator.core.share_partition import Batch, RecordState, SharePartition
-from coordinator.core.share_records import (
+from groupcoord.coordinator.core.config import BrokerConfig
+from groupcoord.coordinator.core.metadata import MetadataImage, TopicMetadata, topic_id_for_name
+from groupcoord.coordinator.core.shard import GroupCoordinatorShard
+from groupcoord.coordinator.core.share_handlers import acknowledge, acquire, heartbeat
+from groupcoord.coordinator.core.share_partition import Batch, RecordState, SharePartition
+from groupcoord.coordinator.core.share_records import (
     AcknowledgeRange,
     AcquirePartition,
     ShareAcknowledgeRequest,
     ShareAcquireRequest,
     ShareGroupHeartbeatRequest,
 )
-from coordinator.runtime.server import ServerOptions, ServerThread
-from coordinator.runtime.static_metadata import StaticMetadataSource
-from groupcoord.v1 import share_pb2 as spb
-from groupcoord.v1 import share_pb2_grpc as spb_grpc
+from groupcoord.coordinator.runtime.server import ServerOptions, ServerThread
+from groupcoord.coordinator.runtime.static_metadata import StaticMetadataSource
+from groupcoord.wire.v1 import share_pb2 as spb
+from groupcoord.wire.v1 import share_pb2_grpc as spb_grpc
 
 TOPIC = "jobs"
 TID = topic_id_for_name(TOPIC)

@@ -105,10 +105,10 @@ def spark_source(bootstrap: str, master: str, task_counts: list[int], per_batch:
     from confluent_kafka.admin import AdminClient
     from pyspark.sql import SparkSession
 
-    from clients.spark_source import GroupcoordDataSource
-    from coordinator.core.config import BrokerConfig
-    from coordinator.runtime.server import ServerOptions, ServerThread
-    from coordinator.runtime.static_metadata import StaticMetadataSource
+    from groupcoord.clients.spark_source import GroupcoordDataSource
+    from groupcoord.coordinator.core.config import BrokerConfig
+    from groupcoord.coordinator.runtime.server import ServerOptions, ServerThread
+    from groupcoord.coordinator.runtime.static_metadata import StaticMetadataSource
 
     root = str(Path(__file__).resolve().parent.parent)
     os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH", "")) if p)

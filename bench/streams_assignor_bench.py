@@ -17,7 +17,7 @@ import statistics
 import time
 from collections import Counter
 
-from assignors.sticky_task import (
+from groupcoord.assignors.sticky_task import (
     StreamsAssignmentConfig,
     StreamsGroupAssignment,
     StreamsMemberSpec,

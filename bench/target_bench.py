@@ -24,19 +24,19 @@ import tracemalloc
 
 import numpy as np
 
-from assignors.api import GroupSpec, MemberSpec, StaticTopicDescriber
-from assignors.uniform import UniformAssignor
-from coordinator.core.config import BrokerConfig
-from coordinator.core.messages import ConsumerGroupHeartbeatRequest
-from coordinator.core.metadata import MetadataImage, TopicMetadata, topic_id_for_name
-from coordinator.core.records import (
+from groupcoord.assignors.api import GroupSpec, MemberSpec, StaticTopicDescriber
+from groupcoord.assignors.uniform import UniformAssignor
+from groupcoord.coordinator.core.config import BrokerConfig
+from groupcoord.coordinator.core.messages import ConsumerGroupHeartbeatRequest
+from groupcoord.coordinator.core.metadata import MetadataImage, TopicMetadata, topic_id_for_name
+from groupcoord.coordinator.core.records import (
     ConsumerGroupCurrentMemberAssignment,
     ConsumerGroupMemberMetadata,
     ConsumerGroupMetadata,
     ConsumerGroupTargetAssignmentMember,
     ConsumerGroupTargetAssignmentMetadata,
 )
-from coordinator.core.shard import GroupCoordinatorShard
+from groupcoord.coordinator.core.shard import GroupCoordinatorShard
 
 GID = "g"
 

@@ -26,8 +26,8 @@ from typing import Any
 import grpc
 from confluent_kafka import Producer
 
-from groupcoord.v1 import coordinator_pb2 as pb
-from groupcoord.v1 import coordinator_pb2_grpc as pb_grpc
+from groupcoord.wire.v1 import coordinator_pb2 as pb
+from groupcoord.wire.v1 import coordinator_pb2_grpc as pb_grpc
 from tests.web.conftest import chromium_path, serve, stop
 
 TOPIC_PARTITIONS = 12

@@ -9,7 +9,7 @@ state bytes mean is left to a protocol type (hooks `_protocols`, `_assign`, `_on
   (range, roundrobin, cooperative-sticky, lag). Eager rebalancing revokes everything before rejoining;
   cooperative (KIP-429; every configured assignor must support it) keeps the partitions across the
   rebalance, revokes only those that move, and then rejoins for the follow-up rebalance that hands them on.
-- `clients.leader_election.LeaderElection` (protocol type "leader"): single-writer election.
+- `groupcoord.clients.leader_election.LeaderElection` (protocol type "leader"): single-writer election.
 
 Usage::
 
@@ -46,9 +46,9 @@ from typing import Any, Self
 
 import grpc
 
-from assignors.api import PartitionOffsets
-from assignors.classic import COOPERATIVE, ClassicSubscription, get_classic_assignor
-from clients.consumer_protocol import (
+from groupcoord.assignors.api import PartitionOffsets
+from groupcoord.assignors.classic import COOPERATIVE, ClassicSubscription, get_classic_assignor
+from groupcoord.clients.consumer_protocol import (
     PROTOCOL_TYPE,
     Assignment,
     Subscription,
@@ -58,8 +58,8 @@ from clients.consumer_protocol import (
     encode_assignment,
     encode_subscription,
 )
-from clients.credentials import NO_CREDENTIALS, Credentials
-from clients.lease import (
+from groupcoord.clients.credentials import NO_CREDENTIALS, Credentials
+from groupcoord.clients.lease import (
     BACKOFF_BASE_S,
     BACKOFF_MAX_S,
     CHANNEL_OPTIONS,
@@ -67,8 +67,8 @@ from clients.lease import (
     jittered_backoff_s,
     lease_duration_s,
 )
-from groupcoord.v1 import coordinator_pb2 as pb
-from groupcoord.v1 import coordinator_pb2_grpc as pb_grpc
+from groupcoord.wire.v1 import coordinator_pb2 as pb
+from groupcoord.wire.v1 import coordinator_pb2_grpc as pb_grpc
 
 log = logging.getLogger("groupcoord.classic")
 

@@ -1,7 +1,9 @@
-"""The consumer embedded protocol, as the clients import it: the encoding lives in `assignors.consumer_protocol`
+"""The consumer embedded protocol, as the clients import it.
+
+The encoding lives in `groupcoord.assignors.consumer_protocol`
 (pure, shared with the coordinator core, which decodes classic members' subscriptions in mixed groups)."""
 
-from assignors.consumer_protocol import (
+from groupcoord.assignors.consumer_protocol import (
     ASSIGNMENT_VERSION,
     PROTOCOL_TYPE,
     SUBSCRIPTION_VERSION,

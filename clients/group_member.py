@@ -48,9 +48,9 @@ from typing import Any, TypeVar
 
 import grpc
 
-from clients.credentials import Credentials
-from clients.heartbeat_stream import HeartbeatStream
-from clients.lease import (
+from groupcoord.clients.credentials import Credentials
+from groupcoord.clients.heartbeat_stream import HeartbeatStream
+from groupcoord.clients.lease import (
     BACKOFF_BASE_S,
     BACKOFF_MAX_S,
     CHANNEL_OPTIONS,
@@ -58,8 +58,8 @@ from clients.lease import (
     jittered_backoff_s,
     lease_duration_s,
 )
-from groupcoord.v1 import coordinator_pb2 as pb
-from groupcoord.v1 import coordinator_pb2_grpc as pb_grpc
+from groupcoord.wire.v1 import coordinator_pb2 as pb
+from groupcoord.wire.v1 import coordinator_pb2_grpc as pb_grpc
 
 log = logging.getLogger("groupcoord.client")
 

@@ -16,7 +16,7 @@ from typing import Any
 
 import grpc
 
-from groupcoord.v1 import coordinator_pb2 as pb
+from groupcoord.wire.v1 import coordinator_pb2 as pb
 
 
 class StreamRpcError(grpc.RpcError):

@@ -26,8 +26,8 @@ from collections.abc import Callable
 
 import grpc
 
-from clients.classic_member import ClassicMemberError, ClassicMembership, JoinedMember
-from clients.credentials import Credentials
+from groupcoord.clients.classic_member import ClassicMemberError, ClassicMembership, JoinedMember
+from groupcoord.clients.credentials import Credentials
 
 log = logging.getLogger("groupcoord.leader")
 

@@ -30,8 +30,8 @@ from typing import Any
 import grpc
 from confluent_kafka import Consumer, TopicPartition
 
-from groupcoord.v1 import share_pb2 as spb
-from groupcoord.v1 import share_pb2_grpc as spb_grpc
+from groupcoord.wire.v1 import share_pb2 as spb
+from groupcoord.wire.v1 import share_pb2_grpc as spb_grpc
 
 log = logging.getLogger("groupcoord.share_member")
 
@@ -96,7 +96,8 @@ class ShareMember:
         self.member_id = member_id or str(uuid.uuid4())
         self.member_epoch = 0
         self.heartbeat_interval_s = 0.5
-        # `channel`: a ready channel (e.g. `clients.credentials.Credentials.channel`: TLS plus a bearer token)
+        # `channel`: a ready channel (e.g. `groupcoord.clients.credentials.Credentials.channel`: TLS plus a
+        # bearer token)
         self._channel = channel or (grpc.secure_channel(target, credentials) if credentials is not None
                                     else grpc.insecure_channel(target))
         self._stub = spb_grpc.ShareGroupCoordinatorStub(self._channel)

@@ -2,10 +2,10 @@
 
 Run::
 
-    python -m clients.spark_driver --coordinator 127.0.0.1:50051 --group demo --topic events \\
+    python -m groupcoord.clients.spark_driver --coordinator 127.0.0.1:50051 --group demo --topic events \\
         --bootstrap-servers 127.0.0.1:9092 --output out/driver-1 --starting-offsets earliest
 
-It runs one streaming query over the ``groupcoord`` source (`clients.spark_source`) with a processing-time
+It runs one streaming query over the ``groupcoord`` source (`groupcoord.clients.spark_source`) with a processing-time
 trigger and, per micro-batch (``foreachBatch``), stages one Parquet file ``OUTPUT/staging/RUN/RUN-BATCH.parquet``
 that the source publishes as ``OUTPUT/batches/RUN-BATCH.parquet`` once the batch's offsets are committed with
 the member epoch, or deletes if the coordinator refuses the commit (this driver was fenced: another driver
@@ -20,7 +20,7 @@ pauses past the session (the source's docstring names the two windows of one RPC
 A file is written under a temporary name, fsynced and renamed, so a crash leaves a batch either whole or
 absent; staged batches of an earlier run (never committed) are deleted when the driver starts.
 
-With ``--group-type share`` the driver joins a share group instead (`clients.spark_share_source`: queue
+With ``--group-type share`` the driver joins a share group instead (`groupcoord.clients.spark_share_source`: queue
 semantics, several drivers on the same partitions); each batch's staged output is published once the
 coordinator accepted the batch's acknowledgement, and ``OUTPUT/acquisitions.jsonl`` lists every range acquired.
 
@@ -64,7 +64,7 @@ TopicPartition = tuple[str, int]
 
 # --- the driver -------------------------------------------------------------------------------------------------
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m clients.spark_driver", description=__doc__,
+    p = argparse.ArgumentParser(prog="python -m groupcoord.clients.spark_driver", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--coordinator", required=True, help="groupcoord address HOST:PORT")
     p.add_argument("--tls-ca", default=None, help="reach the coordinator over TLS, trusting this CA file (PEM); "
@@ -74,7 +74,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--group", required=True, help="consumer group id (share group id with --group-type share)")
     p.add_argument("--group-type", choices=["consumer", "share"], default="consumer",
                    help="share: queue semantics, drivers share partitions and acknowledge acquired ranges "
-                        "(clients.spark_share_source); OUTPUT/acquisitions.jsonl records every acquired range")
+                        "(groupcoord.clients.spark_share_source); OUTPUT/acquisitions.jsonl records every "
+                        "acquired range")
     p.add_argument("--topic", action="append", default=[],
                    help="topic to consume (repeatable; or --option subscribePattern=REGEX)")
     p.add_argument("--bootstrap-servers", required=True, help="Kafka bootstrap servers")
@@ -251,7 +252,7 @@ def _discard_old_staging(root: Path, name: str) -> None:
 def _load(spark: Any, args: argparse.Namespace, output: Path, drain_file: Path, staging: Path) -> Any:
     """The source's DataFrame; nothing joins the group before the query starts. The sink writes each batch into
     `staging`; the source moves it to OUTPUT/batches once the batch's offsets are committed."""
-    from clients.spark_source import GroupcoordDataSource
+    from groupcoord.clients.spark_source import GroupcoordDataSource
 
     spark.dataSource.register(GroupcoordDataSource)
     reader = (spark.readStream.format(GroupcoordDataSource.name())
@@ -501,7 +502,7 @@ def process_tree(pid: int) -> list[int]:
 
 
 class DriverProcess:
-    """`python -m clients.spark_driver ...` as a child process, with its output in OUTPUT/driver.log."""
+    """`python -m groupcoord.clients.spark_driver ...` as a child process, with its output in OUTPUT/driver.log."""
 
     def __init__(self, name: str, output: Path, argv: Sequence[str]) -> None:
         self.name = name
@@ -514,7 +515,7 @@ class DriverProcess:
         self.output.mkdir(parents=True, exist_ok=True)
         self._log = open(self.output / "driver.log", "ab")  # noqa: SIM115 (closed in wait/kill)
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "clients.spark_driver", "--output", str(self.output), "--name", self.name,
+            [sys.executable, "-m", "groupcoord.clients.spark_driver", "--output", str(self.output), "--name", self.name,
              *self.argv],
             stdin=subprocess.DEVNULL, stdout=self._log, stderr=subprocess.STDOUT,
             cwd=str(Path(__file__).resolve().parent.parent), start_new_session=True)

@@ -15,8 +15,8 @@ from confluent_kafka import Consumer, KafkaError, KafkaException
 from confluent_kafka import TopicPartition as KafkaTopicPartition
 from pyspark.sql.types import StructType
 
-from clients.spark_options import DataLossError
-from clients.spark_source import ReadTask, SourceOptions, TopicPartition
+from groupcoord.clients.spark_options import DataLossError
+from groupcoord.clients.spark_source import ReadTask, SourceOptions, TopicPartition
 
 __all__ = ["read_task"]
 

@@ -1,7 +1,7 @@
 """Spark's Kafka source options for the groupcoord source: the names and semantics of Spark's Structured
 Streaming + Kafka integration guide, parsed and checked once when the source loads.
 
-Why a module of its own: the source (`clients.spark_source`) is about ownership and exactly-once publication;
+Why a module of its own: the source (`groupcoord.clients.spark_source`) is about ownership and exactly-once publication;
 these options only decide where a partition starts, how a batch is cut into tasks and when a batch may run.
 All of it is pure (no Kafka, no Spark): the reader does the I/O and asks these functions what to do.
 

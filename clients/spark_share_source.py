@@ -1,6 +1,6 @@
 """The groupcoord Spark source's share mode (``group.type=share``): queue semantics (KIP-932) for Spark drivers.
 
-Usage: the ``groupcoord`` source (`clients.spark_source`) with ``.option("group.type", "share")``. Several
+Usage: the ``groupcoord`` source (`groupcoord.clients.spark_source`) with ``.option("group.type", "share")``. Several
 drivers read the *same* partitions: a share group hands each driver offset ranges under an acquisition lock,
 and a partition count no longer caps how many drivers can work on a topic.
 
@@ -69,8 +69,8 @@ from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
 from pyspark.sql.streaming.datasource import ReadLimit, ReadMaxRows
 from pyspark.sql.types import StructType
 
-from clients.share_member import ACCEPT, RENEW, AckResult, AcquiredRange, ShareMember
-from clients.spark_source import (
+from groupcoord.clients.share_member import ACCEPT, RENEW, AckResult, AcquiredRange, ShareMember
+from groupcoord.clients.spark_source import (
     KafkaRange,
     ReadTask,
     SourceOptions,
@@ -79,7 +79,7 @@ from clients.spark_source import (
     _install_sigterm_handler,
     pack,
 )
-from clients.spark_staging import StagingArea, fsync_dir
+from groupcoord.clients.spark_staging import StagingArea, fsync_dir
 
 __all__ = ["ShareSourceOptions", "ShareStreamReader", "decode_share_offset", "encode_share_offset", "is_share",
            "tasks_for"]
@@ -203,7 +203,7 @@ class ShareStreamReader(DataSourceStreamReader):
 
     def read(self, partition: InputPartition) -> Iterator[Any]:
         assert isinstance(partition, ReadTask)
-        from clients.spark_kafka_read import read_task  # executor side only
+        from groupcoord.clients.spark_kafka_read import read_task  # executor side only
 
         return read_task(self.options.source, self.schema, partition)
 

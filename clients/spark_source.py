@@ -2,7 +2,7 @@
 
 Usage::
 
-    from clients.spark_source import GroupcoordDataSource
+    from groupcoord.clients.spark_source import GroupcoordDataSource
 
     spark.dataSource.register(GroupcoordDataSource)
     df = (spark.readStream.format("groupcoord")
@@ -25,7 +25,7 @@ Options:
                            committed offset for. The start is committed at once, so a later owner resumes there.
                            Spark's other Kafka options (``startingOffsetsByTimestamp``, ``failOnDataLoss``,
                            ``includeHeaders``, ``minPartitions``, ``minOffsetsPerTrigger``, ...) are in
-                           `clients.spark_options` and the README's table
+                           `groupcoord.clients.spark_options` and the README's table
 ``instance.id``            static membership (KIP-345): a stop is then a temporary leave, and the partitions
                            stay with this instance for the session timeout
 ``server.assignor``        server-side assignor to ask for (e.g. ``lag-sticky``, ``uniform``, ``range``)
@@ -37,11 +37,11 @@ Options:
                            at most this many tasks of about equal size; use the driver's core count
 ``drain.file``             when this file appears, the source settles its last completed batch, leaves the
                            group, reads nothing more and creates ``<drain.file>.done``: a clean stop with no
-                           duplicates (``clients.spark_driver`` uses it on SIGTERM)
+                           duplicates (``groupcoord.clients.spark_driver`` uses it on SIGTERM)
 ``status.file``            the source writes its member id, epoch, partitions and committed offsets here (JSON,
                            replaced atomically) after every trigger
 ``group.type``             ``consumer`` (default) or ``share``: queue semantics, several drivers on the same
-                           partitions (KIP-932; options and guarantees in `clients.spark_share_source`)
+                           partitions (KIP-932; options and guarantees in `groupcoord.clients.spark_share_source`)
 ``kafka.*``                passed to the confluent-kafka clients without the prefix (e.g. ``kafka.security.protocol``)
 ``coordinator.tls.ca``     reach the coordinator over TLS, trusting this CA file (PEM)
 ``coordinator.tls.cert``   client certificate (PEM) for a coordinator that requires one (mTLS), with
@@ -50,7 +50,7 @@ Options:
 ``staging.dir``,           the sink writes each batch's output (Parquet with ``topic`` and
 ``publish.dir``            ``partition`` columns) into ``staging.dir``; the source moves it into ``publish.dir`` only
                            once the batch's offsets are committed, and deletes it if the commit is refused
-                           (`clients.spark_staging`). Without them the sink publishes itself: at-least-once
+                           (`groupcoord.clients.spark_staging`). Without them the sink publishes itself: at-least-once
 =========================  =====================================================================================
 
 What is guaranteed, and how (the theory of operation):
@@ -124,10 +124,16 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-from clients.credentials import Credentials
-from clients.group_member import GroupMember, GroupMemberError
-from clients.spark_options import SparkKafkaOptions, check_position, partitions_gone, resolve_start, split_ranges
-from clients.spark_staging import StagingArea
+from groupcoord.clients.credentials import Credentials
+from groupcoord.clients.group_member import GroupMember, GroupMemberError
+from groupcoord.clients.spark_options import (
+    SparkKafkaOptions,
+    check_position,
+    partitions_gone,
+    resolve_start,
+    split_ranges,
+)
+from groupcoord.clients.spark_staging import StagingArea
 
 __all__ = ["SCHEMA", "SCHEMA_WITH_HEADERS", "GroupcoordDataSource", "GroupcoordStreamReader", "KafkaRange",
            "ReadTask", "SourceOptions", "allot", "pack"]
@@ -255,7 +261,7 @@ class GroupcoordDataSource(DataSource):
         return SCHEMA_WITH_HEADERS if headers == "true" else SCHEMA
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
-        from clients import spark_share_source as share  # ``group.type=share``: its own module
+        from groupcoord.clients import spark_share_source as share  # ``group.type=share``: its own module
 
         if share.is_share(self.options):
             return share.ShareStreamReader(share.ShareSourceOptions.parse(self.options), schema)
@@ -378,7 +384,7 @@ class GroupcoordStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
 
     def read(self, partition: InputPartition) -> Iterator[Any]:
         assert isinstance(partition, ReadTask)
-        from clients.spark_kafka_read import read_task  # executor side only
+        from groupcoord.clients.spark_kafka_read import read_task  # executor side only
 
         return read_task(self.options, self.schema, partition)
 

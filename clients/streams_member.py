@@ -22,7 +22,7 @@ scheme) a member may die at any point, even by kill -9, without a word being los
 writes its output (repartition records, changelog updates) and its input offsets in one transaction, reads
 with read_committed, and a task's new owner first calls init_transactions with the task's transactional id,
 which aborts whatever the dead owner left open, before it reads the committed offset and restores the store.
-`python -m clients.streams_member` runs one member as a process (heartbeats and steps until SIGTERM, which
+`python -m groupcoord.clients.streams_member` runs one member as a process (heartbeats and steps until SIGTERM, which
 hands its tasks over and leaves).
 """
 
@@ -40,9 +40,9 @@ from concurrent.futures import ThreadPoolExecutor
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Producer, TopicPartition
 
-from clients.credentials import NO_CREDENTIALS, Credentials
-from groupcoord.v1 import streams_pb2 as spb
-from groupcoord.v1 import streams_pb2_grpc as spb_grpc
+from groupcoord.clients.credentials import NO_CREDENTIALS, Credentials
+from groupcoord.wire.v1 import streams_pb2 as spb
+from groupcoord.wire.v1 import streams_pb2_grpc as spb_grpc
 
 Task = tuple[str, int]
 PARTITIONS = 4
@@ -429,7 +429,7 @@ def run(member: WordCountMember, stop: list[bool]) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m clients.streams_member",
+    p = argparse.ArgumentParser(prog="python -m groupcoord.clients.streams_member",
                                 description="Run one reference streams member (word count) until SIGTERM.")
     p.add_argument("--coordinator", required=True)
     p.add_argument("--bootstrap-servers", required=True)

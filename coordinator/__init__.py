@@ -1,1 +1,2 @@
-"""groupcoord's coordinator: a sans-I/O core (`coordinator.core`) wrapped by a runtime (`coordinator.runtime`)."""
+"""groupcoord's coordinator: a sans-I/O core (`groupcoord.coordinator.core`) wrapped by a runtime
+(`groupcoord.coordinator.runtime`)."""

@@ -1,6 +1,6 @@
 """KIP-1263's "Impact on Rebalance Times", reproduced by a deterministic simulation of the real core.
 
-    python -m coordinator.simulation [--members 10] [--partitions 120] [--heartbeat-ms 5000]
+    python -m groupcoord.coordinator.simulation [--members 10] [--partitions 120] [--heartbeat-ms 5000]
                                      [--interval-ms 1000] [--previous-join-ms -200]
 
 The scenario is the KIP's: a consumer group scales up, every member subscribes to the same topic, members
@@ -10,7 +10,7 @@ member N-1 joins `previous_join_ms` before member N (so the previous assignment 
 member N joined, as in the KIP's table where the next computation may happen at +800 ms); member N joins
 at +0 ms. Offloaded assignor runs complete instantly and are used from the next request on.
 
-Only `coordinator.core` and the assignors run; the clock is virtual, so the output is the same on every
+Only `groupcoord.coordinator.core` and the assignors run; the clock is virtual, so the output is the same on every
 run. Times in the timeline are relative to member N's join.
 """
 
@@ -23,15 +23,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from assignors.registry import get_server_assignor
-from coordinator.core.config import BrokerConfig
-from coordinator.core.consumer_group import ConsumerGroup, ConsumerGroupState
-from coordinator.core.errors import Errors
-from coordinator.core.messages import ConsumerGroupHeartbeatRequest
-from coordinator.core.metadata import MetadataImage, TopicMetadata, topic_id_for_name
-from coordinator.core.results import Result
-from coordinator.core.shard import GroupCoordinatorShard
-from coordinator.core.target_assignment import AssignorCompletion, AssignorRun
+from groupcoord.assignors.registry import get_server_assignor
+from groupcoord.coordinator.core.config import BrokerConfig
+from groupcoord.coordinator.core.consumer_group import ConsumerGroup, ConsumerGroupState
+from groupcoord.coordinator.core.errors import Errors
+from groupcoord.coordinator.core.messages import ConsumerGroupHeartbeatRequest
+from groupcoord.coordinator.core.metadata import MetadataImage, TopicMetadata, topic_id_for_name
+from groupcoord.coordinator.core.results import Result
+from groupcoord.coordinator.core.shard import GroupCoordinatorShard
+from groupcoord.coordinator.core.target_assignment import AssignorCompletion, AssignorRun
 
 __all__ = ["Event", "Timeline", "main", "simulate_scale_up"]
 
@@ -363,7 +363,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         timelines = _print_comparison(args.members, args.partitions, args.heartbeat_ms, args.interval_ms,
                                       args.previous_join_ms)
-        from coordinator.share_simulation import print_share_comparison
+        from groupcoord.coordinator.share_simulation import print_share_comparison
 
         print()
         print_share_comparison(args.members, args.partitions, args.heartbeat_ms, args.interval_ms,

@@ -13,7 +13,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from coordinator.runtime.acl import OPERATIONS, AclError, Authorizer, load_acls
+from groupcoord.coordinator.runtime.acl import OPERATIONS, AclError, Authorizer, load_acls
 
 
 def add_parser(sub: Any) -> None:

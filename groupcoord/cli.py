@@ -95,7 +95,7 @@ def _check_free(flag: str, host: str, port: int) -> None:
 def _split_workers(args: argparse.Namespace) -> int | None:
     """`--workers N`: the parent supervises (returns its exit code); a worker (`--worker-index K`) gets its own
     port, metrics port and state directory (returns None and serves). See coordinator/runtime/workers.py."""
-    from coordinator.runtime.workers import LayoutMismatch, WorkerLayout, check_layout
+    from groupcoord.coordinator.runtime.workers import LayoutMismatch, WorkerLayout, check_layout
 
     n = args.workers
     if not 1 <= n <= 64:
@@ -148,9 +148,9 @@ def _split_workers(args: argparse.Namespace) -> int | None:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    from coordinator.core.config import BrokerConfig, ConfigError
-    from coordinator.runtime.server import CoordinatorServer, ServerOptions
-    from coordinator.runtime.static_metadata import StaticMetadataSource, parse_topic_flag
+    from groupcoord.coordinator.core.config import BrokerConfig, ConfigError
+    from groupcoord.coordinator.runtime.server import CoordinatorServer, ServerOptions
+    from groupcoord.coordinator.runtime.static_metadata import StaticMetadataSource, parse_topic_flag
 
     raw: dict[str, Any] = {}
     topics: dict[str, Any] = {}
@@ -183,7 +183,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
               file=sys.stderr)
         return 2
     if args.advertised_listener:
-        from coordinator.runtime.sharding import parse_host_port
+        from groupcoord.coordinator.runtime.sharding import parse_host_port
 
         try:
             parse_host_port(args.advertised_listener)
@@ -225,8 +225,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
         cleanups.append(embedded.close)
     gauges: dict[str, Any] = {}
     if bootstrap:
-        from coordinator.runtime.kafka_lag import KafkaLagSource, partitions_of
-        from coordinator.runtime.kafka_metadata import KafkaMetadataSource
+        from groupcoord.coordinator.runtime.kafka_lag import KafkaLagSource, partitions_of
+        from groupcoord.coordinator.runtime.kafka_metadata import KafkaMetadataSource
 
         kafka_source = KafkaMetadataSource(bootstrap, refresh_interval_s=args.metadata_refresh_ms / 1000)
         kafka_source.start()
@@ -236,7 +236,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         lag_source.start()
         cleanups.insert(0, lag_source.stop)
         metadata_source, lag_provider = kafka_source, lag_source
-        from coordinator.runtime.topic_creation import FunctionTopicCreator, KafkaTopicCreator
+        from groupcoord.coordinator.runtime.topic_creation import FunctionTopicCreator, KafkaTopicCreator
 
         topic_creator: Any = KafkaTopicCreator(bootstrap, on_created=kafka_source.refresh_now)
         if embedded is not None:  # the mock cluster has no CreateTopics API
@@ -254,7 +254,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     kafka_state = None
     if args.state_topic:
-        from coordinator.runtime.sharding import KafkaStateOptions
+        from groupcoord.coordinator.runtime.sharding import KafkaStateOptions
 
         kafka_state = KafkaStateOptions(str(bootstrap), topic=args.state_topic, partitions=args.state_partitions,
                                         session_timeout_ms=args.state_session_timeout_ms, lease_margin_ms=margin)
@@ -287,8 +287,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
         print("groupcoord: shutting down", flush=True)
         await server.stop(grace_s=5.0)
 
-    from coordinator.runtime.kafka_log import StateTopicError
-    from coordinator.runtime.log import LogCorruptError
+    from groupcoord.coordinator.runtime.kafka_log import StateTopicError
+    from groupcoord.coordinator.runtime.log import LogCorruptError
 
     try:
         asyncio.run(main())
@@ -311,8 +311,8 @@ def _web_url(options: Any, port: int) -> str:
 
 def _security_options(args: argparse.Namespace) -> dict[str, Any]:
     """The TLS, token and ACL options of `serve`, read and checked before anything starts."""
-    from coordinator.runtime.acl import AclError, load_acls
-    from coordinator.runtime.auth import AuthConfigError, TlsOptions, TokenStore
+    from groupcoord.coordinator.runtime.acl import AclError, load_acls
+    from groupcoord.coordinator.runtime.auth import AuthConfigError, TlsOptions, TokenStore
 
     if (args.tls_cert is None) != (args.tls_key is None):
         raise CliError("--tls-cert and --tls-key go together")
@@ -344,10 +344,10 @@ class _Stub:
     """The generated stub, with every call's gRPC failure turned into one `CliError` line."""
 
     def __init__(self, server: str, credentials: Any = None) -> None:
-        from clients.credentials import NO_CREDENTIALS
-        from groupcoord.v1 import coordinator_pb2_grpc as pb_grpc
-        from groupcoord.v1 import share_pb2_grpc as spb_grpc
-        from groupcoord.v1 import streams_pb2_grpc
+        from groupcoord.clients.credentials import NO_CREDENTIALS
+        from groupcoord.wire.v1 import coordinator_pb2_grpc as pb_grpc
+        from groupcoord.wire.v1 import share_pb2_grpc as spb_grpc
+        from groupcoord.wire.v1 import streams_pb2_grpc
 
         self.server = server
         channel = (credentials or NO_CREDENTIALS).channel(server, options=[
@@ -383,7 +383,7 @@ class _Stub:
 
 
 def _stub(args: argparse.Namespace) -> Any:
-    from clients.credentials import Credentials
+    from groupcoord.clients.credentials import Credentials
 
     try:
         credentials = Credentials.from_files(args.tls_ca, args.tls_cert, args.tls_key, args.token)
@@ -406,7 +406,7 @@ def _tps(tps: Any) -> str:
 def cmd_groups(args: argparse.Namespace) -> int:
     from google.protobuf.json_format import MessageToDict
 
-    from groupcoord.v1 import coordinator_pb2 as pb
+    from groupcoord.wire.v1 import coordinator_pb2 as pb
 
     if getattr(args, "run", None) is not None:  # describe, reset-offsets, delete-offsets: cli_groups.py
         return int(args.run(args))
@@ -431,7 +431,7 @@ def cmd_groups(args: argparse.Namespace) -> int:
 def cmd_config(args: argparse.Namespace) -> int:
     from google.protobuf.json_format import MessageToDict
 
-    from groupcoord.v1 import coordinator_pb2 as pb
+    from groupcoord.wire.v1 import coordinator_pb2 as pb
 
     stub = _stub(args)
     if args.config_cmd == "get":
@@ -462,7 +462,7 @@ def cmd_config(args: argparse.Namespace) -> int:
 
 
 def cmd_simulate(args: argparse.Namespace) -> int:
-    from coordinator import simulation
+    from groupcoord.coordinator import simulation
 
     return int(simulation.main(args.rest) or 0)
 
@@ -475,8 +475,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 def cmd_log(args: argparse.Namespace) -> int:
     """Exit 0: intact (or repaired); 1: damaged (check) or not repaired; 2: not a state directory."""
-    from coordinator.runtime import log_check
-    from coordinator.runtime.log import LogCorruptError
+    from groupcoord.coordinator.runtime import log_check
+    from groupcoord.coordinator.runtime.log import LogCorruptError
 
     try:
         check = log_check.check_directory(Path(args.dir))
@@ -626,7 +626,8 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-PASS_THROUGH = {"simulate": "coordinator.simulation", "demo": "groupcoord.demo", "faults": "groupcoord.faults.run"}
+PASS_THROUGH = {"simulate": "groupcoord.coordinator.simulation", "demo": "groupcoord.demo",
+                "faults": "groupcoord.faults.run"}
 
 
 def _subcommand_index(argv: list[str]) -> int | None:

@@ -45,7 +45,7 @@ def _count(tps: Iterable[Any]) -> int:
 
 def _classic_assignment(member: Any) -> dict[str, list[int]]:
     """A classic member's assignment bytes, read as ConsumerProtocolAssignment (empty when they are not)."""
-    from clients.consumer_protocol import ProtocolDecodeError, decode_assignment
+    from groupcoord.clients.consumer_protocol import ProtocolDecodeError, decode_assignment
 
     if not member.member_assignment:
         return {}
@@ -149,13 +149,13 @@ def _quiet_logger() -> Any:
 
 # --- reading the group ----------------------------------------------------------------------------------------
 def _describe(stub: Any, group_id: str) -> Any:
-    from groupcoord.v1 import coordinator_pb2 as pb
+    from groupcoord.wire.v1 import coordinator_pb2 as pb
 
     return stub.DescribeGroups(pb.DescribeGroupsRequest(group_ids=[group_id])).groups[0]
 
 
 def _committed(stub: Any, group_id: str) -> dict[TopicPartition, int]:
-    from groupcoord.v1 import coordinator_pb2 as pb
+    from groupcoord.wire.v1 import coordinator_pb2 as pb
 
     resp = stub.OffsetFetch(pb.OffsetFetchRequest(group_id=group_id, member_epoch=-1))
     if resp.error_code:
@@ -165,7 +165,7 @@ def _committed(stub: Any, group_id: str) -> dict[TopicPartition, int]:
 
 
 def _coordinator(stub: Any, group_id: str) -> str:
-    from groupcoord.v1 import coordinator_pb2 as pb
+    from groupcoord.wire.v1 import coordinator_pb2 as pb
 
     c = stub.FindCoordinator(pb.FindCoordinatorRequest(keys=[group_id])).coordinators[0]
     return f"{c.host}:{c.port}  ({c.node_id})" if not c.error_code else "-"
@@ -196,7 +196,7 @@ def offset_rows(stub: Any, group: Any, kafka: KafkaOffsets | None) -> list[dict[
 def share_offset_rows(stub: Any, group: Any) -> list[dict[str, Any]]:
     """A share group's partitions as kafka-share-groups.sh shows them: the share-partition start offset (records
     before it are done), plus groupcoord's in-flight, acquired and available counts."""
-    from groupcoord.v1 import share_pb2 as spb
+    from groupcoord.wire.v1 import share_pb2 as spb
 
     resp = stub.DescribeShareGroupOffsets(spb.DescribeShareGroupOffsetsRequest(group_id=group.group_id))
     if resp.error_code:
@@ -213,7 +213,7 @@ def _tasks(tasks: Any) -> str:
 
 def print_streams_group(stub: Any, group_id: str) -> None:
     """A streams group's topology and each member's active, standby and warm-up tasks (StreamsGroupDescribe)."""
-    from groupcoord.v1 import streams_pb2 as spb
+    from groupcoord.wire.v1 import streams_pb2 as spb
 
     g = stub.StreamsGroupDescribe(spb.StreamsGroupDescribeRequest(group_ids=[group_id])).groups[0]
     if g.HasField("topology"):
@@ -398,7 +398,7 @@ def new_offsets(args: argparse.Namespace, tps: list[TopicPartition], committed: 
 
 
 def cmd_reset_offsets(args: argparse.Namespace) -> int:
-    from groupcoord.v1 import coordinator_pb2 as pb
+    from groupcoord.wire.v1 import coordinator_pb2 as pb
 
     if args.to_offset is not None and args.to_offset < 0:
         raise CliError("--to-offset expects a non-negative offset")
@@ -445,7 +445,7 @@ ERROR_NAMES = {86: "GROUP_SUBSCRIBED_TO_TOPIC", 3: "UNKNOWN_TOPIC_OR_PARTITION",
 
 
 def cmd_delete_offsets(args: argparse.Namespace) -> int:
-    from groupcoord.v1 import coordinator_pb2 as pb
+    from groupcoord.wire.v1 import coordinator_pb2 as pb
 
     if not args.topic:
         raise CliError("say which offsets: --topic TOPIC[:PARTITION,...] (repeatable)")

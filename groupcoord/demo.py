@@ -6,7 +6,7 @@ What runs (all on 127.0.0.1, all stopped at the end, the embedded Kafka last):
    thread writing to it at skewed rates (partition weights follow 1/rank, ranks shuffled with a fixed seed);
 2. the coordinator, ``groupcoord serve --bootstrap-servers ...``, as a subprocess, with ``lag-sticky`` as its
    default assignor and short heartbeats;
-3. Spark driver processes (``python -m clients.spark_driver``, local mode, small memory) that consume the
+3. Spark driver processes (``python -m groupcoord.clients.spark_driver``, local mode, small memory) that consume the
    partitions the group gives them and aggregate per key into Parquet. Two start; a third is added once they
    are stable; then the first is stopped (SIGTERM: it commits its last batch and leaves);
 4. a short share-group act (`groupcoord.demo_share`): three drivers on a 2-partition topic as a share group
@@ -204,7 +204,7 @@ class GroupMonitor:
         import grpc
         from confluent_kafka.admin import AdminClient
 
-        from groupcoord.v1 import coordinator_pb2_grpc as pb_grpc
+        from groupcoord.wire.v1 import coordinator_pb2_grpc as pb_grpc
 
         self.topic = topic
         self.partitions = partitions
@@ -218,7 +218,7 @@ class GroupMonitor:
         self._admin = None  # destroyed now: it must not outlive the cluster
 
     def describe(self) -> GroupView | None:
-        from groupcoord.v1 import coordinator_pb2 as pb
+        from groupcoord.wire.v1 import coordinator_pb2 as pb
 
         resp = self._stub.DescribeGroups(pb.DescribeGroupsRequest(group_ids=[GROUP]), timeout=5)
         g = resp.groups[0] if resp.groups else None
@@ -245,7 +245,7 @@ class GroupMonitor:
         from confluent_kafka import TopicPartition
         from confluent_kafka.admin import OffsetSpec
 
-        from groupcoord.v1 import coordinator_pb2 as pb
+        from groupcoord.wire.v1 import coordinator_pb2 as pb
 
         def list_offsets(spec: Any) -> dict[int, int]:
             futures = self._admin.list_offsets({TopicPartition(self.topic, p): spec for p in range(self.partitions)},
@@ -269,7 +269,14 @@ class GroupMonitor:
 
     def spreads(self, view: GroupView, offsets: Mapping[int, tuple[int, int, int | None]]) -> tuple[int, int]:
         """(max - min member lag) for the live assignment and for `range` on the same members and lags."""
-        from assignors import GroupSpec, LagSnapshot, MemberSpec, PartitionOffsets, RangeAssignor, StaticTopicDescriber
+        from groupcoord.assignors import (
+            GroupSpec,
+            LagSnapshot,
+            MemberSpec,
+            PartitionOffsets,
+            RangeAssignor,
+            StaticTopicDescriber,
+        )
 
         if not view.members or not view.topic_id:
             return 0, 0
@@ -285,7 +292,7 @@ class GroupMonitor:
     def set_auto_offset_reset_earliest(self) -> None:
         """Lag-aware assignors count a partition with no committed offset as its whole log, as the drivers read
         it (`startingOffsets=earliest`)."""
-        from groupcoord.v1 import coordinator_pb2 as pb
+        from groupcoord.wire.v1 import coordinator_pb2 as pb
 
         req = pb.AlterGroupConfigsRequest(group_id=GROUP)
         req.configs.add(name="consumer.auto.offset.reset", value="earliest")
@@ -529,7 +536,7 @@ def _asdict(plan: Plan) -> dict[str, Any]:
 
 
 def _run(plan: Plan, output: Path) -> int:
-    from clients.spark_driver import DriverProcess, batch_ranges, coverage, process_tree
+    from groupcoord.clients.spark_driver import DriverProcess, batch_ranges, coverage, process_tree
     from groupcoord.demo_share import SHARE_SETTINGS, ShareAct
     from groupcoord.embedded_kafka import EmbeddedKafka
 

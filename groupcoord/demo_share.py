@@ -1,6 +1,6 @@
 """The demo's share-group act: more Spark drivers than partitions, all busy (KIP-932 queue semantics).
 
-Three drivers (``python -m clients.spark_driver --group-type share``) read one 2-partition topic as the share
+Three drivers (``python -m groupcoord.clients.spark_driver --group-type share``) read one 2-partition topic as the share
 group ``demo-queue``: the coordinator hands each driver offset ranges under acquisition locks, a batch's ranges
 are acknowledged once Spark has processed it, and its output is published then. The drivers start their Spark
 while the consumer-group act's drivers stop and its summary is drawn (``--wait-for``), then join together. It
@@ -52,7 +52,7 @@ class ShareAct:
         self.drivers: dict[str, Any] = {}
 
     def prepare(self, driver_memory: str) -> ShareAct:
-        from clients.spark_driver import DriverProcess
+        from groupcoord.clients.spark_driver import DriverProcess
 
         self.kafka.create_topic(TOPIC, PARTITIONS)
         self.output.mkdir(parents=True, exist_ok=True)
@@ -136,8 +136,8 @@ class ShareAct:
 def _set_group_config(address: str, group: str, name: str, value: str) -> None:
     import grpc
 
-    from groupcoord.v1 import coordinator_pb2 as pb
-    from groupcoord.v1 import coordinator_pb2_grpc as pb_grpc
+    from groupcoord.wire.v1 import coordinator_pb2 as pb
+    from groupcoord.wire.v1 import coordinator_pb2_grpc as pb_grpc
 
     with grpc.insecure_channel(address) as channel:
         req = pb.AlterGroupConfigsRequest(group_id=group)
@@ -151,8 +151,8 @@ def _start_offsets(address: str) -> dict[int, int]:
     """Each share-partition's start offset (DescribeShareGroupOffsets): every record below it is acknowledged."""
     import grpc
 
-    from groupcoord.v1 import share_pb2 as spb
-    from groupcoord.v1 import share_pb2_grpc as spb_grpc
+    from groupcoord.wire.v1 import share_pb2 as spb
+    from groupcoord.wire.v1 import share_pb2_grpc as spb_grpc
 
     with grpc.insecure_channel(address) as channel:
         resp = spb_grpc.ShareGroupCoordinatorStub(channel).DescribeShareGroupOffsets(

@@ -346,7 +346,7 @@ def _parse_broker_rack(value: str) -> tuple[int, str]:
 
 def _parse_topic(value: str) -> tuple[str, int]:
     # Imported here: the flag format is shared with the coordinator's --topic, parsed in one place.
-    from coordinator.runtime.static_metadata import parse_topic_flag
+    from groupcoord.coordinator.runtime.static_metadata import parse_topic_flag
 
     try:
         return parse_topic_flag(value)

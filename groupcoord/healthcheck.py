@@ -18,7 +18,7 @@ from collections.abc import Sequence
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from groupcoord.v1 import coordinator_pb2 as pb
+from groupcoord.wire.v1 import coordinator_pb2 as pb
 
 __all__ = ["DEFAULT_ADDRESS", "SERVICE_NAME", "build_parser", "check", "main"]
 

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from coordinator.simulation import Timeline
+    from groupcoord.coordinator.simulation import Timeline
 
 __all__ = ["bench_medians", "bench_phases", "demo_lag_spread", "demo_member_lag", "demo_rebalances",
            "simulation_timelines"]

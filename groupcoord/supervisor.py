@@ -1,7 +1,7 @@
 """The parent of `serve --workers N`: starts the N worker processes, restarts one that dies, forwards SIGTERM.
 
 Each worker is `groupcoord serve` again with the same flags plus `--worker-index K` (see
-`coordinator.runtime.workers` for what a worker serves). A worker that exits while the parent is not stopping
+`groupcoord.coordinator.runtime.workers` for what a worker serves). A worker that exits while the parent is not stopping
 is restarted after a backoff that grows while it keeps dying quickly (1 s, doubling to 30 s; reset after a
 minute up). SIGTERM or SIGINT is forwarded to every worker, which shuts down gracefully; one still running
 after `STOP_GRACE_S` is killed.

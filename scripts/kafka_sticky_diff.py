@@ -23,8 +23,8 @@ import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from assignors.classic import ClassicSubscription  # noqa: E402
-from assignors.cooperative_sticky import CooperativeStickyAssignor  # noqa: E402
+from groupcoord.assignors.classic import ClassicSubscription  # noqa: E402
+from groupcoord.assignors.cooperative_sticky import CooperativeStickyAssignor  # noqa: E402
 
 HERE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "kafka_sticky_oracle")
 Case = tuple[dict[str, int], dict[str, ClassicSubscription]]

@@ -45,7 +45,7 @@ def test_simulate_plot_to_an_unwritable_place_is_one_error_line(tmp_path: Path) 
 
 def test_simulated_ownership_ends_with_every_member_holding_its_share() -> None:
     """What the plot draws: the last sample per member is its final count, and they add up to the topic."""
-    from coordinator.simulation import simulate_scale_up
+    from groupcoord.coordinator.simulation import simulate_scale_up
 
     t = simulate_scale_up(4, 1000, False, partitions=12)
     last = {member: count for _, member, count in t.ownership}

@@ -5,7 +5,7 @@ from __future__ import annotations
 import abc
 from typing import Any
 
-from coordinator.core.results import CancelTimer, Result, ScheduleTimer, TimerKey
+from groupcoord.coordinator.core.results import CancelTimer, Result, ScheduleTimer, TimerKey
 
 
 class VirtualClock(abc.ABC):

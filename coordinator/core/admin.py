@@ -9,11 +9,11 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from coordinator.core import streams_admin
-from coordinator.core.config import GROUP_CONFIG_DEFS, render_value, validate_group_configs
-from coordinator.core.errors import CoordinatorError, Errors
-from coordinator.core.group import OffsetGroup
-from coordinator.core.messages import (
+from groupcoord.coordinator.core import streams_admin
+from groupcoord.coordinator.core.config import GROUP_CONFIG_DEFS, render_value, validate_group_configs
+from groupcoord.coordinator.core.errors import CoordinatorError, Errors
+from groupcoord.coordinator.core.group import OffsetGroup
+from groupcoord.coordinator.core.messages import (
     ConfigEntry,
     DescribedGroup,
     DescribedGroupConfig,
@@ -21,11 +21,11 @@ from coordinator.core.messages import (
     ListedGroup,
     PartitionError,
 )
-from coordinator.core.records import GroupConfig, GroupEmptySinceTombstone, OffsetCommitTombstone
-from coordinator.core.results import Result
+from groupcoord.coordinator.core.records import GroupConfig, GroupEmptySinceTombstone, OffsetCommitTombstone
+from groupcoord.coordinator.core.results import Result
 
 if TYPE_CHECKING:
-    from coordinator.core.shard import GroupCoordinatorShard
+    from groupcoord.coordinator.core.shard import GroupCoordinatorShard
 
 OFFSET_ONLY_TYPE = "classic"
 OFFSET_ONLY_STATE = "Empty"

@@ -80,7 +80,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from coordinator.core.classic_messages import (
+from groupcoord.coordinator.core.classic_messages import (
     JoinGroupResponse,
     JoinGroupResponseMember,
     MemberIdentity,
@@ -89,12 +89,12 @@ from coordinator.core.classic_messages import (
     SyncGroupRequest,
     SyncGroupResponse,
 )
-from coordinator.core.errors import CoordinatorError, Errors
-from coordinator.core.group import GroupDefaults
-from coordinator.core.messages import DescribedGroup, DescribedMember, ListedGroup
-from coordinator.core.metadata import MetadataImage
-from coordinator.core.principals import check_member_principal
-from coordinator.core.results import CancelTimer, ScheduleTimer, TimerKey, TimerOp
+from groupcoord.coordinator.core.errors import CoordinatorError, Errors
+from groupcoord.coordinator.core.group import GroupDefaults
+from groupcoord.coordinator.core.messages import DescribedGroup, DescribedMember, ListedGroup
+from groupcoord.coordinator.core.metadata import MetadataImage
+from groupcoord.coordinator.core.principals import check_member_principal
+from groupcoord.coordinator.core.results import CancelTimer, ScheduleTimer, TimerKey, TimerOp
 
 GROUP_TYPE = "classic"
 # Kafka's group.classic.new.member.join.timeout: a new member parked in JoinGroup cannot heartbeat, so a

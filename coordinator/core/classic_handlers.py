@@ -20,8 +20,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from coordinator.core import mixed_group, streams_shard
-from coordinator.core.classic_group import (
+from groupcoord.coordinator.core import mixed_group, streams_shard
+from groupcoord.coordinator.core.classic_group import (
     JOIN_TIMER,
     SESSION_TIMER,
     SYNC_TIMER,
@@ -32,7 +32,7 @@ from coordinator.core.classic_group import (
     ClassicGroupState,
     Effects,
 )
-from coordinator.core.classic_messages import (
+from groupcoord.coordinator.core.classic_messages import (
     UNKNOWN_MEMBER_ID,
     HeartbeatRequest,
     HeartbeatResponse,
@@ -44,15 +44,15 @@ from coordinator.core.classic_messages import (
     SyncGroupRequest,
     SyncGroupResponse,
 )
-from coordinator.core.consumer_group import ConsumerGroup
-from coordinator.core.errors import CoordinatorError, Errors
-from coordinator.core.limits import ECHO_MAX_CHARS
-from coordinator.core.principals import check_member_principal
-from coordinator.core.records import ConsumerGroupMetadataTombstone
-from coordinator.core.results import Result, TimerKey
+from groupcoord.coordinator.core.consumer_group import ConsumerGroup
+from groupcoord.coordinator.core.errors import CoordinatorError, Errors
+from groupcoord.coordinator.core.limits import ECHO_MAX_CHARS
+from groupcoord.coordinator.core.principals import check_member_principal
+from groupcoord.coordinator.core.records import ConsumerGroupMetadataTombstone
+from groupcoord.coordinator.core.results import Result, TimerKey
 
 if TYPE_CHECKING:
-    from coordinator.core.shard import GroupCoordinatorShard
+    from groupcoord.coordinator.core.shard import GroupCoordinatorShard
 
 CONSUMER_PROTOCOL_TYPE = "consumer"
 

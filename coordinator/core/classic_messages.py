@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from coordinator.core.errors import Errors
+from groupcoord.coordinator.core.errors import Errors
 
 # (protocol name, member metadata for that protocol), in the member's order of preference
 Protocols = tuple[tuple[str, bytes], ...]

@@ -14,9 +14,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from assignors.registry import server_assignor_names
-from coordinator.core.errors import CoordinatorError, Errors
-from coordinator.core.limits import shorten
+from groupcoord.assignors.registry import server_assignor_names
+from groupcoord.coordinator.core.errors import CoordinatorError, Errors
+from groupcoord.coordinator.core.limits import shorten
 
 INT32_MAX = 2_147_483_647
 MIGRATION_POLICIES = ("bidirectional", "upgrade", "downgrade", "disabled")  # Kafka's ConsumerGroupMigrationPolicy

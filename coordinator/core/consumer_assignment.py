@@ -5,13 +5,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from assignors.api import AssignorError, LagSnapshot, PartitionOffsets
-from assignors.registry import get_server_assignor
-from coordinator.core import regex_subscriptions
-from coordinator.core.consumer_group import FIRST_GROUP_EPOCH, ConsumerGroup, InflightAssignment
-from coordinator.core.records import ConsumerGroupMetadata
-from coordinator.core.results import Result
-from coordinator.core.target_assignment import (
+from groupcoord.assignors.api import AssignorError, LagSnapshot, PartitionOffsets
+from groupcoord.assignors.registry import get_server_assignor
+from groupcoord.coordinator.core import regex_subscriptions
+from groupcoord.coordinator.core.consumer_group import FIRST_GROUP_EPOCH, ConsumerGroup, InflightAssignment
+from groupcoord.coordinator.core.records import ConsumerGroupMetadata
+from groupcoord.coordinator.core.results import Result
+from groupcoord.coordinator.core.target_assignment import (
     AssignorCompletion,
     AssignorRun,
     build_spec,
@@ -21,7 +21,7 @@ from coordinator.core.target_assignment import (
 )
 
 if TYPE_CHECKING:
-    from coordinator.core.shard import GroupCoordinatorShard
+    from groupcoord.coordinator.core.shard import GroupCoordinatorShard
 
 LAG_AWARE_ASSIGNORS = frozenset({"lag", "lag-sticky"})
 

@@ -32,11 +32,11 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from coordinator.core.errors import CoordinatorError, Errors
-from coordinator.core.group import GroupDefaults
-from coordinator.core.messages import DescribedGroup, DescribedMember, ListedGroup
-from coordinator.core.metadata import MetadataImage
-from coordinator.core.records import (
+from groupcoord.coordinator.core.errors import CoordinatorError, Errors
+from groupcoord.coordinator.core.group import GroupDefaults
+from groupcoord.coordinator.core.messages import DescribedGroup, DescribedMember, ListedGroup
+from groupcoord.coordinator.core.metadata import MetadataImage
+from groupcoord.coordinator.core.records import (
     ConsumerGroupCurrentMemberAssignment,
     ConsumerGroupCurrentMemberAssignmentTombstone,
     ConsumerGroupMemberMetadata,
@@ -51,8 +51,8 @@ from coordinator.core.records import (
     PartitionEpochs,
     Partitions,
 )
-from coordinator.core.results import CancelTimer, Result, TimerKey, TimerOp
-from coordinator.core.target_store import TargetAssignment
+from groupcoord.coordinator.core.results import CancelTimer, Result, TimerKey, TimerOp
+from groupcoord.coordinator.core.target_store import TargetAssignment
 
 EMPTY_ASSIGNMENT_EPOCH = 1  # KIP-1263: epoch 1 is reserved for the empty target assignment
 FIRST_GROUP_EPOCH = 2

@@ -13,7 +13,7 @@ from __future__ import annotations
 import dataclasses
 from typing import TYPE_CHECKING, Any
 
-from coordinator.core import (
+from groupcoord.coordinator.core import (
     consumer_assignment,
     group_conversion,
     mixed_group,
@@ -21,8 +21,8 @@ from coordinator.core import (
     retention,
     streams_shard,
 )
-from coordinator.core.classic_group import GROUP_TYPE as CLASSIC_GROUP_TYPE
-from coordinator.core.consumer_group import (
+from groupcoord.coordinator.core.classic_group import GROUP_TYPE as CLASSIC_GROUP_TYPE
+from groupcoord.coordinator.core.consumer_group import (
     FIRST_GROUP_EPOCH,
     LEAVE_GROUP_MEMBER_EPOCH,
     LEAVE_GROUP_STATIC_MEMBER_EPOCH,
@@ -36,24 +36,24 @@ from coordinator.core.consumer_group import (
     session_timer,
     sync_timer,
 )
-from coordinator.core.errors import CoordinatorError, Errors
-from coordinator.core.group import GroupView
-from coordinator.core.messages import ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse
-from coordinator.core.principals import check_member_principal
-from coordinator.core.reconciliation import reconcile
-from coordinator.core.records import (
+from groupcoord.coordinator.core.errors import CoordinatorError, Errors
+from groupcoord.coordinator.core.group import GroupView
+from groupcoord.coordinator.core.messages import ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse
+from groupcoord.coordinator.core.principals import check_member_principal
+from groupcoord.coordinator.core.reconciliation import reconcile
+from groupcoord.coordinator.core.records import (
     ConsumerGroupCurrentMemberAssignmentTombstone,
     ConsumerGroupMemberMetadataTombstone,
     ConsumerGroupMetadata,
     ConsumerGroupTargetAssignmentMember,
     ConsumerGroupTargetAssignmentMemberTombstone,
 )
-from coordinator.core.results import Result
-from coordinator.core.target_assignment import cached_subscribed_topic_ids
-from coordinator.core.topic_regex import compile_topic_regex
+from groupcoord.coordinator.core.results import Result
+from groupcoord.coordinator.core.target_assignment import cached_subscribed_topic_ids
+from groupcoord.coordinator.core.topic_regex import compile_topic_regex
 
 if TYPE_CHECKING:
-    from coordinator.core.shard import GroupCoordinatorShard
+    from groupcoord.coordinator.core.shard import GroupCoordinatorShard
 
 
 def heartbeat(shard: GroupCoordinatorShard, request: ConsumerGroupHeartbeatRequest,

@@ -8,12 +8,12 @@ import dataclasses
 from functools import partial
 from typing import TYPE_CHECKING
 
-from coordinator.core import consumer_assignment, consumer_heartbeat, group_conversion, records
-from coordinator.core.consumer_group import GROUP_TYPE, ConsumerGroup, ConsumerGroupMember, MemberState
-from coordinator.core.results import Result, TimerKey
+from groupcoord.coordinator.core import consumer_assignment, consumer_heartbeat, group_conversion, records
+from groupcoord.coordinator.core.consumer_group import GROUP_TYPE, ConsumerGroup, ConsumerGroupMember, MemberState
+from groupcoord.coordinator.core.results import Result, TimerKey
 
 if TYPE_CHECKING:
-    from coordinator.core.shard import GroupCoordinatorShard
+    from groupcoord.coordinator.core.shard import GroupCoordinatorShard
 
 TIMER_KINDS = ("session", "rebalance")
 

@@ -16,10 +16,10 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any, Protocol
 
-from coordinator.core.errors import Errors
-from coordinator.core.messages import DescribedGroup, ListedGroup
-from coordinator.core.metadata import MetadataImage
-from coordinator.core.results import TimerOp
+from groupcoord.coordinator.core.errors import Errors
+from groupcoord.coordinator.core.messages import DescribedGroup, ListedGroup
+from groupcoord.coordinator.core.metadata import MetadataImage
+from groupcoord.coordinator.core.results import TimerOp
 
 
 class GroupView(Protocol):

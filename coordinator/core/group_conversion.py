@@ -28,17 +28,17 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from assignors.consumer_protocol import (
+from groupcoord.assignors.consumer_protocol import (
     PROTOCOL_TYPE,
     ProtocolDecodeError,
     decode_assignment,
     decode_subscription,
     decode_version,
 )
-from coordinator.core import classic_group as cg
-from coordinator.core import consumer_assignment, mixed_group
-from coordinator.core.classic_messages import JoinGroupResponse, SyncGroupResponse
-from coordinator.core.consumer_group import (
+from groupcoord.coordinator.core import classic_group as cg
+from groupcoord.coordinator.core import consumer_assignment, mixed_group
+from groupcoord.coordinator.core.classic_messages import JoinGroupResponse, SyncGroupResponse
+from groupcoord.coordinator.core.consumer_group import (
     ConsumerGroup,
     MemberState,
     join_timer,
@@ -46,9 +46,9 @@ from coordinator.core.consumer_group import (
     session_timer,
     sync_timer,
 )
-from coordinator.core.errors import CoordinatorError, Errors
-from coordinator.core.messages import ConsumerGroupHeartbeatRequest
-from coordinator.core.records import (
+from groupcoord.coordinator.core.errors import CoordinatorError, Errors
+from groupcoord.coordinator.core.messages import ConsumerGroupHeartbeatRequest
+from groupcoord.coordinator.core.records import (
     ConsumerGroupCurrentMemberAssignment,
     ConsumerGroupCurrentMemberAssignmentTombstone,
     ConsumerGroupMemberMetadata,
@@ -60,10 +60,10 @@ from coordinator.core.records import (
     ConsumerGroupTargetAssignmentMemberTombstone,
     ConsumerGroupTargetAssignmentMetadata,
 )
-from coordinator.core.results import Result
+from groupcoord.coordinator.core.results import Result
 
 if TYPE_CHECKING:
-    from coordinator.core.shard import GroupCoordinatorShard
+    from groupcoord.coordinator.core.shard import GroupCoordinatorShard
 
 
 def migration_policy(shard: GroupCoordinatorShard) -> str:

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from coordinator.core.errors import CoordinatorError, Errors
+from groupcoord.coordinator.core.errors import CoordinatorError, Errors
 
 # --- lengths (characters) -------------------------------------------------------------------------------
 ID_MAX_CHARS = 255  # group/member/instance ids, rack, client id/host, protocol type/name, assignor, configs

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from coordinator.core.errors import Errors
+from groupcoord.coordinator.core.errors import Errors
 
 # topic id -> partitions
 TopicPartitionsById = Mapping[str, frozenset[int]]

@@ -40,7 +40,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeGuard
 
-from assignors.consumer_protocol import (
+from groupcoord.assignors.consumer_protocol import (
     ASSIGNMENT_VERSION,
     PROTOCOL_TYPE,
     Assignment,
@@ -50,8 +50,8 @@ from assignors.consumer_protocol import (
     decode_version,
     encode_assignment,
 )
-from coordinator.core import consumer_assignment, consumer_heartbeat, consumer_shard
-from coordinator.core.classic_messages import (
+from groupcoord.coordinator.core import consumer_assignment, consumer_heartbeat, consumer_shard
+from groupcoord.coordinator.core.classic_messages import (
     UNKNOWN_MEMBER_ID,
     HeartbeatRequest,
     HeartbeatResponse,
@@ -64,7 +64,7 @@ from coordinator.core.classic_messages import (
     SyncGroupRequest,
     SyncGroupResponse,
 )
-from coordinator.core.consumer_group import (
+from groupcoord.coordinator.core.consumer_group import (
     JOIN_TIMER,
     SYNC_TIMER,
     ConsumerGroup,
@@ -76,15 +76,15 @@ from coordinator.core.consumer_group import (
     session_timer,
     sync_timer,
 )
-from coordinator.core.errors import CoordinatorError, Errors
-from coordinator.core.metadata import MetadataImage
-from coordinator.core.reconciliation import reconcile
-from coordinator.core.records import ConsumerGroupTargetAssignmentMember
-from coordinator.core.results import Result
-from coordinator.core.target_assignment import subscribed_topic_ids
+from groupcoord.coordinator.core.errors import CoordinatorError, Errors
+from groupcoord.coordinator.core.metadata import MetadataImage
+from groupcoord.coordinator.core.reconciliation import reconcile
+from groupcoord.coordinator.core.records import ConsumerGroupTargetAssignmentMember
+from groupcoord.coordinator.core.results import Result
+from groupcoord.coordinator.core.target_assignment import subscribed_topic_ids
 
 if TYPE_CHECKING:
-    from coordinator.core.shard import GroupCoordinatorShard
+    from groupcoord.coordinator.core.shard import GroupCoordinatorShard
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,7 +129,7 @@ def _on_timer(shard: GroupCoordinatorShard, key: Any, now: int) -> Result[None]:
     member = group.members.get(key[2])
     if member is None or key[2] not in group.classic_members:
         return result
-    from coordinator.core import group_conversion
+    from groupcoord.coordinator.core import group_conversion
 
     shard.stats.members_fenced_rebalance += 1
     if not group_conversion.maybe_downgrade(shard, group, member.member_id, result, now):

@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
-from coordinator.core.errors import CoordinatorError, Errors
-from coordinator.core.messages import (
+from groupcoord.coordinator.core.errors import CoordinatorError, Errors
+from groupcoord.coordinator.core.messages import (
     FetchedOffset,
     OffsetCommitRequest,
     OffsetCommitResponse,
@@ -20,13 +20,13 @@ from coordinator.core.messages import (
     OffsetFetchResponse,
     PartitionError,
 )
-from coordinator.core.metadata import MetadataImage
-from coordinator.core.principals import check_member_principal
-from coordinator.core.records import OffsetCommit, OffsetCommitTombstone
-from coordinator.core.results import Result
+from groupcoord.coordinator.core.metadata import MetadataImage
+from groupcoord.coordinator.core.principals import check_member_principal
+from groupcoord.coordinator.core.records import OffsetCommit, OffsetCommitTombstone
+from groupcoord.coordinator.core.results import Result
 
 if TYPE_CHECKING:
-    from coordinator.core.shard import GroupCoordinatorShard
+    from groupcoord.coordinator.core.shard import GroupCoordinatorShard
 
 
 class OffsetStore:

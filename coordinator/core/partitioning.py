@@ -17,12 +17,12 @@ import zlib
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from coordinator.core.records import ConsumerGroupMetadataTombstone, GroupConfig, OffsetCommitTombstone
-from coordinator.core.results import Result
-from coordinator.core.snapshot import timers_after_load
+from groupcoord.coordinator.core.records import ConsumerGroupMetadataTombstone, GroupConfig, OffsetCommitTombstone
+from groupcoord.coordinator.core.results import Result
+from groupcoord.coordinator.core.snapshot import timers_after_load
 
 if TYPE_CHECKING:
-    from coordinator.core.shard import GroupCoordinatorShard
+    from groupcoord.coordinator.core.shard import GroupCoordinatorShard
 
 GroupPredicate = Callable[[str], bool]
 

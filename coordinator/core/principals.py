@@ -10,7 +10,7 @@ the check.
 
 from __future__ import annotations
 
-from coordinator.core.errors import CoordinatorError, Errors
+from groupcoord.coordinator.core.errors import CoordinatorError, Errors
 
 
 def check_member_principal(owner: str | None, principal: str | None, member_id: str, group_id: str) -> None:

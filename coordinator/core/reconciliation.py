@@ -20,9 +20,9 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Mapping
 
-from coordinator.core.consumer_group import ConsumerGroupMember, MemberState
-from coordinator.core.errors import CoordinatorError, Errors
-from coordinator.core.records import Partitions
+from groupcoord.coordinator.core.consumer_group import ConsumerGroupMember, MemberState
+from groupcoord.coordinator.core.errors import CoordinatorError, Errors
+from groupcoord.coordinator.core.records import Partitions
 
 # (topic id, partition) -> owning member id, or None when free
 OwnerLookup = Callable[[str, int], str | None]

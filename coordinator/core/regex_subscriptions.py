@@ -13,18 +13,18 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from coordinator.core import consumer_assignment
-from coordinator.core.consumer_group import FIRST_GROUP_EPOCH, ConsumerGroup, RegexResolutionInflight
-from coordinator.core.records import (
+from groupcoord.coordinator.core import consumer_assignment
+from groupcoord.coordinator.core.consumer_group import FIRST_GROUP_EPOCH, ConsumerGroup, RegexResolutionInflight
+from groupcoord.coordinator.core.records import (
     ConsumerGroupMetadata,
     ConsumerGroupRegularExpression,
     ConsumerGroupRegularExpressionTombstone,
 )
-from coordinator.core.results import Result
-from coordinator.core.topic_regex import RegexResolution, RegexResolutionCompletion
+from groupcoord.coordinator.core.results import Result
+from groupcoord.coordinator.core.topic_regex import RegexResolution, RegexResolutionCompletion
 
 if TYPE_CHECKING:
-    from coordinator.core.shard import GroupCoordinatorShard
+    from groupcoord.coordinator.core.shard import GroupCoordinatorShard
 
 
 def maybe_resolve(shard: GroupCoordinatorShard, group: ConsumerGroup, now: int, result: Result[Any]) -> None:

@@ -16,12 +16,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from coordinator.core import admin
-from coordinator.core.records import GroupEmptySince, GroupEmptySinceTombstone, OffsetCommitTombstone
-from coordinator.core.results import Result, TimerKey
+from groupcoord.coordinator.core import admin
+from groupcoord.coordinator.core.records import GroupEmptySince, GroupEmptySinceTombstone, OffsetCommitTombstone
+from groupcoord.coordinator.core.results import Result, TimerKey
 
 if TYPE_CHECKING:
-    from coordinator.core.shard import GroupCoordinatorShard
+    from groupcoord.coordinator.core.shard import GroupCoordinatorShard
 
 RETENTION_TIMER: TimerKey = ("offsets-retention",)
 BATCH_GROUPS = 500  # groups per timer operation; the rest continue in the next operation

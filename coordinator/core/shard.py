@@ -19,7 +19,7 @@ import itertools
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol, TypeVar
 
-from coordinator.core import (
+from groupcoord.coordinator.core import (
     admin,
     classic_handlers,
     consumer_assignment,
@@ -33,13 +33,13 @@ from coordinator.core import (
     streams_admin,
     streams_shard,
 )
-from coordinator.core import classic_messages as cm
-from coordinator.core.config import GROUP_CONFIG_DEFS, BrokerConfig
-from coordinator.core.consumer_assignment import LAG_AWARE_ASSIGNORS as LAG_AWARE_ASSIGNORS
-from coordinator.core.consumer_group import rebalance_timer as rebalance_timer
-from coordinator.core.consumer_group import session_timer as session_timer
-from coordinator.core.group import Group, GroupView, OffsetGroup
-from coordinator.core.messages import (
+from groupcoord.coordinator.core import classic_messages as cm
+from groupcoord.coordinator.core.config import GROUP_CONFIG_DEFS, BrokerConfig
+from groupcoord.coordinator.core.consumer_assignment import LAG_AWARE_ASSIGNORS as LAG_AWARE_ASSIGNORS
+from groupcoord.coordinator.core.consumer_group import rebalance_timer as rebalance_timer
+from groupcoord.coordinator.core.consumer_group import session_timer as session_timer
+from groupcoord.coordinator.core.group import Group, GroupView, OffsetGroup
+from groupcoord.coordinator.core.messages import (
     ConsumerGroupHeartbeatRequest,
     ConsumerGroupHeartbeatResponse,
     DescribedGroup,
@@ -52,9 +52,9 @@ from coordinator.core.messages import (
     OffsetFetchResponse,
     PartitionError,
 )
-from coordinator.core.metadata import EMPTY_IMAGE, MetadataImage
-from coordinator.core.offsets import OffsetStore
-from coordinator.core.records import (
+from groupcoord.coordinator.core.metadata import EMPTY_IMAGE, MetadataImage
+from groupcoord.coordinator.core.offsets import OffsetStore
+from groupcoord.coordinator.core.records import (
     ConsumerGroupMetadata,
     GroupConfig,
     GroupEmptySince,
@@ -62,11 +62,11 @@ from coordinator.core.records import (
     OffsetCommit,
     OffsetCommitTombstone,
 )
-from coordinator.core.results import CancelTimer, Result, ScheduleTimer, TimerKey
-from coordinator.core.stats import CoreStats
-from coordinator.core.streams_group import StreamsGroups
-from coordinator.core.target_assignment import AssignorCompletion
-from coordinator.core.topic_regex import RegexResolutionCompletion
+from groupcoord.coordinator.core.results import CancelTimer, Result, ScheduleTimer, TimerKey
+from groupcoord.coordinator.core.stats import CoreStats
+from groupcoord.coordinator.core.streams_group import StreamsGroups
+from groupcoord.coordinator.core.target_assignment import AssignorCompletion
+from groupcoord.coordinator.core.topic_regex import RegexResolutionCompletion
 
 R = TypeVar("R", bound=Result[Any])
 

@@ -27,13 +27,13 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from coordinator.core.errors import CoordinatorError, Errors
-from coordinator.core.group import GroupDefaults
-from coordinator.core.messages import DescribedGroup, DescribedMember, ListedGroup
-from coordinator.core.metadata import MetadataImage
-from coordinator.core.results import CancelTimer, Result, ScheduleTimer, TimerKey, TimerOp
-from coordinator.core.share_partition import Batch, RecordState, SharePartition
-from coordinator.core.share_records import (
+from groupcoord.coordinator.core.errors import CoordinatorError, Errors
+from groupcoord.coordinator.core.group import GroupDefaults
+from groupcoord.coordinator.core.messages import DescribedGroup, DescribedMember, ListedGroup
+from groupcoord.coordinator.core.metadata import MetadataImage
+from groupcoord.coordinator.core.results import CancelTimer, Result, ScheduleTimer, TimerKey, TimerOp
+from groupcoord.coordinator.core.share_partition import Batch, RecordState, SharePartition
+from groupcoord.coordinator.core.share_records import (
     Partitions,
     ShareGroupCurrentMemberAssignment,
     ShareGroupCurrentMemberAssignmentTombstone,
@@ -49,7 +49,7 @@ from coordinator.core.share_records import (
 )
 
 if TYPE_CHECKING:
-    from coordinator.core.shard import GroupCoordinatorShard
+    from groupcoord.coordinator.core.shard import GroupCoordinatorShard
 
 GROUP_TYPE = "share"
 ASSIGNOR_NAME = "simple"

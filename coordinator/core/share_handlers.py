@@ -10,13 +10,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from assignors.api import AssignorError, GroupSpec, MemberSpec
-from assignors.simple_share import SimpleShareAssignor
-from coordinator.core import streams_shard
-from coordinator.core.errors import CoordinatorError, Errors
-from coordinator.core.principals import check_member_principal
-from coordinator.core.results import Result, TimerKey
-from coordinator.core.share_group import (
+from groupcoord.assignors.api import AssignorError, GroupSpec, MemberSpec
+from groupcoord.assignors.simple_share import SimpleShareAssignor
+from groupcoord.coordinator.core import streams_shard
+from groupcoord.coordinator.core.errors import CoordinatorError, Errors
+from groupcoord.coordinator.core.principals import check_member_principal
+from groupcoord.coordinator.core.results import Result, TimerKey
+from groupcoord.coordinator.core.share_group import (
     ASSIGNOR_NAME,
     FIRST_GROUP_EPOCH,
     GROUP_TYPE,
@@ -33,8 +33,8 @@ from coordinator.core.share_group import (
     partition_record,
     session_timer,
 )
-from coordinator.core.share_partition import AcknowledgeType, SharePartition
-from coordinator.core.share_records import (
+from groupcoord.coordinator.core.share_partition import AcknowledgeType, SharePartition
+from groupcoord.coordinator.core.share_records import (
     AcknowledgeResult,
     AcquiredPartition,
     AcquirePartition,
@@ -52,12 +52,12 @@ from coordinator.core.share_records import (
     ShareGroupTargetAssignmentMemberTombstone,
     ShareGroupTargetAssignmentMetadata,
 )
-from coordinator.core.target_assignment import AssignorCompletion, AssignorRun
+from groupcoord.coordinator.core.target_assignment import AssignorCompletion, AssignorRun
 
 if TYPE_CHECKING:
-    from coordinator.core.shard import GroupCoordinatorShard
+    from groupcoord.coordinator.core.shard import GroupCoordinatorShard
 
-SIMPLE = SimpleShareAssignor()  # also registered by name in assignors.builtin, for offloaded runs
+SIMPLE = SimpleShareAssignor()  # also registered by name in groupcoord.assignors.builtin, for offloaded runs
 
 
 class ShareConfigs:
@@ -137,7 +137,7 @@ def _member(shard: GroupCoordinatorShard, group_id: str, member_id: str,
 # =========================================================================================================
 def heartbeat(shard: GroupCoordinatorShard, r: ShareGroupHeartbeatRequest,
               now: int) -> Result[ShareGroupHeartbeatResponse]:
-    from coordinator.core import retention
+    from groupcoord.coordinator.core import retention
 
     try:
         _validate(r)

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from coordinator.core.errors import Errors
+from groupcoord.coordinator.core.errors import Errors
 
 # topic id -> partitions
 Partitions = Mapping[str, frozenset[int]]

@@ -11,11 +11,11 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
-from coordinator.core.records import GroupConfig, GroupEmptySince
-from coordinator.core.results import Result
+from groupcoord.coordinator.core.records import GroupConfig, GroupEmptySince
+from groupcoord.coordinator.core.results import Result
 
 if TYPE_CHECKING:
-    from coordinator.core.shard import GroupCoordinatorShard
+    from groupcoord.coordinator.core.shard import GroupCoordinatorShard
 
 
 def snapshot_records(shard: GroupCoordinatorShard) -> Iterator[Any]:
@@ -35,7 +35,7 @@ def timers_after_load(shard: GroupCoordinatorShard, now: int, group_ids: frozens
     """The timers to arm after a load: every group's, plus the offset-retention check; with `group_ids`, only
     those groups' (a rollback rebuilds a few groups while every other timer is armed already); with `loaded`,
     the groups it accepts plus the retention check (a state partition's groups: partitioning.py)."""
-    from coordinator.core.retention import ensure_timer
+    from groupcoord.coordinator.core.retention import ensure_timer
 
     result: Result[None] = Result(None)
     if group_ids is not None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
-from coordinator.core.errors import Errors
+from groupcoord.coordinator.core.errors import Errors
 
 
 @dataclass(slots=True)

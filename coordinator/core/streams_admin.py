@@ -7,16 +7,16 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from coordinator.core.errors import CoordinatorError, Errors
-from coordinator.core.group import GroupMember
-from coordinator.core.limits import ECHO_MAX_CHARS
-from coordinator.core.messages import DescribedGroup, DescribedMember, GroupResult, ListedGroup
-from coordinator.core.metadata import MetadataImage
-from coordinator.core.results import Result
-from coordinator.core.streams_group import StreamsGroups
+from groupcoord.coordinator.core.errors import CoordinatorError, Errors
+from groupcoord.coordinator.core.group import GroupMember
+from groupcoord.coordinator.core.limits import ECHO_MAX_CHARS
+from groupcoord.coordinator.core.messages import DescribedGroup, DescribedMember, GroupResult, ListedGroup
+from groupcoord.coordinator.core.metadata import MetadataImage
+from groupcoord.coordinator.core.results import Result
+from groupcoord.coordinator.core.streams_group import StreamsGroups
 
 if TYPE_CHECKING:
-    from coordinator.core.shard import GroupCoordinatorShard
+    from groupcoord.coordinator.core.shard import GroupCoordinatorShard
 
 
 def _by_subtopology(tasks: frozenset[tuple[str, int]]) -> dict[str, frozenset[int]]:
@@ -125,7 +125,7 @@ def delete(shard: GroupCoordinatorShard, group_id: str, result: Result[Any]) -> 
     if res.response == Errors.NON_EMPTY_GROUP:
         return GroupResult(group_id, Errors.NON_EMPTY_GROUP, f"Group {group_id[:64]} still has members.")
     result.records.extend(res.records)
-    from coordinator.core.records import OffsetCommitTombstone
+    from groupcoord.coordinator.core.records import OffsetCommitTombstone
 
     for (topic, p) in list(shard.offsets.committed(group_id)):
         shard._write(result, OffsetCommitTombstone(group_id, topic, p))

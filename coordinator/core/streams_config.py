@@ -11,9 +11,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
-from assignors.sticky_task import StreamsAssignmentConfig
-from coordinator.core.errors import CoordinatorError, Errors
-from coordinator.core.limits import shorten
+from groupcoord.assignors.sticky_task import StreamsAssignmentConfig
+from groupcoord.coordinator.core.errors import CoordinatorError, Errors
+from groupcoord.coordinator.core.limits import shorten
 
 INT32_MAX = 2_147_483_647
 

@@ -4,10 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from coordinator.core.metadata import MetadataImage
-from coordinator.core.streams_messages import EndpointPartitions
-from coordinator.core.streams_records import StreamsGroupCurrentMemberAssignment, StreamsGroupMemberMetadata, Tasks
-from coordinator.core.streams_topology import StreamsTopology
+from groupcoord.coordinator.core.metadata import MetadataImage
+from groupcoord.coordinator.core.streams_messages import EndpointPartitions
+from groupcoord.coordinator.core.streams_records import (
+    StreamsGroupCurrentMemberAssignment,
+    StreamsGroupMemberMetadata,
+    Tasks,
+)
+from groupcoord.coordinator.core.streams_topology import StreamsTopology
 
 
 def partitions_by_endpoint(

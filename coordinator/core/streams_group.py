@@ -37,17 +37,17 @@ import enum
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 
-from assignors.sticky_task import StreamsMemberSpec, TaskId
-from coordinator.core.errors import CoordinatorError, Errors
-from coordinator.core.limits import ECHO_MAX_CHARS
-from coordinator.core.metadata import EMPTY_IMAGE, MetadataImage
-from coordinator.core.principals import check_member_principal
-from coordinator.core.results import CancelTimer, Result, ScheduleTimer, TimerOp
-from coordinator.core.streams_config import StreamsGroupConfig
-from coordinator.core.streams_endpoints import partitions_by_endpoint
-from coordinator.core.streams_internal_topics import configure_topology
-from coordinator.core.streams_members import member_metadata, warmup_caught_up
-from coordinator.core.streams_messages import (
+from groupcoord.assignors.sticky_task import StreamsMemberSpec, TaskId
+from groupcoord.coordinator.core.errors import CoordinatorError, Errors
+from groupcoord.coordinator.core.limits import ECHO_MAX_CHARS
+from groupcoord.coordinator.core.metadata import EMPTY_IMAGE, MetadataImage
+from groupcoord.coordinator.core.principals import check_member_principal
+from groupcoord.coordinator.core.results import CancelTimer, Result, ScheduleTimer, TimerOp
+from groupcoord.coordinator.core.streams_config import StreamsGroupConfig
+from groupcoord.coordinator.core.streams_endpoints import partitions_by_endpoint
+from groupcoord.coordinator.core.streams_internal_topics import configure_topology
+from groupcoord.coordinator.core.streams_members import member_metadata, warmup_caught_up
+from groupcoord.coordinator.core.streams_messages import (
     CreateInternalTopics,
     StreamsAssignorCompletion,
     StreamsAssignorRun,
@@ -55,7 +55,7 @@ from coordinator.core.streams_messages import (
     StreamsHeartbeatResponse,
     validate_request,
 )
-from coordinator.core.streams_records import (
+from groupcoord.coordinator.core.streams_records import (
     NO_TASKS,
     StreamsGroupCurrentMemberAssignment,
     StreamsGroupCurrentMemberAssignmentTombstone,
@@ -70,14 +70,14 @@ from coordinator.core.streams_records import (
     StreamsGroupTopologyTombstone,
     Tasks,
 )
-from coordinator.core.streams_static import (
+from groupcoord.coordinator.core.streams_static import (
     LEAVE_STATIC_EPOCH,
     remap_replaced,
     replace_member,
     static_leave,
     static_member,
 )
-from coordinator.core.streams_topology import (
+from groupcoord.coordinator.core.streams_topology import (
     ConfiguredTopology,
     StatusEntry,
     StreamsStatus,

@@ -20,9 +20,9 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import replace
 
-from assignors.sticky_task import SubtopologySpec
-from coordinator.core.metadata import MetadataImage
-from coordinator.core.streams_topology import (
+from groupcoord.assignors.sticky_task import SubtopologySpec
+from groupcoord.coordinator.core.metadata import MetadataImage
+from groupcoord.coordinator.core.streams_topology import (
     ConfiguredTopology,
     StatusEntry,
     StreamsStatus,

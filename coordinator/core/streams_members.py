@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from assignors.sticky_task import TaskId
-from coordinator.core.streams_messages import StreamsHeartbeatRequest
-from coordinator.core.streams_records import StreamsGroupCurrentMemberAssignment, StreamsGroupMemberMetadata
+from groupcoord.assignors.sticky_task import TaskId
+from groupcoord.coordinator.core.streams_messages import StreamsHeartbeatRequest
+from groupcoord.coordinator.core.streams_records import StreamsGroupCurrentMemberAssignment, StreamsGroupMemberMetadata
 
 
 def member_metadata(

@@ -8,10 +8,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from assignors.sticky_task import StreamsMemberSpec, TaskId, assign_tasks
-from coordinator.core.errors import CoordinatorError, Errors
-from coordinator.core.streams_records import Tasks
-from coordinator.core.streams_topology import StatusEntry, StreamsTopology, TopicInfo
+from groupcoord.assignors.sticky_task import StreamsMemberSpec, TaskId, assign_tasks
+from groupcoord.coordinator.core.errors import CoordinatorError, Errors
+from groupcoord.coordinator.core.streams_records import Tasks
+from groupcoord.coordinator.core.streams_topology import StatusEntry, StreamsTopology, TopicInfo
 
 
 @dataclass(frozen=True, slots=True)

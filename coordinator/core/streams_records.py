@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from assignors.sticky_task import TaskId
-from coordinator.core.streams_topology import StreamsTopology
+from groupcoord.assignors.sticky_task import TaskId
+from groupcoord.coordinator.core.streams_topology import StreamsTopology
 
 Tasks = frozenset[TaskId]
 NO_TASKS: Tasks = frozenset()

@@ -6,15 +6,15 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
-from coordinator.core import retention
-from coordinator.core import streams_records as sr
-from coordinator.core.classic_group import ClassicGroup
-from coordinator.core.errors import Errors
-from coordinator.core.limits import ECHO_MAX_CHARS
-from coordinator.core.records import GroupEmptySinceTombstone
-from coordinator.core.results import Result
-from coordinator.core.streams_config import StreamsGroupConfig
-from coordinator.core.streams_group import (
+from groupcoord.coordinator.core import retention
+from groupcoord.coordinator.core import streams_records as sr
+from groupcoord.coordinator.core.classic_group import ClassicGroup
+from groupcoord.coordinator.core.errors import Errors
+from groupcoord.coordinator.core.limits import ECHO_MAX_CHARS
+from groupcoord.coordinator.core.records import GroupEmptySinceTombstone
+from groupcoord.coordinator.core.results import Result
+from groupcoord.coordinator.core.streams_config import StreamsGroupConfig
+from groupcoord.coordinator.core.streams_group import (
     StreamsAssignorCompletion,
     StreamsGroups,
     StreamsHeartbeatRequest,
@@ -22,7 +22,7 @@ from coordinator.core.streams_group import (
 )
 
 if TYPE_CHECKING:
-    from coordinator.core.shard import GroupCoordinatorShard
+    from groupcoord.coordinator.core.shard import GroupCoordinatorShard
 
 RECORD_TYPES: tuple[type, ...] = (
     sr.StreamsGroupMetadata, sr.StreamsGroupMetadataTombstone, sr.StreamsGroupTopologyRecord,

@@ -15,7 +15,7 @@ import enum
 import re
 from dataclasses import dataclass
 
-from assignors.sticky_task import SubtopologySpec
+from groupcoord.assignors.sticky_task import SubtopologySpec
 
 _TOPIC_NAME = re.compile(r"^[a-zA-Z0-9._-]{1,249}$")
 

@@ -10,11 +10,11 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
-from assignors.api import GroupAssignment, GroupSpec, LagSnapshot, MemberSpec
-from assignors.compact import CompactAssignment
-from coordinator.core.consumer_group import ConsumerGroup, ConsumerGroupMember
-from coordinator.core.metadata import MetadataImage
-from coordinator.core.records import (
+from groupcoord.assignors.api import GroupAssignment, GroupSpec, LagSnapshot, MemberSpec
+from groupcoord.assignors.compact import CompactAssignment
+from groupcoord.coordinator.core.consumer_group import ConsumerGroup, ConsumerGroupMember
+from groupcoord.coordinator.core.metadata import MetadataImage
+from groupcoord.coordinator.core.records import (
     ConsumerGroupTargetAssignmentMember,
     ConsumerGroupTargetAssignmentMetadata,
     Partitions,

@@ -21,7 +21,7 @@ from collections.abc import Iterator, Mapping, MutableMapping
 import numpy as np
 import numpy.typing as npt
 
-from assignors.compact import CompactAssignment
+from groupcoord.assignors.compact import CompactAssignment
 
 I32Array = npt.NDArray[np.int32]
 Partitions = Mapping[str, frozenset[int]]

@@ -16,7 +16,7 @@ from typing import Any
 
 import re2
 
-from coordinator.core.errors import CoordinatorError, Errors
+from groupcoord.coordinator.core.errors import CoordinatorError, Errors
 
 # RE2's budget for one compiled pattern. At RE2's default (8 MB) a pattern like `\pL{500}` takes ~100 ms to be
 # rejected; at this size compiling costs a few ms at most, and topic names (<= 249 characters) need far less:

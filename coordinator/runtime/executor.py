@@ -26,7 +26,7 @@ from concurrent.futures import Executor, Future, ProcessPoolExecutor, ThreadPool
 from dataclasses import dataclass
 from typing import Any
 
-from assignors.api import (
+from groupcoord.assignors.api import (
     AssignorError,
     GroupAssignment,
     GroupSpec,
@@ -35,11 +35,11 @@ from assignors.api import (
     StaticTopicDescriber,
     TopicDescriber,
 )
-from assignors.compact import CompactAssignment
-from assignors.registry import get_server_assignor, server_assignor_names
-from coordinator.core.target_assignment import AssignorCompletion, AssignorRun
-from coordinator.core.topic_regex import RegexResolution, RegexResolutionCompletion, resolve_topic_regexes
-from coordinator.runtime.metrics import CoordinatorMetrics
+from groupcoord.assignors.compact import CompactAssignment
+from groupcoord.assignors.registry import get_server_assignor, server_assignor_names
+from groupcoord.coordinator.core.target_assignment import AssignorCompletion, AssignorRun
+from groupcoord.coordinator.core.topic_regex import RegexResolution, RegexResolutionCompletion, resolve_topic_regexes
+from groupcoord.coordinator.runtime.metrics import CoordinatorMetrics
 
 log = logging.getLogger("groupcoord.executor")
 
@@ -183,7 +183,7 @@ class BackgroundExecutor:
         # forkserver: children are forked from a clean single-threaded server that imported the assignors once,
         # never from this process with its gRPC threads (fork would copy their locks mid-use).
         context = multiprocessing.get_context("forkserver")
-        context.set_forkserver_preload(["assignors.registry", "coordinator.runtime.executor"])
+        context.set_forkserver_preload(["groupcoord.assignors.registry", "groupcoord.coordinator.runtime.executor"])
         return ProcessPoolExecutor(max_workers=self._threads, mp_context=context, initializer=_exit_with,
                                    initargs=(os.getpid(),))
 

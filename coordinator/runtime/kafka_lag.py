@@ -30,9 +30,9 @@ from typing import Any
 from confluent_kafka import IsolationLevel, KafkaError, KafkaException, TopicPartition
 from confluent_kafka.admin import OffsetSpec
 
-from assignors.api import LagSnapshot, PartitionOffsets
-from coordinator.core.metadata import MetadataImage
-from coordinator.runtime.kafka_common import FailureStreak, admin_client, check_intervals
+from groupcoord.assignors.api import LagSnapshot, PartitionOffsets
+from groupcoord.coordinator.core.metadata import MetadataImage
+from groupcoord.coordinator.runtime.kafka_common import FailureStreak, admin_client, check_intervals
 
 __all__ = ["KafkaLagSource", "TopicPartitionKey", "build_lag_snapshot", "partitions_of"]
 

@@ -1,7 +1,8 @@
 """The record log in a compacted Kafka topic: the role `FileLog` plays on local disk, the way Kafka's group
 coordinator keeps its state in `__consumer_offsets`.
 
-Layout. A group's records go to partition `state_partition(group_id, P)` (see `coordinator.core.partitioning`),
+Layout. A group's records go to partition `state_partition(group_id, P)` (see
+`groupcoord.coordinator.core.partitioning`),
 so one partition holds everything about a group, in order, and whoever owns the partition coordinates the
 group. The message key names what the record is about, as `__consumer_offsets` keys do: the record kind, the
 group id, and the member id or the topic-partition (`["offset_commit","g","orders",3]`, JSON so no id can
@@ -61,16 +62,19 @@ from typing import Any
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from coordinator.core import records as r
-from coordinator.core import share_records as sr
-from coordinator.core import streams_records as st
-from coordinator.core.classic_group import ClassicGroupMetadata, ClassicGroupMetadataTombstone
-from coordinator.core.mixed_group import ConsumerGroupClassicMemberMetadata, ConsumerGroupClassicMemberMetadataTombstone
-from coordinator.core.partitioning import state_partition
-from coordinator.runtime import record_codec
-from coordinator.runtime.kafka_tombstones import deleted_keys
-from coordinator.runtime.kafka_txn import PartitionWriter
-from coordinator.runtime.record_codec import PartitionFenced, RecordTooLargeError
+from groupcoord.coordinator.core import records as r
+from groupcoord.coordinator.core import share_records as sr
+from groupcoord.coordinator.core import streams_records as st
+from groupcoord.coordinator.core.classic_group import ClassicGroupMetadata, ClassicGroupMetadataTombstone
+from groupcoord.coordinator.core.mixed_group import (
+    ConsumerGroupClassicMemberMetadata,
+    ConsumerGroupClassicMemberMetadataTombstone,
+)
+from groupcoord.coordinator.core.partitioning import state_partition
+from groupcoord.coordinator.runtime import record_codec
+from groupcoord.coordinator.runtime.kafka_tombstones import deleted_keys
+from groupcoord.coordinator.runtime.kafka_txn import PartitionWriter
+from groupcoord.coordinator.runtime.record_codec import PartitionFenced, RecordTooLargeError
 
 log = logging.getLogger("groupcoord.kafka_log")
 

@@ -37,8 +37,8 @@ from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException, TopicCollection
 
-from coordinator.core.metadata import EMPTY_IMAGE, MetadataImage, TopicMetadata, topic_id_for_name
-from coordinator.runtime.kafka_common import FailureStreak, admin_client, check_intervals
+from groupcoord.coordinator.core.metadata import EMPTY_IMAGE, MetadataImage, TopicMetadata, topic_id_for_name
+from groupcoord.coordinator.runtime.kafka_common import FailureStreak, admin_client, check_intervals
 
 __all__ = ["KafkaMetadataSource", "kafka_uuid_to_str"]
 

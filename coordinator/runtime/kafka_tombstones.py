@@ -18,11 +18,11 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from coordinator.core import records as r
-from coordinator.core import share_records as sr
-from coordinator.core import streams_records as st
-from coordinator.core.classic_group import ClassicGroupMetadataTombstone
-from coordinator.core.mixed_group import ConsumerGroupClassicMemberMetadataTombstone
+from groupcoord.coordinator.core import records as r
+from groupcoord.coordinator.core import share_records as sr
+from groupcoord.coordinator.core import streams_records as st
+from groupcoord.coordinator.core.classic_group import ClassicGroupMetadataTombstone
+from groupcoord.coordinator.core.mixed_group import ConsumerGroupClassicMemberMetadataTombstone
 
 __all__ = ["deleted_keys", "deletes"]
 

@@ -28,7 +28,7 @@ from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException, Producer
 
-from coordinator.runtime.record_codec import PartitionFenced
+from groupcoord.coordinator.runtime.record_codec import PartitionFenced
 
 log = logging.getLogger("groupcoord.kafka_txn")
 

@@ -45,8 +45,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from coordinator.runtime import record_codec, snapshot_codec
-from coordinator.runtime.record_codec import RecordTooLargeError
+from groupcoord.coordinator.runtime import record_codec, snapshot_codec
+from groupcoord.coordinator.runtime.record_codec import RecordTooLargeError
 
 log = logging.getLogger("groupcoord.log")
 

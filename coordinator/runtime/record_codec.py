@@ -1,4 +1,4 @@
-"""Encoding of the core's records for the log and snapshots (groupcoord.records.v1 protobuf).
+"""Encoding of the core's records for the log and snapshots (groupcoord.wire.records.v1 protobuf).
 
 The core speaks frozen dataclasses; this module maps each to a `LogRecord` (key fields + one value) and back.
 Record types without a dedicated message (e.g. the classic group's) travel as `GenericRecord`: the dataclass
@@ -23,14 +23,14 @@ import typing
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from coordinator.core import records as r
-from coordinator.core.classic_group import CLASSIC_RECORD_TYPES
-from coordinator.core.config import GROUP_CONFIG_DEFS, render_value
-from coordinator.core.config import _coerce as coerce_config_value
-from coordinator.core.mixed_group import MIXED_RECORD_TYPES
-from coordinator.core.share_records import SHARE_RECORD_TYPES
-from coordinator.core.streams_shard import RECORD_TYPES as STREAMS_RECORD_TYPES
-from groupcoord.records.v1 import records_pb2 as pb
+from groupcoord.coordinator.core import records as r
+from groupcoord.coordinator.core.classic_group import CLASSIC_RECORD_TYPES
+from groupcoord.coordinator.core.config import GROUP_CONFIG_DEFS, render_value
+from groupcoord.coordinator.core.config import _coerce as coerce_config_value
+from groupcoord.coordinator.core.mixed_group import MIXED_RECORD_TYPES
+from groupcoord.coordinator.core.share_records import SHARE_RECORD_TYPES
+from groupcoord.coordinator.core.streams_shard import RECORD_TYPES as STREAMS_RECORD_TYPES
+from groupcoord.wire.records.v1 import records_pb2 as pb
 
 VERSION = 1
 OPERATION_FORMAT = 2

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from coordinator.core import records as r
-from coordinator.core.results import Result
-from coordinator.core.shard import GroupCoordinatorShard
-from coordinator.core.snapshot import timers_after_load
-from coordinator.core.streams_records import StreamsGroupMetadataTombstone
+from groupcoord.coordinator.core import records as r
+from groupcoord.coordinator.core.results import Result
+from groupcoord.coordinator.core.shard import GroupCoordinatorShard
+from groupcoord.coordinator.core.snapshot import timers_after_load
+from groupcoord.coordinator.core.streams_records import StreamsGroupMetadataTombstone
 
 
 def reset_groups(shard: GroupCoordinatorShard, group_ids: frozenset[str], durable: list[Any],

@@ -17,21 +17,21 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from coordinator.core import streams_shard
-from coordinator.core.errors import CoordinatorError, Errors
-from coordinator.core.metadata import MetadataImage
-from coordinator.core.results import CancelTimer, Result, ScheduleTimer
-from coordinator.core.shard import GroupCoordinatorShard
-from coordinator.core.snapshot import snapshot_records, timers_after_load
-from coordinator.core.streams_group import StreamsAssignorCompletion, StreamsAssignorRun
-from coordinator.core.streams_messages import CreateInternalTopics
-from coordinator.core.target_assignment import AssignorCompletion, AssignorRun
-from coordinator.core.topic_regex import RegexResolution, RegexResolutionCompletion
-from coordinator.runtime import rollback
-from coordinator.runtime.executor import BackgroundExecutor
-from coordinator.runtime.metrics import CoordinatorMetrics
-from coordinator.runtime.record_codec import PartitionFenced, RecordTooLargeError
-from coordinator.runtime.timers import TimerQueue
+from groupcoord.coordinator.core import streams_shard
+from groupcoord.coordinator.core.errors import CoordinatorError, Errors
+from groupcoord.coordinator.core.metadata import MetadataImage
+from groupcoord.coordinator.core.results import CancelTimer, Result, ScheduleTimer
+from groupcoord.coordinator.core.shard import GroupCoordinatorShard
+from groupcoord.coordinator.core.snapshot import snapshot_records, timers_after_load
+from groupcoord.coordinator.core.streams_group import StreamsAssignorCompletion, StreamsAssignorRun
+from groupcoord.coordinator.core.streams_messages import CreateInternalTopics
+from groupcoord.coordinator.core.target_assignment import AssignorCompletion, AssignorRun
+from groupcoord.coordinator.core.topic_regex import RegexResolution, RegexResolutionCompletion
+from groupcoord.coordinator.runtime import rollback
+from groupcoord.coordinator.runtime.executor import BackgroundExecutor
+from groupcoord.coordinator.runtime.metrics import CoordinatorMetrics
+from groupcoord.coordinator.runtime.record_codec import PartitionFenced, RecordTooLargeError
+from groupcoord.coordinator.runtime.timers import TimerQueue
 
 log = logging.getLogger("groupcoord.runtime")
 

@@ -27,15 +27,15 @@ from typing import Any
 
 import grpc
 
-from coordinator.core import limits
-from coordinator.core.errors import Errors
-from coordinator.runtime.acl import Authorizer
-from coordinator.runtime.auth import TokenStore, Unauthenticated, authenticate
-from coordinator.runtime.runtime import CoordinatorRuntime
-from coordinator.runtime.service import GroupCoordinatorService, _echo
-from coordinator.runtime.share_service import ShareGroupService
-from groupcoord.v1 import coordinator_pb2 as pb
-from groupcoord.v1 import share_pb2 as spb
+from groupcoord.coordinator.core import limits
+from groupcoord.coordinator.core.errors import Errors
+from groupcoord.coordinator.runtime.acl import Authorizer
+from groupcoord.coordinator.runtime.auth import TokenStore, Unauthenticated, authenticate
+from groupcoord.coordinator.runtime.runtime import CoordinatorRuntime
+from groupcoord.coordinator.runtime.service import GroupCoordinatorService, _echo
+from groupcoord.coordinator.runtime.share_service import ShareGroupService
+from groupcoord.wire.v1 import coordinator_pb2 as pb
+from groupcoord.wire.v1 import share_pb2 as spb
 
 DENIED = int(Errors.GROUP_AUTHORIZATION_FAILED)
 

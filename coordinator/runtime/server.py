@@ -22,31 +22,31 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 from prometheus_client import start_http_server
 
-from coordinator.core.config import BrokerConfig
-from coordinator.core.shard import GroupCoordinatorShard, LagProvider
-from coordinator.runtime.acl import AclFileWatcher, Authorizer
-from coordinator.runtime.auth import TlsOptions, TokenStore
-from coordinator.runtime.executor import BackgroundExecutor
-from coordinator.runtime.kafka_log import KafkaRecordLog
-from coordinator.runtime.log import FileLog
-from coordinator.runtime.malformed import add_guarded
-from coordinator.runtime.metrics import CoordinatorCollector, CoordinatorMetrics
-from coordinator.runtime.runtime import CoordinatorRuntime, MetadataSource, RecordSink
-from coordinator.runtime.secured_service import SecuredService, SecuredShareService
-from coordinator.runtime.service import GroupCoordinatorService
-from coordinator.runtime.sharding import KafkaStateOptions, PartitionOwnership, parse_host_port
-from coordinator.runtime.share_service import ShareGroupService
-from coordinator.runtime.static_metadata import StaticMetadataSource
-from coordinator.runtime.streams_service import StreamsService
-from coordinator.runtime.topic_creation import StaticTopicCreator
-from coordinator.runtime.web import WebView
-from coordinator.runtime.workers import StaticOwnership, WorkerLayout
-from groupcoord.aio_wakeups import coalesce_wakeups
-from groupcoord.v1 import coordinator_pb2 as pb
-from groupcoord.v1 import coordinator_pb2_grpc as pb_grpc
-from groupcoord.v1 import share_pb2 as spb
-from groupcoord.v1 import share_pb2_grpc as spb_grpc
-from groupcoord.v1 import streams_pb2, streams_pb2_grpc
+from groupcoord.coordinator.core.config import BrokerConfig
+from groupcoord.coordinator.core.shard import GroupCoordinatorShard, LagProvider
+from groupcoord.coordinator.runtime.acl import AclFileWatcher, Authorizer
+from groupcoord.coordinator.runtime.aio_wakeups import coalesce_wakeups
+from groupcoord.coordinator.runtime.auth import TlsOptions, TokenStore
+from groupcoord.coordinator.runtime.executor import BackgroundExecutor
+from groupcoord.coordinator.runtime.kafka_log import KafkaRecordLog
+from groupcoord.coordinator.runtime.log import FileLog
+from groupcoord.coordinator.runtime.malformed import add_guarded
+from groupcoord.coordinator.runtime.metrics import CoordinatorCollector, CoordinatorMetrics
+from groupcoord.coordinator.runtime.runtime import CoordinatorRuntime, MetadataSource, RecordSink
+from groupcoord.coordinator.runtime.secured_service import SecuredService, SecuredShareService
+from groupcoord.coordinator.runtime.service import GroupCoordinatorService
+from groupcoord.coordinator.runtime.sharding import KafkaStateOptions, PartitionOwnership, parse_host_port
+from groupcoord.coordinator.runtime.share_service import ShareGroupService
+from groupcoord.coordinator.runtime.static_metadata import StaticMetadataSource
+from groupcoord.coordinator.runtime.streams_service import StreamsService
+from groupcoord.coordinator.runtime.topic_creation import StaticTopicCreator
+from groupcoord.coordinator.runtime.web import WebView
+from groupcoord.coordinator.runtime.workers import StaticOwnership, WorkerLayout
+from groupcoord.wire.v1 import coordinator_pb2 as pb
+from groupcoord.wire.v1 import coordinator_pb2_grpc as pb_grpc
+from groupcoord.wire.v1 import share_pb2 as spb
+from groupcoord.wire.v1 import share_pb2_grpc as spb_grpc
+from groupcoord.wire.v1 import streams_pb2, streams_pb2_grpc
 
 log = logging.getLogger("groupcoord.server")
 

@@ -15,26 +15,26 @@ from typing import Any, TypeVar
 
 import grpc
 
-from coordinator.core import limits
-from coordinator.core.classic_group import ClassicGroup
-from coordinator.core.classic_messages import (
+from groupcoord.coordinator.core import limits
+from groupcoord.coordinator.core.classic_group import ClassicGroup
+from groupcoord.coordinator.core.classic_messages import (
     HeartbeatRequest,
     JoinGroupRequest,
     LeaveGroupRequest,
     MemberIdentity,
     SyncGroupRequest,
 )
-from coordinator.core.errors import CoordinatorError, Errors
-from coordinator.core.messages import (
+from groupcoord.coordinator.core.errors import CoordinatorError, Errors
+from groupcoord.coordinator.core.messages import (
     CommitPartition,
     ConsumerGroupHeartbeatRequest,
     OffsetCommitRequest,
     OffsetFetchRequest,
 )
-from coordinator.core.metadata import MetadataImage
-from coordinator.runtime.runtime import CoordinatorRuntime
-from groupcoord.v1 import coordinator_pb2 as pb
-from groupcoord.v1 import coordinator_pb2_grpc as pb_grpc
+from groupcoord.coordinator.core.metadata import MetadataImage
+from groupcoord.coordinator.runtime.runtime import CoordinatorRuntime
+from groupcoord.wire.v1 import coordinator_pb2 as pb
+from groupcoord.wire.v1 import coordinator_pb2_grpc as pb_grpc
 
 log = logging.getLogger("groupcoord.service")
 
@@ -601,8 +601,8 @@ class GroupCoordinatorService(pb_grpc.GroupCoordinatorServicer):
         Kafka state topic answer with the owner of the group's partition; while no instance owns it (a move in
         progress), COORDINATOR_NOT_AVAILABLE, and the client asks again. `serve --workers N`: the worker owning
         the group's partition."""
-        from coordinator.runtime.sharding import PartitionOwnership
-        from coordinator.runtime.workers import StaticOwnership
+        from groupcoord.coordinator.runtime.sharding import PartitionOwnership
+        from groupcoord.coordinator.runtime.workers import StaticOwnership
 
         if len(request.keys) > limits.ADMIN_MAX_GROUP_IDS:
             message = f"{len(request.keys)} keys in one request; at most {limits.ADMIN_MAX_GROUP_IDS} are accepted."

@@ -1,7 +1,7 @@
 """Several coordinator instances share the groups, and Kafka decides who serves which.
 
 Theory of operation. The state topic has P partitions and a group lives in partition hash(group_id) mod P
-(`coordinator.core.partitioning`). The instances are members of one Kafka consumer group subscribed to the
+(`groupcoord.coordinator.core.partitioning`). The instances are members of one Kafka consumer group subscribed to the
 state topic ("groupcoord-coordinators.<topic>"): Kafka's group protocol, not ours, hands each partition to
 exactly one live instance, and moves it when an instance joins, leaves or stops heartbeating
 (`session.timeout.ms`). The cooperative-sticky assignor moves only the partitions that must move, so an
@@ -67,12 +67,17 @@ from typing import Any
 
 from confluent_kafka import Consumer, KafkaException, TopicPartition
 
-from coordinator.core.errors import Errors
-from coordinator.core.partitioning import drop_groups, in_partitions, state_partition, timers_after_partition_load
-from coordinator.core.results import Result
-from coordinator.runtime.kafka_log import KafkaRecordLog
-from coordinator.runtime.record_codec import PartitionFenced
-from coordinator.runtime.runtime import CoordinatorRuntime
+from groupcoord.coordinator.core.errors import Errors
+from groupcoord.coordinator.core.partitioning import (
+    drop_groups,
+    in_partitions,
+    state_partition,
+    timers_after_partition_load,
+)
+from groupcoord.coordinator.core.results import Result
+from groupcoord.coordinator.runtime.kafka_log import KafkaRecordLog
+from groupcoord.coordinator.runtime.record_codec import PartitionFenced
+from groupcoord.coordinator.runtime.runtime import CoordinatorRuntime
 
 log = logging.getLogger("groupcoord.sharding")
 

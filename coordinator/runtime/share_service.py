@@ -12,19 +12,19 @@ from typing import Any, TypeVar
 
 import grpc
 
-from coordinator.core import limits, share_handlers
-from coordinator.core.errors import CoordinatorError, Errors
-from coordinator.core.results import Result
-from coordinator.core.share_records import (
+from groupcoord.coordinator.core import limits, share_handlers
+from groupcoord.coordinator.core.errors import CoordinatorError, Errors
+from groupcoord.coordinator.core.results import Result
+from groupcoord.coordinator.core.share_records import (
     AcknowledgeRange,
     AcquirePartition,
     ShareAcknowledgeRequest,
     ShareAcquireRequest,
     ShareGroupHeartbeatRequest,
 )
-from coordinator.runtime.runtime import CoordinatorRuntime
-from groupcoord.v1 import share_pb2 as spb
-from groupcoord.v1 import share_pb2_grpc as spb_grpc
+from groupcoord.coordinator.runtime.runtime import CoordinatorRuntime
+from groupcoord.wire.v1 import share_pb2 as spb
+from groupcoord.wire.v1 import share_pb2_grpc as spb_grpc
 
 log = logging.getLogger("groupcoord.share")
 T = TypeVar("T")

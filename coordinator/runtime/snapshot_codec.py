@@ -22,8 +22,8 @@ from collections.abc import Callable, Iterable, Iterator
 from itertools import repeat
 from typing import Any
 
-from coordinator.core.records import OffsetCommit
-from coordinator.runtime.record_codec import RecordDecodeError
+from groupcoord.coordinator.core.records import OffsetCommit
+from groupcoord.coordinator.runtime.record_codec import RecordDecodeError
 
 OFFSETS_FORMAT = 3
 BATCH_LIMIT = 8192  # offsets per frame: large enough to amortise, small enough to stay far below MAX_FRAME

@@ -20,7 +20,7 @@ import threading
 from collections.abc import Callable, Mapping
 from typing import Protocol
 
-from coordinator.core.metadata import MetadataImage, TopicMetadata, topic_id_for_name
+from groupcoord.coordinator.core.metadata import MetadataImage, TopicMetadata, topic_id_for_name
 
 __all__ = [
     "MetadataSource",

@@ -10,17 +10,21 @@ from typing import Any
 
 import grpc
 
-from coordinator.core import limits, streams_shard
-from coordinator.core.errors import Errors
-from coordinator.core.results import Result
-from coordinator.core.streams_group import StreamsGroupState, StreamsHeartbeatRequest, StreamsHeartbeatResponse
-from coordinator.core.streams_internal_topics import with_creation_errors
-from coordinator.core.streams_messages import CreateInternalTopics
-from coordinator.core.streams_records import Tasks
-from coordinator.core.streams_topology import CopartitionGroup, StreamsTopology, Subtopology, TopicInfo
-from coordinator.runtime.runtime import CoordinatorRuntime
-from groupcoord.v1 import streams_pb2 as spb
-from groupcoord.v1 import streams_pb2_grpc as spb_grpc
+from groupcoord.coordinator.core import limits, streams_shard
+from groupcoord.coordinator.core.errors import Errors
+from groupcoord.coordinator.core.results import Result
+from groupcoord.coordinator.core.streams_group import (
+    StreamsGroupState,
+    StreamsHeartbeatRequest,
+    StreamsHeartbeatResponse,
+)
+from groupcoord.coordinator.core.streams_internal_topics import with_creation_errors
+from groupcoord.coordinator.core.streams_messages import CreateInternalTopics
+from groupcoord.coordinator.core.streams_records import Tasks
+from groupcoord.coordinator.core.streams_topology import CopartitionGroup, StreamsTopology, Subtopology, TopicInfo
+from groupcoord.coordinator.runtime.runtime import CoordinatorRuntime
+from groupcoord.wire.v1 import streams_pb2 as spb
+from groupcoord.wire.v1 import streams_pb2_grpc as spb_grpc
 
 MAX_TASK_IDS = 100_000  # per list in one request: bounds the work one heartbeat can ask for
 

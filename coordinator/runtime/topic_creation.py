@@ -27,9 +27,9 @@ from typing import Any, Protocol
 from confluent_kafka import KafkaError
 from confluent_kafka.admin import NewTopic
 
-from coordinator.core.streams_topology import TopicInfo
-from coordinator.runtime.kafka_common import admin_client
-from coordinator.runtime.static_metadata import StaticMetadataSource
+from groupcoord.coordinator.core.streams_topology import TopicInfo
+from groupcoord.coordinator.runtime.kafka_common import admin_client
+from groupcoord.coordinator.runtime.static_metadata import StaticMetadataSource
 
 log = logging.getLogger(__name__)
 

@@ -32,11 +32,11 @@ from urllib.parse import parse_qs, urlsplit
 
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 
-from coordinator.runtime.acl import Authorizer
-from coordinator.runtime.auth import TlsOptions, TokenStore
-from coordinator.runtime.runtime import CoordinatorRuntime
-from coordinator.runtime.timeline import ChangeFeed, RebalanceTimeline
-from coordinator.runtime.web_api import DETAIL_ROWS, group_detail, groups_page
+from groupcoord.coordinator.runtime.acl import Authorizer
+from groupcoord.coordinator.runtime.auth import TlsOptions, TokenStore
+from groupcoord.coordinator.runtime.runtime import CoordinatorRuntime
+from groupcoord.coordinator.runtime.timeline import ChangeFeed, RebalanceTimeline
+from groupcoord.coordinator.runtime.web_api import DETAIL_ROWS, group_detail, groups_page
 
 log = logging.getLogger("groupcoord.web")
 
@@ -58,7 +58,7 @@ _REASONS = {200: "OK", 400: "Bad Request", 401: "Unauthorized", 404: "Not Found"
 
 def _static_files() -> dict[str, tuple[bytes, str]]:
     """The page's files, shipped as package data (no build step): URL path -> (bytes, content type)."""
-    root = resources.files(__package__ or "coordinator.runtime").joinpath("web_static")
+    root = resources.files(__package__ or "groupcoord.coordinator.runtime").joinpath("web_static")
     out: dict[str, tuple[bytes, str]] = {}
     for entry in root.iterdir():
         ctype = _STATIC_TYPES.get(Path(entry.name).suffix)

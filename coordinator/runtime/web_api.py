@@ -11,10 +11,10 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from coordinator.core import admin
-from coordinator.core.consumer_group import ConsumerGroup
-from coordinator.core.messages import DescribedGroup, DescribedMember
-from coordinator.runtime.timeline import RebalanceTimeline
+from groupcoord.coordinator.core import admin
+from groupcoord.coordinator.core.consumer_group import ConsumerGroup
+from groupcoord.coordinator.core.messages import DescribedGroup, DescribedMember
+from groupcoord.coordinator.runtime.timeline import RebalanceTimeline
 
 MAX_PAGE = 200
 DETAIL_ROWS = 200  # members and partitions a group's page lists unless asked for more

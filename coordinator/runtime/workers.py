@@ -1,6 +1,7 @@
 """`serve --workers N`: N coordinator processes on one machine, each owning a fixed share of the groups.
 
-Theory of operation. The groups are divided exactly as in the Kafka-backed mode (`coordinator.runtime.sharding`):
+Theory of operation. The groups are divided exactly as in the Kafka-backed mode
+(`groupcoord.coordinator.runtime.sharding`):
 group g lives in state partition `state_partition(g, P)`. Here no Kafka group hands the partitions out; the
 assignment is fixed: worker K owns the partitions p with p mod N == K, listens on base port + K and keeps its
 records in its own file log, `STATE_DIR/worker-K/`. `StaticOwnership` is its router and directory: a request
@@ -18,9 +19,9 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from coordinator.core.errors import Errors
-from coordinator.core.partitioning import state_partition
-from coordinator.runtime.sharding import Located
+from groupcoord.coordinator.core.errors import Errors
+from groupcoord.coordinator.core.partitioning import state_partition
+from groupcoord.coordinator.runtime.sharding import Located
 
 
 @dataclass(frozen=True, slots=True)

@@ -29,8 +29,8 @@ import grpc
 
 from groupcoord.faults.checker import Event, Kind, OwnershipState
 from groupcoord.faults.tcp_proxy import TcpProxy
-from groupcoord.v1 import coordinator_pb2 as pb
-from groupcoord.v1 import coordinator_pb2_grpc as pb_grpc
+from groupcoord.wire.v1 import coordinator_pb2 as pb
+from groupcoord.wire.v1 import coordinator_pb2_grpc as pb_grpc
 
 
 @dataclass(frozen=True, slots=True)

@@ -25,7 +25,7 @@ import threading
 import time
 from typing import Any
 
-from clients.group_member import GroupMember, TopicPartition
+from groupcoord.clients.group_member import GroupMember, TopicPartition
 
 
 class Reporter:

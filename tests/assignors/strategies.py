@@ -7,7 +7,7 @@ from collections.abc import Mapping
 
 from hypothesis import strategies as st
 
-from assignors.api import (
+from groupcoord.assignors.api import (
     GroupAssignment,
     GroupSpec,
     LagSnapshot,

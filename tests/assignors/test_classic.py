@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from assignors.api import PartitionOffsets
-from assignors.classic import ClassicSubscription, classic_assignor_names, get_classic_assignor
+from groupcoord.assignors.api import PartitionOffsets
+from groupcoord.assignors.classic import ClassicSubscription, classic_assignor_names, get_classic_assignor
 
 
 def test_classic_assignor_names() -> None:

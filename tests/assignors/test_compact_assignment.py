@@ -8,10 +8,10 @@ import pickle
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from assignors.api import AssignorError, GroupSpec, LagSnapshot, MemberSpec, StaticTopicDescriber
-from assignors.compact import CompactAssignment, compact_from_mapping
-from assignors.lag_sticky import LagStickyAssignor
-from assignors.uniform import UniformAssignor
+from groupcoord.assignors.api import AssignorError, GroupSpec, LagSnapshot, MemberSpec, StaticTopicDescriber
+from groupcoord.assignors.compact import CompactAssignment, compact_from_mapping
+from groupcoord.assignors.lag_sticky import LagStickyAssignor
+from groupcoord.assignors.uniform import UniformAssignor
 from tests.assignors.strategies import scenarios
 
 

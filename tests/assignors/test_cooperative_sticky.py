@@ -5,8 +5,8 @@ from __future__ import annotations
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from assignors.classic import ClassicSubscription, get_classic_assignor
-from assignors.cooperative_sticky import CooperativeStickyAssignor
+from groupcoord.assignors.classic import ClassicSubscription, get_classic_assignor
+from groupcoord.assignors.cooperative_sticky import CooperativeStickyAssignor
 
 SETTINGS = settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 COOP = CooperativeStickyAssignor()

@@ -6,8 +6,8 @@ import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from assignors.classic import ClassicSubscription
-from assignors.cooperative_sticky import member_lists, sticky_assign
+from groupcoord.assignors.classic import ClassicSubscription
+from groupcoord.assignors.cooperative_sticky import member_lists, sticky_assign
 
 SETTINGS = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

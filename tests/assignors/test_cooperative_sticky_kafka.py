@@ -18,8 +18,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from assignors.classic import ClassicAssignment, ClassicSubscription
-from assignors.cooperative_sticky import CooperativeStickyAssignor
+from groupcoord.assignors.classic import ClassicAssignment, ClassicSubscription
+from groupcoord.assignors.cooperative_sticky import CooperativeStickyAssignor
 
 COOP = CooperativeStickyAssignor()
 PLAIN = CooperativeStickyAssignor(cooperative=False)

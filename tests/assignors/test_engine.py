@@ -8,9 +8,9 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from assignors._greedy import _greedy_heap, greedy_rounds
-from assignors.api import GroupSpec, MemberSpec, StaticTopicDescriber
-from assignors.uniform import UniformAssignor
+from groupcoord.assignors._greedy import _greedy_heap, greedy_rounds
+from groupcoord.assignors.api import GroupSpec, MemberSpec, StaticTopicDescriber
+from groupcoord.assignors.uniform import UniformAssignor
 from tests.assignors.strategies import check_balanced, check_valid, with_assignment
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from hypothesis import given, settings
 
-from assignors.api import (
+from groupcoord.assignors.api import (
     GroupAssignment,
     GroupSpec,
     LagSnapshot,
@@ -12,7 +12,7 @@ from assignors.api import (
     PartitionOffsets,
     StaticTopicDescriber,
 )
-from assignors.lag import LagAssignor
+from groupcoord.assignors.lag import LagAssignor
 from tests.assignors.strategies import check_valid, scenarios
 
 LAG = LagAssignor()

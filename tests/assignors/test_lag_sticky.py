@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 from hypothesis import HealthCheck, given, settings
 
-from assignors.api import GroupSpec, LagSnapshot, MemberSpec, PartitionOffsets, StaticTopicDescriber
-from assignors.lag import LagAssignor
-from assignors.lag_sticky import LagStickyAssignor
+from groupcoord.assignors.api import GroupSpec, LagSnapshot, MemberSpec, PartitionOffsets, StaticTopicDescriber
+from groupcoord.assignors.lag import LagAssignor
+from groupcoord.assignors.lag_sticky import LagStickyAssignor
 from tests.assignors.strategies import (
     check_balanced,
     check_valid,

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from hypothesis import given, settings
 
-from assignors.api import GroupSpec, LagSnapshot, MemberSpec, StaticTopicDescriber
-from assignors.range import RangeAssignor
+from groupcoord.assignors.api import GroupSpec, LagSnapshot, MemberSpec, StaticTopicDescriber
+from groupcoord.assignors.range import RangeAssignor
 from tests.assignors.strategies import check_valid, scenarios
 
 RANGE = RangeAssignor()

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from assignors.registry import get_server_assignor, server_assignor_names
-from coordinator.core.config import BrokerConfig, ConfigError
+from groupcoord.assignors.registry import get_server_assignor, server_assignor_names
+from groupcoord.coordinator.core.config import BrokerConfig, ConfigError
 
 
 def test_the_share_only_simple_assignor_cannot_serve_consumer_groups() -> None:

@@ -5,8 +5,8 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from assignors.api import GroupSpec, MemberSpec, StaticTopicDescriber
-from assignors.simple_share import SimpleShareAssignor, desired_counts
+from groupcoord.assignors.api import GroupSpec, MemberSpec, StaticTopicDescriber
+from groupcoord.assignors.simple_share import SimpleShareAssignor, desired_counts
 
 ASSIGNOR = SimpleShareAssignor()
 

@@ -8,7 +8,7 @@ from collections import Counter
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from assignors.sticky_task import (
+from groupcoord.assignors.sticky_task import (
     StreamsAssignmentConfig,
     StreamsGroupAssignment,
     StreamsMemberSpec,

@@ -9,7 +9,7 @@ from collections import Counter
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from assignors.sticky_task import (
+from groupcoord.assignors.sticky_task import (
     StreamsAssignmentConfig,
     StreamsGroupAssignment,
     StreamsMemberSpec,
@@ -199,7 +199,7 @@ class ReferencePicker:
 @settings(max_examples=80, deadline=None)
 @given(st.data())
 def test_the_grouped_picker_picks_what_kafkas_picker_picks(data: st.DataObject) -> None:
-    from assignors._standby_tags import NOT_PREVIOUS, TagPicker
+    from groupcoord.assignors._standby_tags import NOT_PREVIOUS, TagPicker
 
     n = data.draw(st.integers(1, 12))
     procs = [f"p{i:02d}" for i in range(n)]

@@ -9,9 +9,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from assignors._java_order import hash_set_order
-from assignors.api import AssignorError, GroupSpec, LagSnapshot, MemberSpec, StaticTopicDescriber
-from assignors.uniform import UniformAssignor
+from groupcoord.assignors._java_order import hash_set_order
+from groupcoord.assignors.api import AssignorError, GroupSpec, LagSnapshot, MemberSpec, StaticTopicDescriber
+from groupcoord.assignors.uniform import UniformAssignor
 from tests.assignors.strategies import (
     check_balanced,
     check_valid,

@@ -7,9 +7,9 @@ from __future__ import annotations
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from assignors.api import GroupSpec, MemberSpec, StaticTopicDescriber, SubscriptionType
-from assignors.uniform import UniformAssignor
-from assignors.uniform_heterogeneous import HetView, assign_heterogeneous
+from groupcoord.assignors.api import GroupSpec, MemberSpec, StaticTopicDescriber, SubscriptionType
+from groupcoord.assignors.uniform import UniformAssignor
+from groupcoord.assignors.uniform_heterogeneous import HetView, assign_heterogeneous
 
 UNIFORM = UniformAssignor()
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import uuid
 
-from assignors.api import GroupSpec, MemberSpec, StaticTopicDescriber
-from assignors.uniform import UniformAssignor
+from groupcoord.assignors.api import GroupSpec, MemberSpec, StaticTopicDescriber
+from groupcoord.assignors.uniform import UniformAssignor
 
 
 def test_uniform_gives_one_answer_whatever_order_a_members_topics_iterate_in() -> None:

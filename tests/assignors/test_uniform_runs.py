@@ -9,10 +9,10 @@ import pickle
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from assignors.api import GroupSpec, MemberSpec, StaticTopicDescriber
-from assignors.uniform import UniformAssignor
-from assignors.uniform_homogeneous import assign_homogeneous
-from assignors.uniform_runs import Lineage, MemberView, RunState
+from groupcoord.assignors.api import GroupSpec, MemberSpec, StaticTopicDescriber
+from groupcoord.assignors.uniform import UniformAssignor
+from groupcoord.assignors.uniform_homogeneous import assign_homogeneous
+from groupcoord.assignors.uniform_runs import Lineage, MemberView, RunState
 
 UNIFORM = UniformAssignor()
 

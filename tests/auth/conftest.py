@@ -11,12 +11,12 @@ from typing import Any
 import grpc
 import pytest
 
-from clients.credentials import Credentials
-from coordinator.core.config import BrokerConfig
-from coordinator.runtime.auth import TlsOptions, TokenStore
-from coordinator.runtime.server import ServerOptions, ServerThread
-from coordinator.runtime.static_metadata import StaticMetadataSource
-from groupcoord.v1 import coordinator_pb2_grpc as pb_grpc
+from groupcoord.clients.credentials import Credentials
+from groupcoord.coordinator.core.config import BrokerConfig
+from groupcoord.coordinator.runtime.auth import TlsOptions, TokenStore
+from groupcoord.coordinator.runtime.server import ServerOptions, ServerThread
+from groupcoord.coordinator.runtime.static_metadata import StaticMetadataSource
+from groupcoord.wire.v1 import coordinator_pb2_grpc as pb_grpc
 from tests.integration.conftest import FAST
 
 

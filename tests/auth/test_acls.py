@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from coordinator.runtime.acl import AclError, AclFileWatcher, Authorizer, parse_acls
+from groupcoord.coordinator.runtime.acl import AclError, AclFileWatcher, Authorizer, parse_acls
 from tests.auth.conftest import write_acls
 
 FILE = """

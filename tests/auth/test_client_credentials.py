@@ -10,10 +10,10 @@ from typing import Any
 
 import pytest
 
-from clients.classic_member import ClassicGroupMember
-from clients.credentials import Credentials
-from clients.group_member import GroupMember
-from clients.leader_election import LeaderElection
+from groupcoord.clients.classic_member import ClassicGroupMember
+from groupcoord.clients.credentials import Credentials
+from groupcoord.clients.group_member import GroupMember
+from groupcoord.clients.leader_election import LeaderElection
 from tests.auth.conftest import Pki, StartServer, write_acls
 
 CLASSIC_FAST = {"group.min.session.timeout.ms": 100, "group.initial.rebalance.delay.ms": 300}

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from coordinator.runtime.acl import Authorizer, load_acls
 from groupcoord.cli import build_parser
+from groupcoord.coordinator.runtime.acl import Authorizer, load_acls
 from tests.deploy.files import REPO, argv, bind_mounts, host_port, service
 
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from coordinator.core.records import ConsumerGroupMemberMetadata
-from coordinator.runtime import record_codec
-from groupcoord.v1 import coordinator_pb2 as pb
+from groupcoord.coordinator.core.records import ConsumerGroupMemberMetadata
+from groupcoord.coordinator.runtime import record_codec
+from groupcoord.wire.v1 import coordinator_pb2 as pb
 from tests.auth.conftest import Pki, StartServer, stub, write_acls
 from tests.auth.test_tls_auth import join
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from groupcoord.v1 import share_pb2 as spb
-from groupcoord.v1 import share_pb2_grpc as spb_grpc
+from groupcoord.wire.v1 import share_pb2 as spb
+from groupcoord.wire.v1 import share_pb2_grpc as spb_grpc
 from tests.auth.conftest import Pki, StartServer, write_acls
 
 GROUP_AUTHORIZATION_FAILED = 30

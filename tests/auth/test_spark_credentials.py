@@ -10,8 +10,8 @@ import pytest
 from confluent_kafka import Producer
 from pyspark.sql.streaming.datasource import ReadAllAvailable
 
-from clients.spark_driver import build_parser
-from clients.spark_source import SCHEMA, GroupcoordStreamReader, SourceOptions, decode_offset
+from groupcoord.clients.spark_driver import build_parser
+from groupcoord.clients.spark_source import SCHEMA, GroupcoordStreamReader, SourceOptions, decode_offset
 from groupcoord.embedded_kafka import EmbeddedKafka
 from tests.auth.conftest import Pki, StartServer, write_acls
 

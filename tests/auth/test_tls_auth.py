@@ -9,8 +9,8 @@ from pathlib import Path
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from clients.credentials import Credentials
-from groupcoord.v1 import coordinator_pb2 as pb
+from groupcoord.clients.credentials import Credentials
+from groupcoord.wire.v1 import coordinator_pb2 as pb
 from tests.auth.conftest import Pki, StartServer, rpc_error, stub, write_acls
 
 GROUP_AUTHORIZATION_FAILED = 30
@@ -152,7 +152,7 @@ def test_health_is_reachable_without_credentials(pki: Pki, start_secured: StartS
 
 
 def pb_stub(channel: grpc.Channel) -> object:
-    from groupcoord.v1 import coordinator_pb2_grpc as pb_grpc
+    from groupcoord.wire.v1 import coordinator_pb2_grpc as pb_grpc
 
     return pb_grpc.GroupCoordinatorStub(channel)
 

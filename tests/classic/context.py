@@ -12,8 +12,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from coordinator.core.classic_group import ClassicGroup, ClassicGroupState
-from coordinator.core.classic_messages import (
+from groupcoord.coordinator.core.classic_group import ClassicGroup, ClassicGroupState
+from groupcoord.coordinator.core.classic_messages import (
     HeartbeatRequest,
     HeartbeatResponse,
     JoinGroupRequest,
@@ -25,11 +25,11 @@ from coordinator.core.classic_messages import (
     SyncGroupRequest,
     SyncGroupResponse,
 )
-from coordinator.core.config import BrokerConfig
-from coordinator.core.errors import Errors
-from coordinator.core.results import Result, TimerKey
-from coordinator.core.shard import GroupCoordinatorShard
-from coordinator.core.snapshot import snapshot_records, timers_after_load
+from groupcoord.coordinator.core.config import BrokerConfig
+from groupcoord.coordinator.core.errors import Errors
+from groupcoord.coordinator.core.results import Result, TimerKey
+from groupcoord.coordinator.core.shard import GroupCoordinatorShard
+from groupcoord.coordinator.core.snapshot import snapshot_records, timers_after_load
 from tests.core.context import START_MS, image_of
 from tests.virtual_clock import VirtualClock
 

@@ -8,10 +8,15 @@ from collections.abc import Iterator, Sequence
 
 import pytest
 
-from assignors.api import PartitionOffsets
-from assignors.classic import ClassicSubscription, get_classic_assignor
-from clients.classic_member import INCONSISTENT_GROUP_PROTOCOL, AssignmentError, ClassicGroupMember, JoinedMember
-from clients.consumer_protocol import (
+from groupcoord.assignors.api import PartitionOffsets
+from groupcoord.assignors.classic import ClassicSubscription, get_classic_assignor
+from groupcoord.clients.classic_member import (
+    INCONSISTENT_GROUP_PROTOCOL,
+    AssignmentError,
+    ClassicGroupMember,
+    JoinedMember,
+)
+from groupcoord.clients.consumer_protocol import (
     Assignment,
     Subscription,
     TopicPartition,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from clients.consumer_protocol import (
+from groupcoord.clients.consumer_protocol import (
     Assignment,
     ProtocolDecodeError,
     Subscription,
@@ -13,7 +13,7 @@ from clients.consumer_protocol import (
     encode_assignment,
     encode_subscription,
 )
-from clients.leader_election import decode_identity, encode_identity
+from groupcoord.clients.leader_election import decode_identity, encode_identity
 
 FULL = Subscription(("orders", "audit"), b"\x01\x02", (("orders", 3), ("orders", 1), ("audit", 0)), 7, "rack-a")
 

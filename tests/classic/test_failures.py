@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from coordinator.core.classic_group import ClassicGroupState, session_timer
-from coordinator.core.errors import Errors
+from groupcoord.coordinator.core.classic_group import ClassicGroupState, session_timer
+from groupcoord.coordinator.core.errors import Errors
 from tests.classic.context import REBALANCE_MS, SESSION_MS, ClassicContext
 
 JOINING, AWAITING_SYNC, STABLE = ClassicGroupState.JOINING, ClassicGroupState.AWAITING_SYNC, ClassicGroupState.STABLE

@@ -14,14 +14,14 @@ from typing import Any
 import grpc
 import pytest
 
-from clients.classic_member import ASSIGNMENT_ERROR_METADATA_KEY, ClassicGroupMember
-from clients.consumer_protocol import TopicPartition
-from clients.leader_election import LeaderElection
-from coordinator.core.config import BrokerConfig
-from coordinator.runtime.server import ServerOptions, ServerThread
-from coordinator.runtime.static_metadata import StaticMetadataSource
-from groupcoord.v1 import coordinator_pb2 as pb
-from groupcoord.v1 import coordinator_pb2_grpc as pb_grpc
+from groupcoord.clients.classic_member import ASSIGNMENT_ERROR_METADATA_KEY, ClassicGroupMember
+from groupcoord.clients.consumer_protocol import TopicPartition
+from groupcoord.clients.leader_election import LeaderElection
+from groupcoord.coordinator.core.config import BrokerConfig
+from groupcoord.coordinator.runtime.server import ServerOptions, ServerThread
+from groupcoord.coordinator.runtime.static_metadata import StaticMetadataSource
+from groupcoord.wire.v1 import coordinator_pb2 as pb
+from groupcoord.wire.v1 import coordinator_pb2_grpc as pb_grpc
 from tests.integration.conftest import start_server
 
 pytestmark = pytest.mark.integration

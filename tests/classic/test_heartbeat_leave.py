@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from coordinator.core.classic_group import ClassicGroupState
-from coordinator.core.classic_messages import MemberIdentity
-from coordinator.core.errors import Errors
+from groupcoord.coordinator.core.classic_group import ClassicGroupState
+from groupcoord.coordinator.core.classic_messages import MemberIdentity
+from groupcoord.coordinator.core.errors import Errors
 from tests.classic.context import SESSION_MS, ClassicContext
 
 

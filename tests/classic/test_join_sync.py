@@ -3,8 +3,8 @@
 
 from __future__ import annotations
 
-from coordinator.core.classic_group import NEW_MEMBER_JOIN_TIMEOUT_MS, ClassicGroupState
-from coordinator.core.errors import Errors
+from groupcoord.coordinator.core.classic_group import NEW_MEMBER_JOIN_TIMEOUT_MS, ClassicGroupState
+from groupcoord.coordinator.core.errors import Errors
 from tests.classic.context import INITIAL_DELAY_MS, REBALANCE_MS, SESSION_MS, ClassicContext
 
 DOWN, JOINING, AWAITING_SYNC, STABLE = (ClassicGroupState.DOWN, ClassicGroupState.JOINING,

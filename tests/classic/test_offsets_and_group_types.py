@@ -3,9 +3,9 @@ consumer, and what administration shows of a classic group."""
 
 from __future__ import annotations
 
-from coordinator.core.classic_group import KAFKA_STATE_NAMES, ClassicGroupState
-from coordinator.core.errors import Errors
-from coordinator.core.messages import CommitPartition, ConsumerGroupHeartbeatRequest, OffsetCommitRequest
+from groupcoord.coordinator.core.classic_group import KAFKA_STATE_NAMES, ClassicGroupState
+from groupcoord.coordinator.core.errors import Errors
+from groupcoord.coordinator.core.messages import CommitPartition, ConsumerGroupHeartbeatRequest, OffsetCommitRequest
 from tests.classic.context import ClassicContext
 
 

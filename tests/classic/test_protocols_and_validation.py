@@ -3,8 +3,8 @@ group.max.size, malformed requests."""
 
 from __future__ import annotations
 
-from coordinator.core.classic_group import ClassicGroupState
-from coordinator.core.errors import Errors
+from groupcoord.coordinator.core.classic_group import ClassicGroupState
+from groupcoord.coordinator.core.errors import Errors
 from tests.classic.context import INITIAL_DELAY_MS, ClassicContext
 
 

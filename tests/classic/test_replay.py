@@ -6,13 +6,13 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from coordinator.core.classic_group import ClassicGroup, ClassicGroupState
-from coordinator.core.classic_messages import JoinGroupRequest, SyncGroupRequest
-from coordinator.core.errors import Errors
-from coordinator.core.messages import CommitPartition, OffsetCommitRequest
-from coordinator.core.shard import GroupCoordinatorShard
-from coordinator.runtime import record_codec
-from coordinator.runtime.service import LEADER_ERROR_METADATA_KEY
+from groupcoord.coordinator.core.classic_group import ClassicGroup, ClassicGroupState
+from groupcoord.coordinator.core.classic_messages import JoinGroupRequest, SyncGroupRequest
+from groupcoord.coordinator.core.errors import Errors
+from groupcoord.coordinator.core.messages import CommitPartition, OffsetCommitRequest
+from groupcoord.coordinator.core.shard import GroupCoordinatorShard
+from groupcoord.coordinator.runtime import record_codec
+from groupcoord.coordinator.runtime.service import LEADER_ERROR_METADATA_KEY
 from tests.classic.context import INITIAL_DELAY_MS, SESSION_MS, ClassicContext, persisted_view
 
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from coordinator.core.classic_group import ClassicGroupState
-from coordinator.core.errors import Errors
+from groupcoord.coordinator.core.classic_group import ClassicGroupState
+from groupcoord.coordinator.core.errors import Errors
 from tests.classic.context import INITIAL_DELAY_MS, REBALANCE_MS, SESSION_MS, ClassicContext
 
 

@@ -13,8 +13,8 @@ from collections.abc import Callable, Iterable
 
 import grpc
 
-from groupcoord.v1 import coordinator_pb2 as pb
-from groupcoord.v1 import coordinator_pb2_grpc as pb_grpc
+from groupcoord.wire.v1 import coordinator_pb2 as pb
+from groupcoord.wire.v1 import coordinator_pb2_grpc as pb_grpc
 
 TopicPartition = tuple[str, int]
 

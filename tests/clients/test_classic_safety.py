@@ -9,8 +9,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from clients.classic_member import ClassicGroupMember
-from clients.leader_election import LeaderElection
+from groupcoord.clients.classic_member import ClassicGroupMember
+from groupcoord.clients.leader_election import LeaderElection
 from groupcoord.faults.tcp_proxy import TcpProxy
 from tests.clients.cluster import Coordinator, TopicPartition, wait_until
 

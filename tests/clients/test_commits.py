@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from clients.group_member import MAX_PARTITIONS_PER_COMMIT, GroupMember
+from groupcoord.clients.group_member import MAX_PARTITIONS_PER_COMMIT, GroupMember
 from tests.clients.cluster import Coordinator, wait_until
 
 PARTITIONS = MAX_PARTITIONS_PER_COMMIT + 500

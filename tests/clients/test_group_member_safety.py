@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from clients.group_member import GroupMember, GroupMemberError
+from groupcoord.clients.group_member import GroupMember, GroupMemberError
 from groupcoord.faults.tcp_proxy import TcpProxy
 from tests.clients.cluster import Coordinator, OverlapSampler, TopicPartition, wait_until
 

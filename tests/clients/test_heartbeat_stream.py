@@ -9,9 +9,9 @@ import time
 import grpc
 import pytest
 
-from clients.heartbeat_stream import HeartbeatStream
-from groupcoord.v1 import coordinator_pb2 as pb
-from groupcoord.v1 import coordinator_pb2_grpc as pb_grpc
+from groupcoord.clients.heartbeat_stream import HeartbeatStream
+from groupcoord.wire.v1 import coordinator_pb2 as pb
+from groupcoord.wire.v1 import coordinator_pb2_grpc as pb_grpc
 from tests.clients.cluster import Coordinator
 
 SETTINGS = {"group.consumer.min.heartbeat.interval.ms": 20, "group.consumer.heartbeat.interval.ms": 200,

@@ -16,12 +16,12 @@ import threading
 import time
 from pathlib import Path
 
-from clients.group_member import GroupMember
+from groupcoord.clients.group_member import GroupMember
 from tests.clients.cluster import Coordinator, TopicPartition, wait_until
 
 CHILD = """
 import json, sys, time
-from clients.group_member import GroupMember
+from groupcoord.clients.group_member import GroupMember
 member = GroupMember(sys.argv[1], "paused", ["orders"], rpc_timeout_s=2).start()
 while True:
     t = time.monotonic()

@@ -8,10 +8,10 @@ from collections.abc import Callable
 
 from confluent_kafka import Producer
 
-from clients.share_member import RELEASE, ShareMember
-from coordinator.core.config import BrokerConfig
-from coordinator.runtime.server import ServerOptions, ServerThread
-from coordinator.runtime.static_metadata import StaticMetadataSource
+from groupcoord.clients.share_member import RELEASE, ShareMember
+from groupcoord.coordinator.core.config import BrokerConfig
+from groupcoord.coordinator.runtime.server import ServerOptions, ServerThread
+from groupcoord.coordinator.runtime.static_metadata import StaticMetadataSource
 from groupcoord.embedded_kafka import EmbeddedKafka
 
 SHARE_FAST = {
@@ -96,7 +96,7 @@ def test_three_members_share_two_partitions_and_a_dead_members_records_come_back
 
 DOOMED = """
 import json, sys, time
-from clients.share_member import ShareMember
+from groupcoord.clients.share_member import ShareMember
 m = ShareMember(sys.argv[1], "queue", ["jobs"], sys.argv[2]).start()
 deadline = time.monotonic() + 60
 while time.monotonic() < deadline:
@@ -158,7 +158,7 @@ def test_a_member_killed_with_sigkill_loses_its_locks_and_its_records_are_redeli
 
 PAUSED = """
 import json, sys, time
-from clients.share_member import ShareMember
+from groupcoord.clients.share_member import ShareMember
 m = ShareMember(sys.argv[1], "paused", ["jobs"], sys.argv[2]).start()
 deadline = time.monotonic() + 60
 records = []

@@ -12,10 +12,10 @@ from collections.abc import Mapping
 
 import pytest
 
-from coordinator.core.consumer_group import ConsumerGroupMember, MemberState
-from coordinator.core.errors import CoordinatorError, Errors
-from coordinator.core.reconciliation import OwnerLookup, reconcile
-from coordinator.core.target_assignment import subscribed_topic_ids
+from groupcoord.coordinator.core.consumer_group import ConsumerGroupMember, MemberState
+from groupcoord.coordinator.core.errors import CoordinatorError, Errors
+from groupcoord.coordinator.core.reconciliation import OwnerLookup, reconcile
+from groupcoord.coordinator.core.target_assignment import subscribed_topic_ids
 from tests.core.context import image_of, tid
 
 T1, T2 = "topic-1", "topic-2"

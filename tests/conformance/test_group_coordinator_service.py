@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import pytest
 
-from coordinator.core.errors import Errors
-from coordinator.core.messages import ConsumerGroupHeartbeatRequest as Req
+from groupcoord.coordinator.core.errors import Errors
+from groupcoord.coordinator.core.messages import ConsumerGroupHeartbeatRequest as Req
 from tests.core.context import CoreContext, shard_state
 
 NAMES = ("foo", "bar")

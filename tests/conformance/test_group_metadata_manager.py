@@ -12,10 +12,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from coordinator.core.consumer_group import FIRST_GROUP_EPOCH, MemberState
-from coordinator.core.errors import Errors
-from coordinator.core.results import ScheduleTimer
-from coordinator.core.shard import rebalance_timer, session_timer
+from groupcoord.coordinator.core.consumer_group import FIRST_GROUP_EPOCH, MemberState
+from groupcoord.coordinator.core.errors import Errors
+from groupcoord.coordinator.core.results import ScheduleTimer
+from groupcoord.coordinator.core.shard import rebalance_timer, session_timer
 from tests.core.context import CoreContext, check_group_invariants, shard_state
 
 

@@ -23,9 +23,16 @@ from typing import Any
 
 import pytest
 
-from assignors.api import AssignorError, GroupAssignment, GroupSpec, MemberSpec, StaticTopicDescriber, SubscriptionType
-from assignors.range import RangeAssignor
-from assignors.uniform import UniformAssignor
+from groupcoord.assignors.api import (
+    AssignorError,
+    GroupAssignment,
+    GroupSpec,
+    MemberSpec,
+    StaticTopicDescriber,
+    SubscriptionType,
+)
+from groupcoord.assignors.range import RangeAssignor
+from groupcoord.assignors.uniform import UniformAssignor
 from groupcoord.kafka_broker import install
 
 SOURCE = Path(__file__).with_name("kafka_jar") / "AssignorOracle.java"

@@ -9,9 +9,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from coordinator.core.errors import Errors
-from coordinator.core.messages import CommitPartition, OffsetCommitRequest, OffsetCommitResponse, OffsetFetchRequest
-from coordinator.core.records import OffsetCommit
+from groupcoord.coordinator.core.errors import Errors
+from groupcoord.coordinator.core.messages import (
+    CommitPartition,
+    OffsetCommitRequest,
+    OffsetCommitResponse,
+    OffsetFetchRequest,
+)
+from groupcoord.coordinator.core.records import OffsetCommit
 from tests.classic.context import ClassicContext
 from tests.core.context import START_MS, CoreContext
 

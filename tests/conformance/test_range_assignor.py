@@ -11,8 +11,15 @@ from collections.abc import Mapping
 
 import pytest
 
-from assignors.api import AssignorError, GroupAssignment, GroupSpec, MemberSpec, StaticTopicDescriber, SubscriptionType
-from assignors.range import RangeAssignor
+from groupcoord.assignors.api import (
+    AssignorError,
+    GroupAssignment,
+    GroupSpec,
+    MemberSpec,
+    StaticTopicDescriber,
+    SubscriptionType,
+)
+from groupcoord.assignors.range import RangeAssignor
 
 RANGE = RangeAssignor()
 T1, T2, T3 = "topic1", "topic2", "topic3"

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 
 import pytest
 
-from assignors.api import AssignorError, GroupAssignment, MemberSpec, SubscriptionType
+from groupcoord.assignors.api import AssignorError, GroupAssignment, MemberSpec, SubscriptionType
 from tests.conformance import uniform_cases
 from tests.conformance.uniform_cases import T1, T2, T3, T4, A, B, C, expect, norm, spec
 

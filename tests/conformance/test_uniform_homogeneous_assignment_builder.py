@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from assignors.api import AssignorError, GroupSpec, MemberSpec, StaticTopicDescriber
+from groupcoord.assignors.api import AssignorError, GroupSpec, MemberSpec, StaticTopicDescriber
 from tests.conformance.uniform_cases import (
     T1,
     T2,

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from assignors._java_order import hash_set_order
-from assignors.api import GroupAssignment, GroupSpec, MemberSpec, StaticTopicDescriber, SubscriptionType
-from assignors.uniform import UniformAssignor
+from groupcoord.assignors._java_order import hash_set_order
+from groupcoord.assignors.api import GroupAssignment, GroupSpec, MemberSpec, StaticTopicDescriber, SubscriptionType
+from groupcoord.assignors.uniform import UniformAssignor
 
 UNIFORM = UniformAssignor()
 T1 = "T1-A4s3VTwiI5CTbEp6POw"

@@ -20,10 +20,10 @@ import random
 from dataclasses import dataclass
 from typing import Any
 
-from coordinator.core.consumer_group import ConsumerGroup, ConsumerGroupState, MemberState
-from coordinator.core.errors import Errors
-from coordinator.core.messages import CommitPartition, OffsetCommitRequest
-from coordinator.core.metadata import MetadataImage, TopicMetadata, topic_id_for_name
+from groupcoord.coordinator.core.consumer_group import ConsumerGroup, ConsumerGroupState, MemberState
+from groupcoord.coordinator.core.errors import Errors
+from groupcoord.coordinator.core.messages import CommitPartition, OffsetCommitRequest
+from groupcoord.coordinator.core.metadata import MetadataImage, TopicMetadata, topic_id_for_name
 from tests.core.clients import ModelClient
 from tests.core.context import CoreContext, check_group_invariants
 

@@ -15,15 +15,15 @@ import itertools
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from assignors.registry import get_server_assignor
-from coordinator.core.config import BrokerConfig
-from coordinator.core.consumer_group import ConsumerGroup, ConsumerGroupMember, MemberState
-from coordinator.core.messages import ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse
-from coordinator.core.metadata import MetadataImage, TopicMetadata, topic_id_for_name
-from coordinator.core.results import Result, TimerKey
-from coordinator.core.shard import GroupCoordinatorShard
-from coordinator.core.target_assignment import AssignorCompletion, AssignorRun
-from coordinator.core.topic_regex import RegexResolution
+from groupcoord.assignors.registry import get_server_assignor
+from groupcoord.coordinator.core.config import BrokerConfig
+from groupcoord.coordinator.core.consumer_group import ConsumerGroup, ConsumerGroupMember, MemberState
+from groupcoord.coordinator.core.messages import ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse
+from groupcoord.coordinator.core.metadata import MetadataImage, TopicMetadata, topic_id_for_name
+from groupcoord.coordinator.core.results import Result, TimerKey
+from groupcoord.coordinator.core.shard import GroupCoordinatorShard
+from groupcoord.coordinator.core.target_assignment import AssignorCompletion, AssignorRun
+from groupcoord.coordinator.core.topic_regex import RegexResolution
 from tests.virtual_clock import VirtualClock
 
 START_MS = 1_000_000

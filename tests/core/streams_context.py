@@ -6,19 +6,19 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from coordinator.core.metadata import MetadataImage, TopicMetadata, topic_id_for_name
-from coordinator.core.results import CancelTimer, Result, ScheduleTimer
-from coordinator.core.streams_config import StreamsGroupConfig
-from coordinator.core.streams_group import (
+from groupcoord.coordinator.core.metadata import MetadataImage, TopicMetadata, topic_id_for_name
+from groupcoord.coordinator.core.results import CancelTimer, Result, ScheduleTimer
+from groupcoord.coordinator.core.streams_config import StreamsGroupConfig
+from groupcoord.coordinator.core.streams_group import (
     StreamsAssignorRun,
     StreamsGroups,
     StreamsHeartbeatRequest,
     StreamsHeartbeatResponse,
     apply_record,
 )
-from coordinator.core.streams_messages import CreateInternalTopics
-from coordinator.core.streams_records import NO_TASKS, Tasks
-from coordinator.core.streams_topology import StreamsTopology, Subtopology, TopicInfo
+from groupcoord.coordinator.core.streams_messages import CreateInternalTopics
+from groupcoord.coordinator.core.streams_records import NO_TASKS, Tasks
+from groupcoord.coordinator.core.streams_topology import StreamsTopology, Subtopology, TopicInfo
 
 GROUP = "app"
 

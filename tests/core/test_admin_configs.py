@@ -6,9 +6,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from coordinator.core.errors import Errors
-from coordinator.core.messages import CommitPartition, OffsetCommitRequest, OffsetFetchRequest
-from coordinator.core.records import GroupConfig, OffsetCommitTombstone
+from groupcoord.coordinator.core.errors import Errors
+from groupcoord.coordinator.core.messages import CommitPartition, OffsetCommitRequest, OffsetFetchRequest
+from groupcoord.coordinator.core.records import GroupConfig, OffsetCommitTombstone
 from tests.core.context import CoreContext, shard_state
 
 

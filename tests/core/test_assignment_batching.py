@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from coordinator.core.consumer_group import ConsumerGroupState
-from coordinator.core.errors import Errors
-from coordinator.core.records import ConsumerGroupTargetAssignmentMetadata
+from groupcoord.coordinator.core.consumer_group import ConsumerGroupState
+from groupcoord.coordinator.core.errors import Errors
+from groupcoord.coordinator.core.records import ConsumerGroupTargetAssignmentMetadata
 from tests.core.context import CoreContext
 
 

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from coordinator.core.consumer_group import ConsumerGroupState, MemberState
-from coordinator.core.errors import Errors
-from coordinator.core.records import (
+from groupcoord.coordinator.core.consumer_group import ConsumerGroupState, MemberState
+from groupcoord.coordinator.core.errors import Errors
+from groupcoord.coordinator.core.records import (
     ConsumerGroupCurrentMemberAssignmentTombstone,
     ConsumerGroupMemberMetadata,
     ConsumerGroupMemberMetadataTombstone,

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from assignors.api import PartitionOffsets
-from coordinator.core.messages import CommitPartition, OffsetCommitRequest
-from coordinator.core.shard import GroupCoordinatorShard
+from groupcoord.assignors.api import PartitionOffsets
+from groupcoord.coordinator.core.messages import CommitPartition, OffsetCommitRequest
+from groupcoord.coordinator.core.shard import GroupCoordinatorShard
 from tests.core.context import CoreContext, tid
 
 

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from assignors.consumer_protocol import (
+from groupcoord.assignors.consumer_protocol import (
     Assignment,
     Subscription,
     decode_assignment,
@@ -19,16 +19,16 @@ from assignors.consumer_protocol import (
     encode_assignment,
     encode_subscription,
 )
-from assignors.registry import get_server_assignor
-from coordinator.core.classic_group import ClassicGroup, ClassicGroupState
-from coordinator.core.classic_messages import JoinGroupResponse, SyncGroupResponse
-from coordinator.core.config import BrokerConfig, ConfigError
-from coordinator.core.consumer_group import ConsumerGroup, MemberState
-from coordinator.core.errors import Errors
-from coordinator.core.messages import ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse
-from coordinator.core.results import Result
-from coordinator.core.shard import GroupCoordinatorShard
-from coordinator.core.target_assignment import AssignorCompletion, AssignorRun
+from groupcoord.assignors.registry import get_server_assignor
+from groupcoord.coordinator.core.classic_group import ClassicGroup, ClassicGroupState
+from groupcoord.coordinator.core.classic_messages import JoinGroupResponse, SyncGroupResponse
+from groupcoord.coordinator.core.config import BrokerConfig, ConfigError
+from groupcoord.coordinator.core.consumer_group import ConsumerGroup, MemberState
+from groupcoord.coordinator.core.errors import Errors
+from groupcoord.coordinator.core.messages import ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse
+from groupcoord.coordinator.core.results import Result
+from groupcoord.coordinator.core.shard import GroupCoordinatorShard
+from groupcoord.coordinator.core.target_assignment import AssignorCompletion, AssignorRun
 from tests.classic.context import ClassicContext
 from tests.core.context import check_group_invariants, image_of, shard_state, tid
 

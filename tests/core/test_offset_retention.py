@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from coordinator.core.errors import Errors
-from coordinator.core.messages import CommitPartition, OffsetCommitRequest
-from coordinator.core.records import GroupEmptySince, OffsetCommitTombstone
+from groupcoord.coordinator.core.errors import Errors
+from groupcoord.coordinator.core.messages import CommitPartition, OffsetCommitRequest
+from groupcoord.coordinator.core.records import GroupEmptySince, OffsetCommitTombstone
 from tests.core.context import CoreContext, shard_state
 
 RETENTION_MS = 60 * 60_000  # offsets.retention.minutes=60

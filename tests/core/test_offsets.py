@@ -5,15 +5,15 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from coordinator.core.errors import Errors
-from coordinator.core.messages import (
+from groupcoord.coordinator.core.errors import Errors
+from groupcoord.coordinator.core.messages import (
     CommitPartition,
     OffsetCommitRequest,
     OffsetCommitResponse,
     OffsetFetchRequest,
     OffsetFetchResponse,
 )
-from coordinator.core.records import OffsetCommit
+from groupcoord.coordinator.core.records import OffsetCommit
 from tests.core.context import CoreContext, shard_state
 
 

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from coordinator.core.consumer_group import MemberState
-from coordinator.core.errors import Errors
-from coordinator.core.records import ConsumerGroupCurrentMemberAssignment
+from groupcoord.coordinator.core.consumer_group import MemberState
+from groupcoord.coordinator.core.errors import Errors
+from groupcoord.coordinator.core.records import ConsumerGroupCurrentMemberAssignment
 from tests.core.context import CoreContext, check_group_invariants, tid
 
 FOO = tid("foo")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from coordinator.core.errors import Errors
+from groupcoord.coordinator.core.errors import Errors
 from tests.core.context import CoreContext, image_of, tid
 
 

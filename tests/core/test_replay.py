@@ -6,7 +6,7 @@ from __future__ import annotations
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from coordinator.core.messages import CommitPartition, OffsetCommitRequest
+from groupcoord.coordinator.core.messages import CommitPartition, OffsetCommitRequest
 from tests.core.context import CoreContext, shard_state
 
 MEMBERS = ["a", "b", "c", "d"]

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from coordinator.core.classic_messages import JoinGroupRequest
-from coordinator.core.errors import Errors
-from coordinator.core.shard import GroupCoordinatorShard
-from coordinator.core.share_group import ShareGroup
-from coordinator.core.share_handlers import acknowledge, acquire, heartbeat
-from coordinator.core.share_records import (
+from groupcoord.coordinator.core.classic_messages import JoinGroupRequest
+from groupcoord.coordinator.core.errors import Errors
+from groupcoord.coordinator.core.shard import GroupCoordinatorShard
+from groupcoord.coordinator.core.share_group import ShareGroup
+from groupcoord.coordinator.core.share_handlers import acknowledge, acquire, heartbeat
+from groupcoord.coordinator.core.share_records import (
     AcknowledgeRange,
     AcquirePartition,
     ShareAcknowledgeRequest,
@@ -350,7 +350,7 @@ def test_replay_rebuilds_the_same_share_groups_and_partitions() -> None:
 
 
 def test_every_share_record_survives_the_log_encoding() -> None:
-    from coordinator.runtime import record_codec
+    from groupcoord.coordinator.runtime import record_codec
 
     c = ShareContext()
     c.shard.group_configs["sg"] = {"share.auto.offset.reset": "earliest"}
@@ -367,7 +367,7 @@ def test_every_share_record_survives_the_log_encoding() -> None:
 
 
 def test_share_groups_are_described_and_listed_with_their_type() -> None:
-    from coordinator.core import admin
+    from groupcoord.coordinator.core import admin
 
     c = ShareContext()
     c.hb("m1")
@@ -410,8 +410,8 @@ def test_new_partitions_of_a_subscribed_topic_are_assigned_at_the_next_heartbeat
 
 
 def test_simulated_share_scale_up_matches_the_seed_offload_costs_at_most_a_heartbeat_batching_less() -> None:
-    from coordinator.share_simulation import simulate_share_scale_up
-    from coordinator.simulation import simulate_scale_up
+    from groupcoord.coordinator.share_simulation import simulate_share_scale_up
+    from groupcoord.coordinator.simulation import simulate_scale_up
 
     base = simulate_share_scale_up(10, 0, False)
     offloaded = simulate_share_scale_up(10, 0, True)
@@ -442,7 +442,7 @@ def test_acquire_without_offsets_uses_the_runtimes_known_log_offsets() -> None:
 
 
 def test_a_snapshot_of_the_shard_rebuilds_the_same_share_groups() -> None:
-    from coordinator.core.snapshot import snapshot_records, timers_after_load
+    from groupcoord.coordinator.core.snapshot import snapshot_records, timers_after_load
 
     c = ShareContext()
     c.shard.group_configs["sg"] = {"share.auto.offset.reset": "earliest"}

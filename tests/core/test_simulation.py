@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from coordinator.simulation import main, simulate_scale_up
+from groupcoord.coordinator.simulation import main, simulate_scale_up
 
 
 def test_with_interval_0_the_scale_up_completes_one_heartbeat_after_member_n_joins() -> None:

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from coordinator.core.consumer_group import MemberState
-from coordinator.core.errors import Errors
+from groupcoord.coordinator.core.consumer_group import MemberState
+from groupcoord.coordinator.core.errors import Errors
 from tests.core.context import CoreContext, check_group_invariants, shard_state
 
 

@@ -13,22 +13,22 @@ Kafka (GroupMetadataManager, 4.4):
 
 from __future__ import annotations
 
-from coordinator.core import share_handlers, streams_shard
-from coordinator.core.classic_group import ClassicGroup
-from coordinator.core.classic_messages import (
+from groupcoord.coordinator.core import share_handlers, streams_shard
+from groupcoord.coordinator.core.classic_group import ClassicGroup
+from groupcoord.coordinator.core.classic_messages import (
     HeartbeatRequest,
     JoinGroupRequest,
     LeaveGroupRequest,
     MemberIdentity,
     SyncGroupRequest,
 )
-from coordinator.core.config import BrokerConfig
-from coordinator.core.errors import Errors
-from coordinator.core.messages import ConsumerGroupHeartbeatRequest
-from coordinator.core.shard import GroupCoordinatorShard
-from coordinator.core.share_records import ShareGroupHeartbeatRequest
-from coordinator.core.streams_group import StreamsHeartbeatRequest
-from coordinator.core.streams_records import NO_TASKS
+from groupcoord.coordinator.core.config import BrokerConfig
+from groupcoord.coordinator.core.errors import Errors
+from groupcoord.coordinator.core.messages import ConsumerGroupHeartbeatRequest
+from groupcoord.coordinator.core.shard import GroupCoordinatorShard
+from groupcoord.coordinator.core.share_records import ShareGroupHeartbeatRequest
+from groupcoord.coordinator.core.streams_group import StreamsHeartbeatRequest
+from groupcoord.coordinator.core.streams_records import NO_TASKS
 from tests.core.streams_context import READY, image, word_count
 
 GID = "app"

@@ -3,9 +3,9 @@ target changed, and the bytes it costs per partition."""
 
 from __future__ import annotations
 
-from assignors.compact import CompactAssignment
-from coordinator.core.records import ConsumerGroupTargetAssignmentMember
-from coordinator.core.target_store import TargetAssignment
+from groupcoord.assignors.compact import CompactAssignment
+from groupcoord.coordinator.core.records import ConsumerGroupTargetAssignmentMember
+from groupcoord.coordinator.core.target_store import TargetAssignment
 from tests.core.context import CoreContext, check_group_invariants, shard_state, tid
 
 FOO = tid("foo")

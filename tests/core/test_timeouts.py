@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from coordinator.core.consumer_group import MemberState
-from coordinator.core.errors import Errors
-from coordinator.core.results import ScheduleTimer
+from groupcoord.coordinator.core.consumer_group import MemberState
+from groupcoord.coordinator.core.errors import Errors
+from groupcoord.coordinator.core.results import ScheduleTimer
 from tests.core.context import CoreContext, tid
 
 FOO = tid("foo")

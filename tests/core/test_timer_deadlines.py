@@ -3,8 +3,8 @@ member whose heartbeat re-armed the timer before the timer's operation ran (Kafk
 
 from __future__ import annotations
 
-from coordinator.core.errors import Errors
-from coordinator.core.shard import session_timer
+from groupcoord.coordinator.core.errors import Errors
+from groupcoord.coordinator.core.shard import session_timer
 from tests.core.context import CoreContext
 
 

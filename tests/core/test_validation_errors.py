@@ -9,8 +9,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from coordinator.core.errors import Errors
-from coordinator.core.messages import ConsumerGroupHeartbeatRequest
+from groupcoord.coordinator.core.errors import Errors
+from groupcoord.coordinator.core.messages import ConsumerGroupHeartbeatRequest
 from tests.core.context import CoreContext, shard_state, tid
 
 FOO = tid("foo")

@@ -13,11 +13,11 @@ from typing import Any
 
 import pytest
 
-from assignors import server_assignor_names
-from clients import spark_driver
-from coordinator.core.config import BrokerConfig
 from groupcoord import healthcheck
+from groupcoord.assignors import server_assignor_names
 from groupcoord.cli import build_parser
+from groupcoord.clients import spark_driver
+from groupcoord.coordinator.core.config import BrokerConfig
 from tests.deploy.files import (
     REPO,
     argv,
@@ -162,7 +162,7 @@ def test_dockerignore_keeps_local_state_and_tests_out_of_the_build_context() -> 
     for path in (".venv/bin/python", ".git/HEAD", "tests/deploy/files.py", "demo-output/x.parquet",
                  "coordinator/core/__pycache__/shard.cpython-311.pyc", ".mypy_cache/x"):
         assert dockerignored(path, patterns), path
-    for path in ("pyproject.toml", "README.md", "coordinator/core/shard.py", "groupcoord/v1/coordinator_pb2.py"):
+    for path in ("pyproject.toml", "README.md", "coordinator/core/shard.py", "groupcoord/wire/v1/coordinator_pb2.py"):
         assert not dockerignored(path, patterns), path
 
 
@@ -276,24 +276,24 @@ def test_producer_writes_to_the_kafka_address_the_coordinator_reads() -> None:
     assert f"bootstrap.servers={serve_args().bootstrap_servers}" in props
 
 
-DRIVER = ["python", "-m", "clients.spark_driver"]
+DRIVER = ["python", "-m", "groupcoord.clients.spark_driver"]
 
 
 def spark_driver_services() -> list[str]:
     names = [name for name, svc in compose()["services"].items()
              if (argv(svc.get("entrypoint")) + argv(svc.get("command")))[:3] == DRIVER]
-    assert "spark-driver" in names, "the compose file must run `python -m clients.spark_driver`"
+    assert "spark-driver" in names, "the compose file must run `python -m groupcoord.clients.spark_driver`"
     return names
 
 
 def spark_driver_args(name: str) -> argparse.Namespace:
-    """The driver's command as `clients.spark_driver`'s own parser reads it."""
+    """The driver's command as `groupcoord.clients.spark_driver`'s own parser reads it."""
     command = argv(service(name).get("entrypoint")) + argv(service(name)["command"])
     assert command[:3] == DRIVER, command
     try:
         return spark_driver.build_parser().parse_args(command[3:])
     except SystemExit as e:
-        pytest.fail(f"clients.spark_driver rejects {command}: exit {e.code}")
+        pytest.fail(f"groupcoord.clients.spark_driver rejects {command}: exit {e.code}")
 
 
 @pytest.mark.parametrize("name", spark_driver_services())

@@ -25,8 +25,8 @@ import grpc
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from groupcoord.v1 import coordinator_pb2 as pb
-from groupcoord.v1 import coordinator_pb2_grpc as pb_grpc
+from groupcoord.wire.v1 import coordinator_pb2 as pb
+from groupcoord.wire.v1 import coordinator_pb2_grpc as pb_grpc
 from tests.deploy.files import (
     DASHBOARD_FILE,
     DATASOURCES_DIR,

@@ -11,9 +11,9 @@ from collections.abc import Iterator
 import pytest
 from grpc_health.v1 import health_pb2
 
-from coordinator.core.config import BrokerConfig
-from coordinator.runtime.server import ServerOptions, ServerThread
-from coordinator.runtime.static_metadata import StaticMetadataSource
+from groupcoord.coordinator.core.config import BrokerConfig
+from groupcoord.coordinator.runtime.server import ServerOptions, ServerThread
+from groupcoord.coordinator.runtime.static_metadata import StaticMetadataSource
 from groupcoord.healthcheck import SERVICE_NAME
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(60)]

@@ -16,8 +16,8 @@ from typing import Any, Protocol
 
 import grpc
 
-from groupcoord.v1 import coordinator_pb2 as pb
-from groupcoord.v1 import coordinator_pb2_grpc as pb_grpc
+from groupcoord.wire.v1 import coordinator_pb2 as pb
+from groupcoord.wire.v1 import coordinator_pb2_grpc as pb_grpc
 from tests.differential.kafka_wire import KafkaConnection
 
 Msg = dict[str, Any]

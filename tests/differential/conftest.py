@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from coordinator.core.config import BrokerConfig
-from coordinator.runtime.kafka_metadata import KafkaMetadataSource
-from coordinator.runtime.server import ServerOptions, ServerThread
+from groupcoord.coordinator.core.config import BrokerConfig
+from groupcoord.coordinator.runtime.kafka_metadata import KafkaMetadataSource
+from groupcoord.coordinator.runtime.server import ServerOptions, ServerThread
 from groupcoord.kafka_broker import KAFKA_VERSION, TEST_BROKER_CONFIG, KafkaBroker
 from tests.differential.backends import GroupcoordBackend, KafkaBackend
 from tests.differential.kafka_wire import KafkaConnection

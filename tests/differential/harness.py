@@ -16,7 +16,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-from assignors._java_order import java_hash
+from groupcoord.assignors._java_order import java_hash
 from tests.differential.backends import Backend, Msg
 
 

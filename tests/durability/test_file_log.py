@@ -6,10 +6,10 @@ import random
 from pathlib import Path
 from typing import Any
 
-from coordinator.core import records as r
-from coordinator.core.snapshot import snapshot_records
-from coordinator.runtime import record_codec
-from coordinator.runtime.log import FileLog
+from groupcoord.coordinator.core import records as r
+from groupcoord.coordinator.core.snapshot import snapshot_records
+from groupcoord.coordinator.runtime import record_codec
+from groupcoord.coordinator.runtime.log import FileLog
 from tests.core.context import CoreContext
 
 
@@ -41,7 +41,7 @@ def busy_context(seed: int = 3, steps: int = 400) -> CoreContext:
             mid = rng.choice(sorted(live))
             member = ctx.group().members.get(mid)
             if member is not None:
-                from coordinator.core.messages import CommitPartition, OffsetCommitRequest
+                from groupcoord.coordinator.core.messages import CommitPartition, OffsetCommitRequest
                 ctx.apply(ctx.shard.offset_commit(OffsetCommitRequest(
                     "grp", mid, member.member_epoch, [CommitPartition("foo", rng.randrange(6), rng.randrange(10**6))]),
                     ctx.now))

@@ -15,10 +15,10 @@ from pathlib import Path
 import grpc
 import pytest
 
-from clients.group_member import GroupMember
-from coordinator.runtime.log import FileLog
-from groupcoord.v1 import coordinator_pb2 as pb
-from groupcoord.v1 import coordinator_pb2_grpc as pb_grpc
+from groupcoord.clients.group_member import GroupMember
+from groupcoord.coordinator.runtime.log import FileLog
+from groupcoord.wire.v1 import coordinator_pb2 as pb
+from groupcoord.wire.v1 import coordinator_pb2_grpc as pb_grpc
 
 RESTARTS = 20
 

@@ -10,10 +10,10 @@ from typing import Any
 
 import pytest
 
-from coordinator.core import records as r
-from coordinator.runtime import record_codec
-from coordinator.runtime.log import FileLog, LogCorruptError, frame
-from coordinator.runtime.record_codec import RecordTooLargeError
+from groupcoord.coordinator.core import records as r
+from groupcoord.coordinator.runtime import record_codec
+from groupcoord.coordinator.runtime.log import FileLog, LogCorruptError, frame
+from groupcoord.coordinator.runtime.record_codec import RecordTooLargeError
 
 
 def commit(i: int, group: str = "g") -> r.OffsetCommit:

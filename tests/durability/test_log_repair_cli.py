@@ -14,10 +14,10 @@ from pathlib import Path
 import grpc
 import pytest
 
-from coordinator.runtime import record_codec
-from coordinator.runtime.log import FileLog, frame
-from groupcoord.v1 import coordinator_pb2 as pb
-from groupcoord.v1 import coordinator_pb2_grpc as pb_grpc
+from groupcoord.coordinator.runtime import record_codec
+from groupcoord.coordinator.runtime.log import FileLog, frame
+from groupcoord.wire.v1 import coordinator_pb2 as pb
+from groupcoord.wire.v1 import coordinator_pb2_grpc as pb_grpc
 from tests.durability.test_kill9 import free_port, wait_serving
 from tests.durability.test_log_damage import commit, groupcoord, write_ops
 

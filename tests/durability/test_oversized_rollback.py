@@ -7,12 +7,12 @@ from pathlib import Path
 
 import grpc
 
-from coordinator.core.config import BrokerConfig
-from coordinator.runtime.log import FileLog
-from coordinator.runtime.server import ServerOptions, ServerThread
-from coordinator.runtime.static_metadata import StaticMetadataSource
-from groupcoord.v1 import coordinator_pb2 as pb
-from groupcoord.v1 import coordinator_pb2_grpc as pb_grpc
+from groupcoord.coordinator.core.config import BrokerConfig
+from groupcoord.coordinator.runtime.log import FileLog
+from groupcoord.coordinator.runtime.server import ServerOptions, ServerThread
+from groupcoord.coordinator.runtime.static_metadata import StaticMetadataSource
+from groupcoord.wire.v1 import coordinator_pb2 as pb
+from groupcoord.wire.v1 import coordinator_pb2_grpc as pb_grpc
 
 
 def commit(stub: pb_grpc.GroupCoordinatorStub, group: str, offsets: dict[int, int],

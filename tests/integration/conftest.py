@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from coordinator.core.config import BrokerConfig
-from coordinator.runtime.server import ServerOptions, ServerThread
-from coordinator.runtime.static_metadata import StaticMetadataSource
+from groupcoord.coordinator.core.config import BrokerConfig
+from groupcoord.coordinator.runtime.server import ServerOptions, ServerThread
+from groupcoord.coordinator.runtime.static_metadata import StaticMetadataSource
 
 FAST: dict[str, Any] = {
     "group.consumer.min.heartbeat.interval.ms": 20,

@@ -11,11 +11,11 @@ from typing import Any
 import pytest
 from confluent_kafka import Producer
 
-from coordinator.runtime.server import ServerThread
 from groupcoord import cli
+from groupcoord.coordinator.runtime.server import ServerThread
 from groupcoord.embedded_kafka import EmbeddedKafka
-from groupcoord.v1 import coordinator_pb2 as pb
-from groupcoord.v1 import coordinator_pb2_grpc as pb_grpc
+from groupcoord.wire.v1 import coordinator_pb2 as pb
+from groupcoord.wire.v1 import coordinator_pb2_grpc as pb_grpc
 from tests.integration.conftest import start_server
 
 RECORDS = {0: 10, 1: 7, 2: 3, 3: 0}  # records produced per partition of "orders"
@@ -240,7 +240,7 @@ def test_an_unreachable_kafka_cluster_is_one_line(capsys: pytest.CaptureFixture[
 
 def test_a_classic_group_shows_its_decoded_assignment_and_keeps_its_offsets_while_it_has_members(
         capsys: pytest.CaptureFixture[str]) -> None:
-    from clients.consumer_protocol import Assignment, Subscription, encode_assignment, encode_subscription
+    from groupcoord.clients.consumer_protocol import Assignment, Subscription, encode_assignment, encode_subscription
 
     srv = start_server({"orders": 4}, **{"group.initial.rebalance.delay.ms": 0})
     try:

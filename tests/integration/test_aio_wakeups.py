@@ -6,7 +6,7 @@ import asyncio
 
 import grpc
 
-from groupcoord.aio_wakeups import coalesce_wakeups
+from groupcoord.coordinator.runtime.aio_wakeups import coalesce_wakeups
 
 
 async def _echo_many(streams: int, messages: int, timeout: float) -> tuple[int, int]:

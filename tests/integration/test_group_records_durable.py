@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from coordinator.core.messages import CommitPartition, OffsetCommitRequest
-from coordinator.core.records import ConsumerGroupRegularExpression, GroupEmptySince
-from coordinator.core.snapshot import snapshot_records
-from coordinator.runtime.log import FileLog
+from groupcoord.coordinator.core.messages import CommitPartition, OffsetCommitRequest
+from groupcoord.coordinator.core.records import ConsumerGroupRegularExpression, GroupEmptySince
+from groupcoord.coordinator.core.snapshot import snapshot_records
+from groupcoord.coordinator.runtime.log import FileLog
 from tests.core.context import CoreContext, shard_state
 
 

@@ -11,10 +11,10 @@ from collections.abc import Callable
 import grpc
 import pytest
 
-from clients.group_member import GroupMember, TopicPartition
-from coordinator.runtime.server import ServerThread
-from groupcoord.v1 import coordinator_pb2 as pb
-from groupcoord.v1 import coordinator_pb2_grpc as pb_grpc
+from groupcoord.clients.group_member import GroupMember, TopicPartition
+from groupcoord.coordinator.runtime.server import ServerThread
+from groupcoord.wire.v1 import coordinator_pb2 as pb
+from groupcoord.wire.v1 import coordinator_pb2_grpc as pb_grpc
 from tests.integration.conftest import start_server
 
 ALL_ORDERS = {("orders", p) for p in range(24)}

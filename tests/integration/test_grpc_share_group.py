@@ -8,14 +8,14 @@ from pathlib import Path
 
 import grpc
 
-from coordinator.core.config import BrokerConfig
-from coordinator.core.metadata import topic_id_for_name
-from coordinator.runtime.server import ServerOptions, ServerThread
-from coordinator.runtime.static_metadata import StaticMetadataSource
-from groupcoord.v1 import coordinator_pb2 as pb
-from groupcoord.v1 import coordinator_pb2_grpc as pb_grpc
-from groupcoord.v1 import share_pb2 as spb
-from groupcoord.v1 import share_pb2_grpc as spb_grpc
+from groupcoord.coordinator.core.config import BrokerConfig
+from groupcoord.coordinator.core.metadata import topic_id_for_name
+from groupcoord.coordinator.runtime.server import ServerOptions, ServerThread
+from groupcoord.coordinator.runtime.static_metadata import StaticMetadataSource
+from groupcoord.wire.v1 import coordinator_pb2 as pb
+from groupcoord.wire.v1 import coordinator_pb2_grpc as pb_grpc
+from groupcoord.wire.v1 import share_pb2 as spb
+from groupcoord.wire.v1 import share_pb2_grpc as spb_grpc
 
 CONFIG = {"group.share.assignor.offload.enable": "false", "group.share.assignment.interval.ms": "0",
           "group.share.min.record.lock.duration.ms": "1000", "group.share.max.record.lock.duration.ms": "3600000",

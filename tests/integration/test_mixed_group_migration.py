@@ -15,15 +15,15 @@ from typing import Any
 import grpc
 import pytest
 
-from clients.classic_member import ClassicGroupMember
-from clients.consumer_protocol import TopicPartition
-from clients.group_member import GroupMember
-from coordinator.core.config import BrokerConfig
-from coordinator.runtime.server import ServerOptions, ServerThread
-from coordinator.runtime.static_metadata import StaticMetadataSource
+from groupcoord.clients.classic_member import ClassicGroupMember
+from groupcoord.clients.consumer_protocol import TopicPartition
+from groupcoord.clients.group_member import GroupMember
+from groupcoord.coordinator.core.config import BrokerConfig
+from groupcoord.coordinator.runtime.server import ServerOptions, ServerThread
+from groupcoord.coordinator.runtime.static_metadata import StaticMetadataSource
 from groupcoord.faults.tcp_proxy import TcpProxy
-from groupcoord.v1 import coordinator_pb2 as pb
-from groupcoord.v1 import coordinator_pb2_grpc as pb_grpc
+from groupcoord.wire.v1 import coordinator_pb2 as pb
+from groupcoord.wire.v1 import coordinator_pb2_grpc as pb_grpc
 from tests.clients.cluster import OverlapSampler
 from tests.integration.conftest import FAST, start_server
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import grpc
 
-from coordinator.runtime.server import ServerThread
-from groupcoord.v1 import coordinator_pb2 as pb
-from groupcoord.v1 import coordinator_pb2_grpc as pb_grpc
+from groupcoord.coordinator.runtime.server import ServerThread
+from groupcoord.wire.v1 import coordinator_pb2 as pb
+from groupcoord.wire.v1 import coordinator_pb2_grpc as pb_grpc
 
 
 def test_offset_only_groups_are_listed_and_described(server: ServerThread) -> None:

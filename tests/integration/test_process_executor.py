@@ -10,12 +10,12 @@ import threading
 import time
 import urllib.request
 
-from assignors.api import GroupSpec, MemberSpec
-from clients.group_member import GroupMember
-from coordinator.core.metadata import MetadataImage, TopicMetadata
-from coordinator.core.target_assignment import AssignorCompletion, AssignorRun
-from coordinator.runtime.executor import BackgroundExecutor
-from coordinator.runtime.metrics import CoordinatorMetrics
+from groupcoord.assignors.api import GroupSpec, MemberSpec
+from groupcoord.clients.group_member import GroupMember
+from groupcoord.coordinator.core.metadata import MetadataImage, TopicMetadata
+from groupcoord.coordinator.core.target_assignment import AssignorCompletion, AssignorRun
+from groupcoord.coordinator.runtime.executor import BackgroundExecutor
+from groupcoord.coordinator.runtime.metrics import CoordinatorMetrics
 from tests.integration.conftest import start_server
 
 

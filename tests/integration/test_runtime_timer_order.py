@@ -7,12 +7,12 @@ from __future__ import annotations
 import asyncio
 import itertools
 
-from coordinator.core.config import BrokerConfig
-from coordinator.core.messages import ConsumerGroupHeartbeatRequest
-from coordinator.core.shard import GroupCoordinatorShard
-from coordinator.runtime.executor import BackgroundExecutor
-from coordinator.runtime.metrics import CoordinatorMetrics
-from coordinator.runtime.runtime import CoordinatorRuntime
+from groupcoord.coordinator.core.config import BrokerConfig
+from groupcoord.coordinator.core.messages import ConsumerGroupHeartbeatRequest
+from groupcoord.coordinator.core.shard import GroupCoordinatorShard
+from groupcoord.coordinator.runtime.executor import BackgroundExecutor
+from groupcoord.coordinator.runtime.metrics import CoordinatorMetrics
+from groupcoord.coordinator.runtime.runtime import CoordinatorRuntime
 from tests.core.context import image_of
 
 CONFIG = {

@@ -17,10 +17,10 @@ from typing import Any
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from clients.group_member import GroupMember
-from coordinator.core.partitioning import state_partition
-from groupcoord.v1 import coordinator_pb2 as pb
-from groupcoord.v1 import coordinator_pb2_grpc as pb_grpc
+from groupcoord.clients.group_member import GroupMember
+from groupcoord.coordinator.core.partitioning import state_partition
+from groupcoord.wire.v1 import coordinator_pb2 as pb
+from groupcoord.wire.v1 import coordinator_pb2_grpc as pb_grpc
 
 PARTITIONS = 50  # --state-partitions' default
 

@@ -6,7 +6,7 @@ import random
 
 from hdrh.histogram import HdrHistogram
 
-from coordinator.runtime.metrics import _MAX_US, QUANTILES, WindowedPercentiles
+from groupcoord.coordinator.runtime.metrics import _MAX_US, QUANTILES, WindowedPercentiles
 
 
 def reference(values_ms: list[float]) -> tuple[dict[float, float], float]:

@@ -9,9 +9,14 @@ from collections.abc import Callable, Iterable
 import pytest
 from confluent_kafka import KafkaError, Producer
 
-from assignors.api import PartitionOffsets
-from coordinator.runtime.kafka_lag import KafkaLagSource, TopicPartitionKey, build_lag_snapshot, partitions_of
-from coordinator.runtime.static_metadata import StaticMetadataSource
+from groupcoord.assignors.api import PartitionOffsets
+from groupcoord.coordinator.runtime.kafka_lag import (
+    KafkaLagSource,
+    TopicPartitionKey,
+    build_lag_snapshot,
+    partitions_of,
+)
+from groupcoord.coordinator.runtime.static_metadata import StaticMetadataSource
 from groupcoord.embedded_kafka import ApiKey, EmbeddedKafka
 
 from .conftest import FAST_CLIENT_CONFIG, REQUEST_TIMEOUT_S, AnyKafka
@@ -135,7 +140,7 @@ def test_list_offsets_error_fails_one_refresh_and_the_next_recovers(fresh_kafka:
     _produce(fresh_kafka, "flaky", {0: 6})
 
     fresh_kafka.push_request_errors(ApiKey.LIST_OFFSETS, KafkaError.NOT_LEADER_FOR_PARTITION)
-    with caplog.at_level(logging.WARNING, logger="coordinator.runtime.kafka_lag"):
+    with caplog.at_level(logging.WARNING, logger="groupcoord.coordinator.runtime.kafka_lag"):
         assert not source.refresh_now()
     assert "Not leader" in caplog.text
     assert source.offsets(partitions)[("flaky", 0)] == (0, 4), "the failed refresh kept the last snapshot"

@@ -15,8 +15,8 @@ import pytest
 from confluent_kafka import TopicCollection
 from confluent_kafka.admin import AdminClient
 
-from coordinator.core.metadata import MetadataImage
-from coordinator.runtime.kafka_metadata import KafkaMetadataSource, kafka_uuid_to_str
+from groupcoord.coordinator.core.metadata import MetadataImage
+from groupcoord.coordinator.runtime.kafka_metadata import KafkaMetadataSource, kafka_uuid_to_str
 from groupcoord.embedded_kafka import EmbeddedKafka
 
 from .conftest import FAST_CLIENT_CONFIG, REQUEST_TIMEOUT_S, AnyKafka
@@ -179,13 +179,13 @@ def test_broker_down_keeps_the_last_image_and_the_age_grows(fresh_kafka: Embedde
     age_before = source.age_seconds()
 
     fresh_kafka.set_broker_down(-1)
-    with caplog.at_level(logging.WARNING, logger="coordinator.runtime.kafka_metadata"):
+    with caplog.at_level(logging.WARNING, logger="groupcoord.coordinator.runtime.kafka_metadata"):
         results = [source.refresh_now() for _ in range(3)]
     assert results == [False, False, False]
     assert source.snapshot() is image
     assert source.last_refresh_ok_ms == ok_ms
     assert source.age_seconds() > age_before + 2 * REQUEST_TIMEOUT_S
-    warnings = [r for r in caplog.records if r.name == "coordinator.runtime.kafka_metadata"]
+    warnings = [r for r in caplog.records if r.name == "groupcoord.coordinator.runtime.kafka_metadata"]
     assert len(warnings) == 1, "one warning per failure streak, not one per attempt"
     assert changes.qsize() == 1  # the outage did not look like a change
 

@@ -6,8 +6,8 @@ import tomllib
 
 import pytest
 
-from coordinator.core.metadata import MetadataImage, topic_id_for_name
-from coordinator.runtime.static_metadata import (
+from groupcoord.coordinator.core.metadata import MetadataImage, topic_id_for_name
+from groupcoord.coordinator.runtime.static_metadata import (
     MetadataSource,
     StaticMetadataSource,
     parse_topic_flag,

@@ -10,9 +10,9 @@ import sys
 import grpc
 import pytest
 
-from coordinator.core.config import BrokerConfig, ConfigError
-from groupcoord.v1 import coordinator_pb2 as pb
-from groupcoord.v1 import coordinator_pb2_grpc as pb_grpc
+from groupcoord.coordinator.core.config import BrokerConfig, ConfigError
+from groupcoord.wire.v1 import coordinator_pb2 as pb
+from groupcoord.wire.v1 import coordinator_pb2_grpc as pb_grpc
 from tests.integration.conftest import start_server
 
 

@@ -10,10 +10,15 @@ from collections.abc import Iterator
 import grpc
 import pytest
 
-from coordinator.core.limits import ADMIN_MAX_GROUP_IDS, ID_MAX_CHARS, SUBSCRIPTION_MAX_TOPICS, TOPIC_NAME_MAX_CHARS
-from coordinator.runtime.server import ServerThread
-from groupcoord.v1 import coordinator_pb2 as pb
-from groupcoord.v1 import coordinator_pb2_grpc as pb_grpc
+from groupcoord.coordinator.core.limits import (
+    ADMIN_MAX_GROUP_IDS,
+    ID_MAX_CHARS,
+    SUBSCRIPTION_MAX_TOPICS,
+    TOPIC_NAME_MAX_CHARS,
+)
+from groupcoord.coordinator.runtime.server import ServerThread
+from groupcoord.wire.v1 import coordinator_pb2 as pb
+from groupcoord.wire.v1 import coordinator_pb2_grpc as pb_grpc
 from tests.integration.conftest import start_server
 
 INVALID_REQUEST = 42

@@ -9,9 +9,9 @@ import time
 import pytest
 from confluent_kafka import Producer
 
-from coordinator.core.metadata import MetadataImage
-from coordinator.runtime.kafka_lag import KafkaLagSource, build_lag_snapshot
-from coordinator.runtime.kafka_metadata import KafkaMetadataSource
+from groupcoord.coordinator.core.metadata import MetadataImage
+from groupcoord.coordinator.runtime.kafka_lag import KafkaLagSource, build_lag_snapshot
+from groupcoord.coordinator.runtime.kafka_metadata import KafkaMetadataSource
 from groupcoord.kafka_broker import KafkaBroker
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(60)]

@@ -10,8 +10,8 @@ from collections.abc import Iterator
 import pytest
 from confluent_kafka import Producer
 
-from coordinator.runtime.server import ServerThread
 from groupcoord import cli
+from groupcoord.coordinator.runtime.server import ServerThread
 from groupcoord.kafka_broker import KafkaBroker
 from tests.integration.conftest import start_server
 

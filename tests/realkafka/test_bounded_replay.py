@@ -11,10 +11,10 @@ import time
 
 import pytest
 
-from clients.group_member import GroupMember
-from coordinator.runtime.kafka_log import KafkaRecordLog
+from groupcoord.clients.group_member import GroupMember
+from groupcoord.coordinator.runtime.kafka_log import KafkaRecordLog
 from groupcoord.kafka_broker import KafkaBroker
-from groupcoord.v1 import coordinator_pb2 as pb
+from groupcoord.wire.v1 import coordinator_pb2 as pb
 from tests.realkafka.test_compaction import compacted_topic, retained_keys_and_written  # noqa: F401 (fixture)
 from tests.sharding.conftest import (
     PARTITIONS,

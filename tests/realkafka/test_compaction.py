@@ -11,10 +11,10 @@ from collections.abc import Iterator
 import pytest
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, TopicPartition
 
-from clients.group_member import GroupMember
-from coordinator.core.partitioning import state_partition
+from groupcoord.clients.group_member import GroupMember
+from groupcoord.coordinator.core.partitioning import state_partition
 from groupcoord.kafka_broker import KafkaBroker
-from groupcoord.v1 import coordinator_pb2 as pb
+from groupcoord.wire.v1 import coordinator_pb2 as pb
 from tests.sharding.conftest import (
     PARTITIONS,
     delete_group,

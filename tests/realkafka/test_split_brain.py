@@ -24,11 +24,11 @@ import grpc
 import pytest
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, TopicPartition
 
-from coordinator.core.partitioning import state_partition
-from coordinator.runtime.kafka_txn import WRITER_HEADER
+from groupcoord.coordinator.core.partitioning import state_partition
+from groupcoord.coordinator.runtime.kafka_txn import WRITER_HEADER
 from groupcoord.kafka_broker import KafkaBroker
-from groupcoord.v1 import coordinator_pb2 as pb
-from groupcoord.v1 import coordinator_pb2_grpc as pb_grpc
+from groupcoord.wire.v1 import coordinator_pb2 as pb
+from groupcoord.wire.v1 import coordinator_pb2_grpc as pb_grpc
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(240)]
 

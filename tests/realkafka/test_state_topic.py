@@ -8,8 +8,8 @@ from collections.abc import Iterator
 import pytest
 from confluent_kafka.admin import ConfigResource
 
-from coordinator.runtime.kafka_log import KafkaRecordLog, StateTopicError
-from coordinator.runtime.server import ServerThread
+from groupcoord.coordinator.runtime.kafka_log import KafkaRecordLog, StateTopicError
+from groupcoord.coordinator.runtime.server import ServerThread
 from groupcoord.kafka_broker import KafkaBroker
 from tests.sharding.conftest import (
     PARTITIONS,

@@ -11,13 +11,13 @@ from collections.abc import Callable, Iterator
 import grpc
 import pytest
 
-from coordinator.core.config import BrokerConfig
-from coordinator.runtime.kafka_metadata import KafkaMetadataSource
-from coordinator.runtime.server import ServerOptions, ServerThread
-from coordinator.runtime.topic_creation import KafkaTopicCreator
+from groupcoord.coordinator.core.config import BrokerConfig
+from groupcoord.coordinator.runtime.kafka_metadata import KafkaMetadataSource
+from groupcoord.coordinator.runtime.server import ServerOptions, ServerThread
+from groupcoord.coordinator.runtime.topic_creation import KafkaTopicCreator
 from groupcoord.kafka_broker import KafkaBroker
-from groupcoord.v1 import streams_pb2 as spb
-from groupcoord.v1 import streams_pb2_grpc as spb_grpc
+from groupcoord.wire.v1 import streams_pb2 as spb
+from groupcoord.wire.v1 import streams_pb2_grpc as spb_grpc
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
 

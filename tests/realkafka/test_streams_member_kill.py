@@ -23,14 +23,14 @@ import grpc
 import pytest
 from confluent_kafka import Producer
 
-from clients.streams_member import PARTITIONS, changelog_topic, committed_changelog, split_words
-from coordinator.core.config import BrokerConfig
-from coordinator.runtime.kafka_metadata import KafkaMetadataSource
-from coordinator.runtime.server import ServerOptions, ServerThread
-from coordinator.runtime.topic_creation import KafkaTopicCreator
+from groupcoord.clients.streams_member import PARTITIONS, changelog_topic, committed_changelog, split_words
+from groupcoord.coordinator.core.config import BrokerConfig
+from groupcoord.coordinator.runtime.kafka_metadata import KafkaMetadataSource
+from groupcoord.coordinator.runtime.server import ServerOptions, ServerThread
+from groupcoord.coordinator.runtime.topic_creation import KafkaTopicCreator
 from groupcoord.kafka_broker import KafkaBroker
-from groupcoord.v1 import streams_pb2 as spb
-from groupcoord.v1 import streams_pb2_grpc as spb_grpc
+from groupcoord.wire.v1 import streams_pb2 as spb
+from groupcoord.wire.v1 import streams_pb2_grpc as spb_grpc
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
 
@@ -75,7 +75,7 @@ def start_member(srv: ServerThread, bootstrap: str, app: str, name: str, logs: P
     """A member process; work is committed every 300 ms, so a kill always leaves some produced, uncommitted."""
     out = (logs / f"{name}.log").open("wb")
     return subprocess.Popen(
-        [sys.executable, "-m", "clients.streams_member", "--coordinator", srv.address, "--bootstrap-servers",
+        [sys.executable, "-m", "groupcoord.clients.streams_member", "--coordinator", srv.address, "--bootstrap-servers",
          bootstrap, "--app", app, "--member-id", name, "--process-id", f"process-{name}", "--source",
          f"{app}-lines", "--commit-interval-ms", "300", *(["--exactly-once"] if exactly_once else [])],
         cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)}, stdout=out, stderr=subprocess.STDOUT)

@@ -13,11 +13,17 @@ from collections.abc import Callable, Iterator
 import pytest
 from confluent_kafka import Producer
 
-from clients.streams_member import PARTITIONS, WordCountMember, changelog_topic, committed_changelog, split_words
-from coordinator.core.config import BrokerConfig
-from coordinator.runtime.kafka_metadata import KafkaMetadataSource
-from coordinator.runtime.server import ServerOptions, ServerThread
-from coordinator.runtime.topic_creation import KafkaTopicCreator
+from groupcoord.clients.streams_member import (
+    PARTITIONS,
+    WordCountMember,
+    changelog_topic,
+    committed_changelog,
+    split_words,
+)
+from groupcoord.coordinator.core.config import BrokerConfig
+from groupcoord.coordinator.runtime.kafka_metadata import KafkaMetadataSource
+from groupcoord.coordinator.runtime.server import ServerOptions, ServerThread
+from groupcoord.coordinator.runtime.topic_creation import KafkaTopicCreator
 from groupcoord.kafka_broker import KafkaBroker
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(240)]

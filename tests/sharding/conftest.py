@@ -16,16 +16,16 @@ import grpc
 import pytest
 from confluent_kafka import KafkaError, KafkaException
 
-from coordinator.core.config import BrokerConfig
-from coordinator.core.partitioning import state_partition
-from coordinator.runtime.kafka_log import KafkaRecordLog
-from coordinator.runtime.server import ServerOptions, ServerThread
-from coordinator.runtime.sharding import KafkaStateOptions, PartitionState
-from coordinator.runtime.static_metadata import StaticMetadataSource
+from groupcoord.coordinator.core.config import BrokerConfig
+from groupcoord.coordinator.core.partitioning import state_partition
+from groupcoord.coordinator.runtime.kafka_log import KafkaRecordLog
+from groupcoord.coordinator.runtime.server import ServerOptions, ServerThread
+from groupcoord.coordinator.runtime.sharding import KafkaStateOptions, PartitionState
+from groupcoord.coordinator.runtime.static_metadata import StaticMetadataSource
 from groupcoord.embedded_kafka import EmbeddedKafka
 from groupcoord.kafka_broker import KafkaBroker
-from groupcoord.v1 import coordinator_pb2 as pb
-from groupcoord.v1 import coordinator_pb2_grpc as pb_grpc
+from groupcoord.wire.v1 import coordinator_pb2 as pb
+from groupcoord.wire.v1 import coordinator_pb2_grpc as pb_grpc
 
 STATE_TOPIC = "groupcoord-state"
 PARTITIONS = 6

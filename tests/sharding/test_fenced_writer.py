@@ -13,13 +13,13 @@ from typing import Any
 import pytest
 from confluent_kafka import Producer
 
-from coordinator.core import records as r
-from coordinator.core.partitioning import state_partition
-from coordinator.runtime.kafka_log import KafkaRecordLog
-from coordinator.runtime.kafka_txn import transactional_id
-from coordinator.runtime.sharding import PartitionState
+from groupcoord.coordinator.core import records as r
+from groupcoord.coordinator.core.partitioning import state_partition
+from groupcoord.coordinator.runtime.kafka_log import KafkaRecordLog
+from groupcoord.coordinator.runtime.kafka_txn import transactional_id
+from groupcoord.coordinator.runtime.sharding import PartitionState
 from groupcoord.kafka_broker import KafkaBroker
-from groupcoord.v1 import coordinator_pb2 as pb
+from groupcoord.wire.v1 import coordinator_pb2 as pb
 
 from .conftest import PARTITIONS, owned, start_instance, stub, wait_for
 

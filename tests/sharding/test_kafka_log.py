@@ -8,16 +8,16 @@ import json
 import pytest
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, TopicPartition
 
-from clients.group_member import GroupMember
-from coordinator.core import records as r
-from coordinator.core.partitioning import state_partition
-from coordinator.core.snapshot import snapshot_records
-from coordinator.runtime import record_codec
-from coordinator.runtime.kafka_log import KafkaRecordLog, StateTopicError
-from coordinator.runtime.record_codec import RecordTooLargeError
-from coordinator.runtime.server import ServerThread
+from groupcoord.clients.group_member import GroupMember
+from groupcoord.coordinator.core import records as r
+from groupcoord.coordinator.core.partitioning import state_partition
+from groupcoord.coordinator.core.snapshot import snapshot_records
+from groupcoord.coordinator.runtime import record_codec
+from groupcoord.coordinator.runtime.kafka_log import KafkaRecordLog, StateTopicError
+from groupcoord.coordinator.runtime.record_codec import RecordTooLargeError
+from groupcoord.coordinator.runtime.server import ServerThread
 from groupcoord.embedded_kafka import EmbeddedKafka
-from groupcoord.v1 import coordinator_pb2 as pb
+from groupcoord.wire.v1 import coordinator_pb2 as pb
 
 from .conftest import PARTITIONS, STATE_TOPIC, partitions_served, start_instance, stub, wait_for
 

@@ -6,11 +6,11 @@ from __future__ import annotations
 import asyncio
 import json
 
-from coordinator.core import records as r
-from coordinator.core.classic_group import ClassicGroupMetadataTombstone
-from coordinator.core.partitioning import state_partition
-from coordinator.runtime.kafka_log import KafkaRecordLog, record_key
-from coordinator.runtime.kafka_tombstones import deleted_keys
+from groupcoord.coordinator.core import records as r
+from groupcoord.coordinator.core.classic_group import ClassicGroupMetadataTombstone
+from groupcoord.coordinator.core.partitioning import state_partition
+from groupcoord.coordinator.runtime.kafka_log import KafkaRecordLog, record_key
+from groupcoord.coordinator.runtime.kafka_tombstones import deleted_keys
 
 from .conftest import PARTITIONS, STATE_TOPIC, AnyKafka
 from .test_kafka_log import raw_messages

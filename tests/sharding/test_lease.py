@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
-from coordinator.runtime.sharding import PartitionState
+from groupcoord.coordinator.runtime.sharding import PartitionState
 from groupcoord.embedded_kafka import EmbeddedKafka
-from groupcoord.v1 import coordinator_pb2 as pb
+from groupcoord.wire.v1 import coordinator_pb2 as pb
 
 from .conftest import PARTITIONS, STATE_TOPIC, TOPICS, owned, partitions_served, start_instance, stub, wait_for
 

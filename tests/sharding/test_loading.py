@@ -7,9 +7,9 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from coordinator.core.partitioning import state_partition
-from coordinator.runtime.kafka_log import KafkaRecordLog, PartitionLoad
-from coordinator.runtime.sharding import PartitionState
+from groupcoord.coordinator.core.partitioning import state_partition
+from groupcoord.coordinator.runtime.kafka_log import KafkaRecordLog, PartitionLoad
+from groupcoord.coordinator.runtime.sharding import PartitionState
 
 from .conftest import (
     PARTITIONS,

@@ -10,12 +10,12 @@ import json
 import typing
 from typing import Any
 
-from coordinator.core import records as r
-from coordinator.core.classic_group import CLASSIC_RECORD_TYPES
-from coordinator.core.mixed_group import MIXED_RECORD_TYPES
-from coordinator.runtime import record_codec
-from coordinator.runtime.kafka_log import _KEY_KIND, record_key
-from coordinator.runtime.kafka_tombstones import deleted_keys, deletes
+from groupcoord.coordinator.core import records as r
+from groupcoord.coordinator.core.classic_group import CLASSIC_RECORD_TYPES
+from groupcoord.coordinator.core.mixed_group import MIXED_RECORD_TYPES
+from groupcoord.coordinator.runtime import record_codec
+from groupcoord.coordinator.runtime.kafka_log import _KEY_KIND, record_key
+from groupcoord.coordinator.runtime.kafka_tombstones import deleted_keys, deletes
 
 # The fields that say which thing a record is about; every other field is its value.
 IDENTITY = ("group_id", "member_id", "regex", "topic", "partition")

@@ -19,10 +19,10 @@ from pathlib import Path
 import grpc
 import pytest
 
-from clients.group_member import GroupMember
-from coordinator.runtime.server import ServerThread
+from groupcoord.clients.group_member import GroupMember
+from groupcoord.coordinator.runtime.server import ServerThread
 from groupcoord.embedded_kafka import EmbeddedKafka
-from groupcoord.v1 import coordinator_pb2 as pb
+from groupcoord.wire.v1 import coordinator_pb2 as pb
 
 from .conftest import (
     FAST,

@@ -15,11 +15,11 @@ from typing import Any
 
 import pytest
 
-from clients.spark_driver import DriverProcess
-from coordinator.core.config import BrokerConfig
-from coordinator.runtime.kafka_lag import KafkaLagSource, partitions_of
-from coordinator.runtime.kafka_metadata import KafkaMetadataSource
-from coordinator.runtime.server import ServerOptions, ServerThread
+from groupcoord.clients.spark_driver import DriverProcess
+from groupcoord.coordinator.core.config import BrokerConfig
+from groupcoord.coordinator.runtime.kafka_lag import KafkaLagSource, partitions_of
+from groupcoord.coordinator.runtime.kafka_metadata import KafkaMetadataSource
+from groupcoord.coordinator.runtime.server import ServerOptions, ServerThread
 from groupcoord.embedded_kafka import EmbeddedKafka
 
 # Short heartbeats and session timeout: a crashed driver is fenced 3 s after its last heartbeat.
@@ -63,7 +63,7 @@ LaunchDriver = Callable[..., DriverProcess]
 
 @pytest.fixture
 def launch_driver(tmp_path: Path, kafka: EmbeddedKafka, coordinator: ServerThread) -> Iterator[LaunchDriver]:
-    """Start `python -m clients.spark_driver` processes; every one still running at the end is killed."""
+    """Start `python -m groupcoord.clients.spark_driver` processes; every one still running at the end is killed."""
     started: list[DriverProcess] = []
 
     def launch(name: str, group: str, topic: str, *extra: str) -> DriverProcess:

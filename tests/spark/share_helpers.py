@@ -9,13 +9,13 @@ from typing import Any
 
 import grpc
 
-from coordinator.core.config import BrokerConfig
-from coordinator.runtime.kafka_lag import KafkaLagSource, partitions_of
-from coordinator.runtime.kafka_metadata import KafkaMetadataSource
-from coordinator.runtime.server import ServerOptions, ServerThread
+from groupcoord.coordinator.core.config import BrokerConfig
+from groupcoord.coordinator.runtime.kafka_lag import KafkaLagSource, partitions_of
+from groupcoord.coordinator.runtime.kafka_metadata import KafkaMetadataSource
+from groupcoord.coordinator.runtime.server import ServerOptions, ServerThread
 from groupcoord.embedded_kafka import EmbeddedKafka
-from groupcoord.v1 import coordinator_pb2 as pb
-from groupcoord.v1 import coordinator_pb2_grpc as pb_grpc
+from groupcoord.wire.v1 import coordinator_pb2 as pb
+from groupcoord.wire.v1 import coordinator_pb2_grpc as pb_grpc
 
 from .conftest import COORDINATOR_CONFIG
 

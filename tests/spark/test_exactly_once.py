@@ -22,7 +22,7 @@ import pytest
 from confluent_kafka import TopicPartition
 from confluent_kafka.admin import AdminClient, OffsetSpec
 
-from clients.spark_driver import DriverProcess, batch_ranges, coverage
+from groupcoord.clients.spark_driver import DriverProcess, batch_ranges, coverage
 from groupcoord.demo import SkewedProducer
 from groupcoord.embedded_kafka import EmbeddedKafka
 from groupcoord.kafka_broker import KafkaBroker

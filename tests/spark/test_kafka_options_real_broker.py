@@ -15,11 +15,18 @@ import pytest
 from confluent_kafka import Producer
 from pyspark.sql.streaming.datasource import ReadAllAvailable
 
-from clients.group_member import GroupMember
-from clients.spark_kafka_read import read_task
-from clients.spark_options import DataLossError
-from clients.spark_source import SCHEMA, GroupcoordStreamReader, KafkaRange, ReadTask, SourceOptions, decode_offset
-from coordinator.runtime.server import ServerThread
+from groupcoord.clients.group_member import GroupMember
+from groupcoord.clients.spark_kafka_read import read_task
+from groupcoord.clients.spark_options import DataLossError
+from groupcoord.clients.spark_source import (
+    SCHEMA,
+    GroupcoordStreamReader,
+    KafkaRange,
+    ReadTask,
+    SourceOptions,
+    decode_offset,
+)
+from groupcoord.coordinator.runtime.server import ServerThread
 from groupcoord.kafka_broker import KafkaBroker
 
 from .conftest import LaunchDriver, wait_until

@@ -11,8 +11,8 @@ import pytest
 from confluent_kafka import Producer
 from pyspark.sql.streaming.datasource import ReadAllAvailable
 
-from clients.spark_source import SCHEMA, GroupcoordStreamReader, ReadTask, SourceOptions, decode_offset
-from coordinator.runtime.server import ServerThread
+from groupcoord.clients.spark_source import SCHEMA, GroupcoordStreamReader, ReadTask, SourceOptions, decode_offset
+from groupcoord.coordinator.runtime.server import ServerThread
 from groupcoord.embedded_kafka import EmbeddedKafka
 
 pytestmark = pytest.mark.timeout(120)

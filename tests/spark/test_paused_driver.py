@@ -16,9 +16,9 @@ import pytest
 from confluent_kafka import TopicPartition
 from confluent_kafka.admin import AdminClient, OffsetSpec
 
-from clients.group_member import GroupMember
-from clients.spark_driver import DriverProcess, batch_ranges, coverage
-from coordinator.runtime.server import ServerThread
+from groupcoord.clients.group_member import GroupMember
+from groupcoord.clients.spark_driver import DriverProcess, batch_ranges, coverage
+from groupcoord.coordinator.runtime.server import ServerThread
 from groupcoord.demo import SkewedProducer
 from groupcoord.embedded_kafka import EmbeddedKafka
 

@@ -14,9 +14,9 @@ import pytest
 from confluent_kafka import Producer
 from pyspark.sql.streaming.datasource import ReadAllAvailable
 
-from clients.group_member import GroupMember
-from clients.spark_source import SCHEMA, GroupcoordStreamReader, SourceOptions, decode_offset
-from coordinator.runtime.server import ServerThread
+from groupcoord.clients.group_member import GroupMember
+from groupcoord.clients.spark_source import SCHEMA, GroupcoordStreamReader, SourceOptions, decode_offset
+from groupcoord.coordinator.runtime.server import ServerThread
 from groupcoord.embedded_kafka import EmbeddedKafka
 from groupcoord.faults.tcp_proxy import TcpProxy
 

@@ -22,12 +22,12 @@ import pytest
 from confluent_kafka import TopicPartition
 from confluent_kafka.admin import AdminClient, OffsetSpec
 
-from clients.spark_driver import DriverProcess
-from coordinator.runtime.server import ServerThread
+from groupcoord.clients.spark_driver import DriverProcess
+from groupcoord.coordinator.runtime.server import ServerThread
 from groupcoord.demo import SkewedProducer
 from groupcoord.embedded_kafka import EmbeddedKafka
-from groupcoord.v1 import share_pb2 as spb
-from groupcoord.v1 import share_pb2_grpc as spb_grpc
+from groupcoord.wire.v1 import share_pb2 as spb
+from groupcoord.wire.v1 import share_pb2_grpc as spb_grpc
 
 from .conftest import LaunchDriver, wait_until
 from .share_helpers import set_group_configs, share_coordinator

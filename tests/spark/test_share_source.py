@@ -16,16 +16,16 @@ import pytest
 from confluent_kafka import Producer
 from pyspark.sql.streaming.datasource import ReadMaxRows
 
-from clients.share_member import ShareMember
-from clients.spark_share_source import (
+from groupcoord.clients.share_member import ShareMember
+from groupcoord.clients.spark_share_source import (
     LockExpiredError,
     ShareSourceOptions,
     ShareStreamReader,
     decode_share_offset,
     tasks_for,
 )
-from clients.spark_source import SCHEMA, GroupcoordDataSource
-from coordinator.runtime.server import ServerThread
+from groupcoord.clients.spark_source import SCHEMA, GroupcoordDataSource
+from groupcoord.coordinator.runtime.server import ServerThread
 from groupcoord.embedded_kafka import EmbeddedKafka
 
 from .share_helpers import set_group_configs, share_coordinator
@@ -145,9 +145,9 @@ def test_a_batch_that_lost_its_locks_says_so_fails_the_query_and_publishes_nothi
 
 
 def test_a_batch_whose_locks_partly_expired_publishes_only_the_rows_of_the_accepted_ranges(tmp_path: Path) -> None:
-    from clients.share_member import AcquiredRange
-    from clients.spark_share_source import _settle_staged
-    from clients.spark_staging import StagingArea
+    from groupcoord.clients.share_member import AcquiredRange
+    from groupcoord.clients.spark_share_source import _settle_staged
+    from groupcoord.clients.spark_staging import StagingArea
 
     staging = StagingArea(tmp_path / "staging", tmp_path / "published")
     pq.write_table(pa.table({"topic": ["t"] * 10, "partition": [0] * 10, "offset": list(range(10))}),

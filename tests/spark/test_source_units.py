@@ -10,8 +10,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from clients.spark_driver import BatchRange, coverage
-from clients.spark_source import (
+from groupcoord.clients.spark_driver import BatchRange, coverage
+from groupcoord.clients.spark_source import (
     SCHEMA,
     GroupcoordStreamReader,
     KafkaRange,
@@ -21,7 +21,7 @@ from clients.spark_source import (
     encode_offset,
     pack,
 )
-from clients.spark_staging import StagingArea
+from groupcoord.clients.spark_staging import StagingArea
 
 OPTIONS = {"coordinator": "127.0.0.1:1", "group": "g", "topics": "b, a", "bootstrap.servers": "127.0.0.1:2"}
 

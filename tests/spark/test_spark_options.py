@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from clients.spark_options import (
+from groupcoord.clients.spark_options import (
     EARLIEST,
     LATEST,
     DataLossError,
@@ -16,7 +16,7 @@ from clients.spark_options import (
     resolve_start,
     split_ranges,
 )
-from clients.spark_source import SCHEMA, SCHEMA_WITH_HEADERS, GroupcoordDataSource, SourceOptions
+from groupcoord.clients.spark_source import SCHEMA, SCHEMA_WITH_HEADERS, GroupcoordDataSource, SourceOptions
 
 BASE = {"coordinator": "127.0.0.1:1", "group": "g", "bootstrap.servers": "127.0.0.1:2"}
 

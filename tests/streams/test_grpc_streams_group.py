@@ -9,12 +9,12 @@ from collections.abc import Callable, Iterator
 import grpc
 import pytest
 
-from coordinator.core.errors import Errors
-from coordinator.runtime.server import ServerThread
-from groupcoord.v1 import coordinator_pb2 as pb
-from groupcoord.v1 import coordinator_pb2_grpc as pb_grpc
-from groupcoord.v1 import streams_pb2 as spb
-from groupcoord.v1 import streams_pb2_grpc as spb_grpc
+from groupcoord.coordinator.core.errors import Errors
+from groupcoord.coordinator.runtime.server import ServerThread
+from groupcoord.wire.v1 import coordinator_pb2 as pb
+from groupcoord.wire.v1 import coordinator_pb2_grpc as pb_grpc
+from groupcoord.wire.v1 import streams_pb2 as spb
+from groupcoord.wire.v1 import streams_pb2_grpc as spb_grpc
 from tests.integration.conftest import start_server
 
 STREAMS_FAST = {
@@ -143,9 +143,9 @@ def test_missing_internal_topic_is_reported_in_the_heartbeat(server: ServerThrea
 
 
 def test_a_restarted_coordinator_reloads_the_streams_group_from_its_log(tmp_path) -> None:  # type: ignore[no-untyped-def]
-    from coordinator.core.config import BrokerConfig
-    from coordinator.runtime.server import ServerOptions
-    from coordinator.runtime.static_metadata import StaticMetadataSource
+    from groupcoord.coordinator.core.config import BrokerConfig
+    from groupcoord.coordinator.runtime.server import ServerOptions
+    from groupcoord.coordinator.runtime.static_metadata import StaticMetadataSource
     from tests.integration.conftest import FAST
 
     def start() -> ServerThread:
@@ -190,8 +190,8 @@ def test_list_and_describe_groups_and_the_cli_show_streams_groups(long_sessions:
 
     server = long_sessions
 
-    from groupcoord.v1 import coordinator_pb2 as pb
-    from groupcoord.v1 import coordinator_pb2_grpc as pb_grpc
+    from groupcoord.wire.v1 import coordinator_pb2 as pb
+    from groupcoord.wire.v1 import coordinator_pb2_grpc as pb_grpc
 
     with grpc.insecure_channel(server.address) as channel:
         stub = spb_grpc.StreamsGroupCoordinatorStub(channel)

@@ -10,8 +10,8 @@ import time
 
 import grpc
 
-from groupcoord.v1 import streams_pb2 as spb
-from groupcoord.v1 import streams_pb2_grpc as spb_grpc
+from groupcoord.wire.v1 import streams_pb2 as spb
+from groupcoord.wire.v1 import streams_pb2_grpc as spb_grpc
 from tests.integration.test_serve_cli import free_port
 from tests.streams.test_grpc_streams_group import topology
 

@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterator
 import pytest
 from confluent_kafka import Producer
 
-from clients.streams_member import (
+from groupcoord.clients.streams_member import (
     PARTITIONS,
     WordCountMember,
     changelog_counts,
@@ -18,7 +18,7 @@ from clients.streams_member import (
     repartition_topic,
     split_words,
 )
-from coordinator.runtime.server import ServerThread
+from groupcoord.coordinator.runtime.server import ServerThread
 from groupcoord.embedded_kafka import EmbeddedKafka
 from tests.integration.conftest import start_server
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from clients.group_member import GroupMember
+from groupcoord.clients.group_member import GroupMember
 from tests.web.conftest import free_port, serve, stop, wait_for
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from coordinator.core.results import Result
-from coordinator.runtime.timeline import RebalanceTimeline
+from groupcoord.coordinator.core.results import Result
+from groupcoord.coordinator.runtime.timeline import RebalanceTimeline
 from tests.core.context import CoreContext
 
 

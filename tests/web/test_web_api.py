@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from clients.credentials import Credentials
-from clients.group_member import GroupMember
+from groupcoord.clients.credentials import Credentials
+from groupcoord.clients.group_member import GroupMember
 from tests.web.conftest import serve, stop, wait_for
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(180)]
@@ -160,7 +160,7 @@ def test_with_acls_the_api_needs_a_token_and_shows_only_groups_the_principal_may
 
 
 def test_a_classic_group_is_listed_with_its_type_protocol_state_and_generation() -> None:
-    from clients.classic_member import ClassicGroupMember
+    from groupcoord.clients.classic_member import ClassicGroupMember
 
     served = serve("--topic", "orders:4")
     member = ClassicGroupMember(served.grpc, "legacy", ["orders"], partitions={"orders": 4},
@@ -183,7 +183,7 @@ def test_connections_past_the_limit_are_answered_503_until_some_close() -> None:
     import socket
     from urllib.parse import urlsplit
 
-    from coordinator.runtime.web import MAX_CONNECTIONS
+    from groupcoord.coordinator.runtime.web import MAX_CONNECTIONS
 
     served = serve("--topic", "orders:1")
     url = urlsplit(served.http)
@@ -205,8 +205,8 @@ def test_connections_past_the_limit_are_answered_503_until_some_close() -> None:
 def test_a_share_group_is_listed_with_its_type_and_shown_with_its_member() -> None:
     import grpc
 
-    from groupcoord.v1 import share_pb2 as spb
-    from groupcoord.v1 import share_pb2_grpc as spb_grpc
+    from groupcoord.wire.v1 import share_pb2 as spb
+    from groupcoord.wire.v1 import share_pb2_grpc as spb_grpc
 
     served = serve("--topic", "orders:2")
     channel = grpc.insecure_channel(served.grpc)
@@ -229,7 +229,7 @@ def test_a_share_group_is_listed_with_its_type_and_shown_with_its_member() -> No
 def test_a_streams_group_is_listed_with_its_type_and_shown_with_its_members() -> None:
     import grpc
 
-    from groupcoord.v1 import streams_pb2_grpc
+    from groupcoord.wire.v1 import streams_pb2_grpc
     from tests.streams.test_grpc_streams_group import STREAMS_FAST, TOPICS, Member
 
     served = serve(*(a for name, n in TOPICS.items() for a in ("--topic", f"{name}:{n}")),

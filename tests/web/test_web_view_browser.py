@@ -14,8 +14,8 @@ import pytest
 from confluent_kafka import Producer
 from playwright.sync_api import expect, sync_playwright
 
-from clients.credentials import Credentials
-from clients.group_member import GroupMember
+from groupcoord.clients.credentials import Credentials
+from groupcoord.clients.group_member import GroupMember
 from tests.web.conftest import Served, chromium_path, serve, stop, wait_for
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]

@@ -3,7 +3,7 @@
 import grpc
 import warnings
 
-from groupcoord.v1 import coordinator_pb2 as groupcoord_dot_v1_dot_coordinator__pb2
+from groupcoord.wire.v1 import coordinator_pb2 as groupcoord_dot_wire_dot_v1_dot_coordinator__pb2
 
 GRPC_GENERATED_VERSION = '1.85.1'
 GRPC_VERSION = grpc.__version__
@@ -18,7 +18,7 @@ except ImportError:
 if _version_not_supported:
     raise RuntimeError(
         f'The grpc package installed is at version {GRPC_VERSION},'
-        + ' but the generated code in groupcoord/v1/coordinator_pb2_grpc.py depends on'
+        + ' but the generated code in groupcoord/wire/v1/coordinator_pb2_grpc.py depends on'
         + f' grpcio>={GRPC_GENERATED_VERSION}.'
         + f' Please upgrade your grpc module to grpcio>={GRPC_GENERATED_VERSION}'
         + f' or downgrade your generated code using grpcio-tools<={GRPC_VERSION}.'
@@ -36,78 +36,78 @@ class GroupCoordinatorStub:
         """
         self.ConsumerGroupHeartbeat = channel.unary_unary(
                 '/groupcoord.v1.GroupCoordinator/ConsumerGroupHeartbeat',
-                request_serializer=groupcoord_dot_v1_dot_coordinator__pb2.ConsumerGroupHeartbeatRequest.SerializeToString,
-                response_deserializer=groupcoord_dot_v1_dot_coordinator__pb2.ConsumerGroupHeartbeatResponse.FromString,
+                request_serializer=groupcoord_dot_wire_dot_v1_dot_coordinator__pb2.ConsumerGroupHeartbeatRequest.SerializeToString,
+                response_deserializer=groupcoord_dot_wire_dot_v1_dot_coordinator__pb2.ConsumerGroupHeartbeatResponse.FromString,
                 _registered_method=True)
         self.ConsumerGroupHeartbeatStream = channel.stream_stream(
                 '/groupcoord.v1.GroupCoordinator/ConsumerGroupHeartbeatStream',
-                request_serializer=groupcoord_dot_v1_dot_coordinator__pb2.ConsumerGroupHeartbeatRequest.SerializeToString,
-                response_deserializer=groupcoord_dot_v1_dot_coordinator__pb2.ConsumerGroupHeartbeatResponse.FromString,
+                request_serializer=groupcoord_dot_wire_dot_v1_dot_coordinator__pb2.ConsumerGroupHeartbeatRequest.SerializeToString,
+                response_deserializer=groupcoord_dot_wire_dot_v1_dot_coordinator__pb2.ConsumerGroupHeartbeatResponse.FromString,
                 _registered_method=True)
         self.JoinGroup = channel.unary_unary(
                 '/groupcoord.v1.GroupCoordinator/JoinGroup',
-                request_serializer=groupcoord_dot_v1_dot_coordinator__pb2.JoinGroupRequest.SerializeToString,
-                response_deserializer=groupcoord_dot_v1_dot_coordinator__pb2.JoinGroupResponse.FromString,
+                request_serializer=groupcoord_dot_wire_dot_v1_dot_coordinator__pb2.JoinGroupRequest.SerializeToString,
+                response_deserializer=groupcoord_dot_wire_dot_v1_dot_coordinator__pb2.JoinGroupResponse.FromString,
                 _registered_method=True)
         self.SyncGroup = channel.unary_unary(
                 '/groupcoord.v1.GroupCoordinator/SyncGroup',
-                request_serializer=groupcoord_dot_v1_dot_coordinator__pb2.SyncGroupRequest.SerializeToString,
-                response_deserializer=groupcoord_dot_v1_dot_coordinator__pb2.SyncGroupResponse.FromString,
+                request_serializer=groupcoord_dot_wire_dot_v1_dot_coordinator__pb2.SyncGroupRequest.SerializeToString,
+                response_deserializer=groupcoord_dot_wire_dot_v1_dot_coordinator__pb2.SyncGroupResponse.FromString,
                 _registered_method=True)
         self.Heartbeat = channel.unary_unary(
                 '/groupcoord.v1.GroupCoordinator/Heartbeat',
-                request_serializer=groupcoord_dot_v1_dot_coordinator__pb2.HeartbeatRequest.SerializeToString,
-                response_deserializer=groupcoord_dot_v1_dot_coordinator__pb2.HeartbeatResponse.FromString,
+                request_serializer=groupcoord_dot_wire_dot_v1_dot_coordinator__pb2.HeartbeatRequest.SerializeToString,
+                response_deserializer=groupcoord_dot_wire_dot_v1_dot_coordinator__pb2.HeartbeatResponse.FromString,
                 _registered_method=True)
         self.LeaveGroup = channel.unary_unary(
                 '/groupcoord.v1.GroupCoordinator/LeaveGroup',
-                request_serializer=groupcoord_dot_v1_dot_coordinator__pb2.LeaveGroupRequest.SerializeToString,
-                response_deserializer=groupcoord_dot_v1_dot_coordinator__pb2.LeaveGroupResponse.FromString,
+                request_serializer=groupcoord_dot_wire_dot_v1_dot_coordinator__pb2.LeaveGroupRequest.SerializeToString,
+                response_deserializer=groupcoord_dot_wire_dot_v1_dot_coordinator__pb2.LeaveGroupResponse.FromString,
                 _registered_method=True)
         self.OffsetCommit = channel.unary_unary(
                 '/groupcoord.v1.GroupCoordinator/OffsetCommit',
-                request_serializer=groupcoord_dot_v1_dot_coordinator__pb2.OffsetCommitRequest.SerializeToString,
-                response_deserializer=groupcoord_dot_v1_dot_coordinator__pb2.OffsetCommitResponse.FromString,
+                request_serializer=groupcoord_dot_wire_dot_v1_dot_coordinator__pb2.OffsetCommitRequest.SerializeToString,
+                response_deserializer=groupcoord_dot_wire_dot_v1_dot_coordinator__pb2.OffsetCommitResponse.FromString,
                 _registered_method=True)
         self.OffsetFetch = channel.unary_unary(
                 '/groupcoord.v1.GroupCoordinator/OffsetFetch',
-                request_serializer=groupcoord_dot_v1_dot_coordinator__pb2.OffsetFetchRequest.SerializeToString,
-                response_deserializer=groupcoord_dot_v1_dot_coordinator__pb2.OffsetFetchResponse.FromString,
+                request_serializer=groupcoord_dot_wire_dot_v1_dot_coordinator__pb2.OffsetFetchRequest.SerializeToString,
+                response_deserializer=groupcoord_dot_wire_dot_v1_dot_coordinator__pb2.OffsetFetchResponse.FromString,
                 _registered_method=True)
         self.DescribeGroups = channel.unary_unary(
                 '/groupcoord.v1.GroupCoordinator/DescribeGroups',
-                request_serializer=groupcoord_dot_v1_dot_coordinator__pb2.DescribeGroupsRequest.SerializeToString,
-                response_deserializer=groupcoord_dot_v1_dot_coordinator__pb2.DescribeGroupsResponse.FromString,
+                request_serializer=groupcoord_dot_wire_dot_v1_dot_coordinator__pb2.DescribeGroupsRequest.SerializeToString,
+                response_deserializer=groupcoord_dot_wire_dot_v1_dot_coordinator__pb2.DescribeGroupsResponse.FromString,
                 _registered_method=True)
         self.ListGroups = channel.unary_unary(
                 '/groupcoord.v1.GroupCoordinator/ListGroups',
-                request_serializer=groupcoord_dot_v1_dot_coordinator__pb2.ListGroupsRequest.SerializeToString,
-                response_deserializer=groupcoord_dot_v1_dot_coordinator__pb2.ListGroupsResponse.FromString,
+                request_serializer=groupcoord_dot_wire_dot_v1_dot_coordinator__pb2.ListGroupsRequest.SerializeToString,
+                response_deserializer=groupcoord_dot_wire_dot_v1_dot_coordinator__pb2.ListGroupsResponse.FromString,
                 _registered_method=True)
         self.DeleteGroups = channel.unary_unary(
                 '/groupcoord.v1.GroupCoordinator/DeleteGroups',
-                request_serializer=groupcoord_dot_v1_dot_coordinator__pb2.DeleteGroupsRequest.SerializeToString,
-                response_deserializer=groupcoord_dot_v1_dot_coordinator__pb2.DeleteGroupsResponse.FromString,
+                request_serializer=groupcoord_dot_wire_dot_v1_dot_coordinator__pb2.DeleteGroupsRequest.SerializeToString,
+                response_deserializer=groupcoord_dot_wire_dot_v1_dot_coordinator__pb2.DeleteGroupsResponse.FromString,
                 _registered_method=True)
         self.OffsetDelete = channel.unary_unary(
                 '/groupcoord.v1.GroupCoordinator/OffsetDelete',
-                request_serializer=groupcoord_dot_v1_dot_coordinator__pb2.OffsetDeleteRequest.SerializeToString,
-                response_deserializer=groupcoord_dot_v1_dot_coordinator__pb2.OffsetDeleteResponse.FromString,
+                request_serializer=groupcoord_dot_wire_dot_v1_dot_coordinator__pb2.OffsetDeleteRequest.SerializeToString,
+                response_deserializer=groupcoord_dot_wire_dot_v1_dot_coordinator__pb2.OffsetDeleteResponse.FromString,
                 _registered_method=True)
         self.DescribeGroupConfigs = channel.unary_unary(
                 '/groupcoord.v1.GroupCoordinator/DescribeGroupConfigs',
-                request_serializer=groupcoord_dot_v1_dot_coordinator__pb2.DescribeGroupConfigsRequest.SerializeToString,
-                response_deserializer=groupcoord_dot_v1_dot_coordinator__pb2.DescribeGroupConfigsResponse.FromString,
+                request_serializer=groupcoord_dot_wire_dot_v1_dot_coordinator__pb2.DescribeGroupConfigsRequest.SerializeToString,
+                response_deserializer=groupcoord_dot_wire_dot_v1_dot_coordinator__pb2.DescribeGroupConfigsResponse.FromString,
                 _registered_method=True)
         self.AlterGroupConfigs = channel.unary_unary(
                 '/groupcoord.v1.GroupCoordinator/AlterGroupConfigs',
-                request_serializer=groupcoord_dot_v1_dot_coordinator__pb2.AlterGroupConfigsRequest.SerializeToString,
-                response_deserializer=groupcoord_dot_v1_dot_coordinator__pb2.AlterGroupConfigsResponse.FromString,
+                request_serializer=groupcoord_dot_wire_dot_v1_dot_coordinator__pb2.AlterGroupConfigsRequest.SerializeToString,
+                response_deserializer=groupcoord_dot_wire_dot_v1_dot_coordinator__pb2.AlterGroupConfigsResponse.FromString,
                 _registered_method=True)
         self.FindCoordinator = channel.unary_unary(
                 '/groupcoord.v1.GroupCoordinator/FindCoordinator',
-                request_serializer=groupcoord_dot_v1_dot_coordinator__pb2.FindCoordinatorRequest.SerializeToString,
-                response_deserializer=groupcoord_dot_v1_dot_coordinator__pb2.FindCoordinatorResponse.FromString,
+                request_serializer=groupcoord_dot_wire_dot_v1_dot_coordinator__pb2.FindCoordinatorRequest.SerializeToString,
+                response_deserializer=groupcoord_dot_wire_dot_v1_dot_coordinator__pb2.FindCoordinatorResponse.FromString,
                 _registered_method=True)
 
 
@@ -218,78 +218,78 @@ def add_GroupCoordinatorServicer_to_server(servicer, server):
     rpc_method_handlers = {
             'ConsumerGroupHeartbeat': grpc.unary_unary_rpc_method_handler(
                     servicer.ConsumerGroupHeartbeat,
-                    request_deserializer=groupcoord_dot_v1_dot_coordinator__pb2.ConsumerGroupHeartbeatRequest.FromString,
-                    response_serializer=groupcoord_dot_v1_dot_coordinator__pb2.ConsumerGroupHeartbeatResponse.SerializeToString,
+                    request_deserializer=groupcoord_dot_wire_dot_v1_dot_coordinator__pb2.ConsumerGroupHeartbeatRequest.FromString,
+                    response_serializer=groupcoord_dot_wire_dot_v1_dot_coordinator__pb2.ConsumerGroupHeartbeatResponse.SerializeToString,
             ),
             'ConsumerGroupHeartbeatStream': grpc.stream_stream_rpc_method_handler(
                     servicer.ConsumerGroupHeartbeatStream,
-                    request_deserializer=groupcoord_dot_v1_dot_coordinator__pb2.ConsumerGroupHeartbeatRequest.FromString,
-                    response_serializer=groupcoord_dot_v1_dot_coordinator__pb2.ConsumerGroupHeartbeatResponse.SerializeToString,
+                    request_deserializer=groupcoord_dot_wire_dot_v1_dot_coordinator__pb2.ConsumerGroupHeartbeatRequest.FromString,
+                    response_serializer=groupcoord_dot_wire_dot_v1_dot_coordinator__pb2.ConsumerGroupHeartbeatResponse.SerializeToString,
             ),
             'JoinGroup': grpc.unary_unary_rpc_method_handler(
                     servicer.JoinGroup,
-                    request_deserializer=groupcoord_dot_v1_dot_coordinator__pb2.JoinGroupRequest.FromString,
-                    response_serializer=groupcoord_dot_v1_dot_coordinator__pb2.JoinGroupResponse.SerializeToString,
+                    request_deserializer=groupcoord_dot_wire_dot_v1_dot_coordinator__pb2.JoinGroupRequest.FromString,
+                    response_serializer=groupcoord_dot_wire_dot_v1_dot_coordinator__pb2.JoinGroupResponse.SerializeToString,
             ),
             'SyncGroup': grpc.unary_unary_rpc_method_handler(
                     servicer.SyncGroup,
-                    request_deserializer=groupcoord_dot_v1_dot_coordinator__pb2.SyncGroupRequest.FromString,
-                    response_serializer=groupcoord_dot_v1_dot_coordinator__pb2.SyncGroupResponse.SerializeToString,
+                    request_deserializer=groupcoord_dot_wire_dot_v1_dot_coordinator__pb2.SyncGroupRequest.FromString,
+                    response_serializer=groupcoord_dot_wire_dot_v1_dot_coordinator__pb2.SyncGroupResponse.SerializeToString,
             ),
             'Heartbeat': grpc.unary_unary_rpc_method_handler(
                     servicer.Heartbeat,
-                    request_deserializer=groupcoord_dot_v1_dot_coordinator__pb2.HeartbeatRequest.FromString,
-                    response_serializer=groupcoord_dot_v1_dot_coordinator__pb2.HeartbeatResponse.SerializeToString,
+                    request_deserializer=groupcoord_dot_wire_dot_v1_dot_coordinator__pb2.HeartbeatRequest.FromString,
+                    response_serializer=groupcoord_dot_wire_dot_v1_dot_coordinator__pb2.HeartbeatResponse.SerializeToString,
             ),
             'LeaveGroup': grpc.unary_unary_rpc_method_handler(
                     servicer.LeaveGroup,
-                    request_deserializer=groupcoord_dot_v1_dot_coordinator__pb2.LeaveGroupRequest.FromString,
-                    response_serializer=groupcoord_dot_v1_dot_coordinator__pb2.LeaveGroupResponse.SerializeToString,
+                    request_deserializer=groupcoord_dot_wire_dot_v1_dot_coordinator__pb2.LeaveGroupRequest.FromString,
+                    response_serializer=groupcoord_dot_wire_dot_v1_dot_coordinator__pb2.LeaveGroupResponse.SerializeToString,
             ),
             'OffsetCommit': grpc.unary_unary_rpc_method_handler(
                     servicer.OffsetCommit,
-                    request_deserializer=groupcoord_dot_v1_dot_coordinator__pb2.OffsetCommitRequest.FromString,
-                    response_serializer=groupcoord_dot_v1_dot_coordinator__pb2.OffsetCommitResponse.SerializeToString,
+                    request_deserializer=groupcoord_dot_wire_dot_v1_dot_coordinator__pb2.OffsetCommitRequest.FromString,
+                    response_serializer=groupcoord_dot_wire_dot_v1_dot_coordinator__pb2.OffsetCommitResponse.SerializeToString,
             ),
             'OffsetFetch': grpc.unary_unary_rpc_method_handler(
                     servicer.OffsetFetch,
-                    request_deserializer=groupcoord_dot_v1_dot_coordinator__pb2.OffsetFetchRequest.FromString,
-                    response_serializer=groupcoord_dot_v1_dot_coordinator__pb2.OffsetFetchResponse.SerializeToString,
+                    request_deserializer=groupcoord_dot_wire_dot_v1_dot_coordinator__pb2.OffsetFetchRequest.FromString,
+                    response_serializer=groupcoord_dot_wire_dot_v1_dot_coordinator__pb2.OffsetFetchResponse.SerializeToString,
             ),
             'DescribeGroups': grpc.unary_unary_rpc_method_handler(
                     servicer.DescribeGroups,
-                    request_deserializer=groupcoord_dot_v1_dot_coordinator__pb2.DescribeGroupsRequest.FromString,
-                    response_serializer=groupcoord_dot_v1_dot_coordinator__pb2.DescribeGroupsResponse.SerializeToString,
+                    request_deserializer=groupcoord_dot_wire_dot_v1_dot_coordinator__pb2.DescribeGroupsRequest.FromString,
+                    response_serializer=groupcoord_dot_wire_dot_v1_dot_coordinator__pb2.DescribeGroupsResponse.SerializeToString,
             ),
             'ListGroups': grpc.unary_unary_rpc_method_handler(
                     servicer.ListGroups,
-                    request_deserializer=groupcoord_dot_v1_dot_coordinator__pb2.ListGroupsRequest.FromString,
-                    response_serializer=groupcoord_dot_v1_dot_coordinator__pb2.ListGroupsResponse.SerializeToString,
+                    request_deserializer=groupcoord_dot_wire_dot_v1_dot_coordinator__pb2.ListGroupsRequest.FromString,
+                    response_serializer=groupcoord_dot_wire_dot_v1_dot_coordinator__pb2.ListGroupsResponse.SerializeToString,
             ),
             'DeleteGroups': grpc.unary_unary_rpc_method_handler(
                     servicer.DeleteGroups,
-                    request_deserializer=groupcoord_dot_v1_dot_coordinator__pb2.DeleteGroupsRequest.FromString,
-                    response_serializer=groupcoord_dot_v1_dot_coordinator__pb2.DeleteGroupsResponse.SerializeToString,
+                    request_deserializer=groupcoord_dot_wire_dot_v1_dot_coordinator__pb2.DeleteGroupsRequest.FromString,
+                    response_serializer=groupcoord_dot_wire_dot_v1_dot_coordinator__pb2.DeleteGroupsResponse.SerializeToString,
             ),
             'OffsetDelete': grpc.unary_unary_rpc_method_handler(
                     servicer.OffsetDelete,
-                    request_deserializer=groupcoord_dot_v1_dot_coordinator__pb2.OffsetDeleteRequest.FromString,
-                    response_serializer=groupcoord_dot_v1_dot_coordinator__pb2.OffsetDeleteResponse.SerializeToString,
+                    request_deserializer=groupcoord_dot_wire_dot_v1_dot_coordinator__pb2.OffsetDeleteRequest.FromString,
+                    response_serializer=groupcoord_dot_wire_dot_v1_dot_coordinator__pb2.OffsetDeleteResponse.SerializeToString,
             ),
             'DescribeGroupConfigs': grpc.unary_unary_rpc_method_handler(
                     servicer.DescribeGroupConfigs,
-                    request_deserializer=groupcoord_dot_v1_dot_coordinator__pb2.DescribeGroupConfigsRequest.FromString,
-                    response_serializer=groupcoord_dot_v1_dot_coordinator__pb2.DescribeGroupConfigsResponse.SerializeToString,
+                    request_deserializer=groupcoord_dot_wire_dot_v1_dot_coordinator__pb2.DescribeGroupConfigsRequest.FromString,
+                    response_serializer=groupcoord_dot_wire_dot_v1_dot_coordinator__pb2.DescribeGroupConfigsResponse.SerializeToString,
             ),
             'AlterGroupConfigs': grpc.unary_unary_rpc_method_handler(
                     servicer.AlterGroupConfigs,
-                    request_deserializer=groupcoord_dot_v1_dot_coordinator__pb2.AlterGroupConfigsRequest.FromString,
-                    response_serializer=groupcoord_dot_v1_dot_coordinator__pb2.AlterGroupConfigsResponse.SerializeToString,
+                    request_deserializer=groupcoord_dot_wire_dot_v1_dot_coordinator__pb2.AlterGroupConfigsRequest.FromString,
+                    response_serializer=groupcoord_dot_wire_dot_v1_dot_coordinator__pb2.AlterGroupConfigsResponse.SerializeToString,
             ),
             'FindCoordinator': grpc.unary_unary_rpc_method_handler(
                     servicer.FindCoordinator,
-                    request_deserializer=groupcoord_dot_v1_dot_coordinator__pb2.FindCoordinatorRequest.FromString,
-                    response_serializer=groupcoord_dot_v1_dot_coordinator__pb2.FindCoordinatorResponse.SerializeToString,
+                    request_deserializer=groupcoord_dot_wire_dot_v1_dot_coordinator__pb2.FindCoordinatorRequest.FromString,
+                    response_serializer=groupcoord_dot_wire_dot_v1_dot_coordinator__pb2.FindCoordinatorResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -317,8 +317,8 @@ class GroupCoordinator:
             request,
             target,
             '/groupcoord.v1.GroupCoordinator/ConsumerGroupHeartbeat',
-            groupcoord_dot_v1_dot_coordinator__pb2.ConsumerGroupHeartbeatRequest.SerializeToString,
-            groupcoord_dot_v1_dot_coordinator__pb2.ConsumerGroupHeartbeatResponse.FromString,
+            groupcoord_dot_wire_dot_v1_dot_coordinator__pb2.ConsumerGroupHeartbeatRequest.SerializeToString,
+            groupcoord_dot_wire_dot_v1_dot_coordinator__pb2.ConsumerGroupHeartbeatResponse.FromString,
             options,
             channel_credentials,
             insecure,
@@ -344,8 +344,8 @@ class GroupCoordinator:
             request_iterator,
             target,
             '/groupcoord.v1.GroupCoordinator/ConsumerGroupHeartbeatStream',
-            groupcoord_dot_v1_dot_coordinator__pb2.ConsumerGroupHeartbeatRequest.SerializeToString,
-            groupcoord_dot_v1_dot_coordinator__pb2.ConsumerGroupHeartbeatResponse.FromString,
+            groupcoord_dot_wire_dot_v1_dot_coordinator__pb2.ConsumerGroupHeartbeatRequest.SerializeToString,
+            groupcoord_dot_wire_dot_v1_dot_coordinator__pb2.ConsumerGroupHeartbeatResponse.FromString,
             options,
             channel_credentials,
             insecure,
@@ -371,8 +371,8 @@ class GroupCoordinator:
             request,
             target,
             '/groupcoord.v1.GroupCoordinator/JoinGroup',
-            groupcoord_dot_v1_dot_coordinator__pb2.JoinGroupRequest.SerializeToString,
-            groupcoord_dot_v1_dot_coordinator__pb2.JoinGroupResponse.FromString,
+            groupcoord_dot_wire_dot_v1_dot_coordinator__pb2.JoinGroupRequest.SerializeToString,
+            groupcoord_dot_wire_dot_v1_dot_coordinator__pb2.JoinGroupResponse.FromString,
             options,
             channel_credentials,
             insecure,
@@ -398,8 +398,8 @@ class GroupCoordinator:
             request,
             target,
             '/groupcoord.v1.GroupCoordinator/SyncGroup',
-            groupcoord_dot_v1_dot_coordinator__pb2.SyncGroupRequest.SerializeToString,
-            groupcoord_dot_v1_dot_coordinator__pb2.SyncGroupResponse.FromString,
+            groupcoord_dot_wire_dot_v1_dot_coordinator__pb2.SyncGroupRequest.SerializeToString,
+            groupcoord_dot_wire_dot_v1_dot_coordinator__pb2.SyncGroupResponse.FromString,
             options,
             channel_credentials,
             insecure,
@@ -425,8 +425,8 @@ class GroupCoordinator:
             request,
             target,
             '/groupcoord.v1.GroupCoordinator/Heartbeat',
-            groupcoord_dot_v1_dot_coordinator__pb2.HeartbeatRequest.SerializeToString,
-            groupcoord_dot_v1_dot_coordinator__pb2.HeartbeatResponse.FromString,
+            groupcoord_dot_wire_dot_v1_dot_coordinator__pb2.HeartbeatRequest.SerializeToString,
+            groupcoord_dot_wire_dot_v1_dot_coordinator__pb2.HeartbeatResponse.FromString,
             options,
             channel_credentials,
             insecure,
@@ -452,8 +452,8 @@ class GroupCoordinator:
             request,
             target,
             '/groupcoord.v1.GroupCoordinator/LeaveGroup',
-            groupcoord_dot_v1_dot_coordinator__pb2.LeaveGroupRequest.SerializeToString,
-            groupcoord_dot_v1_dot_coordinator__pb2.LeaveGroupResponse.FromString,
+            groupcoord_dot_wire_dot_v1_dot_coordinator__pb2.LeaveGroupRequest.SerializeToString,
+            groupcoord_dot_wire_dot_v1_dot_coordinator__pb2.LeaveGroupResponse.FromString,
             options,
             channel_credentials,
             insecure,
@@ -479,8 +479,8 @@ class GroupCoordinator:
             request,
             target,
             '/groupcoord.v1.GroupCoordinator/OffsetCommit',
-            groupcoord_dot_v1_dot_coordinator__pb2.OffsetCommitRequest.SerializeToString,
-            groupcoord_dot_v1_dot_coordinator__pb2.OffsetCommitResponse.FromString,
+            groupcoord_dot_wire_dot_v1_dot_coordinator__pb2.OffsetCommitRequest.SerializeToString,
+            groupcoord_dot_wire_dot_v1_dot_coordinator__pb2.OffsetCommitResponse.FromString,
             options,
             channel_credentials,
             insecure,
@@ -506,8 +506,8 @@ class GroupCoordinator:
             request,
             target,
             '/groupcoord.v1.GroupCoordinator/OffsetFetch',
-            groupcoord_dot_v1_dot_coordinator__pb2.OffsetFetchRequest.SerializeToString,
-            groupcoord_dot_v1_dot_coordinator__pb2.OffsetFetchResponse.FromString,
+            groupcoord_dot_wire_dot_v1_dot_coordinator__pb2.OffsetFetchRequest.SerializeToString,
+            groupcoord_dot_wire_dot_v1_dot_coordinator__pb2.OffsetFetchResponse.FromString,
             options,
             channel_credentials,
             insecure,
@@ -533,8 +533,8 @@ class GroupCoordinator:
             request,
             target,
             '/groupcoord.v1.GroupCoordinator/DescribeGroups',
-            groupcoord_dot_v1_dot_coordinator__pb2.DescribeGroupsRequest.SerializeToString,
-            groupcoord_dot_v1_dot_coordinator__pb2.DescribeGroupsResponse.FromString,
+            groupcoord_dot_wire_dot_v1_dot_coordinator__pb2.DescribeGroupsRequest.SerializeToString,
+            groupcoord_dot_wire_dot_v1_dot_coordinator__pb2.DescribeGroupsResponse.FromString,
             options,
             channel_credentials,
             insecure,
@@ -560,8 +560,8 @@ class GroupCoordinator:
             request,
             target,
             '/groupcoord.v1.GroupCoordinator/ListGroups',
-            groupcoord_dot_v1_dot_coordinator__pb2.ListGroupsRequest.SerializeToString,
-            groupcoord_dot_v1_dot_coordinator__pb2.ListGroupsResponse.FromString,
+            groupcoord_dot_wire_dot_v1_dot_coordinator__pb2.ListGroupsRequest.SerializeToString,
+            groupcoord_dot_wire_dot_v1_dot_coordinator__pb2.ListGroupsResponse.FromString,
             options,
             channel_credentials,
             insecure,
@@ -587,8 +587,8 @@ class GroupCoordinator:
             request,
             target,
             '/groupcoord.v1.GroupCoordinator/DeleteGroups',
-            groupcoord_dot_v1_dot_coordinator__pb2.DeleteGroupsRequest.SerializeToString,
-            groupcoord_dot_v1_dot_coordinator__pb2.DeleteGroupsResponse.FromString,
+            groupcoord_dot_wire_dot_v1_dot_coordinator__pb2.DeleteGroupsRequest.SerializeToString,
+            groupcoord_dot_wire_dot_v1_dot_coordinator__pb2.DeleteGroupsResponse.FromString,
             options,
             channel_credentials,
             insecure,
@@ -614,8 +614,8 @@ class GroupCoordinator:
             request,
             target,
             '/groupcoord.v1.GroupCoordinator/OffsetDelete',
-            groupcoord_dot_v1_dot_coordinator__pb2.OffsetDeleteRequest.SerializeToString,
-            groupcoord_dot_v1_dot_coordinator__pb2.OffsetDeleteResponse.FromString,
+            groupcoord_dot_wire_dot_v1_dot_coordinator__pb2.OffsetDeleteRequest.SerializeToString,
+            groupcoord_dot_wire_dot_v1_dot_coordinator__pb2.OffsetDeleteResponse.FromString,
             options,
             channel_credentials,
             insecure,
@@ -641,8 +641,8 @@ class GroupCoordinator:
             request,
             target,
             '/groupcoord.v1.GroupCoordinator/DescribeGroupConfigs',
-            groupcoord_dot_v1_dot_coordinator__pb2.DescribeGroupConfigsRequest.SerializeToString,
-            groupcoord_dot_v1_dot_coordinator__pb2.DescribeGroupConfigsResponse.FromString,
+            groupcoord_dot_wire_dot_v1_dot_coordinator__pb2.DescribeGroupConfigsRequest.SerializeToString,
+            groupcoord_dot_wire_dot_v1_dot_coordinator__pb2.DescribeGroupConfigsResponse.FromString,
             options,
             channel_credentials,
             insecure,
@@ -668,8 +668,8 @@ class GroupCoordinator:
             request,
             target,
             '/groupcoord.v1.GroupCoordinator/AlterGroupConfigs',
-            groupcoord_dot_v1_dot_coordinator__pb2.AlterGroupConfigsRequest.SerializeToString,
-            groupcoord_dot_v1_dot_coordinator__pb2.AlterGroupConfigsResponse.FromString,
+            groupcoord_dot_wire_dot_v1_dot_coordinator__pb2.AlterGroupConfigsRequest.SerializeToString,
+            groupcoord_dot_wire_dot_v1_dot_coordinator__pb2.AlterGroupConfigsResponse.FromString,
             options,
             channel_credentials,
             insecure,
@@ -695,8 +695,8 @@ class GroupCoordinator:
             request,
             target,
             '/groupcoord.v1.GroupCoordinator/FindCoordinator',
-            groupcoord_dot_v1_dot_coordinator__pb2.FindCoordinatorRequest.SerializeToString,
-            groupcoord_dot_v1_dot_coordinator__pb2.FindCoordinatorResponse.FromString,
+            groupcoord_dot_wire_dot_v1_dot_coordinator__pb2.FindCoordinatorRequest.SerializeToString,
+            groupcoord_dot_wire_dot_v1_dot_coordinator__pb2.FindCoordinatorResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -3,7 +3,7 @@
 import grpc
 import warnings
 
-from groupcoord.v1 import share_pb2 as groupcoord_dot_v1_dot_share__pb2
+from groupcoord.wire.v1 import share_pb2 as groupcoord_dot_wire_dot_v1_dot_share__pb2
 
 GRPC_GENERATED_VERSION = '1.85.1'
 GRPC_VERSION = grpc.__version__
@@ -18,7 +18,7 @@ except ImportError:
 if _version_not_supported:
     raise RuntimeError(
         f'The grpc package installed is at version {GRPC_VERSION},'
-        + ' but the generated code in groupcoord/v1/share_pb2_grpc.py depends on'
+        + ' but the generated code in groupcoord/wire/v1/share_pb2_grpc.py depends on'
         + f' grpcio>={GRPC_GENERATED_VERSION}.'
         + f' Please upgrade your grpc module to grpcio>={GRPC_GENERATED_VERSION}'
         + f' or downgrade your generated code using grpcio-tools<={GRPC_VERSION}.'
@@ -36,23 +36,23 @@ class ShareGroupCoordinatorStub:
         """
         self.ShareGroupHeartbeat = channel.unary_unary(
                 '/groupcoord.v1.share.ShareGroupCoordinator/ShareGroupHeartbeat',
-                request_serializer=groupcoord_dot_v1_dot_share__pb2.ShareGroupHeartbeatRequest.SerializeToString,
-                response_deserializer=groupcoord_dot_v1_dot_share__pb2.ShareGroupHeartbeatResponse.FromString,
+                request_serializer=groupcoord_dot_wire_dot_v1_dot_share__pb2.ShareGroupHeartbeatRequest.SerializeToString,
+                response_deserializer=groupcoord_dot_wire_dot_v1_dot_share__pb2.ShareGroupHeartbeatResponse.FromString,
                 _registered_method=True)
         self.ShareAcquire = channel.unary_unary(
                 '/groupcoord.v1.share.ShareGroupCoordinator/ShareAcquire',
-                request_serializer=groupcoord_dot_v1_dot_share__pb2.ShareAcquireRequest.SerializeToString,
-                response_deserializer=groupcoord_dot_v1_dot_share__pb2.ShareAcquireResponse.FromString,
+                request_serializer=groupcoord_dot_wire_dot_v1_dot_share__pb2.ShareAcquireRequest.SerializeToString,
+                response_deserializer=groupcoord_dot_wire_dot_v1_dot_share__pb2.ShareAcquireResponse.FromString,
                 _registered_method=True)
         self.ShareAcknowledge = channel.unary_unary(
                 '/groupcoord.v1.share.ShareGroupCoordinator/ShareAcknowledge',
-                request_serializer=groupcoord_dot_v1_dot_share__pb2.ShareAcknowledgeRequest.SerializeToString,
-                response_deserializer=groupcoord_dot_v1_dot_share__pb2.ShareAcknowledgeResponse.FromString,
+                request_serializer=groupcoord_dot_wire_dot_v1_dot_share__pb2.ShareAcknowledgeRequest.SerializeToString,
+                response_deserializer=groupcoord_dot_wire_dot_v1_dot_share__pb2.ShareAcknowledgeResponse.FromString,
                 _registered_method=True)
         self.DescribeShareGroupOffsets = channel.unary_unary(
                 '/groupcoord.v1.share.ShareGroupCoordinator/DescribeShareGroupOffsets',
-                request_serializer=groupcoord_dot_v1_dot_share__pb2.DescribeShareGroupOffsetsRequest.SerializeToString,
-                response_deserializer=groupcoord_dot_v1_dot_share__pb2.DescribeShareGroupOffsetsResponse.FromString,
+                request_serializer=groupcoord_dot_wire_dot_v1_dot_share__pb2.DescribeShareGroupOffsetsRequest.SerializeToString,
+                response_deserializer=groupcoord_dot_wire_dot_v1_dot_share__pb2.DescribeShareGroupOffsetsResponse.FromString,
                 _registered_method=True)
 
 
@@ -89,23 +89,23 @@ def add_ShareGroupCoordinatorServicer_to_server(servicer, server):
     rpc_method_handlers = {
             'ShareGroupHeartbeat': grpc.unary_unary_rpc_method_handler(
                     servicer.ShareGroupHeartbeat,
-                    request_deserializer=groupcoord_dot_v1_dot_share__pb2.ShareGroupHeartbeatRequest.FromString,
-                    response_serializer=groupcoord_dot_v1_dot_share__pb2.ShareGroupHeartbeatResponse.SerializeToString,
+                    request_deserializer=groupcoord_dot_wire_dot_v1_dot_share__pb2.ShareGroupHeartbeatRequest.FromString,
+                    response_serializer=groupcoord_dot_wire_dot_v1_dot_share__pb2.ShareGroupHeartbeatResponse.SerializeToString,
             ),
             'ShareAcquire': grpc.unary_unary_rpc_method_handler(
                     servicer.ShareAcquire,
-                    request_deserializer=groupcoord_dot_v1_dot_share__pb2.ShareAcquireRequest.FromString,
-                    response_serializer=groupcoord_dot_v1_dot_share__pb2.ShareAcquireResponse.SerializeToString,
+                    request_deserializer=groupcoord_dot_wire_dot_v1_dot_share__pb2.ShareAcquireRequest.FromString,
+                    response_serializer=groupcoord_dot_wire_dot_v1_dot_share__pb2.ShareAcquireResponse.SerializeToString,
             ),
             'ShareAcknowledge': grpc.unary_unary_rpc_method_handler(
                     servicer.ShareAcknowledge,
-                    request_deserializer=groupcoord_dot_v1_dot_share__pb2.ShareAcknowledgeRequest.FromString,
-                    response_serializer=groupcoord_dot_v1_dot_share__pb2.ShareAcknowledgeResponse.SerializeToString,
+                    request_deserializer=groupcoord_dot_wire_dot_v1_dot_share__pb2.ShareAcknowledgeRequest.FromString,
+                    response_serializer=groupcoord_dot_wire_dot_v1_dot_share__pb2.ShareAcknowledgeResponse.SerializeToString,
             ),
             'DescribeShareGroupOffsets': grpc.unary_unary_rpc_method_handler(
                     servicer.DescribeShareGroupOffsets,
-                    request_deserializer=groupcoord_dot_v1_dot_share__pb2.DescribeShareGroupOffsetsRequest.FromString,
-                    response_serializer=groupcoord_dot_v1_dot_share__pb2.DescribeShareGroupOffsetsResponse.SerializeToString,
+                    request_deserializer=groupcoord_dot_wire_dot_v1_dot_share__pb2.DescribeShareGroupOffsetsRequest.FromString,
+                    response_serializer=groupcoord_dot_wire_dot_v1_dot_share__pb2.DescribeShareGroupOffsetsResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -133,8 +133,8 @@ class ShareGroupCoordinator:
             request,
             target,
             '/groupcoord.v1.share.ShareGroupCoordinator/ShareGroupHeartbeat',
-            groupcoord_dot_v1_dot_share__pb2.ShareGroupHeartbeatRequest.SerializeToString,
-            groupcoord_dot_v1_dot_share__pb2.ShareGroupHeartbeatResponse.FromString,
+            groupcoord_dot_wire_dot_v1_dot_share__pb2.ShareGroupHeartbeatRequest.SerializeToString,
+            groupcoord_dot_wire_dot_v1_dot_share__pb2.ShareGroupHeartbeatResponse.FromString,
             options,
             channel_credentials,
             insecure,
@@ -160,8 +160,8 @@ class ShareGroupCoordinator:
             request,
             target,
             '/groupcoord.v1.share.ShareGroupCoordinator/ShareAcquire',
-            groupcoord_dot_v1_dot_share__pb2.ShareAcquireRequest.SerializeToString,
-            groupcoord_dot_v1_dot_share__pb2.ShareAcquireResponse.FromString,
+            groupcoord_dot_wire_dot_v1_dot_share__pb2.ShareAcquireRequest.SerializeToString,
+            groupcoord_dot_wire_dot_v1_dot_share__pb2.ShareAcquireResponse.FromString,
             options,
             channel_credentials,
             insecure,
@@ -187,8 +187,8 @@ class ShareGroupCoordinator:
             request,
             target,
             '/groupcoord.v1.share.ShareGroupCoordinator/ShareAcknowledge',
-            groupcoord_dot_v1_dot_share__pb2.ShareAcknowledgeRequest.SerializeToString,
-            groupcoord_dot_v1_dot_share__pb2.ShareAcknowledgeResponse.FromString,
+            groupcoord_dot_wire_dot_v1_dot_share__pb2.ShareAcknowledgeRequest.SerializeToString,
+            groupcoord_dot_wire_dot_v1_dot_share__pb2.ShareAcknowledgeResponse.FromString,
             options,
             channel_credentials,
             insecure,
@@ -214,8 +214,8 @@ class ShareGroupCoordinator:
             request,
             target,
             '/groupcoord.v1.share.ShareGroupCoordinator/DescribeShareGroupOffsets',
-            groupcoord_dot_v1_dot_share__pb2.DescribeShareGroupOffsetsRequest.SerializeToString,
-            groupcoord_dot_v1_dot_share__pb2.DescribeShareGroupOffsetsResponse.FromString,
+            groupcoord_dot_wire_dot_v1_dot_share__pb2.DescribeShareGroupOffsetsRequest.SerializeToString,
+            groupcoord_dot_wire_dot_v1_dot_share__pb2.DescribeShareGroupOffsetsResponse.FromString,
             options,
             channel_credentials,
             insecure,

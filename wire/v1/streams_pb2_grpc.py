@@ -3,7 +3,7 @@
 import grpc
 import warnings
 
-from groupcoord.v1 import streams_pb2 as groupcoord_dot_v1_dot_streams__pb2
+from groupcoord.wire.v1 import streams_pb2 as groupcoord_dot_wire_dot_v1_dot_streams__pb2
 
 GRPC_GENERATED_VERSION = '1.85.1'
 GRPC_VERSION = grpc.__version__
@@ -18,7 +18,7 @@ except ImportError:
 if _version_not_supported:
     raise RuntimeError(
         f'The grpc package installed is at version {GRPC_VERSION},'
-        + ' but the generated code in groupcoord/v1/streams_pb2_grpc.py depends on'
+        + ' but the generated code in groupcoord/wire/v1/streams_pb2_grpc.py depends on'
         + f' grpcio>={GRPC_GENERATED_VERSION}.'
         + f' Please upgrade your grpc module to grpcio>={GRPC_GENERATED_VERSION}'
         + f' or downgrade your generated code using grpcio-tools<={GRPC_VERSION}.'
@@ -36,13 +36,13 @@ class StreamsGroupCoordinatorStub:
         """
         self.StreamsGroupHeartbeat = channel.unary_unary(
                 '/groupcoord.v1.StreamsGroupCoordinator/StreamsGroupHeartbeat',
-                request_serializer=groupcoord_dot_v1_dot_streams__pb2.StreamsGroupHeartbeatRequest.SerializeToString,
-                response_deserializer=groupcoord_dot_v1_dot_streams__pb2.StreamsGroupHeartbeatResponse.FromString,
+                request_serializer=groupcoord_dot_wire_dot_v1_dot_streams__pb2.StreamsGroupHeartbeatRequest.SerializeToString,
+                response_deserializer=groupcoord_dot_wire_dot_v1_dot_streams__pb2.StreamsGroupHeartbeatResponse.FromString,
                 _registered_method=True)
         self.StreamsGroupDescribe = channel.unary_unary(
                 '/groupcoord.v1.StreamsGroupCoordinator/StreamsGroupDescribe',
-                request_serializer=groupcoord_dot_v1_dot_streams__pb2.StreamsGroupDescribeRequest.SerializeToString,
-                response_deserializer=groupcoord_dot_v1_dot_streams__pb2.StreamsGroupDescribeResponse.FromString,
+                request_serializer=groupcoord_dot_wire_dot_v1_dot_streams__pb2.StreamsGroupDescribeRequest.SerializeToString,
+                response_deserializer=groupcoord_dot_wire_dot_v1_dot_streams__pb2.StreamsGroupDescribeResponse.FromString,
                 _registered_method=True)
 
 
@@ -66,13 +66,13 @@ def add_StreamsGroupCoordinatorServicer_to_server(servicer, server):
     rpc_method_handlers = {
             'StreamsGroupHeartbeat': grpc.unary_unary_rpc_method_handler(
                     servicer.StreamsGroupHeartbeat,
-                    request_deserializer=groupcoord_dot_v1_dot_streams__pb2.StreamsGroupHeartbeatRequest.FromString,
-                    response_serializer=groupcoord_dot_v1_dot_streams__pb2.StreamsGroupHeartbeatResponse.SerializeToString,
+                    request_deserializer=groupcoord_dot_wire_dot_v1_dot_streams__pb2.StreamsGroupHeartbeatRequest.FromString,
+                    response_serializer=groupcoord_dot_wire_dot_v1_dot_streams__pb2.StreamsGroupHeartbeatResponse.SerializeToString,
             ),
             'StreamsGroupDescribe': grpc.unary_unary_rpc_method_handler(
                     servicer.StreamsGroupDescribe,
-                    request_deserializer=groupcoord_dot_v1_dot_streams__pb2.StreamsGroupDescribeRequest.FromString,
-                    response_serializer=groupcoord_dot_v1_dot_streams__pb2.StreamsGroupDescribeResponse.SerializeToString,
+                    request_deserializer=groupcoord_dot_wire_dot_v1_dot_streams__pb2.StreamsGroupDescribeRequest.FromString,
+                    response_serializer=groupcoord_dot_wire_dot_v1_dot_streams__pb2.StreamsGroupDescribeResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -100,8 +100,8 @@ class StreamsGroupCoordinator:
             request,
             target,
             '/groupcoord.v1.StreamsGroupCoordinator/StreamsGroupHeartbeat',
-            groupcoord_dot_v1_dot_streams__pb2.StreamsGroupHeartbeatRequest.SerializeToString,
-            groupcoord_dot_v1_dot_streams__pb2.StreamsGroupHeartbeatResponse.FromString,
+            groupcoord_dot_wire_dot_v1_dot_streams__pb2.StreamsGroupHeartbeatRequest.SerializeToString,
+            groupcoord_dot_wire_dot_v1_dot_streams__pb2.StreamsGroupHeartbeatResponse.FromString,
             options,
             channel_credentials,
             insecure,
@@ -127,8 +127,8 @@ class StreamsGroupCoordinator:
             request,
             target,
             '/groupcoord.v1.StreamsGroupCoordinator/StreamsGroupDescribe',
-            groupcoord_dot_v1_dot_streams__pb2.StreamsGroupDescribeRequest.SerializeToString,
-            groupcoord_dot_v1_dot_streams__pb2.StreamsGroupDescribeResponse.FromString,
+            groupcoord_dot_wire_dot_v1_dot_streams__pb2.StreamsGroupDescribeRequest.SerializeToString,
+            groupcoord_dot_wire_dot_v1_dot_streams__pb2.StreamsGroupDescribeResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -1,0 +1,1 @@
+"""Record schemas of the durable log and snapshots."""

@@ -1,0 +1,1 @@
+"""groupcoord.records.v1: the persisted record values."""

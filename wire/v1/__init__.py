@@ -1,0 +1,1 @@
+"""groupcoord.v1: the coordinator, share and streams gRPC services."""
