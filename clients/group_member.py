@@ -405,13 +405,34 @@ class GroupMember(LeaseTimers):
 
     def _send_heartbeat(self, route: _Route, req: pb.ConsumerGroupHeartbeatRequest) -> Any:
         """On the route's heartbeat stream (a new one after a failure or a move), or as a unary call."""
+        timeout = self._answer_deadline(req.member_epoch)
         if not self._use_stream:
-            return route.stub.ConsumerGroupHeartbeat(req, timeout=self._heartbeat_deadline())
+            return route.stub.ConsumerGroupHeartbeat(req, timeout=timeout)
         if self._stream is not None and (self._stream.broken or self._stream.stub is not route.stub):
             self._drop_stream()
         if self._stream is None:
             self._stream = HeartbeatStream(route.stub)
-        return self._stream.call(req, timeout=self._heartbeat_deadline())
+        return self._stream.call(req, timeout=timeout)
+
+    def _answer_deadline(self, epoch: int) -> float:
+        """How long a member (epoch > 0) waits for its heartbeat's answer: half its lease, never past its end.
+
+        The coordinator processes a heartbeat the client gave up on, and its answer may move the member's epoch
+        unseen. Kafka tolerates one missed answer, and only if the member's owned partitions are a subset of its
+        assignment: a missed step of a revocation, or two missed answers in a row, fence the member
+        (FENCED_MEMBER_EPOCH, "epoch N is stale (current N+1 or N+2)"). So, as Kafka's consumer waits for its one
+        heartbeat in flight (request.timeout.ms), a slow answer is awaited; half the lease still leaves time for
+        a retry on a fresh channel when the connection died. A join (epoch 0) keeps the short deadline: a lost
+        join answer costs nothing."""
+        deadline = self._heartbeat_deadline()
+        if epoch <= 0:
+            return deadline
+        with self._lock:
+            patient = min(self._rpc_timeout_s, lease_duration_s(self.session_timeout_ms, self.heartbeat_interval_ms) / 2)
+        expires = self.lease_expires_at()
+        if expires is not None:
+            patient = min(patient, max(expires - time.monotonic(), 0.05))
+        return max(deadline, patient)
 
     def _fail(self, error: GroupMemberError) -> None:
         """Release first, then surface the error (callback, `fatal_error`, `wait_joined` raises)."""
