@@ -428,7 +428,8 @@ class GroupMember(LeaseTimers):
         if epoch <= 0:
             return deadline
         with self._lock:
-            patient = min(self._rpc_timeout_s, lease_duration_s(self.session_timeout_ms, self.heartbeat_interval_ms) / 2)
+            lease = lease_duration_s(self.session_timeout_ms, self.heartbeat_interval_ms)
+        patient = min(self._rpc_timeout_s, lease / 2)
         expires = self.lease_expires_at()
         if expires is not None:
             patient = min(patient, max(expires - time.monotonic(), 0.05))
