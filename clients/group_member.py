@@ -25,6 +25,8 @@ Safety (never act on a partition the member may have lost; see `clients/lease.py
   heartbeat was sent. `assignment()`, `owns()` and `lease_expires_at()` read the monotonic clock themselves,
   so a process resumed after a pause past its lease sees an empty assignment before any thread has run;
   the heartbeat thread then calls `on_lost` and rejoins.
+- A slow heartbeat answer is awaited up to half the lease (one heartbeat in flight, as Kafka's consumer):
+  the coordinator processes a heartbeat the client gave up on, and a missed answer can fence the member.
 - Unreachable coordinator, or 14/15/16: the member keeps its partitions only while the lease holds and
   retries within one heartbeat interval on a fresh channel.
 - Any other error (fenced 110, unknown member 25, group unknown 69, a code it does not know): it releases
