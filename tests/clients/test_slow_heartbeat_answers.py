@@ -26,7 +26,7 @@ from tests.clients.test_group_member_safety import Recorder, converged, settings
 
 @pytest.fixture
 def coordinator() -> Iterator[Coordinator]:
-    c = Coordinator(settings(3000)).start()
+    c = Coordinator(settings(6000)).start()
     yield c
     c.stop()
 
@@ -44,7 +44,7 @@ def test_member_answered_later_than_a_heartbeat_interval_is_neither_fenced_nor_l
             epoch_before, heartbeats_before = slow.member_epoch, slow.heartbeats
             # Every byte the slow member exchanges with the coordinator now takes 0.3 s each way: a heartbeat's
             # answer comes back after ~0.6 s or more, past one heartbeat interval (100 ms) and past the 0.5 s the
-            # client used to wait, well within its 2.7 s lease.
+            # client used to wait, well within its 5.4 s lease.
             proxy.delay(0.3)
             for _ in range(2):  # the group changes under it: its epoch moves, it revokes and receives
                 newcomer = GroupMember(coordinator.address, "safety", ["orders"], rpc_timeout_s=5).start()
