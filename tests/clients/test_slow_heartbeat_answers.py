@@ -63,3 +63,24 @@ def test_member_answered_later_than_a_heartbeat_interval_is_neither_fenced_nor_l
         finally:
             for m in [slow, *others]:
                 m.close()
+
+
+def test_close_does_not_wait_out_a_heartbeat_answer_that_never_comes() -> None:
+    """The wait for a slow answer (half the lease: 13.5 s here) ends when the application closes the member."""
+    c = Coordinator(settings(30_000)).start()
+    try:
+        with TcpProxy(c.address) as proxy:
+            m = GroupMember(proxy.address, "safety", ["orders"], rpc_timeout_s=20).start()
+            try:
+                wait_until(lambda: converged([m]), 20, "the member owns every partition")
+                proxy.silence()
+                sent = m.heartbeats
+                time.sleep(0.5)  # a heartbeat is sent every 100 ms: one is in flight now, unanswered
+                assert m.heartbeats == sent, "no answer passes the silent proxy"
+                started = time.monotonic()
+                m.close(leave=False)
+                assert time.monotonic() - started < 5.0, "close waited for the unanswered heartbeat"
+            finally:
+                m.close(leave=False)
+    finally:
+        c.stop()
