@@ -4,12 +4,12 @@
 
 Starts `groupcoord serve` (heartbeats 100 ms, sessions 5 s, assignment on every change, offload off, so each
 target computation over `--partitions` holds the coordinator's loop; `--throttle` stops it for that share of
-every 50 ms, as a loaded machine would: heartbeat answers then take 0.3-1 s),
-`--stable` members that stay, and `--churners` threads that each join a member, keep it 50-500 ms and close
-it. Every stable member's heartbeats are traced: (request epoch, owned partitions sent, answer epoch, error).
-It prints, per stable member, the heartbeats given up (no answer within the client's deadline), the
-FENCED_MEMBER_EPOCH answers, each with the heartbeats before it, and the times it gave up its partitions. A member never loses its connection here,
-so each fencing comes from answers the coordinator gave but the client did not wait for.
+every 50 ms, as a loaded machine would: heartbeat answers then take 0.3-1 s), `--stable` members that stay,
+and `--churners` threads that each join a member, keep it 50-500 ms and close it. Every stable member's
+heartbeats are traced: (request epoch, owned partitions sent, answer epoch or error). It prints, per stable
+member, the heartbeats given up (no answer within the client's deadline), the FENCED_MEMBER_EPOCH answers,
+each with the heartbeats before it, and how often it gave up its partitions (on_lost). No member loses its
+connection here: each fencing comes from answers the coordinator gave but the client did not wait for.
 """
 
 from __future__ import annotations
