@@ -18,6 +18,8 @@ BENCHMARKS = {
                                     "join, leave; stateless and stateful with a standby)",
     "bench.web_view_bench": "the web view with 1,000 groups: JSON size and build time, page load in headless "
                             "chromium",
+    "bench.stale_epoch_bench": "stable members under fast churn against a slow coordinator: heartbeats given up, "
+                               "FENCED_MEMBER_EPOCH answers, partitions lost",
     "bench.hostile_bench": "loop hold of the largest legal requests; another group's heartbeat p99 while they "
                            "and catastrophic regexes are sent (target p99 < 100 ms)",
 }

@@ -25,6 +25,8 @@ Safety (never act on a partition the member may have lost; see `clients/lease.py
   heartbeat was sent. `assignment()`, `owns()` and `lease_expires_at()` read the monotonic clock themselves,
   so a process resumed after a pause past its lease sees an empty assignment before any thread has run;
   the heartbeat thread then calls `on_lost` and rejoins.
+- A slow heartbeat answer is awaited up to half the lease (one heartbeat in flight, as Kafka's consumer):
+  the coordinator processes a heartbeat the client gave up on, and a missed answer can fence the member.
 - Unreachable coordinator, or 14/15/16: the member keeps its partitions only while the lease holds and
   retries within one heartbeat interval on a fresh channel.
 - Any other error (fenced 110, unknown member 25, group unknown 69, a code it does not know): it releases
@@ -328,6 +330,9 @@ class GroupMember(LeaseTimers):
         assignment for a rejoin within the session timeout)."""
         self._stopping.set()
         self._wake.set()
+        stream = self._stream
+        if stream is not None:
+            stream.close()  # ends a wait for a slow answer now, rather than up to half the lease
         if self._thread is not None:
             self._thread.join(timeout=self._rpc_timeout_s + 5)
         # Revoke before leaving: once the coordinator has the leave, it may hand the partitions to others
@@ -380,6 +385,8 @@ class GroupMember(LeaseTimers):
                 delay = self._heartbeat_once()
             except grpc.RpcError as e:
                 self._drop_stream()
+                if self._stopping.is_set():
+                    break  # close() cancelled the heartbeat in flight
                 self._failures += 1
                 log.info("heartbeat to group %s failed: %s; retrying", self.group_id, e.code())
                 with self._lock:
@@ -405,13 +412,35 @@ class GroupMember(LeaseTimers):
 
     def _send_heartbeat(self, route: _Route, req: pb.ConsumerGroupHeartbeatRequest) -> Any:
         """On the route's heartbeat stream (a new one after a failure or a move), or as a unary call."""
+        timeout = self._answer_deadline(req.member_epoch)
         if not self._use_stream:
-            return route.stub.ConsumerGroupHeartbeat(req, timeout=self._heartbeat_deadline())
+            return route.stub.ConsumerGroupHeartbeat(req, timeout=timeout)
         if self._stream is not None and (self._stream.broken or self._stream.stub is not route.stub):
             self._drop_stream()
         if self._stream is None:
             self._stream = HeartbeatStream(route.stub)
-        return self._stream.call(req, timeout=self._heartbeat_deadline())
+        return self._stream.call(req, timeout=timeout)
+
+    def _answer_deadline(self, epoch: int) -> float:
+        """How long a member (epoch > 0) waits for its heartbeat's answer: half its lease, never past its end.
+
+        The coordinator processes a heartbeat the client gave up on, and its answer may move the member's epoch
+        unseen. Kafka tolerates one missed answer, and only if the member's owned partitions are a subset of its
+        assignment: a missed step of a revocation, or two missed answers in a row, fence the member
+        (FENCED_MEMBER_EPOCH, "epoch N is stale (current N+1 or N+2)"). So, as Kafka's consumer waits for its one
+        heartbeat in flight (request.timeout.ms), a slow answer is awaited; half the lease still leaves time for
+        a retry on a fresh channel when the connection died. A join (epoch 0) keeps the short deadline: a lost
+        join answer costs nothing."""
+        deadline = self._heartbeat_deadline()
+        if epoch <= 0:
+            return deadline
+        with self._lock:
+            lease = lease_duration_s(self.session_timeout_ms, self.heartbeat_interval_ms)
+        patient = min(self._rpc_timeout_s, lease / 2)
+        expires = self.lease_expires_at()
+        if expires is not None:
+            patient = min(patient, max(expires - time.monotonic(), 0.05))
+        return max(deadline, patient)
 
     def _fail(self, error: GroupMemberError) -> None:
         """Release first, then surface the error (callback, `fatal_error`, `wait_joined` raises)."""

@@ -9,6 +9,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from groupcoord.coordinator.core.consumer_group import MemberState
 from groupcoord.coordinator.core.errors import Errors
 from groupcoord.coordinator.core.messages import ConsumerGroupHeartbeatRequest
 from tests.core.context import CoreContext, shard_state, tid
@@ -37,6 +38,7 @@ def assert_rejected_without_change(ctx: CoreContext, request: ConsumerGroupHeart
 
 
 R = ConsumerGroupHeartbeatRequest
+RETRY: dict[str, Any] = {"rebalance_timeout_ms": 5000, "subscribed_topic_names": ("foo",)}
 JOIN: dict[str, Any] = {"rebalance_timeout_ms": 5000, "subscribed_topic_names": ("foo",), "topic_partitions": {}}
 
 INVALID = {
@@ -145,6 +147,26 @@ def test_previous_epoch_without_owned_partitions_is_fenced_member_epoch() -> Non
     a = ctx.member("a")
     assert_rejected_without_change(ctx, R("grp", "a", a.previous_member_epoch), Errors.FENCED_MEMBER_EPOCH)
 
+
+
+def test_previous_epoch_is_fenced_when_the_missed_answer_was_a_further_revocation_step() -> None:
+    """As Kafka: the member acknowledged a revocation and the answer, which moved it to epoch+1 with more to
+    revoke, was lost; its retry at the previous epoch still owns what it must now revoke (not a subset), so
+    it is fenced after a single missed answer. Why clients/group_member.py waits for slow answers."""
+    ctx = CoreContext({"foo": 6})
+    ctx.join("a")
+    ctx.stabilise()
+    epoch = ctx.member("a").member_epoch
+    ctx.join("b")
+    assert ctx.heartbeat(member_id="a", member_epoch=epoch).error_code is Errors.NONE
+    kept = ctx.member("a").assigned_sets()  # half of foo, the other half pending revocation
+    ctx.join("c")
+    ack = ctx.heartbeat(member_id="a", member_epoch=epoch, topic_partitions=kept)  # this answer is lost
+    a = ctx.member("a")
+    assert (ack.member_epoch, a.previous_member_epoch) == (epoch + 1, epoch)
+    assert a.state is MemberState.UNREVOKED_PARTITIONS and a.assigned_sets() != kept
+    assert_rejected_without_change(ctx, R("grp", "a", epoch, topic_partitions=kept, **RETRY),
+                                   Errors.FENCED_MEMBER_EPOCH)
 
 # --- fuzzing: nothing a client sends makes the shard raise, and an error never changes state --------------
 names = st.sampled_from(["foo", "bar", "", "nope"])
