@@ -84,13 +84,13 @@ def _check_ids(group_id: str, *values: str | None) -> None:
         limits.check_length("member or instance id", v)
 
 
-def _owned_count(msg: pb.ConsumerGroupHeartbeatRequest) -> None:
-    """Counted on the protobuf before any translation: translating a huge list is itself the cost."""
+def _owned_count(msg: pb.ConsumerGroupHeartbeatRequest, cap: int = limits.OWNED_MAX_PARTITIONS) -> None:
+    """Counted on the protobuf before any translation: translating a huge list is itself the cost. `cap` is
+    at least the partitions the metadata knows (`_owned_cap`): a member may own what it was assigned."""
     if msg.HasField("topic_partitions"):
         topics = msg.topic_partitions.topics
-        limits.check_count("owned topics", len(topics), limits.OWNED_MAX_PARTITIONS)  # regexes may match many
-        limits.check_count("owned topic-partitions", sum(len(tp.partitions) for tp in topics),
-                           limits.OWNED_MAX_PARTITIONS)
+        limits.check_count("owned topics", len(topics), cap)  # regexes may match many
+        limits.check_count("owned topic-partitions", sum(len(tp.partitions) for tp in topics), cap)
         limits.check_lengths("owned topic id", (tp.topic_id for tp in topics), limits.TOPIC_NAME_MAX_CHARS)
     if msg.HasField("subscribed_topic_names"):
         limits.check_count("subscribed topic names", len(msg.subscribed_topic_names.values),
@@ -113,6 +113,7 @@ def _echo(value: str) -> str:
 class GroupCoordinatorService(pb_grpc.GroupCoordinatorServicer):
     def __init__(self, runtime: CoordinatorRuntime) -> None:
         self.runtime = runtime
+        self._owned_cap_for: tuple[object, int] = (None, limits.OWNED_MAX_PARTITIONS)
         self.shard = runtime.shard
         self._max_bytes: int = runtime.shard.config["message.max.bytes"]
 
@@ -153,6 +154,16 @@ class GroupCoordinatorService(pb_grpc.GroupCoordinatorServicer):
         async for request in request_iterator:
             yield await self._heartbeat(request, context)
 
+    def _owned_cap(self) -> int:
+        """The most owned topic-partitions a heartbeat may carry: the documented limit, or every partition the
+        metadata knows when that is more (the coordinator may assign one member all of them, and its
+        acknowledgement must not be refused). Computed once per metadata image."""
+        image = self.runtime.shard.metadata
+        if self._owned_cap_for[0] is not image:
+            known = sum(t.partition_count for t in image.by_id.values())
+            self._owned_cap_for = (image, max(limits.OWNED_MAX_PARTITIONS, known))
+        return self._owned_cap_for[1]
+
     async def _heartbeat(self, request: pb.ConsumerGroupHeartbeatRequest,
                          context: grpc.aio.ServicerContext) -> pb.ConsumerGroupHeartbeatResponse:
         def error(code: Errors, message: str) -> pb.ConsumerGroupHeartbeatResponse:
@@ -163,7 +174,7 @@ class GroupCoordinatorService(pb_grpc.GroupCoordinatorServicer):
         try:
             # Kafka validates a ConsumerGroupHeartbeat's fields with INVALID_REQUEST, the group id included
             limits.check_length("group_id", request.group_id)
-            _owned_count(request)
+            _owned_count(request, self._owned_cap())
             has = request.HasField  # each optional field is read once: this runs for every heartbeat
             instance_id = request.instance_id if has("instance_id") else None
             rack_id = request.rack_id if has("rack_id") else None

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 
 import grpc
@@ -231,3 +232,37 @@ def test_find_coordinator_refuses_oversized_keys_and_too_many_keys(stub: pb_grpc
     assert len(resp.coordinators[1].key) < ECHO_BUDGET
     many = stub.FindCoordinator(pb.FindCoordinatorRequest(keys=["k"] * (ADMIN_MAX_GROUP_IDS + 1)), timeout=10)
     assert all(c.error_code == INVALID_REQUEST for c in many.coordinators)
+
+
+def test_a_member_assigned_more_than_the_owned_limit_can_acknowledge_its_assignment() -> None:
+    """The owned-list cap is at least every partition the metadata knows: a member the coordinator assigned
+    60,000 partitions reports them all (it was refused with 42 when the cap was a fixed 50,000)."""
+    srv = start_server({"huge": 60_000}, **{"group.initial.rebalance.delay.ms": 0})
+    try:
+        with grpc.insecure_channel(srv.address, options=[("grpc.max_receive_message_length", 64 << 20)]) as ch:
+            stub = pb_grpc.GroupCoordinatorStub(ch)
+            joined = stub.ConsumerGroupHeartbeat(pb.ConsumerGroupHeartbeatRequest(
+                group_id="big", member_epoch=0, rebalance_timeout_ms=1000,
+                subscribed_topic_names=pb.StringList(values=["huge"]), topic_partitions=pb.TopicPartitionsList()),
+                timeout=30)
+            assert joined.error_code == 0
+            assigned = joined.assignment.topic_partitions
+            deadline = time.monotonic() + 60
+            while not assigned and time.monotonic() < deadline:  # the target comes a heartbeat or two later
+                time.sleep(0.1)
+                joined = stub.ConsumerGroupHeartbeat(pb.ConsumerGroupHeartbeatRequest(
+                    group_id="big", member_id=joined.member_id, member_epoch=joined.member_epoch), timeout=30)
+                assert joined.error_code == 0, joined.error_message
+                assigned = joined.assignment.topic_partitions
+            assert sum(len(tp.partitions) for tp in assigned) == 60_000
+            ack = stub.ConsumerGroupHeartbeat(pb.ConsumerGroupHeartbeatRequest(
+                group_id="big", member_id=joined.member_id, member_epoch=joined.member_epoch,
+                topic_partitions=pb.TopicPartitionsList(topics=list(assigned))), timeout=30)
+            assert (ack.error_code, ack.error_message) == (0, "")
+            too_many = stub.ConsumerGroupHeartbeat(pb.ConsumerGroupHeartbeatRequest(
+                group_id="big", member_id=joined.member_id, member_epoch=joined.member_epoch,
+                topic_partitions=pb.TopicPartitionsList(topics=[pb.TopicPartitions(
+                    topic_id="x", partitions=list(range(60_001)))])), timeout=30)
+            assert too_many.error_code == INVALID_REQUEST  # still capped: by what the metadata knows
+    finally:
+        srv.stop()
