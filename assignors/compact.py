@@ -14,6 +14,8 @@ from collections.abc import Collection, Iterator, Mapping, Sequence
 import numpy as np
 import numpy.typing as npt
 
+from groupcoord.assignors._lazy_view import LazyAssignmentView
+
 IntArray = npt.NDArray[np.int64]
 I32Array = npt.NDArray[np.int32]
 
@@ -102,35 +104,21 @@ class CompactAssignment(Mapping[str, Mapping[str, frozenset[int]]]):
         return CompactAssignment, (self.member_ids, self.topic_ids, self.base, self.owner, None, self.changed)
 
 
-class MemberAssignmentView(Mapping[str, frozenset[int]]):
+class MemberAssignmentView(LazyAssignmentView):
     """One member's assignment in a `CompactAssignment`, built on first read and kept."""
 
-    __slots__ = ("_dict", "index", "source")
+    __slots__ = ("index", "source")
 
     def __init__(self, source: CompactAssignment, index: int) -> None:
+        super().__init__()
         self.source = source
         self.index = index
-        self._dict: dict[str, frozenset[int]] | None = None
 
-    def _mapping(self) -> dict[str, frozenset[int]]:
-        if self._dict is None:
-            self._dict = self.source.partitions_of(self.index)
-        return self._dict
-
-    def __getitem__(self, topic: str) -> frozenset[int]:
-        return self._mapping()[topic]
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._mapping())
-
-    def __len__(self) -> int:
-        return len(self._mapping())
+    def _build(self) -> dict[str, frozenset[int]]:
+        return self.source.partitions_of(self.index)
 
     def __bool__(self) -> bool:
         return self.source.counts()[self.index] > 0
-
-    def __contains__(self, topic: object) -> bool:
-        return topic in self._mapping()
 
     def __eq__(self, other: object) -> bool:
         if other is self:

@@ -286,8 +286,9 @@ def _place_least_loaded(st: _State, heap: list[tuple[float, ProcessId]], t: Task
             continue
         # Within the process, a previous holder of the replica keeps it (stickiness past the quota, where the
         # process must take the copy anyway); otherwise the least-loaded member takes it.
-        prev = [m for _, _, m in st.prev_replicas.get(t, ()) if st.process_of[m] == pid]
-        st.place(t, prev[0] if prev and quota is None else mid, st.standby)
+        if quota is None:
+            mid = next((m for _, _, m in st.prev_replicas.get(t, ()) if st.process_of[m] == pid), mid)
+        st.place(t, mid, st.standby)
         heapq.heappush(heap, (proc.total_load(), pid))
         placed = True
         break

@@ -27,12 +27,13 @@ its own (Kafka's passes over the other topics never touch it), and when its coun
 from __future__ import annotations
 
 from bisect import bisect_right
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 import numpy.typing as npt
 
 from groupcoord.assignors._java_order import hash_map_member_order, member_map_order, uuid_sort_key
+from groupcoord.assignors._lazy_view import LazyAssignmentView
 from groupcoord.assignors.api import AssignorError, GroupAssignment, GroupSpec, MemberAssignment, TopicDescriber
 
 MAX_ITERATION_COUNT = 16
@@ -55,43 +56,31 @@ class Numbering:
         return self is other or (self.topics == other.topics and self.base == other.base)
 
 
-class HetView(Mapping[str, frozenset[int]]):
+class HetView(LazyAssignmentView):
     """One member's result as sorted global partition numbers; the topic -> partitions mapping is built
     on first read (pickles as a plain dict)."""
 
-    __slots__ = ("_dict", "numbering", "parts", "subscription")
+    __slots__ = ("numbering", "parts", "subscription")
 
     def __init__(self, numbering: Numbering, parts: IntArray, subscription: frozenset[str]) -> None:
+        super().__init__()
         self.numbering = numbering
         self.parts = parts
         self.subscription = subscription  # the member's, when made: every topic here is in it
-        self._dict: dict[str, frozenset[int]] | None = None
 
-    def _mapping(self) -> dict[str, frozenset[int]]:
-        d = self._dict
-        if d is None:
-            d = {}
-            base, topics = self.numbering.base, self.numbering.topics
-            parts = self.parts.tolist()
-            i = 0
-            while i < len(parts):
-                t = bisect_right(base, parts[i]) - 1
-                j = bisect_right(parts, base[t + 1] - 1, i)
-                d[topics[t]] = frozenset(p - base[t] for p in parts[i:j])
-                i = j
-            if len(d) > 1:
-                d = {t: d[t] for t in member_map_order(d)}  # as Kafka's record of it, read back
-            self._dict = d
+    def _build(self) -> dict[str, frozenset[int]]:
+        d: dict[str, frozenset[int]] = {}
+        base, topics = self.numbering.base, self.numbering.topics
+        parts = self.parts.tolist()
+        i = 0
+        while i < len(parts):
+            t = bisect_right(base, parts[i]) - 1
+            j = bisect_right(parts, base[t + 1] - 1, i)
+            d[topics[t]] = frozenset(p - base[t] for p in parts[i:j])
+            i = j
+        if len(d) > 1:
+            d = {t: d[t] for t in member_map_order(d)}  # as Kafka's record of it, read back
         return d
-
-    def __getitem__(self, topic: str) -> frozenset[int]:
-        return self._mapping()[topic]
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._mapping())
-
-    def __len__(self) -> int:
-        return len(self._mapping()) if len(self.parts) else 0
 
     def __bool__(self) -> bool:
         return len(self.parts) > 0

@@ -39,6 +39,7 @@ from groupcoord.assignors._java_order import (
     member_map_order,
     member_table_size,
 )
+from groupcoord.assignors._lazy_view import LazyAssignmentView
 from groupcoord.assignors.api import (
     AssignorError,
     GroupAssignment,
@@ -109,40 +110,24 @@ def layout_of(subscription: frozenset[str], describer: TopicDescriber) -> Layout
     return lay
 
 
-class MemberView(Mapping[str, frozenset[int]]):
+class MemberView(LazyAssignmentView):
     """One member's assignment as runs; the topic -> partitions mapping is built on first read."""
 
-    __slots__ = ("_dict", "_layout", "_lineage", "count", "member", "runs")
+    __slots__ = ("_layout", "_lineage", "count", "member", "runs")
 
     def __init__(self, state: RunState, member: str, runs: Runs, count: int) -> None:
+        super().__init__()
         self._lineage = state.lineage  # not the state: an old view must not keep old states alive
         self._layout = state.layout
         self.member = member
         self.runs = runs
         self.count = count
-        self._dict: dict[str, frozenset[int]] | None = None
 
-    def _mapping(self) -> dict[str, frozenset[int]]:
-        d = self._dict
-        if d is None:
-            d = runs_to_mapping(self.runs, self._layout)
-            self._dict = d
-        return d
-
-    def __getitem__(self, topic: str) -> frozenset[int]:
-        return self._mapping()[topic]
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._mapping())
-
-    def __len__(self) -> int:
-        return len(self._mapping()) if self.count else 0
+    def _build(self) -> dict[str, frozenset[int]]:
+        return runs_to_mapping(self.runs, self._layout)
 
     def __bool__(self) -> bool:
         return self.count > 0
-
-    def __contains__(self, topic: object) -> bool:
-        return topic in self._mapping()
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, MemberView) and other._layout.same_as(self._layout):

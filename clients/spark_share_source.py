@@ -65,11 +65,11 @@ from typing import Any
 
 import grpc
 from confluent_kafka import KafkaException
-from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
+from pyspark.sql.datasource import InputPartition
 from pyspark.sql.streaming.datasource import ReadLimit, ReadMaxRows
-from pyspark.sql.types import StructType
 
 from groupcoord.clients.share_member import ACCEPT, RENEW, AckResult, AcquiredRange, ShareMember
+from groupcoord.clients.spark_reader_base import LazyStateReader
 from groupcoord.clients.spark_source import (
     KafkaRange,
     ReadTask,
@@ -163,42 +163,20 @@ def tasks_for(ranges: Sequence[Range], tasks: int) -> list[ReadTask]:
 
 
 # --- the reader --------------------------------------------------------------------------------------------------
-class ShareStreamReader(DataSourceStreamReader):
-    """Runs on the driver (its own process); `__init__` only stores options (a planning copy is pickled)."""
+class ShareStreamReader(LazyStateReader[ShareSourceOptions, "_ShareReaderState"]):
+    """Runs on the driver (its own process); see `LazyStateReader` for why the member starts late."""
 
-    def __init__(self, options: ShareSourceOptions, schema: StructType) -> None:
-        self.options = options
-        self.schema = schema
-        self._state: _ShareReaderState | None = None
-
-    def __getstate__(self) -> dict[str, Any]:
-        return {"options": self.options, "schema": self.schema, "_state": None}
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__dict__.update(state)
-
-    def _reader_state(self) -> _ShareReaderState:
-        if self._state is None:
-            self._state = _ShareReaderState(self.options)
-        return self._state
-
-    def initialOffset(self) -> dict[str, Any]:
-        self._reader_state()  # join the group now
-        return {}
-
-    def latestOffset(self, start: dict[str, Any], limit: ReadLimit) -> dict[str, Any]:
-        return self._reader_state().latest_offset(start, limit)
+    def _new_state(self) -> _ShareReaderState:
+        return _ShareReaderState(self.options)
 
     def getDefaultReadLimit(self) -> ReadLimit:
         return ReadMaxRows(self.options.max_records)
 
     def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> Sequence[InputPartition]:
-        state = self._reader_state()
-        if end and end != state.issued:
-            raise RuntimeError(
-                "groupcoord source (share): Spark replays a batch this reader did not acquire (a query restarted "
-                "from an existing checkpoint); its locks are gone and its records may be with another driver. "
-                "Start the query with a fresh checkpointLocation.")
+        self._planned_state(
+            end, "groupcoord source (share): Spark replays a batch this reader did not acquire (a query restarted "
+                 "from an existing checkpoint); its locks are gone and its records may be with another driver. "
+                 "Start the query with a fresh checkpointLocation.")
         return tasks_for(decode_share_offset(end), self.options.source.tasks_per_batch)
 
     def read(self, partition: InputPartition) -> Iterator[Any]:
@@ -206,14 +184,6 @@ class ShareStreamReader(DataSourceStreamReader):
         from groupcoord.clients.spark_kafka_read import read_task  # executor side only
 
         return read_task(self.options.source, self.schema, partition)
-
-    def commit(self, end: dict[str, Any]) -> None:
-        """Not used: Spark calls it one batch late; batches are acknowledged in `latestOffset` instead."""
-
-    def stop(self) -> None:
-        if self._state is not None:
-            self._state.close()
-            self._state = None
 
 
 class _ShareReaderState:

@@ -133,6 +133,7 @@ from groupcoord.clients.spark_options import (
     resolve_start,
     split_ranges,
 )
+from groupcoord.clients.spark_reader_base import LazyStateReader
 from groupcoord.clients.spark_staging import StagingArea
 
 __all__ = ["SCHEMA", "SCHEMA_WITH_HEADERS", "GroupcoordDataSource", "GroupcoordStreamReader", "KafkaRange",
@@ -329,33 +330,11 @@ def allot(available: Mapping[TopicPartition, int], limit: int | None) -> dict[To
 
 
 # --- the reader ----------------------------------------------------------------------------------------------
-class GroupcoordStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
-    """Runs on the driver (its own process); Spark pickles a planning copy to executors for `read`, so
-    `__init__` only stores options: the member and the Kafka clients start on the first offset call."""
+class GroupcoordStreamReader(LazyStateReader[SourceOptions, "_ReaderState"], SupportsTriggerAvailableNow):
+    """Runs on the driver (its own process); see `LazyStateReader` for why the member starts late."""
 
-    def __init__(self, options: SourceOptions, schema: StructType) -> None:
-        self.options = options
-        self.schema = schema
-        self._state: _ReaderState | None = None
-
-    def __getstate__(self) -> dict[str, Any]:
-        return {"options": self.options, "schema": self.schema, "_state": None}
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__dict__.update(state)
-
-    def _reader_state(self) -> _ReaderState:
-        if self._state is None:
-            self._state = _ReaderState(self.options)
-        return self._state
-
-    # Spark's calls, all on the reader process's main thread.
-    def initialOffset(self) -> dict[str, Any]:
-        self._reader_state()  # join the group now: the first latestOffset may already find partitions
-        return {}
-
-    def latestOffset(self, start: dict[str, Any], limit: ReadLimit) -> dict[str, Any]:
-        return self._reader_state().latest_offset(start, limit)
+    def _new_state(self) -> _ReaderState:
+        return _ReaderState(self.options)
 
     def getDefaultReadLimit(self) -> ReadLimit:
         n = self.options.max_offsets_per_trigger
@@ -365,13 +344,11 @@ class GroupcoordStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
         self._reader_state().prepare_available_now()
 
     def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> Sequence[InputPartition]:
-        state = self._reader_state()
-        if end and end != state.issued:
-            raise RuntimeError(
-                "groupcoord source: Spark replays a batch this reader did not plan (a query restarted from an "
-                "existing checkpoint). Partitions may have moved to another driver since, so the batch cannot "
-                "be replayed safely; start the query with a fresh checkpointLocation (offsets live in the "
-                "coordinator).")
+        state = self._planned_state(
+            end, "groupcoord source: Spark replays a batch this reader did not plan (a query restarted from an "
+                 "existing checkpoint). Partitions may have moved to another driver since, so the batch cannot "
+                 "be replayed safely; start the query with a fresh checkpointLocation (offsets live in the "
+                 "coordinator).")
         ranges = [KafkaRange(t, p, a, b) for (t, p), (a, b) in sorted(decode_offset(end).items()) if b > a]
         n = self.options.spark.min_partitions
         if n is not None and n > len(ranges):  # Spark's minPartitions: one task per piece
@@ -387,14 +364,6 @@ class GroupcoordStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
         from groupcoord.clients.spark_kafka_read import read_task  # executor side only
 
         return read_task(self.options, self.schema, partition)
-
-    def commit(self, end: dict[str, Any]) -> None:
-        """Not used: Spark calls it one batch late; batches are acknowledged in `latestOffset` instead."""
-
-    def stop(self) -> None:
-        if self._state is not None:
-            self._state.close()
-            self._state = None
 
 
 class _ReaderState:

@@ -12,7 +12,6 @@ from typing import TYPE_CHECKING, Any
 
 from groupcoord.assignors.api import AssignorError, GroupSpec, MemberSpec
 from groupcoord.assignors.simple_share import SimpleShareAssignor
-from groupcoord.coordinator.core import streams_shard
 from groupcoord.coordinator.core.errors import CoordinatorError, Errors
 from groupcoord.coordinator.core.principals import check_member_principal
 from groupcoord.coordinator.core.results import Result, TimerKey
@@ -113,7 +112,7 @@ def _share_group(shard: GroupCoordinatorShard, group_id: str, create: bool) -> S
     group = shard.find_group(group_id)  # any type, streams too: a group id has one type
     if isinstance(group, ShareGroup):
         return group
-    if group is not None or streams_shard.holds(shard, group_id):
+    if group is not None:
         raise CoordinatorError(Errors.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a share group.")
     if not create:
         raise CoordinatorError(Errors.GROUP_ID_NOT_FOUND, f"Group {group_id} not found.")
