@@ -143,6 +143,13 @@ def load_chunks(chunks: tuple[bytes, ...]) -> GroupAssignment:
     return assignment
 
 
+def load_outcome(outcome: RunOutcome, run: AssignorRun) -> RunOutcome:
+    """A worker process's outcome with its assignment loaded (on the coordinator's side)."""
+    if not outcome.chunks:
+        return outcome
+    return RunOutcome(load_chunks(outcome.chunks), None, outcome.started, outcome.elapsed)
+
+
 def _warm() -> int:
     return 0
 
@@ -229,9 +236,7 @@ class BackgroundExecutor:
                           run.group_id, e)
                 self._replace_broken(pool)
                 outcome = RunOutcome(None, f"background executor: {type(e).__name__}", time.monotonic(), 0.0)
-            if outcome.chunks:
-                outcome = RunOutcome(load_chunks(outcome.chunks), None, outcome.started, outcome.elapsed)
-            finish(outcome)
+            finish(load_outcome(outcome, run))
 
         def send() -> None:
             with self._lock:

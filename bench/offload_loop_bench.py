@@ -1,0 +1,91 @@
+"""What one offloaded assignor run costs the event loop, piece by piece, for a large churning group.
+
+    python -m bench.offload_loop_bench [--members 10000] [--topics 1] [--partitions 20000] [--repeat 5]
+
+With offload to processes, the assignor itself runs in another interpreter, but the coordinator still
+snapshots the group for it, pickles the input (on a sender thread that holds the GIL while it works),
+loads the result and writes the records of the members whose target changed. Any of those that grows
+with the group's size rather than with what moved stalls every other group's heartbeats: this is the
+work behind `bench.heartbeat_bench`'s "p99/quiet" column when a 10,000-member group rebalances at
+assignment interval 0.
+
+One round = one member leaves and one joins a stable group (uniform, offload on), as the heartbeat
+bench's churn does; the run is executed in this process through the executor's own process-side entry
+point (`run_compact`), so each side's work is timed apart. Times are this thread's CPU ms, medians.
+Not part of the test suite: timings depend on the machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import pickle
+import statistics
+import time
+from collections.abc import Callable
+from typing import Any
+
+from bench.target_bench import GID, stable_group
+from groupcoord.coordinator.core.config import BrokerConfig
+from groupcoord.coordinator.core.messages import ConsumerGroupHeartbeatRequest
+from groupcoord.coordinator.core.shard import GroupCoordinatorShard
+from groupcoord.coordinator.core.target_assignment import AssignorCompletion, AssignorRun
+from groupcoord.coordinator.runtime.executor import compact_run, load_outcome, run_compact
+
+
+def _timed(fn: Callable[[], Any]) -> tuple[Any, float]:
+    start = time.thread_time()
+    out = fn()
+    return out, (time.thread_time() - start) * 1e3
+
+
+def one_round(shard: GroupCoordinatorShard, k: int, now: int) -> dict[str, float]:
+    group = shard.groups[GID]
+    names = tuple(sorted(t.name for t in shard.metadata.by_id.values()))
+    victim = next(iter(group.members.values()))
+    _, leave_ms = _timed(lambda: shard.consumer_group_heartbeat(ConsumerGroupHeartbeatRequest(
+        GID, victim.member_id, -1), now))
+    group.inflight = None  # the leave's own run is superseded: measure the join's
+    res, join_ms = _timed(lambda: shard.consumer_group_heartbeat(ConsumerGroupHeartbeatRequest(
+        GID, "", 0, rebalance_timeout_ms=60000, subscribed_topic_names=names, topic_partitions={}), now))
+    runs = [t for t in res.tasks if isinstance(t, AssignorRun)]
+    assert runs, "the join started no offloaded run"
+    run = runs[-1]
+    payload, send_ms = _timed(lambda: pickle.dumps(compact_run(run), protocol=pickle.HIGHEST_PROTOCOL))
+    outcome, child_ms = _timed(lambda: run_compact(pickle.loads(payload)))
+    back = pickle.dumps(outcome, protocol=pickle.HIGHEST_PROTOCOL)
+    loaded, load_ms = _timed(lambda: load_outcome(pickle.loads(back), run))
+    res2, apply_ms = _timed(lambda: shard.on_assignment_complete(
+        AssignorCompletion(GID, run.run_id, loaded.assignment, loaded.error), now))
+    records = sum(1 for r in res2.records if type(r).__name__ == "ConsumerGroupTargetAssignmentMember")
+    return {"leave heartbeat": leave_ms, "join heartbeat (spec)": join_ms, "send (compact + pickle)": send_ms,
+            "load result": load_ms, "apply (records)": apply_ms, "loop total": leave_ms + join_ms + send_ms
+            + load_ms + apply_ms, "child (assignor)": child_ms, "input MB": len(payload) / 1e6,
+            "result MB": len(back) / 1e6, "target records": records}
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--members", type=int, default=10_000)
+    p.add_argument("--topics", type=int, default=1)
+    p.add_argument("--partitions", type=int, default=20_000, help="partitions per topic")
+    p.add_argument("--repeat", type=int, default=5, help="rounds (median reported; the first is dropped)")
+    args = p.parse_args(argv)
+    shard = stable_group(args.members, args.topics, args.partitions)
+    shard.config = BrokerConfig.from_mapping({"group.consumer.assignor.offload.enable": True,
+                                              "group.consumer.assignment.interval.ms": 0})
+    rounds = []
+    gc.collect()
+    for k in range(args.repeat + 1):
+        rounds.append(one_round(shard, k, 10 + k))
+    rounds = rounds[1:]
+    print(f"one leave + one join, {args.members:,} members x {args.topics} topic(s) x {args.partitions:,} "
+          f"partitions, uniform, offloaded (CPU ms of this thread, median of {len(rounds)} rounds)")
+    for key in rounds[0]:
+        v = statistics.median(r[key] for r in rounds)
+        print(f"  {key:<28}{v:10.2f}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
