@@ -11,6 +11,7 @@ from groupcoord.coordinator.core import regex_subscriptions
 from groupcoord.coordinator.core.consumer_group import FIRST_GROUP_EPOCH, ConsumerGroup, InflightAssignment
 from groupcoord.coordinator.core.records import ConsumerGroupMetadata
 from groupcoord.coordinator.core.results import Result
+from groupcoord.coordinator.core.spec_members import SpecMembers
 from groupcoord.coordinator.core.target_assignment import (
     AssignorCompletion,
     AssignorRun,
@@ -19,6 +20,7 @@ from groupcoord.coordinator.core.target_assignment import (
     reconcile_result_with_group,
     target_records,
 )
+from groupcoord.coordinator.core.target_delta import TargetDelta, assignment_changes
 
 if TYPE_CHECKING:
     from groupcoord.coordinator.core.shard import GroupCoordinatorShard
@@ -92,6 +94,9 @@ def maybe_compute_target(shard: GroupCoordinatorShard, group: ConsumerGroup, now
         shard.last_assignor_error = f"{group.group_id}: {e}"
         return
     group.last_assignor = assignor_name
+    changes = assignment_changes(spec, assignment)
+    if changes is not None and spec.current is not None:  # records for these members only
+        assignment = TargetDelta(spec.current, spec.members.keys(), changes)
     for record in target_records(group, assignment, epoch, now):
         shard._write(result, record)
 
@@ -124,7 +129,10 @@ def _lag_snapshot(shard: GroupCoordinatorShard, group: ConsumerGroup, assignor_n
     if assignor_name not in LAG_AWARE_ASSIGNORS:
         return None
     reset = str(shard.group_config(group.group_id, "consumer.auto.offset.reset"))
-    topic_ids = set().union(*(m.subscribed_topic_ids for m in spec.members.values())) if spec.members else set()
+    members = spec.members
+    subs = members.distinct_subscriptions() if isinstance(members, SpecMembers) \
+        else [m.subscribed_topic_ids for m in members.values()]
+    topic_ids = set().union(*subs)
     tps: list[tuple[str, int]] = []
     for tid in sorted(topic_ids):
         t = shard.metadata.by_id.get(tid)

@@ -162,8 +162,8 @@ class ConsumerGroup(GroupDefaults):
     last_assignor: str = ""
     deleted: bool = False
     metadata_image_seen: object = None  # the metadata image the metadata hash was last checked against
-    # member id -> (member, target, image, MemberSpec): lets build_spec reuse unchanged members' specs
-    spec_cache: dict[str, tuple[Any, Any, Any, Any]] = field(default_factory=dict)
+    # member id -> (member, image, subscribed topic ids): lets build_spec skip unchanged members' lookups
+    spec_cache: dict[str, tuple[Any, Any, frozenset[str]]] = field(default_factory=dict)
     # (metadata image, (subscribed names, regex, resolved names) -> topic ids): members subscribing alike share
     # one frozenset, computed once per image
     subscription_cache: tuple[object, dict[Any, frozenset[str]]] = field(

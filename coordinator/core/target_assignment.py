@@ -10,7 +10,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
-from groupcoord.assignors.api import GroupAssignment, GroupSpec, LagSnapshot, MemberSpec
+from groupcoord.assignors.api import GroupAssignment, GroupSpec, LagSnapshot, MemberSpec, SubscriptionType
 from groupcoord.assignors.compact import CompactAssignment
 from groupcoord.coordinator.core.consumer_group import ConsumerGroup, ConsumerGroupMember
 from groupcoord.coordinator.core.metadata import MetadataImage
@@ -19,6 +19,8 @@ from groupcoord.coordinator.core.records import (
     ConsumerGroupTargetAssignmentMetadata,
     Partitions,
 )
+from groupcoord.coordinator.core.spec_members import SpecMembers
+from groupcoord.coordinator.core.target_delta import TargetDelta
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,32 +72,47 @@ def subscribed_topic_ids(
 def build_spec(
     group: ConsumerGroup, image: MetadataImage, resolve_regex: Callable[[str], frozenset[str]]
 ) -> GroupSpec:
-    """Snapshot the group for the assignor. Runs on the event loop for every assignor run, so each member's
-    `MemberSpec` is cached and rebuilt only when the member, its target or the metadata image was replaced
-    (all three are immutable values, so identity tells). The target goes in as the store's owner-array
-    snapshot, each member's as that snapshot's view: no per-partition work here."""
-    cache = group.spec_cache
+    """Snapshot the group for the assignor. Runs on the event loop for every assignor run, so the members go
+    in as columns (`SpecMembers`) over the store's owner-array snapshot: no `MemberSpec` and no
+    per-partition work here. Each member's subscribed topic ids are cached while the member and the image
+    stay the same objects (both immutable values)."""
     current = group.target_assignment.snapshot() if group.target_assignment_epoch else None
-    members: dict[str, MemberSpec] = {}
+    if current is None and group.target_assignment_epoch and len(group.target_assignment):
+        return _spec_from_store(group, image, resolve_regex)  # overlapping claims: per-member mappings
+    cache = group.spec_cache
+    ids: list[str] = []
+    subs: list[frozenset[str]] = []
+    racks: list[str | None] = []
+    instances: list[str | None] = []
     for mid, m in group.members.items():
-        if current is not None:
-            target: Partitions = current.view(mid) if mid in current else _EMPTY
-        elif group.target_assignment_epoch and mid in group.target_assignment:
-            target = group.target_assignment[mid]
-        else:
-            target = _EMPTY
         hit = cache.get(mid)
-        if hit is not None and hit[0] is m and hit[1] is target and hit[2] is image:
-            members[mid] = hit[3]
-            continue
-        spec = MemberSpec(subscribed_topic_ids=cached_subscribed_topic_ids(group, m, image, resolve_regex),
-                          assigned_partitions=target, rack_id=m.rack_id, instance_id=m.instance_id)
-        cache[mid] = (m, target, image, spec)
-        members[mid] = spec
-    if len(cache) > len(members):
-        for mid in [k for k in cache if k not in members]:
+        if hit is not None and hit[0] is m and hit[1] is image:
+            sub = hit[2]
+        else:
+            sub = cached_subscribed_topic_ids(group, m, image, resolve_regex)
+            cache[mid] = (m, image, sub)
+        ids.append(mid)
+        subs.append(sub)
+        racks.append(m.rack_id)
+        instances.append(m.instance_id)
+    if len(cache) > len(ids):
+        for mid in [k for k in cache if k not in group.members]:
             del cache[mid]
-    return GroupSpec.of(members, current)
+    members = SpecMembers(ids, subs, racks, instances, current)
+    distinct = set(members.distinct_subscriptions())  # equal sets reached by names and by regex count once
+    kind = SubscriptionType.HOMOGENEOUS if len(distinct) <= 1 else SubscriptionType.HETEROGENEOUS
+    return GroupSpec(members=members, subscription_type=kind, current=current)
+
+
+def _spec_from_store(group: ConsumerGroup, image: MetadataImage,
+                     resolve_regex: Callable[[str], frozenset[str]]) -> GroupSpec:
+    """The spec with each member's target read from the store (when no owner array can say it)."""
+    store = group.target_assignment
+    return GroupSpec.of({
+        mid: MemberSpec(subscribed_topic_ids=cached_subscribed_topic_ids(group, m, image, resolve_regex),
+                        assigned_partitions=store.get(mid, _EMPTY), rack_id=m.rack_id,
+                        instance_id=m.instance_id)
+        for mid, m in group.members.items()})
 
 
 def cached_subscribed_topic_ids(group: ConsumerGroup, m: ConsumerGroupMember, image: MetadataImage,
@@ -124,6 +141,14 @@ def reconcile_result_with_group(
     Nobody removed: the result as it is (a compact one keeps what it knows about who changed)."""
     if all(m in group.members for m in result):
         return result
+    if isinstance(result, TargetDelta):
+        moved = {}
+        for member_id in result:
+            instance_id = instance_ids.get(member_id) if member_id not in group.members else None
+            new_id = group.static_members.get(instance_id) if instance_id is not None else None
+            if new_id is not None and new_id not in result:
+                moved[new_id] = member_id
+        return result.reconciled(group.members, moved)
     out: dict[str, Partitions] = {}
     for member_id, assignment in result.items():
         if member_id in group.members:
@@ -157,9 +182,10 @@ def target_records(
 
 
 def _candidates(group: ConsumerGroup, new_target: Mapping[str, Partitions]) -> Iterable[str]:
-    """Members whose target may differ: all, unless the result knows what changed since the current target."""
-    if not (isinstance(new_target, CompactAssignment) and new_target.changed is not None
-            and new_target.previous is not None and new_target.previous is group.target_assignment.snapshot()):
+    """Members whose target may differ: all, unless the result knows what changed since a snapshot of the
+    target that every member still in it holds (only removals since)."""
+    if not (isinstance(new_target, (CompactAssignment, TargetDelta)) and new_target.changed is not None
+            and new_target.previous is not None and group.target_assignment.holds_since(new_target.previous)):
         return group.members
     changed, store = new_target.changed, group.target_assignment
     return [m for m in group.members if m in changed or m not in store or m not in new_target]

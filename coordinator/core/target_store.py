@@ -31,7 +31,8 @@ _NONE = np.int32(-1)
 class TargetAssignment(MutableMapping[str, Partitions]):
     """member id -> topic id -> partitions, stored as arrays (see the module docstring)."""
 
-    __slots__ = ("_claims", "_free", "_ids", "_owned", "_owners", "_parts", "_slot", "_snapshot", "version")
+    __slots__ = ("_claims", "_free", "_ids", "_owned", "_owners", "_parts", "_slot", "_snapshot", "_taken", "version",
+                 "writes")
 
     def __init__(self, items: Mapping[str, Partitions] | None = None) -> None:
         self._slot: dict[str, int] = {}
@@ -42,7 +43,9 @@ class TargetAssignment(MutableMapping[str, Partitions]):
         self._claims = 0  # partitions over every member's arrays
         self._owned = 0  # entries >= 0 over the owner arrays: equal to _claims unless claims overlap
         self._snapshot: CompactAssignment | None = None
+        self._taken: list[tuple[CompactAssignment, int]] = []  # recent snapshots and `writes` when taken
         self.version = 0
+        self.writes = 0  # member assignments set (removals do not count: they change no one else's)
         for k, v in (items or {}).items():
             self[k] = v
 
@@ -97,6 +100,7 @@ class TargetAssignment(MutableMapping[str, Partitions]):
             self._owned += int(np.count_nonzero(owners[arr32] < 0))
             owners[arr32] = slot
         self._parts[slot] = parts
+        self.writes += 1
         self._changed()
 
     def __delitem__(self, member_id: str) -> None:
@@ -157,4 +161,11 @@ class TargetAssignment(MutableMapping[str, Partitions]):
         np.cumsum([len(a) for a in arrays], out=base[1:])
         owner = remap[np.concatenate(arrays)] if arrays else np.zeros(0, dtype=np.int32)
         self._snapshot = CompactAssignment(members, topics, base, owner)
+        self._taken = [(self._snapshot, self.writes), *self._taken[:3]]
         return self._snapshot
+
+    def holds_since(self, snapshot: CompactAssignment) -> bool:
+        """Whether every member still in the store holds what `snapshot` (one of the recent snapshots) says:
+        nothing was set since it was taken, only members removed. Lets a result computed from that snapshot
+        write records for the members it changed and nobody else."""
+        return any(s is snapshot and w == self.writes for s, w in self._taken)

@@ -37,7 +37,10 @@ from groupcoord.assignors.api import (
 )
 from groupcoord.assignors.compact import CompactAssignment
 from groupcoord.assignors.registry import get_server_assignor, server_assignor_names
+from groupcoord.coordinator.core.metadata import MetadataImage
+from groupcoord.coordinator.core.spec_members import SpecMembers
 from groupcoord.coordinator.core.target_assignment import AssignorCompletion, AssignorRun
+from groupcoord.coordinator.core.target_delta import TargetDelta, assignment_changes
 from groupcoord.coordinator.core.topic_regex import RegexResolution, RegexResolutionCompletion, resolve_topic_regexes
 from groupcoord.coordinator.runtime.metrics import CoordinatorMetrics
 
@@ -80,13 +83,16 @@ class RunOutcome:
     started: float
     elapsed: float
     chunks: tuple[bytes, ...] = ()  # from a process: the assignment as pickles of a few hundred members each
+    changes: dict[str, dict[str, frozenset[int]]] | None = None  # or only the members it changed (`TargetDelta`)
 
 
 def compact_run(run: AssignorRun) -> CompactRun:
     """Only the subscribed topics' metadata: the image can describe thousands of topics the group ignores."""
     subscribed: set[str] = set()
-    for member in run.spec.members.values():
-        subscribed.update(member.subscribed_topic_ids)
+    members = run.spec.members
+    for topic_ids in (members.distinct_subscriptions() if isinstance(members, SpecMembers)
+                      else (m.subscribed_topic_ids for m in members.values())):
+        subscribed.update(topic_ids)
     counts: dict[str, int] = {}
     racks: dict[str, tuple[frozenset[str], ...]] = {}
     for topic_id in subscribed:
@@ -94,7 +100,10 @@ def compact_run(run: AssignorRun) -> CompactRun:
         if count < 0:
             continue
         counts[topic_id] = count
-        topic_racks = tuple(run.topics.partition_racks(topic_id, p) for p in range(count))
+        if isinstance(run.topics, MetadataImage):  # the image has them as a tuple already (often empty)
+            topic_racks = run.topics.by_id[topic_id].partition_racks[:count]
+        else:
+            topic_racks = tuple(run.topics.partition_racks(topic_id, p) for p in range(count))
         if any(topic_racks):
             racks[topic_id] = topic_racks
     return CompactRun(run.assignor_name, run.spec, StaticTopicDescriber(counts, racks), run.lag)
@@ -124,6 +133,9 @@ def run_compact(run: CompactRun) -> RunOutcome:
     outcome = run_assignor(run.assignor_name, run.spec, run.topics, run.lag)
     if outcome.assignment is None:
         return outcome
+    changes = assignment_changes(run.spec, outcome.assignment)
+    if changes is not None:  # the coordinator has the rest: the snapshot it sent
+        return RunOutcome(None, None, outcome.started, outcome.elapsed, changes=changes)
     if isinstance(outcome.assignment, CompactAssignment):  # arrays: one small pickle, no frozensets to load
         return RunOutcome(None, None, outcome.started, outcome.elapsed, (pickle.dumps(outcome.assignment),))
     items = list(outcome.assignment.items())
@@ -143,8 +155,20 @@ def load_chunks(chunks: tuple[bytes, ...]) -> GroupAssignment:
     return assignment
 
 
+def with_changes(outcome: RunOutcome, spec: GroupSpec) -> RunOutcome:
+    """A thread's outcome told as its changes too, so the event loop looks at those members only."""
+    if outcome.assignment is None:
+        return outcome
+    changes = assignment_changes(spec, outcome.assignment)
+    return outcome if changes is None else RunOutcome(None, None, outcome.started, outcome.elapsed, changes=changes)
+
+
 def load_outcome(outcome: RunOutcome, run: AssignorRun) -> RunOutcome:
-    """A worker process's outcome with its assignment loaded (on the coordinator's side)."""
+    """A worker's outcome with its assignment loaded (on the coordinator's side): only the changed members
+    when the worker sent those, over the snapshot `run` was given."""
+    if outcome.changes is not None and run.spec.current is not None:
+        delta = TargetDelta(run.spec.current, run.spec.members.keys(), outcome.changes)
+        return RunOutcome(delta, None, outcome.started, outcome.elapsed)
     if not outcome.chunks:
         return outcome
     return RunOutcome(load_chunks(outcome.chunks), None, outcome.started, outcome.elapsed)
@@ -225,7 +249,8 @@ class BackgroundExecutor:
             done(AssignorCompletion(run.group_id, run.run_id, outcome.assignment, outcome.error))
 
         if self.mode == "thread":
-            self._pool.submit(lambda: finish(run_assignor(run.assignor_name, run.spec, run.topics, run.lag)))
+            self._pool.submit(lambda: finish(load_outcome(with_changes(
+                run_assignor(run.assignor_name, run.spec, run.topics, run.lag), run.spec), run)))
             return
 
         def collected(pool: Executor, future: Future[RunOutcome]) -> None:

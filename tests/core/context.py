@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+import pickle
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from groupcoord.assignors.registry import get_server_assignor
 from groupcoord.coordinator.core.config import BrokerConfig
 from groupcoord.coordinator.core.consumer_group import ConsumerGroup, ConsumerGroupMember, MemberState
 from groupcoord.coordinator.core.messages import ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse
@@ -24,7 +24,18 @@ from groupcoord.coordinator.core.results import Result, TimerKey
 from groupcoord.coordinator.core.shard import GroupCoordinatorShard
 from groupcoord.coordinator.core.target_assignment import AssignorCompletion, AssignorRun
 from groupcoord.coordinator.core.topic_regex import RegexResolution
+from groupcoord.coordinator.runtime.executor import compact_run, load_outcome, run_compact
 from tests.virtual_clock import VirtualClock
+
+
+def as_in_a_worker_process(run: AssignorRun) -> Any:
+    """The run's assignment as the process executor hands it back: the run pickled as it crosses to a worker,
+    run there (`run_compact`: only the changed members come back when it can), the outcome pickled back and
+    loaded over the run's own snapshot. Assignor errors raise, as the direct call did."""
+    outcome = pickle.loads(pickle.dumps(run_compact(pickle.loads(pickle.dumps(compact_run(run))))))
+    if outcome.error is not None:
+        raise AssertionError(outcome.error)
+    return load_outcome(outcome, run).assignment
 
 START_MS = 1_000_000
 
@@ -88,9 +99,8 @@ class CoreContext(VirtualClock):
         runs = [r for r in self.pending_runs if group_id is None or r.group_id == group_id]
         self.pending_runs = [r for r in self.pending_runs if group_id is not None and r.group_id != group_id]
         for run in runs:
-            assignment = get_server_assignor(run.assignor_name).assign(run.spec, run.topics, run.lag)
             self.apply(self.shard.on_assignment_complete(
-                AssignorCompletion(run.group_id, run.run_id, assignment), self.now))
+                AssignorCompletion(run.group_id, run.run_id, as_in_a_worker_process(run)), self.now))
         return len(runs)
 
     def complete_run(self, run_id: int, fail: bool = False) -> None:
@@ -100,9 +110,7 @@ class CoreContext(VirtualClock):
         if fail:
             completion = AssignorCompletion(run.group_id, run.run_id, None, "assignor failed")
         else:
-            completion = AssignorCompletion(run.group_id, run.run_id,
-                                            get_server_assignor(run.assignor_name).assign(run.spec, run.topics,
-                                                                                          run.lag))
+            completion = AssignorCompletion(run.group_id, run.run_id, as_in_a_worker_process(run))
         self.apply(self.shard.on_assignment_complete(completion, self.now))
 
     def tid(self, topic: str) -> str:
