@@ -81,7 +81,7 @@ def maybe_compute_target(shard: GroupCoordinatorShard, group: ConsumerGroup, now
     if shard.offload_enabled(group.group_id):
         run_id = next(shard._run_ids)
         group.inflight = InflightAssignment(
-            run_id, epoch, {mid: m.instance_id for mid, m in group.members.items() if m.instance_id},
+            run_id, epoch, {mid: iid for iid, mid in group.static_members.items()},
             assignor_name)
         result.tasks.append(AssignorRun(group.group_id, run_id, assignor_name, epoch, spec, shard.metadata, lag))
         shard.stats.assignor_runs_offloaded += 1

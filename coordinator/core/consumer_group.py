@@ -162,8 +162,18 @@ class ConsumerGroup(GroupDefaults):
     last_assignor: str = ""
     deleted: bool = False
     metadata_image_seen: object = None  # the metadata image the metadata hash was last checked against
-    # member id -> (member, image, subscribed topic ids): lets build_spec skip unchanged members' lookups
-    spec_cache: dict[str, tuple[Any, Any, frozenset[str]]] = field(default_factory=dict)
+    # The assignor's view of the members, kept up to date as they change so that snapshotting the group for
+    # a run costs what changed (`build_spec`): member id -> (subscribed topic ids, rack, instance id) as of
+    # `spec_image`; how many rows share each subscription; members changed since, True for those added or
+    # removed (None: rebuild every row).
+    spec_rows: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
+    spec_subscriptions: dict[frozenset[str], int] = field(default_factory=dict, compare=False, repr=False)
+    spec_dirty: dict[str, bool] | None = field(default=None, compare=False, repr=False)  # True: (re)added
+    spec_image: object = field(default=None, compare=False, repr=False)
+    # members per subscribed-names tuple and per server assignor: the group's subscribed names and the
+    # assignor vote without a pass over every member
+    subscription_counts: dict[tuple[str, ...], int] = field(default_factory=dict, compare=False, repr=False)
+    assignor_counts: dict[str, int] = field(default_factory=dict, compare=False, repr=False)
     # (metadata image, (subscribed names, regex, resolved names) -> topic ids): members subscribing alike share
     # one frozenset, computed once per image
     subscription_cache: tuple[object, dict[Any, frozenset[str]]] = field(
@@ -206,7 +216,7 @@ class ConsumerGroup(GroupDefaults):
 
     def subscribed_topic_names(self) -> set[str]:
         # members mostly subscribe alike: one union per distinct subscription, not per member
-        return set().union(*{m.subscribed_topic_names for m in self.members.values()})
+        return set().union(*self.subscription_counts)
 
     def regexes(self) -> set[str]:
         return set(self.regex_subscribers)
@@ -357,6 +367,19 @@ class ConsumerGroup(GroupDefaults):
         if old is None or old.subscribed_topic_regex != member.subscribed_topic_regex:
             self._count_regex(old, -1)
             self._count_regex(member, 1)
+        if old is None or old.subscribed_topic_names != member.subscribed_topic_names \
+                or old.server_assignor != member.server_assignor:
+            self._count_subscription(old, -1)
+            self._count_subscription(member, 1)
+        dirty = self.spec_dirty
+        if dirty is not None:
+            if old is None:  # appended to `members`: its row goes last too, in the order members came
+                dirty.pop(member.member_id, None)
+                dirty[member.member_id] = True
+            elif (old.subscribed_topic_names != member.subscribed_topic_names or old.rack_id != member.rack_id
+                  or old.subscribed_topic_regex != member.subscribed_topic_regex
+                  or old.instance_id != member.instance_id):
+                dirty.setdefault(member.member_id, False)
         self._update_owners(old, member)
 
     def remove_member(self, member_id: str) -> None:
@@ -367,7 +390,17 @@ class ConsumerGroup(GroupDefaults):
         if old.instance_id and self.static_members.get(old.instance_id) == member_id:
             del self.static_members[old.instance_id]
         self._count_regex(old, -1)
+        self._count_subscription(old, -1)
+        if self.spec_dirty is not None:
+            self.spec_dirty[member_id] = True
         self._update_owners(old, None)
+
+    def _count_subscription(self, member: ConsumerGroupMember | None, delta: int) -> None:
+        if member is None:
+            return
+        count_into(self.subscription_counts, member.subscribed_topic_names, delta)
+        if member.server_assignor:
+            count_into(self.assignor_counts, member.server_assignor, delta)
 
     def _count_regex(self, member: ConsumerGroupMember | None, delta: int) -> None:
         regex = member.subscribed_topic_regex if member is not None else None
@@ -411,3 +444,12 @@ def current_assignment_record(group_id: str, m: ConsumerGroupMember) -> Consumer
     return ConsumerGroupCurrentMemberAssignment(
         group_id, m.member_id, m.member_epoch, m.previous_member_epoch, m.state.value, m.assigned_partitions,
         m.partitions_pending_revocation)
+
+
+def count_into(counts: dict[Any, int], key: Any, delta: int) -> None:
+    """Add `delta` to `counts[key]`, dropping keys that reach 0."""
+    n = counts.get(key, 0) + delta
+    if n > 0:
+        counts[key] = n
+    else:
+        counts.pop(key, None)

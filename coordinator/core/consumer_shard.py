@@ -116,7 +116,7 @@ def _replay_regex(shard: GroupCoordinatorShard, r: records.ConsumerGroupRegularE
     group = consumer_group(shard, r.group_id)
     group.resolved_regexes[r.regex] = frozenset(r.topics)
     group.regex_resolved_ms[r.regex] = r.timestamp_ms
-    group.spec_cache.clear()  # members' subscribed topic ids depend on the resolution
+    group.spec_dirty = None  # members' subscribed topic ids depend on the resolution
 
 
 def _replay_regex_tombstone(shard: GroupCoordinatorShard, r: records.ConsumerGroupRegularExpressionTombstone) -> None:
@@ -124,7 +124,7 @@ def _replay_regex_tombstone(shard: GroupCoordinatorShard, r: records.ConsumerGro
     if isinstance(group, ConsumerGroup):
         group.resolved_regexes.pop(r.regex, None)
         group.regex_resolved_ms.pop(r.regex, None)
-        group.spec_cache.clear()
+        group.spec_dirty = None
 
 
 def _on_member_timer(shard: GroupCoordinatorShard, key: TimerKey, now: int) -> Result[None]:

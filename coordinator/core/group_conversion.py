@@ -153,6 +153,8 @@ def maybe_downgrade(shard: GroupCoordinatorShard, group: ConsumerGroup, leaving_
                     result: Result[Any], now: int) -> bool:
     """Kafka's validateOnlineDowngradeWithFencedMembers + convertToClassicGroup: True when the group became a
     classic group without `leaving_member_id` (which must then not be removed separately)."""
+    if len(group.classic_members) + 1 < len(group.members):
+        return False  # a consumer-protocol member other than the leaving one stays (checked without a pass)
     remaining = [m for mid, m in group.members.items() if mid != leaving_member_id]
     if not remaining or any(m.member_id not in group.classic_members for m in remaining):
         return False

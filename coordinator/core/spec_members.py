@@ -3,13 +3,14 @@
 Why: the coordinator snapshots a group for every assignor run on the event loop, and with offload the
 snapshot is pickled for a worker process. One `MemberSpec` per member, each with its view of the current
 target, cost 24 ms to build and 35 ms to pickle for 10,000 members, though no one on the coordinator's side
-reads them. Here the snapshot is a list of member ids, their subscriptions (shared frozensets, which pickle
-once each), racks and instance ids, plus the target's owner array; a worker builds the specs it reads.
+reads them. Here the snapshot is one row per member: its subscription (a shared frozenset, which pickles
+once), rack and instance id, plus the target's owner array; a worker builds the specs it reads. The group
+keeps the rows up to date as members change (`ConsumerGroup.spec_rows`), so a snapshot is a dict copy.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, KeysView, Mapping, Sequence
 
 from groupcoord.assignors.api import MemberSpec
 from groupcoord.assignors.compact import CompactAssignment
@@ -17,51 +18,47 @@ from groupcoord.assignors.compact import CompactAssignment
 _EMPTY: Mapping[str, frozenset[int]] = {}
 
 
+Row = tuple[frozenset[str], "str | None", "str | None"]  # subscribed topic ids, rack id, instance id
+
+
 class SpecMembers(Mapping[str, MemberSpec]):
     """member id -> `MemberSpec`, whose `assigned_partitions` is `current`'s view of the member (nothing for a
-    member `current` lacks)."""
+    member `current` lacks). `rows` is the caller's copy (the group keeps its own up to date)."""
 
-    __slots__ = ("_index", "_specs", "current", "ids", "instance_ids", "rack_ids", "subscriptions")
+    __slots__ = ("_specs", "current", "distinct", "rows")
 
-    def __init__(self, ids: Sequence[str], subscriptions: Sequence[frozenset[str]],
-                 rack_ids: Sequence[str | None], instance_ids: Sequence[str | None],
+    def __init__(self, rows: dict[str, Row], distinct: Sequence[frozenset[str]],
                  current: CompactAssignment | None) -> None:
-        self.ids = ids
-        self.subscriptions = subscriptions
-        self.rack_ids = rack_ids
-        self.instance_ids = instance_ids
+        self.rows = rows
+        self.distinct = distinct
         self.current = current
-        self._index: dict[str, int] | None = None
         self._specs: dict[str, MemberSpec] = {}
 
-    @property
-    def index(self) -> dict[str, int]:
-        if self._index is None:
-            self._index = {m: i for i, m in enumerate(self.ids)}
-        return self._index
-
-    def distinct_subscriptions(self) -> list[frozenset[str]]:
+    def distinct_subscriptions(self) -> Sequence[frozenset[str]]:
         """Each subscription once (members mostly share theirs)."""
-        return list({id(s): s for s in self.subscriptions}.values())
+        return self.distinct
 
     def __getitem__(self, member_id: str) -> MemberSpec:
         spec = self._specs.get(member_id)
         if spec is None:
-            i = self.index[member_id]
+            sub, rack, instance = self.rows[member_id]
             current = self.current
             target = current.view(member_id) if current is not None and member_id in current else _EMPTY
-            spec = MemberSpec(self.subscriptions[i], target, self.rack_ids[i], self.instance_ids[i])
+            spec = MemberSpec(sub, target, rack, instance)
             self._specs[member_id] = spec
         return spec
 
     def __contains__(self, member_id: object) -> bool:
-        return member_id in self.index
+        return member_id in self.rows
 
     def __iter__(self) -> Iterator[str]:
-        return iter(self.ids)
+        return iter(self.rows)
 
     def __len__(self) -> int:
-        return len(self.ids)
+        return len(self.rows)
+
+    def keys(self) -> KeysView[str]:  # a dict's: set operations run in C
+        return self.rows.keys()
 
     def __reduce__(self) -> tuple[object, ...]:
-        return SpecMembers, (self.ids, self.subscriptions, self.rack_ids, self.instance_ids, self.current)
+        return SpecMembers, (self.rows, self.distinct, self.current)

@@ -6,13 +6,12 @@ into an immutable `GroupSpec`, call the assignor, diff the result against the cu
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 from groupcoord.assignors.api import GroupAssignment, GroupSpec, LagSnapshot, MemberSpec, SubscriptionType
 from groupcoord.assignors.compact import CompactAssignment
-from groupcoord.coordinator.core.consumer_group import ConsumerGroup, ConsumerGroupMember
+from groupcoord.coordinator.core.consumer_group import ConsumerGroup, ConsumerGroupMember, count_into
 from groupcoord.coordinator.core.metadata import MetadataImage
 from groupcoord.coordinator.core.records import (
     ConsumerGroupTargetAssignmentMember,
@@ -48,7 +47,7 @@ class AssignorCompletion:
 
 def choose_assignor(group: ConsumerGroup, configured: list[str]) -> str:
     """The assignor most members ask for (ties: the earlier in `group.consumer.assignors`), else the default."""
-    votes = Counter(m.server_assignor for m in group.members.values() if m.server_assignor)
+    votes = {name: n for name, n in group.assignor_counts.items() if name}
     if not votes:
         return configured[0]
     best = max(votes.values())
@@ -73,35 +72,34 @@ def build_spec(
     group: ConsumerGroup, image: MetadataImage, resolve_regex: Callable[[str], frozenset[str]]
 ) -> GroupSpec:
     """Snapshot the group for the assignor. Runs on the event loop for every assignor run, so the members go
-    in as columns (`SpecMembers`) over the store's owner-array snapshot: no `MemberSpec` and no
-    per-partition work here. Each member's subscribed topic ids are cached while the member and the image
-    stay the same objects (both immutable values)."""
+    in as rows (`SpecMembers`) over the store's owner-array snapshot: no `MemberSpec` and no per-partition
+    work here, and only the rows of members changed since the last snapshot are recomputed (all of them
+    when the metadata image or a regex resolution changed)."""
     current = group.target_assignment.snapshot() if group.target_assignment_epoch else None
     if current is None and group.target_assignment_epoch and len(group.target_assignment):
         return _spec_from_store(group, image, resolve_regex)  # overlapping claims: per-member mappings
-    cache = group.spec_cache
-    ids: list[str] = []
-    subs: list[frozenset[str]] = []
-    racks: list[str | None] = []
-    instances: list[str | None] = []
-    for mid, m in group.members.items():
-        hit = cache.get(mid)
-        if hit is not None and hit[0] is m and hit[1] is image:
-            sub = hit[2]
-        else:
-            sub = cached_subscribed_topic_ids(group, m, image, resolve_regex)
-            cache[mid] = (m, image, sub)
-        ids.append(mid)
-        subs.append(sub)
-        racks.append(m.rack_id)
-        instances.append(m.instance_id)
-    if len(cache) > len(ids):
-        for mid in [k for k in cache if k not in group.members]:
-            del cache[mid]
-    members = SpecMembers(ids, subs, racks, instances, current)
-    distinct = set(members.distinct_subscriptions())  # equal sets reached by names and by regex count once
+    rows = group.spec_rows
+    subs = group.spec_subscriptions
+    dirty: Mapping[str, bool]
+    if group.spec_dirty is None or group.spec_image is not image:
+        rows.clear()
+        subs.clear()
+        dirty, group.spec_image = dict.fromkeys(group.members, True), image
+    else:
+        dirty = group.spec_dirty
+    for mid, readded in dirty.items():
+        old = rows.pop(mid, None) if readded else rows.get(mid)  # a re-added row goes last, as in `members`
+        if old is not None:
+            count_into(subs, old[0], -1)
+        m = group.members.get(mid)
+        if m is not None:
+            row = (cached_subscribed_topic_ids(group, m, image, resolve_regex), m.rack_id, m.instance_id)
+            rows[mid] = row
+            count_into(subs, row[0], 1)
+    group.spec_dirty = {}
+    distinct = list(subs)  # equal sets reached by names and by regex are one key
     kind = SubscriptionType.HOMOGENEOUS if len(distinct) <= 1 else SubscriptionType.HETEROGENEOUS
-    return GroupSpec(members=members, subscription_type=kind, current=current)
+    return GroupSpec(members=SpecMembers(dict(rows), distinct, current), subscription_type=kind, current=current)
 
 
 def _spec_from_store(group: ConsumerGroup, image: MetadataImage,
@@ -183,12 +181,16 @@ def target_records(
 
 def _candidates(group: ConsumerGroup, new_target: Mapping[str, Partitions]) -> Iterable[str]:
     """Members whose target may differ: all, unless the result knows what changed since a snapshot of the
-    target that every member still in it holds (only removals since)."""
+    target that every member still in it holds (only removals since). Then: the changed members, those
+    without a target yet and those the result lacks, found with set operations (sorted: records go in a
+    deterministic order)."""
     if not (isinstance(new_target, (CompactAssignment, TargetDelta)) and new_target.changed is not None
             and new_target.previous is not None and group.target_assignment.holds_since(new_target.previous)):
         return group.members
-    changed, store = new_target.changed, group.target_assignment
-    return [m for m in group.members if m in changed or m not in store or m not in new_target]
+    members = group.members.keys()
+    chosen = {m for m in new_target.changed if m in group.members}
+    chosen.update(members - group.target_assignment.keys(), members - new_target.keys())
+    return sorted(chosen)
 
 
 def _normalise(p: Partitions) -> dict[str, frozenset[int]]:

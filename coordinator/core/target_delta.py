@@ -9,7 +9,7 @@ was given (`TargetDelta`), writing records only for the changed ones.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterator, Mapping
+from collections.abc import Collection, Iterator, KeysView, Mapping
 
 from groupcoord.assignors.api import GroupAssignment, GroupSpec
 from groupcoord.assignors.compact import CompactAssignment
@@ -78,6 +78,9 @@ class TargetDelta(Mapping[str, Partitions]):
 
     def __len__(self) -> int:
         return len(self.members)
+
+    def keys(self) -> KeysView[str]:
+        return self.members if isinstance(self.members, KeysView) else KeysView(self)
 
     def reconciled(self, keep: Collection[str], moved: Mapping[str, str]) -> TargetDelta:
         """Only the members in `keep`, plus each `moved` new id (a replaced static member) taking its old

@@ -16,7 +16,7 @@ callers use the per-member mappings, which stay exact.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, MutableMapping
+from collections.abc import Iterator, KeysView, Mapping, MutableMapping
 
 import numpy as np
 import numpy.typing as npt
@@ -62,6 +62,9 @@ class TargetAssignment(MutableMapping[str, Partitions]):
 
     def __len__(self) -> int:
         return len(self._slot)
+
+    def keys(self) -> KeysView[str]:  # a dict's: set operations run in C
+        return self._slot.keys()
 
     def partition_count(self, member_id: str) -> int:
         slot = self._slot.get(member_id)

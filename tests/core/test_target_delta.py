@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import pickle
 import random
+from collections import Counter
 from typing import Any
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from groupcoord.assignors.registry import get_server_assignor
+from groupcoord.coordinator.core.consumer_group import ConsumerGroup
 from groupcoord.coordinator.core.records import ConsumerGroupTargetAssignmentMember
 from groupcoord.coordinator.core.spec_members import SpecMembers
 from groupcoord.coordinator.core.target_assignment import AssignorCompletion, build_spec
@@ -95,6 +97,21 @@ def test_a_target_set_while_the_run_was_in_flight_is_not_taken_for_the_snapshots
     assert shard_state(ctx.fresh_replay()) == shard_state(ctx.shard)
 
 
+def assert_the_kept_spec_rows_match_a_fresh_build(ctx: CoreContext, group: ConsumerGroup) -> None:
+    """The rows, subscribed names and assignor votes the group keeps up to date equal those computed afresh
+    from its members, in the members' order."""
+    kept = build_spec(group, ctx.shard.metadata, group.resolved_topics)
+    group.spec_dirty = None
+    fresh = build_spec(group, ctx.shard.metadata, group.resolved_topics)
+    assert isinstance(kept.members, SpecMembers) and isinstance(fresh.members, SpecMembers)
+    assert list(kept.members.rows.items()) == list(fresh.members.rows.items())
+    assert list(kept.members) == list(group.members)
+    assert kept.subscription_type == fresh.subscription_type
+    assert group.subscribed_topic_names() == set().union(*(m.subscribed_topic_names for m in group.members.values()))
+    assert group.assignor_counts == dict(Counter(m.server_assignor for m in group.members.values()
+                                                 if m.server_assignor))
+
+
 def _whole(run: Any) -> Any:
     """The run's result as a plain mapping, every member's partitions: the way it came back before deltas."""
     out = get_server_assignor(run.assignor_name).assign(run.spec, run.topics, run.lag)
@@ -138,5 +155,7 @@ def test_a_delta_over_churn_during_the_run_ends_as_the_whole_result_would(seed: 
         static = {m: group.members[m].instance_id for m in live  # type: ignore[union-attr,misc]
                   if group.members[m].instance_id}  # type: ignore[union-attr]
         assert shard_state(by_delta.shard) == shard_state(by_whole.shard)
+        if group is not None:
+            assert_the_kept_spec_rows_match_a_fresh_build(by_delta, group)  # type: ignore[arg-type]
     check_group_invariants(by_delta.group())
     assert shard_state(by_delta.fresh_replay()) == shard_state(by_delta.shard)
