@@ -16,6 +16,7 @@ callers use the per-member mappings, which stay exact.
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Iterator, KeysView, Mapping, MutableMapping
 
 import numpy as np
@@ -31,8 +32,8 @@ _NONE = np.int32(-1)
 class TargetAssignment(MutableMapping[str, Partitions]):
     """member id -> topic id -> partitions, stored as arrays (see the module docstring)."""
 
-    __slots__ = ("_claims", "_free", "_ids", "_owned", "_owners", "_parts", "_slot", "_snapshot", "_taken", "version",
-                 "writes")
+    __slots__ = ("_claims", "_free", "_ids", "_order", "_order_slots", "_owned", "_owners", "_parts", "_slot",
+                 "_snapshot", "_taken", "version", "writes")
 
     def __init__(self, items: Mapping[str, Partitions] | None = None) -> None:
         self._slot: dict[str, int] = {}
@@ -44,6 +45,10 @@ class TargetAssignment(MutableMapping[str, Partitions]):
         self._owned = 0  # entries >= 0 over the owner arrays: equal to _claims unless claims overlap
         self._snapshot: CompactAssignment | None = None
         self._taken: list[tuple[CompactAssignment, int]] = []  # recent snapshots and `writes` when taken
+        # member ids sorted, and their slots in that order: kept as members come and go (C-level inserts), so a
+        # snapshot needs no sort and no pass in Python over the members
+        self._order: list[str] = []
+        self._order_slots = np.zeros(0, dtype=np.int32)
         self.version = 0
         self.writes = 0  # member assignments set (removals do not count: they change no one else's)
         for k, v in (items or {}).items():
@@ -86,6 +91,9 @@ class TargetAssignment(MutableMapping[str, Partitions]):
             else:
                 self._ids[slot] = member_id
             self._slot[member_id] = slot
+            pos = bisect_left(self._order, member_id)
+            self._order.insert(pos, member_id)
+            self._order_slots = np.insert(self._order_slots, pos, slot)
         else:
             self._release(slot)
         parts: dict[str, I32Array] = {}
@@ -108,6 +116,9 @@ class TargetAssignment(MutableMapping[str, Partitions]):
 
     def __delitem__(self, member_id: str) -> None:
         slot = self._slot.pop(member_id)
+        pos = bisect_left(self._order, member_id)
+        del self._order[pos]
+        self._order_slots = np.delete(self._order_slots, pos)
         self._release(slot)
         self._parts[slot] = {}
         self._ids[slot] = None
@@ -154,10 +165,9 @@ class TargetAssignment(MutableMapping[str, Partitions]):
             self._rebuild_owners()  # an overlap may have resolved in an order that left a claim unowned
             if self._owned != self._claims:
                 return None
-        members = sorted(self._slot)
+        members = list(self._order)
         remap = np.full(len(self._ids) + 1, -1, dtype=np.int32)  # the extra last entry maps -1 to -1
-        for i, m in enumerate(members):
-            remap[self._slot[m]] = i
+        remap[self._order_slots] = np.arange(len(members), dtype=np.int32)
         topics = sorted(t for t, a in self._owners.items() if (a >= 0).any())
         arrays = [self._owners[t] for t in topics]
         base = np.zeros(len(arrays) + 1, dtype=np.int64)
