@@ -309,7 +309,16 @@ async def run_case(port: int, args: argparse.Namespace, pids: dict[int, int]) ->
     # queue on the measured groups' streams inside this load generator (they still share the coordinator).
     big_channel = grpc.aio.insecure_channel(f"127.0.0.1:{big_port}")
     big_load = Load(pb_grpc.GroupCoordinatorStub(big_channel), 0 if args.unary else 16)
-    await reconcile(big_load, big, rounds=4)
+    try:
+        await asyncio.wait_for(reconcile(big_load, big, rounds=4), timeout=args.join_timeout)
+    except TimeoutError:  # "off" at interval 0: every join runs the assignor on the event loop
+        print(f"  the {args.big}-member group did not settle within {args.join_timeout:.0f} s: no rebalancing phase",
+              flush=True)
+        for w in [*load.all_streams(), *big_load.workers]:
+            await w.close()
+        await big_channel.close()
+        await channel.close()
+        return out
     rng = random.Random(1)
     stop = asyncio.Event()
     load.latencies, load.done_at, load.recording = [], [], True
@@ -365,6 +374,8 @@ def main(argv: list[str] | None = None) -> int:
                    help="the big group's consumer.assignment.interval.ms (KIP-1263 batching; 1000 = Kafka's default, "
                    "0 = recompute on every change)")
     p.add_argument("--seconds", type=float, default=10.0)
+    p.add_argument("--join-timeout", type=float, default=180.0,
+                   help="give up on the rebalancing phase if its group has not settled after this many seconds")
     p.add_argument("--streams", type=int, default=64, help="ConsumerGroupHeartbeatStream streams to multiplex on")
     p.add_argument("--unary", action="store_true", help="unary ConsumerGroupHeartbeat calls instead of streams")
     p.add_argument("--quick", action="store_true", help="1,000 members, 5 s phases")
