@@ -8,6 +8,8 @@ BENCHMARKS = {
                           "1,000-member x 50,000-partition group through the core",
     "bench.heartbeat_bench": "heartbeats over real gRPC: 5,000 members in 50 groups, a 1,000-member group "
                              "rebalancing, offload on vs off (targets: >= 3,000/s, p99 <= 25 ms, <= 2x quiet p99)",
+    "bench.offload_loop_bench": "event-loop CPU of one offloaded assignor run on a 10,000-member group, piece by "
+                                "piece (snapshot, send, load, records)",
     "bench.assignors_bench": "assignor times and quality (uniform, range, lag, lag-sticky, cooperative-sticky)",
     "bench.classic_rebalance_bench": "a 1,000-member classic group completing a rebalance over real gRPC",
     "bench.spark_source_bench": "records/s through one Spark driver vs a plain confluent-kafka loop",

@@ -70,7 +70,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--topics", type=int, default=1)
     p.add_argument("--partitions", type=int, default=20_000, help="partitions per topic")
     p.add_argument("--repeat", type=int, default=5, help="rounds (median reported; the first is dropped)")
+    p.add_argument("--quick", action="store_true", help="2,000 members x 4,000 partitions, 3 rounds")
     args = p.parse_args(argv)
+    if args.quick:
+        args.members, args.partitions, args.repeat = 2000, 4000, 3
     shard = stable_group(args.members, args.topics, args.partitions)
     shard.config = BrokerConfig.from_mapping({"group.consumer.assignor.offload.enable": True,
                                               "group.consumer.assignment.interval.ms": 0})
