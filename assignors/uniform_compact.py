@@ -16,6 +16,7 @@ non-empty mapping for a member the array lacks) return None and take the general
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
+from itertools import repeat
 
 import numpy as np
 
@@ -26,22 +27,17 @@ from groupcoord.assignors.compact import CompactAssignment, IntArray, MemberAssi
 from groupcoord.assignors.uniform_homogeneous import clean_owned, release, topic_counts, with_added
 
 
-def _positions(group: GroupSpec, current: CompactAssignment, members: list[str]) -> list[int] | None:
-    """Each member's index in `current` (-1: absent, holding nothing), in `members` order; None when a
-    member's assignment is not what `current` says (then the array cannot stand for it)."""
-    index = current.index
-    out: list[int] = []
+def _positions(group: GroupSpec, current: CompactAssignment, members: list[str],
+               ) -> tuple[list[int], list[MemberAssignment]] | None:
+    """Each member's index in `current` (-1: absent, holding nothing) and its given assignment, in `members`
+    order; None when a member's assignment is not what `current` says (then the array cannot stand for it)."""
+    pos = list(map(current.index.get, members, repeat(-1)))
     specs = group.members
-    for m in members:
-        v = specs[m].assigned_partitions
-        i = index.get(m, -1)
-        if type(v) is MemberAssignmentView:
-            if v.source is not current or v.index != i:
-                return None
-        elif i >= 0 or v:
-            return None
-        out.append(i)
-    return out
+    given = [specs[m].assigned_partitions for m in members]
+    # what each member's assignment says its index is: -1 for an empty mapping, -2 for anything else
+    said = [v.index if type(v) is MemberAssignmentView and v.source is current else -2 if v else -1
+            for v in given]
+    return (pos, given) if said == pos else None
 
 
 def _scope(current: CompactAssignment, counts: Mapping[str, int]) -> tuple[IntArray, BoolArray]:
@@ -89,9 +85,10 @@ def assign_homogeneous_compact(group: GroupSpec, topics: TopicDescriber) -> Grou
         return None
     n = len(group.members)
     members = hash_map_member_order(group.members, n)
-    pos = _positions(group, current, members)
-    if pos is None:
+    found = _positions(group, current, members)
+    if found is None:
         return None
+    pos, given = found
     counts = topic_counts(group.members[members[0]].subscribed_topic_ids, topics)
     topic, in_scope = _scope(current, counts)
     owner = current.owner
@@ -107,10 +104,7 @@ def assign_homogeneous_compact(group: GroupSpec, topics: TopicDescriber) -> Grou
     out: dict[str, MemberAssignment] = {}
     released: list[tuple[str, int]] = []
     unfilled: list[tuple[str, int]] = []
-    specs = group.members
-    for index, m in enumerate(members):
-        i = pos[index]
-        old = specs[m].assigned_partitions
+    for index, (m, i, old) in enumerate(zip(members, pos, given, strict=True)):
         quota = floor
         has_extra = extra > 0
         if has_extra:
