@@ -8,11 +8,14 @@ Racks are ignored, as in Kafka 4.4. A subscription to a topic that does not exis
 
 Homogeneous groups starting from nothing, or from a result of this assignor fed back as it was returned,
 take `uniform_runs`: the same rules in time proportional to the members and the partitions that move.
+Those whose current assignment is the coordinator's owner array take `uniform_compact`: the same result
+as the general path, reading only the members that release or receive partitions.
 """
 
 from __future__ import annotations
 
 from groupcoord.assignors.api import GroupAssignment, GroupSpec, LagSnapshot, SubscriptionType, TopicDescriber
+from groupcoord.assignors.uniform_compact import assign_homogeneous_compact
 from groupcoord.assignors.uniform_heterogeneous import assign_heterogeneous
 from groupcoord.assignors.uniform_homogeneous import assign_homogeneous
 from groupcoord.assignors.uniform_runs import fresh, incremental
@@ -31,4 +34,6 @@ class UniformAssignor:
         out = incremental(group, topics)
         if out is None:
             out = fresh(group, topics)
+        if out is None and group.current is not None:
+            out = assign_homogeneous_compact(group, topics)
         return assign_homogeneous(group, topics) if out is None else out

@@ -22,7 +22,7 @@ answer.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
 from groupcoord.assignors._java_order import hash_map_member_order, hash_set_order, member_map_order
 from groupcoord.assignors.api import AssignorError, GroupAssignment, GroupSpec, MemberAssignment, TopicDescriber
@@ -40,26 +40,67 @@ def topic_counts(subscription: frozenset[str], topics: TopicDescriber) -> dict[s
     return out
 
 
+def clean_owned(cur: MemberAssignment, counts: Mapping[str, int], seen: set[tuple[str, int]]) -> MemberAssignment:
+    """One member's owned partitions with out-of-range ones and those in `seen` dropped (the very object
+    given when nothing is); adds what it keeps to `seen`."""
+    clean: dict[str, frozenset[int]] | None = None
+    for t, ps in cur.items():
+        n = counts.get(t)
+        if n is None:
+            continue  # not subscribed: dropped by the builder itself
+        keep = [p for p in ps if 0 <= p < n and (t, p) not in seen]
+        seen.update((t, p) for p in keep)
+        if len(keep) != len(ps):
+            if clean is None:
+                clean = {k: frozenset(v) for k, v in cur.items()}
+            clean[t] = frozenset(keep)
+    return cur if clean is None else clean
+
+
 def _valid_owned(group: GroupSpec, members: list[str], counts: Mapping[str, int]) -> dict[str, MemberAssignment]:
     """Each member's owned partitions with out-of-range and doubly owned ones dropped (unchanged
     mappings are the very objects given)."""
     seen: set[tuple[str, int]] = set()
-    out: dict[str, MemberAssignment] = {}
-    for m in members:
-        cur = group.members[m].assigned_partitions
-        clean: dict[str, frozenset[int]] | None = None
-        for t, ps in cur.items():
-            n = counts.get(t)
-            if n is None:
-                continue  # not subscribed: dropped by the builder itself
-            keep = [p for p in ps if 0 <= p < n and (t, p) not in seen]
-            seen.update((t, p) for p in keep)
-            if len(keep) != len(ps):
-                if clean is None:
-                    clean = {k: frozenset(v) for k, v in cur.items()}
-                clean[t] = frozenset(keep)
-        out[m] = cur if clean is None else clean
-    return out
+    return {m: clean_owned(group.members[m].assigned_partitions, counts, seen) for m in members}
+
+
+def release(old: MemberAssignment, counts: Mapping[str, int], quota: int,
+            unassigned: list[tuple[str, int]]) -> tuple[MemberAssignment, int]:
+    """Keep up to `quota` of a member's owned partitions, in Kafka's visiting order, appending the rest to
+    `unassigned`; unsubscribed topics go. Returns the member's assignment (`old` itself when unchanged, else
+    a new mapping in `member_map_order`) and the quota left."""
+    new: dict[str, set[int]] | None = None
+    # A plain mapping iterates as given (Kafka's own tests pass theirs in order); the core's array-backed
+    # views iterate in layout order, so they are read in the order Kafka's record, read back, would have.
+    for t in (old if isinstance(old, dict) else member_map_order(old)):
+        ps = old[t]
+        if t in counts:
+            if len(ps) <= quota:
+                quota -= len(ps)
+                continue
+            for p in sorted(ps):
+                if quota > 0:
+                    quota -= 1
+                    continue
+                if new is None:
+                    new = {k: set(v) for k, v in old.items()}
+                new[t].discard(p)
+                if not new[t]:
+                    del new[t]
+                unassigned.append((t, p))
+        else:
+            if new is None:
+                new = {k: set(v) for k, v in old.items()}
+            del new[t]
+    return (old if new is None else {t: frozenset(new[t]) for t in member_map_order(new)}), quota
+
+
+def with_added(cur: MemberAssignment, added: Iterable[tuple[str, Iterable[int]]]) -> dict[str, frozenset[int]]:
+    """A receiving member's new assignment, in `member_map_order`."""
+    got = {t: set(ps) for t, ps in cur.items()}
+    for t, ps in added:
+        got.setdefault(t, set()).update(ps)
+    return {t: frozenset(got[t]) for t in member_map_order(got)}
 
 
 def assign_homogeneous(group: GroupSpec, topics: TopicDescriber) -> GroupAssignment:
@@ -76,34 +117,11 @@ def assign_homogeneous(group: GroupSpec, topics: TopicDescriber) -> GroupAssignm
     out: dict[str, MemberAssignment] = {}
     unfilled: list[tuple[str, int]] = []
     for index, m in enumerate(members):
-        old = owned[m]
         quota = floor
         has_extra = extra > 0
         if has_extra:
             quota += 1
-        new: dict[str, set[int]] | None = None
-        # A plain mapping iterates as given (Kafka's own tests pass theirs in order); the core's array-backed
-        # views iterate in layout order, so they are read in the order Kafka's record, read back, would have.
-        for t in (old if isinstance(old, dict) else member_map_order(old)):
-            ps = old[t]
-            if t in counts:
-                if len(ps) <= quota:
-                    quota -= len(ps)
-                    continue
-                for p in sorted(ps):
-                    if quota > 0:
-                        quota -= 1
-                        continue
-                    if new is None:
-                        new = {k: set(v) for k, v in old.items()}
-                    new[t].discard(p)
-                    if not new[t]:
-                        del new[t]
-                    unassigned.append((t, p))
-            else:
-                if new is None:
-                    new = {k: set(v) for k, v in old.items()}
-                del new[t]
+        out[m], quota = release(owned[m], counts, quota, unassigned)
         if quota > 0 and has_extra and n - index > extra:
             quota -= 1
             has_extra = False
@@ -111,14 +129,10 @@ def assign_homogeneous(group: GroupSpec, topics: TopicDescriber) -> GroupAssignm
             unfilled.append((m, quota))
         if has_extra:
             extra -= 1
-        out[m] = old if new is None else {t: frozenset(new[t]) for t in member_map_order(new)}
     i = 0
     for m, quota in unfilled:
-        got = {t: set(ps) for t, ps in out[m].items()}
-        for t, p in unassigned[i:i + quota]:
-            got.setdefault(t, set()).add(p)
+        out[m] = with_added(out[m], ((t, (p,)) for t, p in unassigned[i:i + quota]))
         i += quota
-        out[m] = {t: frozenset(got[t]) for t in member_map_order(got)}
     if i < len(unassigned):
         raise AssignorError("partitions were left unassigned")
     return out

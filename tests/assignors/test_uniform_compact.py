@@ -1,0 +1,160 @@
+"""`uniform` on an owner-array current assignment gives exactly the general path's result (Kafka's builder),
+object for object, and reads only the members that move."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from groupcoord.assignors.api import AssignorError, GroupAssignment, GroupSpec, MemberSpec, StaticTopicDescriber
+from groupcoord.assignors.compact import CompactAssignment, MemberAssignmentView, compact_from_mapping
+from groupcoord.assignors.uniform import UniformAssignor
+from groupcoord.assignors.uniform_compact import assign_homogeneous_compact
+from groupcoord.assignors.uniform_homogeneous import assign_homogeneous
+
+UNIFORM = UniformAssignor()
+# topic ids as the coordinator has them: Kafka's `HashSet` and member-map orders of 3 or more of them differ
+# from sorted order (the array's order), so a path that visited topics the array's way would be caught
+TOPICS = [str(uuid.uuid5(uuid.NAMESPACE_DNS, f"t{i}")) for i in range(5)]
+
+
+def spec_on(current: CompactAssignment, members: list[str], sub: frozenset[str]) -> GroupSpec:
+    """The group as the coordinator hands it over: members in `current` hold its views, the others {}."""
+    return GroupSpec.of({m: MemberSpec(sub, current.view(m) if m in current else {}) for m in members},
+                        current=current)
+
+
+def check_same(spec: GroupSpec, topics: StaticTopicDescriber) -> GroupAssignment:
+    """The compact path's result equals the general path's on the same spec: same partitions, same topic
+    order, and the very given object exactly where the general path gives it back."""
+    try:
+        want = assign_homogeneous(spec, topics)
+    except AssignorError:
+        with pytest.raises(AssignorError):
+            assign_homogeneous_compact(spec, topics)
+        return {}
+    got = assign_homogeneous_compact(spec, topics)
+    assert got is not None
+    assert list(got) == list(want)
+    for m, w in want.items():
+        given_ = spec.members[m].assigned_partitions
+        assert (got[m] is given_) == (w is given_), m
+        assert list(got[m].items()) == list(w.items()), m
+    assert UNIFORM.assign(spec, topics) == want
+    return got
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    counts=st.lists(st.integers(0, 12), min_size=1, max_size=4),
+    old_sizes=st.lists(st.integers(0, 14), min_size=5, max_size=5),
+    owners=st.lists(st.integers(-1, 9), min_size=70, max_size=70),
+    in_group=st.lists(st.booleans(), min_size=10, max_size=10),
+    newcomers=st.integers(0, 3),
+)
+def test_compact_path_matches_general_path_on_any_owner_array(
+    counts: list[int], old_sizes: list[int], owners: list[int], in_group: list[bool], newcomers: int
+) -> None:
+    topics = StaticTopicDescriber({TOPICS[i]: c for i, c in enumerate(counts)})
+    sub = frozenset(topics.partition_counts)
+    pool = [f"m{i}" for i in range(10)]
+    # old sizes differ from the counts now (grown, shrunk), and TOPICS[4] is a topic nobody subscribes to
+    old: dict[str, dict[str, set[int]]] = {m: {} for m in pool}
+    it = iter(owners)
+    for k, size in enumerate(old_sizes):
+        for p in range(size):
+            o = next(it)
+            if o >= 0:
+                old[pool[o]].setdefault(TOPICS[k], set()).add(p)
+    current = compact_from_mapping(old)
+    assert current is not None
+    members = [m for m, keep in zip(pool, in_group, strict=True) if keep] + [f"new{i}" for i in range(newcomers)]
+    if members:
+        check_same(spec_on(current, members, sub), topics)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    counts=st.lists(st.integers(0, 12), min_size=1, max_size=4),
+    first=st.integers(1, 9),
+    steps=st.lists(st.tuples(st.booleans(), st.integers(0, 30), st.integers(1, 3), st.integers(-3, 3)),
+                   max_size=6),
+)
+def test_compact_path_matches_general_path_across_joins_leaves_and_resizes(
+    counts: list[int], first: int, steps: list[tuple[bool, int, int, int]]
+) -> None:
+    sizes = {TOPICS[i]: c for i, c in enumerate(counts)}
+    sub = frozenset(sizes)
+    names = [f"m{i:02d}" for i in range(first)]
+    result: Mapping[str, Mapping[str, frozenset[int]]] = assign_homogeneous(
+        GroupSpec.of({m: MemberSpec(sub) for m in names}), StaticTopicDescriber(sizes))
+    next_id = first
+    for join, pick, k, resize in steps:
+        members = list(result)
+        if join:
+            members += [f"m{(next_id * 7919) % 97:02d}x{j}" for j in range(next_id, next_id + k)]
+            next_id += k
+        else:  # leavers stay in the array, as the coordinator's previous target keeps them
+            members = [m for m in members if m not in sorted(members)[pick % len(members):][:k]] or members[:1]
+        t = TOPICS[pick % len(sizes)]
+        sizes[t] = max(0, sizes[t] + resize)
+        current = compact_from_mapping(result)
+        assert current is not None
+        spec = spec_on(current, members, sub)
+        result = check_same(spec, StaticTopicDescriber(dict(sizes)))
+
+
+def test_one_leaves_one_joins_reads_only_the_members_that_move() -> None:
+    topics = StaticTopicDescriber({"t": 1000})
+    sub = frozenset({"t"})
+    names = [f"member{i}" for i in range(100)]
+    before = assign_homogeneous(GroupSpec.of({m: MemberSpec(sub) for m in names}), topics)
+    current = compact_from_mapping(before)
+    assert current is not None
+    spec = spec_on(current, [*names[1:], "newMember"], sub)
+    got = assign_homogeneous_compact(spec, topics)
+    assert got is not None
+    assert got["newMember"] == before["member0"]
+    for m in names[1:]:
+        assert got[m] is spec.members[m].assigned_partitions
+        view = got[m]
+        assert isinstance(view, MemberAssignmentView) and view._dict is None  # never read
+    check_same(spec, topics)
+
+
+def test_a_shrunk_topic_and_an_unsubscribed_one_are_dropped_as_the_general_path_drops_them() -> None:
+    current = compact_from_mapping({"a": {"t": {0, 1, 2, 3}, "gone": {0, 1}}, "b": {"t": {4, 5, 6, 7}}})
+    assert current is not None
+    topics = StaticTopicDescriber({"t": 6, "gone": 2})
+    got = check_same(spec_on(current, ["a", "b"], frozenset({"t"})), topics)
+    assert sorted(p for a in got.values() for p in a.get("t", ())) == list(range(6))
+    assert all("gone" not in a for a in got.values())
+
+
+def test_a_grown_topic_hands_its_new_partitions_to_members_below_quota() -> None:
+    current = compact_from_mapping({"a": {"t": {0, 1}}, "b": {"t": {2, 3}}})
+    assert current is not None
+    got = check_same(spec_on(current, ["a", "b", "c"], frozenset({"t"})), StaticTopicDescriber({"t": 6}))
+    assert got["c"] == {"t": frozenset({4, 5})}
+
+
+def test_an_input_that_is_not_the_arrays_views_takes_the_general_path() -> None:
+    current = compact_from_mapping({"a": {"t": {0, 1}}, "b": {"t": {2, 3}}})
+    other = compact_from_mapping({"a": {"t": {0, 1}}, "b": {"t": {2, 3}}})
+    assert current is not None and other is not None
+    topics = StaticTopicDescriber({"t": 4})
+    sub = frozenset({"t"})
+    cases = [
+        {"a": MemberSpec(sub, other.view("a")), "b": MemberSpec(sub, current.view("b"))},  # another array's view
+        {"a": MemberSpec(sub, current.view("b")), "b": MemberSpec(sub, current.view("b"))},  # another member's
+        {"a": MemberSpec(sub, {"t": frozenset({0, 1})}), "b": MemberSpec(sub, current.view("b"))},  # a dict
+        {"a": MemberSpec(sub, current.view("a")), "c": MemberSpec(sub, {"t": frozenset({2})})},  # not in array
+    ]
+    for members in cases:
+        spec = GroupSpec.of(members, current=current)
+        assert assign_homogeneous_compact(spec, topics) is None
+        assert UNIFORM.assign(spec, topics) == assign_homogeneous(spec, topics)
