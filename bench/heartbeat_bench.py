@@ -214,7 +214,11 @@ async def churn_loop(load: Load, big: list[Member], churn_ms: int, stop: asyncio
 
     tasks = [asyncio.create_task(member_loop(m)) for m in list(big)]
     while not stop.is_set():
-        await asyncio.sleep(churn_ms / 1000)
+        if churn_ms <= 0:  # no churn: the big group only heartbeats
+            await stop.wait()
+            break
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(stop.wait(), churn_ms / 1000)
         if stop.is_set():
             break
         victim = big.pop(rng.randrange(len(big)))
@@ -368,7 +372,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--big", type=int, default=1000, help="members of the rebalancing group")
     p.add_argument("--big-partitions", type=int, default=4000)
     p.add_argument("--rate", type=float, default=3000.0, help="target heartbeats/s of the small groups")
-    p.add_argument("--churn-ms", type=int, default=500, help="one leave + one join in the big group this often")
+    p.add_argument("--churn-ms", type=int, default=500,
+                   help="one leave + one join in the big group this often (0: none, the group only heartbeats)")
     p.add_argument("--big-interval-ms", type=int, default=2000, help="heartbeat interval of the big group")
     p.add_argument("--assignment-interval-ms", type=int, default=1000,
                    help="the big group's consumer.assignment.interval.ms (KIP-1263 batching; 1000 = Kafka's default, "

@@ -137,7 +137,7 @@ def reconcile_result_with_group(
     """Apply what changed while an offloaded run was in flight (KIP-1263): members removed since then lose
     their assignment; a static member replaced since then has its assignment moved to the new member id.
     Nobody removed: the result as it is (a compact one keeps what it knows about who changed)."""
-    if not result.keys() - group.members.keys():  # in C when the result's keys are a dict's (`TargetDelta`)
+    if result.keys() <= group.members.keys():  # in C when the result's keys are a dict's (`TargetDelta`)
         return result
     if isinstance(result, TargetDelta):
         moved = {}
