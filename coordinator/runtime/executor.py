@@ -133,9 +133,10 @@ def run_compact(run: CompactRun) -> RunOutcome:
     outcome = run_assignor(run.assignor_name, run.spec, run.topics, run.lag)
     if outcome.assignment is None:
         return outcome
-    changes = assignment_changes(run.spec, outcome.assignment)
-    if changes is not None:  # the coordinator has the rest: the snapshot it sent
-        return RunOutcome(None, None, outcome.started, outcome.elapsed, changes=changes)
+    outcome = with_changes(outcome, run.spec)
+    if outcome.changes is not None:  # the coordinator has the rest: the snapshot it sent
+        return outcome
+    assert outcome.assignment is not None
     if isinstance(outcome.assignment, CompactAssignment):  # arrays: one small pickle, no frozensets to load
         return RunOutcome(None, None, outcome.started, outcome.elapsed, (pickle.dumps(outcome.assignment),))
     items = list(outcome.assignment.items())
@@ -156,7 +157,8 @@ def load_chunks(chunks: tuple[bytes, ...]) -> GroupAssignment:
 
 
 def with_changes(outcome: RunOutcome, spec: GroupSpec) -> RunOutcome:
-    """A thread's outcome told as its changes too, so the event loop looks at those members only."""
+    """The outcome told as the members it changed, when it can be (the spec carried the current target), so
+    the event loop looks at those members only and a worker process sends back only those."""
     if outcome.assignment is None:
         return outcome
     changes = assignment_changes(spec, outcome.assignment)
