@@ -31,9 +31,11 @@ class UniformAssignor:
     ) -> GroupAssignment:
         if group.subscription_type is not SubscriptionType.HOMOGENEOUS:
             return assign_heterogeneous(group, topics)
-        out = incremental(group, topics)
+        out = None
+        if group.current is not None:  # the coordinator's input: read the owner array, not every member
+            out = assign_homogeneous_compact(group, topics)
+        if out is None:
+            out = incremental(group, topics)
         if out is None:
             out = fresh(group, topics)
-        if out is None and group.current is not None:
-            out = assign_homogeneous_compact(group, topics)
         return assign_homogeneous(group, topics) if out is None else out
