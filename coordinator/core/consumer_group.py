@@ -170,6 +170,9 @@ class ConsumerGroup(GroupDefaults):
     spec_subscriptions: dict[frozenset[str], int] = field(default_factory=dict, compare=False, repr=False)
     spec_dirty: dict[str, bool] | None = field(default=None, compare=False, repr=False)  # True: (re)added
     spec_image: object = field(default=None, compare=False, repr=False)
+    # members added since the last assignor run started (None: unknown, e.g. after a load): with the run's
+    # delta they are all the members that may lack a target when it completes (`target_records`)
+    added_since_run: dict[str, None] | None = field(default=None, compare=False, repr=False)
     # members per subscribed-names tuple and per server assignor: the group's subscribed names and the
     # assignor vote without a pass over every member
     subscription_counts: dict[tuple[str, ...], int] = field(default_factory=dict, compare=False, repr=False)
@@ -371,6 +374,8 @@ class ConsumerGroup(GroupDefaults):
                 or old.server_assignor != member.server_assignor:
             self._count_subscription(old, -1)
             self._count_subscription(member, 1)
+        if old is None and self.added_since_run is not None:
+            self.added_since_run[member.member_id] = None
         dirty = self.spec_dirty
         if dirty is not None:
             if old is None:  # appended to `members`: its row goes last too, in the order members came

@@ -182,15 +182,21 @@ def target_records(
 def _candidates(group: ConsumerGroup, new_target: Mapping[str, Partitions]) -> Iterable[str]:
     """Members whose target may differ: all, unless the result knows what changed since a snapshot of the
     target that every member still in it holds (only removals since). Then: the changed members, those
-    without a target yet and those the result lacks, found with set operations (sorted: records go in a
-    deterministic order)."""
+    without a target yet and those the result lacks."""
     if not (isinstance(new_target, (CompactAssignment, TargetDelta)) and new_target.changed is not None
             and new_target.previous is not None and group.target_assignment.holds_since(new_target.previous)):
         return group.members
+    if isinstance(new_target, TargetDelta) and group.added_since_run is not None:
+        # A delta lists every member of its run that had no target; members added since the run started are
+        # the rest that may lack one. No pass over the group.
+        chosen = [m for m in new_target.changed if m in group.members]
+        seen = set(chosen)
+        chosen += [m for m in group.added_since_run if m in group.members and m not in seen]
+        return chosen
     members = group.members.keys()
-    chosen = {m for m in new_target.changed if m in group.members}
-    chosen.update(members - group.target_assignment.keys(), members - new_target.keys())
-    return sorted(chosen)
+    found = {m for m in new_target.changed if m in group.members}
+    found.update(members - group.target_assignment.keys(), members - new_target.keys())
+    return sorted(found)
 
 
 def _normalise(p: Partitions) -> dict[str, frozenset[int]]:

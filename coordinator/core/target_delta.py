@@ -23,17 +23,18 @@ def normalised(p: Mapping[str, Collection[int]]) -> dict[str, frozenset[int]]:
 
 
 def assignment_changes(spec: GroupSpec, assignment: GroupAssignment) -> dict[str, dict[str, frozenset[int]]] | None:
-    """The members of `spec` whose assignment in `assignment` differs from their current one, with their new
-    assignment; None when the result is not over exactly the spec's members (then it goes back whole).
+    """The members of `spec` whose assignment in `assignment` differs from their current one, and those that
+    had none in `spec.current`, with their new assignment; None when the result is not over exactly the
+    spec's members (then it goes back whole).
     Assignors hand unchanged members' mappings back as given, so most members cost an identity check."""
     if spec.current is None or len(assignment) != len(spec.members) \
             or any(m not in spec.members for m in assignment):
         return None
-    members = spec.members
+    members, current = spec.members, spec.current
     candidates: Collection[str] = members
     if isinstance(assignment, CompactAssignment) and assignment.changed is not None \
-            and assignment.previous is spec.current:
-        candidates = [m for m in assignment.changed if m in members]
+            and assignment.previous is current:
+        candidates = sorted(m for m in assignment.changed if m in members)  # a frozenset: sorted, deterministic
     changes: dict[str, dict[str, frozenset[int]]] = {}
     for m in candidates:
         new = assignment[m]
@@ -43,6 +44,9 @@ def assignment_changes(spec: GroupSpec, assignment: GroupAssignment) -> dict[str
         new_n = normalised(new)
         if new_n != normalised(old):
             changes[m] = new_n
+    # members without a target before the run get one even if empty: listing them here spares the
+    # coordinator a pass over every member to find who has no target
+    changes.update((m, normalised(assignment[m])) for m in members if m not in current and m not in changes)
     return changes
 
 
