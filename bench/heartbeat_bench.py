@@ -4,12 +4,13 @@
 
 For each offload setting it starts `groupcoord serve` as a subprocess (its own core), and a load process
 (this one) with `--members` members spread over `--groups` groups, all joined and reconciled, heartbeating
-open-loop at `--rate` per second in total. Phase "quiet" measures latency as is; phase "rebalancing" adds a
-1,000-member group on another topic whose membership churns continuously (one member leaves and one joins
-every `--churn-ms`), with that group's assignment interval at `--assignment-interval-ms` (default 1000,
-Kafka's; 0 recomputes on every change).
+open-loop at `--rate` per second in total. Phase "quiet" measures latency as is; phase "steady" adds a
+`--big`-member group on another topic that heartbeats without changing; phase "rebalancing" makes its
+membership churn continuously (one member leaves and one joins every `--churn-ms`), with that group's
+assignment interval at `--assignment-interval-ms` (default 1000, Kafka's; 0 recomputes on every change).
 Latency is measured per RPC on the client. Targets (2 cores): >= 3,000 heartbeats/s, p99 <= 25 ms, and
-with offload on the other groups' p99 within 2x of the quiet p99.
+with offload on the other groups' p99 within 2x of the quiet p99. "p99/steady" separates what the
+rebalancing costs the others from what the big group's heartbeats alone cost them.
 """
 
 from __future__ import annotations
@@ -324,23 +325,35 @@ async def run_case(port: int, args: argparse.Namespace, pids: dict[int, int]) ->
         await channel.close()
         return out
     rng = random.Random(1)
-    stop = asyncio.Event()
-    load.latencies, load.done_at, load.recording = [], [], True
-    big_load.done_at, big_load.recording = [], True
-    churn = asyncio.create_task(churn_loop(big_load, big, args.churn_ms, stop, rng, args.big_interval_ms / 1000))
-    task = asyncio.create_task(steady_loop(load, members, args.rate, stop))
-    t0 = time.perf_counter()
-    await asyncio.sleep(args.seconds)
-    stop.set()
-    await task
-    changes = await churn
-    load.recording = False
+
+    async def phase(churn_ms: int) -> dict[str, float]:
+        stop = asyncio.Event()
+        load.latencies, load.done_at, load.recording = [], [], True
+        big_load.done_at, big_load.recording = [], True
+        churn = asyncio.create_task(churn_loop(big_load, big, churn_ms, stop, rng, args.big_interval_ms / 1000))
+        task = asyncio.create_task(steady_loop(load, members, args.rate, stop))
+        t0 = time.perf_counter()
+        await asyncio.sleep(args.seconds)
+        stop.set()
+        await task
+        changes = await churn
+        load.recording = False
+        return {"rate": window_rate(load.done_at, t0, args), "big_rate": window_rate(big_load.done_at, t0, args),
+                "p50": pct(load.latencies, 0.5), "p99": pct(load.latencies, 0.99), "load": os.getloadavg()[0],
+                "churn": changes}
+
+    if not args.no_steady:  # the big group present and heartbeating, not changing: the baseline for isolation
+        print("  steady: the big group heartbeats without churn ...", flush=True)
+        steady = await phase(0)
+        out.update(steady_rate=steady["rate"], steady_big_rate=steady["big_rate"], steady_p50=steady["p50"],
+                   steady_p99=steady["p99"], steady_load=steady["load"])
+    busy = await phase(args.churn_ms)
     for w in [*load.all_streams(), *big_load.workers]:
         await w.close()
     await big_channel.close()
-    out.update(busy_rate=window_rate(load.done_at, t0, args), big_rate=window_rate(big_load.done_at, t0, args),
-               busy_p50=pct(load.latencies, 0.5), busy_p99=pct(load.latencies, 0.99), busy_load=os.getloadavg()[0],
-               churn=changes, errors=load.errors + sum(load.rpc_errors.values()) + big_load.errors)
+    out.update(busy_rate=busy["rate"], big_rate=busy["big_rate"], busy_p50=busy["p50"], busy_p99=busy["p99"],
+               busy_load=busy["load"], churn=busy["churn"],
+               errors=load.errors + sum(load.rpc_errors.values()) + big_load.errors)
     if load.rpc_errors:
         print(f"  rpc errors: {load.rpc_errors}", flush=True)
     await channel.close()
@@ -379,6 +392,8 @@ def main(argv: list[str] | None = None) -> int:
                    help="the big group's consumer.assignment.interval.ms (KIP-1263 batching; 1000 = Kafka's default, "
                    "0 = recompute on every change)")
     p.add_argument("--seconds", type=float, default=10.0)
+    p.add_argument("--no-steady", action="store_true",
+                   help="skip the steady phase (the big group heartbeating without churn, the isolation baseline)")
     p.add_argument("--join-timeout", type=float, default=180.0,
                    help="give up on the rebalancing phase if its group has not settled after this many seconds")
     p.add_argument("--streams", type=int, default=64, help="ConsumerGroupHeartbeatStream streams to multiplex on")
@@ -422,10 +437,15 @@ def main(argv: list[str] | None = None) -> int:
     for name, r in rows:
         print(f"{name:<8} {'quiet':<12} {r['quiet_rate']:>8,.0f} {'':>10} {r['quiet_p50']:>8.2f} "
               f"{r['quiet_p99']:>8.2f} {'':>10} {'':>6} {'':>6} {r['quiet_load']:>6.1f}")
+        if "steady_rate" in r:
+            print(f"{name:<8} {'steady':<12} {r['steady_rate']:>8,.0f} {r['steady_big_rate']:>10,.0f} "
+                  f"{r['steady_p50']:>8.2f} {r['steady_p99']:>8.2f} {r['steady_p99'] / r['quiet_p99']:>10.2f} "
+                  f"{'':>6} {'':>6} {r['steady_load']:>6.1f}")
         if "busy_rate" in r:
             print(f"{name:<8} {'rebalancing':<12} {r['busy_rate']:>8,.0f} {r['big_rate']:>10,.0f} "
                   f"{r['busy_p50']:>8.2f} {r['busy_p99']:>8.2f} {r['busy_p99'] / r['quiet_p99']:>10.2f} "
-                  f"{int(r['churn']):>6} {int(r['errors']):>6} {r['busy_load']:>6.1f}")
+                  f"{int(r['churn']):>6} {int(r['errors']):>6} {r['busy_load']:>6.1f}"
+                  + (f"   p99/steady {r['busy_p99'] / r['steady_p99']:.2f}" if "steady_p99" in r else ""))
     print()
     print(f"CPU in the quiet phase ({args.workers} worker(s)); cores = CPU seconds per wall second; load1 = the "
           "machine's 1-minute load average then")
