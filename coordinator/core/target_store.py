@@ -45,9 +45,9 @@ class TargetAssignment(MutableMapping[str, Partitions]):
         self._owned = 0  # entries >= 0 over the owner arrays: equal to _claims unless claims overlap
         self._snapshot: CompactAssignment | None = None
         self._taken: list[tuple[CompactAssignment, int]] = []  # recent snapshots and `writes` when taken
-        # member ids sorted, and their slots in that order: kept as members come and go (C-level inserts), so a
-        # snapshot needs no sort and no pass in Python over the members
-        self._order: list[str] = []
+        # member ids sorted, and their slots in that order: kept as members come and go (C-level inserts) once
+        # a snapshot has been taken, so later snapshots need no sort and no pass in Python over the members
+        self._order: list[str] | None = None  # None: sorted at the next snapshot (replay inserts stay O(1))
         self._order_slots = np.zeros(0, dtype=np.int32)
         self.version = 0
         self.writes = 0  # member assignments set (removals do not count: they change no one else's)
@@ -91,9 +91,10 @@ class TargetAssignment(MutableMapping[str, Partitions]):
             else:
                 self._ids[slot] = member_id
             self._slot[member_id] = slot
-            pos = bisect_left(self._order, member_id)
-            self._order.insert(pos, member_id)
-            self._order_slots = np.insert(self._order_slots, pos, slot)
+            if self._order is not None:
+                pos = bisect_left(self._order, member_id)
+                self._order.insert(pos, member_id)
+                self._order_slots = np.insert(self._order_slots, pos, slot)
         else:
             self._release(slot)
         parts: dict[str, I32Array] = {}
@@ -116,9 +117,10 @@ class TargetAssignment(MutableMapping[str, Partitions]):
 
     def __delitem__(self, member_id: str) -> None:
         slot = self._slot.pop(member_id)
-        pos = bisect_left(self._order, member_id)
-        del self._order[pos]
-        self._order_slots = np.delete(self._order_slots, pos)
+        if self._order is not None:
+            pos = bisect_left(self._order, member_id)
+            del self._order[pos]
+            self._order_slots = np.delete(self._order_slots, pos)
         self._release(slot)
         self._parts[slot] = {}
         self._ids[slot] = None
@@ -165,6 +167,10 @@ class TargetAssignment(MutableMapping[str, Partitions]):
             self._rebuild_owners()  # an overlap may have resolved in an order that left a claim unowned
             if self._owned != self._claims:
                 return None
+        if self._order is None:
+            self._order = sorted(self._slot)
+            self._order_slots = np.fromiter(map(self._slot.__getitem__, self._order), dtype=np.int32,
+                                            count=len(self._order))
         members = list(self._order)
         remap = np.full(len(self._ids) + 1, -1, dtype=np.int32)  # the extra last entry maps -1 to -1
         remap[self._order_slots] = np.arange(len(members), dtype=np.int32)

@@ -3,6 +3,8 @@ target changed, and the bytes it costs per partition."""
 
 from __future__ import annotations
 
+import random
+
 from groupcoord.assignors.compact import CompactAssignment
 from groupcoord.coordinator.core.records import ConsumerGroupTargetAssignmentMember
 from groupcoord.coordinator.core.target_store import TargetAssignment
@@ -71,3 +73,26 @@ def test_the_assignor_reads_the_target_as_the_stores_owner_array() -> None:
     snap = ctx.group().target_assignment.snapshot()
     assert isinstance(snap, CompactAssignment) and snap.topic_ids == [FOO]
     assert sorted(snap.counts()) == [6, 6]
+
+
+def test_snapshots_list_members_sorted_as_members_come_and_go_before_and_after_one() -> None:
+    rng = random.Random(7)
+    store = TargetAssignment()
+    live: dict[str, dict[str, frozenset[int]]] = {}
+    free = list(range(200))
+    for step in range(300):
+        if live and rng.random() < 0.4:
+            gone = rng.choice(sorted(live))
+            del store[gone]
+            free += sorted(live.pop(gone)["t"])
+        elif free:
+            member = f"m{rng.randrange(1000):03d}"
+            if member in live:
+                continue
+            take, free = free[:3], free[3:]
+            live[member] = {"t": frozenset(take)}
+            store[member] = live[member]
+        if step % 25 == 0:  # snapshots taken now and then: inserts and removals keep the order in between
+            snap = store.snapshot()
+            assert snap is not None and snap.member_ids == sorted(live)
+            assert {m: dict(snap.view(m)) for m in snap.member_ids} == live
