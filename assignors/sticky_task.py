@@ -19,11 +19,14 @@ Rules, in the order they are applied:
    (end offset - offset) within `acceptable_recovery_lag`. Once the warm-up catches up, the next
    assignment moves the task.
 3. Standby replicas (`num_standby_replicas` per stateful task): never on a process that holds the task's
-   active (or its warm-up): a standby on the same disk protects nothing. Previous standby holders first,
-   then the least-loaded process by all tasks. When fewer distinct processes exist than replicas, the
-   task gets fewer standbys. With `rack_aware_assignment_tags` (Kafka's group.streams.rack.aware.assignment.tags)
-   the standbys that can still spread the task over a new value of a tag key (by key priority, processes
-   with room only) are placed first, stickiness breaking ties (`_standby_tags.TagPicker`); the rest as above.
+   active (or its warm-up): a standby on the same disk protects nothing. Previous standby holders first
+   (below the per-member quota of all copies), then the least-loaded process with room by all tasks; past
+   the quota only when every process without a copy is full, and then a previous holder first, so a
+   rerun with nothing changed gives the same standbys back. When fewer distinct processes exist than
+   replicas, the task gets fewer standbys. With `rack_aware_assignment_tags` (Kafka's
+   group.streams.rack.aware.assignment.tags) the standbys that can still spread the task over a new value
+   of a tag key (by key priority, processes with room only) are placed first, stickiness breaking ties
+   (`_standby_tags.TagPicker`); the rest as above.
 
 The function is pure and deterministic: inputs are sorted before use and nothing else is read.
 """
@@ -236,8 +239,9 @@ def _assign_active(st: _State, tasks: Sequence[TaskId], quota: int, stateful: bo
 
 
 def _assign_standby(st: _State, tasks: Sequence[TaskId], quota: int) -> None:
-    """Rule 3: each replica on a distinct process that holds no other copy of the task. Previous holders
-    get their replicas back first, for every task, before the least-loaded processes take the rest."""
+    """Rule 3: each replica on a distinct process that holds no other copy of the task. The tag-aware picks
+    (with tags) first, then previous holders get their replicas back, for every task, before the
+    least-loaded processes take the rest."""
     wanted = st.cfg.num_standby_replicas
     picker = None
     if st.cfg.rack_aware_assignment_tags:
@@ -251,10 +255,8 @@ def _assign_standby(st: _State, tasks: Sequence[TaskId], quota: int) -> None:
         owner = {t: st.process_of[m] for m in st.member_ids for t in st.active[m]}
         for t in tasks:
             placed[t] = _assign_tagged_standbys(st, picker, t, owner[t], quota)
-            _give_back(st, t, [mid for _, _, mid in st.prev_replicas.get(t, ())], placed, quota)
-    else:
-        for t, holders in _give_back_order(st, tasks, quota):
-            _give_back(st, t, holders, placed, quota)
+    for t, holders in _give_back_order(st, tasks, quota):
+        _give_back(st, t, holders, placed, quota)
     missing = [(t, wanted - placed[t]) for t in tasks if placed[t] < wanted]
     heap = [(p.total_load(), p.pid) for p in st.processes.values()]
     heapq.heapify(heap)
