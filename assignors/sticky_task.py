@@ -280,8 +280,8 @@ def _give_back(st: _State, t: TaskId, holders: Sequence[MemberId], placed: dict[
 
 
 def _give_back_order(st: _State, tasks: Sequence[TaskId], quota: int) -> list[tuple[TaskId, list[MemberId]]]:
-    """The sticky pass's order: every task's unforced previous standbys, then its forced ones, then the
-    members that only report offsets for it. A standby is forced when every other process without a copy of
+    """The sticky pass's order: the unforced previous standbys of every task, then the forced ones, then the
+    members that only report offsets for a task. A standby is forced when every other process without a copy of
     the task (judged on the previous assignment) is full: only such a standby is ever placed past the quota
     (the last-resort pass), so a member past its quota must get its unforced standbys back first, within the
     quota, and leave the forced ones to the last-resort pass, which gives them back to it."""
