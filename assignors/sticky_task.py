@@ -19,11 +19,14 @@ Rules, in the order they are applied:
    (end offset - offset) within `acceptable_recovery_lag`. Once the warm-up catches up, the next
    assignment moves the task.
 3. Standby replicas (`num_standby_replicas` per stateful task): never on a process that holds the task's
-   active (or its warm-up): a standby on the same disk protects nothing. Previous standby holders first,
-   then the least-loaded process by all tasks. When fewer distinct processes exist than replicas, the
-   task gets fewer standbys. With `rack_aware_assignment_tags` (Kafka's group.streams.rack.aware.assignment.tags)
-   the standbys that can still spread the task over a new value of a tag key (by key priority, processes
-   with room only) are placed first, stickiness breaking ties (`_standby_tags.TagPicker`); the rest as above.
+   active (or its warm-up): a standby on the same disk protects nothing. Previous standby holders first
+   (below the per-member quota of all copies), then the least-loaded process with room by all tasks; past
+   the quota only when every process without a copy is full, and then a previous holder first, so a
+   rerun with nothing changed gives the same standbys back. When fewer distinct processes exist than
+   replicas, the task gets fewer standbys. With `rack_aware_assignment_tags` (Kafka's
+   group.streams.rack.aware.assignment.tags) the standbys that can still spread the task over a new value
+   of a tag key (by key priority, processes with room only) are placed first, stickiness breaking ties
+   (`_standby_tags.TagPicker`); the rest as above.
 
 The function is pure and deterministic: inputs are sorted before use and nothing else is read.
 """
@@ -236,10 +239,10 @@ def _assign_active(st: _State, tasks: Sequence[TaskId], quota: int, stateful: bo
 
 
 def _assign_standby(st: _State, tasks: Sequence[TaskId], quota: int) -> None:
-    """Rule 3: each replica on a distinct process that holds no other copy of the task. Previous holders
-    get their replicas back first, for every task, before the least-loaded processes take the rest."""
+    """Rule 3: each replica on a distinct process that holds no other copy of the task. The tag-aware picks
+    (with tags) first, then previous holders get their replicas back, for every task, before the
+    least-loaded processes take the rest."""
     wanted = st.cfg.num_standby_replicas
-    missing: list[tuple[TaskId, int]] = []
     picker = None
     if st.cfg.rack_aware_assignment_tags:
         def has_room(pid: ProcessId) -> bool:
@@ -247,18 +250,14 @@ def _assign_standby(st: _State, tasks: Sequence[TaskId], quota: int) -> None:
 
         picker = TagPicker(st.cfg.rack_aware_assignment_tags, sorted(st.processes), st.process_tags,
                            lambda pid: st.processes[pid].total_load(), has_room)
-    owner = {t: st.process_of[m] for m in st.member_ids for t in st.active[m]} if picker else {}
-    for t in tasks:
-        placed = _assign_tagged_standbys(st, picker, t, owner[t], quota) if picker else 0
-        for _, _, mid in st.prev_replicas.get(t, ()):
-            if placed == wanted:
-                break
-            proc = st.processes[st.process_of[mid]]
-            if t not in proc.tasks and proc.member_all[mid] < quota:
-                st.place(t, mid, st.standby)
-                placed += 1
-        if placed < wanted:
-            missing.append((t, wanted - placed))
+    placed = {t: 0 for t in tasks}
+    if picker is not None:
+        owner = {t: st.process_of[m] for m in st.member_ids for t in st.active[m]}
+        for t in tasks:
+            placed[t] = _assign_tagged_standbys(st, picker, t, owner[t], quota)
+    for t, holders in _give_back_order(st, tasks, quota):
+        _give_back(st, t, holders, placed, quota)
+    missing = [(t, wanted - placed[t]) for t in tasks if placed[t] < wanted]
     heap = [(p.total_load(), p.pid) for p in st.processes.values()]
     heapq.heapify(heap)
     for t, count in missing:
@@ -270,9 +269,54 @@ def _assign_standby(st: _State, tasks: Sequence[TaskId], quota: int) -> None:
                 _place_least_loaded(st, heap, t, None)
 
 
+def _give_back(st: _State, t: TaskId, holders: Sequence[MemberId], placed: dict[TaskId, int], quota: int) -> None:
+    for mid in holders:
+        if placed[t] == st.cfg.num_standby_replicas:
+            return
+        proc = st.processes[st.process_of[mid]]
+        if t not in proc.tasks and proc.member_all[mid] < quota:
+            st.place(t, mid, st.standby)
+            placed[t] += 1
+
+
+def _give_back_order(st: _State, tasks: Sequence[TaskId], quota: int) -> list[tuple[TaskId, list[MemberId]]]:
+    """The sticky pass's order: the unforced previous standbys of every task, then the forced ones, then the
+    members that only report offsets for a task. A standby is forced when every other process without a copy of
+    the task (judged on the previous assignment) is full: only such a standby is ever placed past the quota
+    (the last-resort pass), so a member past its quota must get its unforced standbys back first, within the
+    quota, and leave the forced ones to the last-resort pass, which gives them back to it."""
+    held = {t: set(p.pid for p in st.processes.values() if t in p.tasks) for t in tasks}
+    count = {m: st.processes[st.process_of[m]].member_all[m] for m in st.member_ids}
+    for t in tasks:
+        for rank, _, mid in st.prev_replicas.get(t, ()):
+            if rank == 0 and st.process_of[mid] not in held[t]:
+                held[t].add(st.process_of[mid])
+                count[mid] += 1
+    room = [p.pid for p in st.processes.values() if any(count[m] < quota for m in p.members)]
+    tiers: list[list[tuple[TaskId, list[MemberId]]]] = [[], [], []]
+    for t in tasks:
+        forced = all(pid in held[t] for pid in room)
+        by_tier: list[list[MemberId]] = [[], [], []]
+        for rank, _, mid in st.prev_replicas.get(t, ()):
+            by_tier[2 if rank else 1 if forced else 0].append(mid)
+        for tier, holders in zip(tiers, by_tier, strict=True):
+            if holders:
+                tier.append((t, holders))
+    return tiers[0] + tiers[1] + tiers[2]
+
+
 def _place_least_loaded(st: _State, heap: list[tuple[float, ProcessId]], t: TaskId, quota: int | None) -> bool:
     """Place a replica of `t` on the least-loaded process that holds no copy of it (and, given `quota`, whose
-    least-loaded member is below it). The heap holds (load, pid) entries; stale ones are dropped."""
+    least-loaded member is below it). The heap holds (load, pid) entries; stale ones are dropped. Past the
+    quota (`quota` None) a previous holder of the replica whose process has no copy keeps it, before load
+    counts: such a replica was forced past the quota, and every process is full, so load decides nothing."""
+    if quota is None:
+        for _, _, mid in st.prev_replicas.get(t, ()):
+            proc = st.processes[st.process_of[mid]]
+            if t not in proc.tasks:
+                st.place(t, mid, st.standby)
+                heapq.heappush(heap, (proc.total_load(), proc.pid))
+                return True
     skipped: list[tuple[float, ProcessId]] = []
     placed = False
     while heap:
@@ -284,10 +328,6 @@ def _place_least_loaded(st: _State, heap: list[tuple[float, ProcessId]], t: Task
         if t in proc.tasks or (quota is not None and proc.member_all[mid] >= quota):
             skipped.append((load, pid))
             continue
-        # Within the process, a previous holder of the replica keeps it (stickiness past the quota, where the
-        # process must take the copy anyway); otherwise the least-loaded member takes it.
-        if quota is None:
-            mid = next((m for _, _, m in st.prev_replicas.get(t, ()) if st.process_of[m] == pid), mid)
         st.place(t, mid, st.standby)
         heapq.heappush(heap, (proc.total_load(), pid))
         placed = True

@@ -218,3 +218,17 @@ def test_a_standby_placed_past_the_quota_stays_with_its_holder_when_nothing_chan
     first = assign_tasks(members, subs, cfg)
     assert max(len(a.active) + len(a.standby) for m, a in first.items() if members[m].process_id == "p1") > 6
     assert assign_tasks(with_previous(members, first), subs, cfg) == first
+
+
+def test_a_member_forced_past_its_quota_keeps_its_standbys_when_nothing_changes() -> None:
+    """Two standbys, five members on four processes (p0 has two), 15 copies: a quota of 3 per member, and m2
+    must take a fourth copy. A rerun with the first result fed back gave m2 back ('s1', 0) and ('s1', 1) within
+    the quota and moved ('s1', 2) to m1 (found by `test_assignment_is_stable_when_nothing_changes`)."""
+    members = {f"m{i}": StreamsMemberSpec(f"p{i % 4}") for i in range(5)}
+    members["m2"] = StreamsMemberSpec("p2", standby=frozenset({("s1", 2)}))
+    members["m3"] = StreamsMemberSpec("p3", frozenset({("s1", 2)}), frozenset({("s0", 0), ("s1", 3)}))
+    subs = {"s0": SubtopologySpec(3, False), "s1": SubtopologySpec(4, True), "s2": SubtopologySpec(0, False)}
+    cfg = StreamsAssignmentConfig(2, 0)
+    first = assign_tasks(members, subs, cfg)
+    assert len(first["m2"].active) + len(first["m2"].standby) == 4
+    assert assign_tasks(with_previous(members, first), subs, cfg) == first
