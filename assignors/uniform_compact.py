@@ -24,7 +24,7 @@ from groupcoord.assignors._java_order import hash_map_member_order
 from groupcoord.assignors._layout import BoolArray
 from groupcoord.assignors.api import GroupAssignment, GroupSpec, MemberAssignment, TopicDescriber
 from groupcoord.assignors.compact import CompactAssignment, IntArray, MemberAssignmentView
-from groupcoord.assignors.uniform_homogeneous import clean_owned, release, topic_counts, with_added
+from groupcoord.assignors.uniform_homogeneous import Quotas, clean_owned, release, topic_counts, with_added
 
 
 def _positions(group: GroupSpec, current: CompactAssignment, members: list[str],
@@ -100,15 +100,12 @@ def assign_homogeneous_compact(group: GroupSpec, topics: TopicDescriber) -> Grou
     in_group[[i for i in pos if i >= 0]] = True
     free_mask = in_scope & ~in_group[owner]
 
-    floor, extra = divmod(sum(counts.values()), n)
+    quotas = Quotas(sum(counts.values()), n)
     out: dict[str, MemberAssignment] = {}
     released: list[tuple[str, int]] = []
     unfilled: list[tuple[str, int]] = []
     for index, (m, i, old) in enumerate(zip(members, pos, given, strict=True)):
-        quota = floor
-        has_extra = extra > 0
-        if has_extra:
-            quota += 1
+        quota = quotas.quota()
         if i < 0:
             out[m] = old
         elif valid[i] <= quota and valid[i] == total[i]:
@@ -116,13 +113,9 @@ def assign_homogeneous_compact(group: GroupSpec, topics: TopicDescriber) -> Grou
             quota -= valid[i]
         else:  # over quota or holding what the general path drops: its own code, on this member only
             out[m], quota = release(clean_owned(old, counts, set()), counts, quota, released)
-        if quota > 0 and has_extra and n - index > extra:
-            quota -= 1
-            has_extra = False
+        quota = quotas.settle(index, quota)
         if quota > 0:
             unfilled.append((m, quota))
-        if has_extra:
-            extra -= 1
 
     queue: list[tuple[str, IntArray | list[int]]] = [*_free(current, counts, topic, free_mask), *_runs(released)]
     q = 0

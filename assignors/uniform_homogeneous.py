@@ -40,6 +40,33 @@ def topic_counts(subscription: frozenset[str], topics: TopicDescriber) -> dict[s
     return out
 
 
+class Quotas:
+    """Kafka's quota walk: P partitions over n members visited in order, each gets floor(P / n), and the
+    first members that can fill one more take one of the P % n extras; a member that cannot fill its extra
+    hands it on, unless only as many members are left as extras."""
+
+    __slots__ = ("extra", "floor", "n")
+
+    def __init__(self, total: int, n: int) -> None:
+        self.n = n
+        self.floor, self.extra = divmod(total, n)
+
+    def quota(self) -> int:
+        """The next member's quota, an extra included while any remain."""
+        return self.floor + (self.extra > 0)
+
+    def settle(self, index: int, left: int) -> int:
+        """The member at visiting `index` kept partitions of its `quota()` and still needs `left`: what it
+        will take from the unassigned ones (one fewer when it hands its extra on)."""
+        has_extra = self.extra > 0
+        if left > 0 and has_extra and self.n - index > self.extra:
+            left -= 1
+            has_extra = False
+        if has_extra:
+            self.extra -= 1
+        return left
+
+
 def clean_owned(cur: MemberAssignment, counts: Mapping[str, int], seen: set[tuple[str, int]]) -> MemberAssignment:
     """One member's owned partitions with out-of-range ones and those in `seen` dropped (the very object
     given when nothing is); adds what it keeps to `seen`."""
@@ -112,23 +139,14 @@ def assign_homogeneous(group: GroupSpec, topics: TopicDescriber) -> GroupAssignm
     owned = _valid_owned(group, members, counts)
     taken = {(t, p) for a in owned.values() for t, ps in a.items() if t in counts for p in ps}
     unassigned = [(t, p) for t, c in counts.items() for p in range(c) if (t, p) not in taken]
-    n = len(members)
-    floor, extra = divmod(sum(counts.values()), n)
+    quotas = Quotas(sum(counts.values()), len(members))
     out: dict[str, MemberAssignment] = {}
     unfilled: list[tuple[str, int]] = []
     for index, m in enumerate(members):
-        quota = floor
-        has_extra = extra > 0
-        if has_extra:
-            quota += 1
-        out[m], quota = release(owned[m], counts, quota, unassigned)
-        if quota > 0 and has_extra and n - index > extra:
-            quota -= 1
-            has_extra = False
-        if quota > 0:
-            unfilled.append((m, quota))
-        if has_extra:
-            extra -= 1
+        out[m], left = release(owned[m], counts, quotas.quota(), unassigned)
+        left = quotas.settle(index, left)
+        if left > 0:
+            unfilled.append((m, left))
     i = 0
     for m, quota in unfilled:
         out[m] = with_added(out[m], ((t, (p,)) for t, p in unassigned[i:i + quota]))

@@ -20,7 +20,7 @@ from groupcoord.coordinator.core.target_assignment import (
     reconcile_result_with_group,
     target_records,
 )
-from groupcoord.coordinator.core.target_delta import TargetDelta, assignment_changes
+from groupcoord.coordinator.core.target_delta import as_delta
 
 if TYPE_CHECKING:
     from groupcoord.coordinator.core.shard import GroupCoordinatorShard
@@ -95,10 +95,7 @@ def maybe_compute_target(shard: GroupCoordinatorShard, group: ConsumerGroup, now
         shard.last_assignor_error = f"{group.group_id}: {e}"
         return
     group.last_assignor = assignor_name
-    changes = assignment_changes(spec, assignment)
-    if changes is not None and spec.current is not None:  # records for these members only
-        assignment = TargetDelta(spec.current, spec.members.keys(), changes)
-    for record in target_records(group, assignment, epoch, now):
+    for record in target_records(group, as_delta(spec, assignment), epoch, now):  # changed members' records only
         shard._write(result, record)
 
 

@@ -409,13 +409,8 @@ class ConsumerGroup(GroupDefaults):
 
     def _count_regex(self, member: ConsumerGroupMember | None, delta: int) -> None:
         regex = member.subscribed_topic_regex if member is not None else None
-        if not regex:
-            return
-        n = self.regex_subscribers.get(regex, 0) + delta
-        if n > 0:
-            self.regex_subscribers[regex] = n
-        else:
-            self.regex_subscribers.pop(regex, None)
+        if regex:
+            count_into(self.regex_subscribers, regex, delta)
 
     def _update_owners(self, old: ConsumerGroupMember | None, new: ConsumerGroupMember | None) -> None:
         if old is not None and new is not None and (

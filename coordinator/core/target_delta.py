@@ -50,6 +50,12 @@ def assignment_changes(spec: GroupSpec, assignment: GroupAssignment) -> dict[str
     return changes
 
 
+def as_delta(spec: GroupSpec, assignment: GroupAssignment) -> GroupAssignment:
+    """`assignment` as a `TargetDelta` over `spec.current` when it can be told so; else as it is."""
+    changes = assignment_changes(spec, assignment)
+    return assignment if changes is None else TargetDelta.over(spec, changes)
+
+
 class TargetDelta(Mapping[str, Partitions]):
     """member id -> new target: `changes` for the members that changed, `previous` (the snapshot the run was
     given) for the rest of `members`. `changed` says which members to look at (see `target_records`)."""
@@ -61,6 +67,12 @@ class TargetDelta(Mapping[str, Partitions]):
         self.previous = previous
         self.members = members
         self.changes = changes
+
+    @staticmethod
+    def over(spec: GroupSpec, changes: dict[str, dict[str, frozenset[int]]]) -> TargetDelta:
+        """The new target of a run on `spec` (which carried the current target) that made `changes`."""
+        assert spec.current is not None
+        return TargetDelta(spec.current, spec.members.keys(), changes)
 
     @property
     def changed(self) -> Collection[str]:

@@ -15,6 +15,7 @@ and small deployments).
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import multiprocessing
 import os
@@ -40,7 +41,7 @@ from groupcoord.assignors.registry import get_server_assignor, server_assignor_n
 from groupcoord.coordinator.core.metadata import MetadataImage
 from groupcoord.coordinator.core.spec_members import SpecMembers
 from groupcoord.coordinator.core.target_assignment import AssignorCompletion, AssignorRun
-from groupcoord.coordinator.core.target_delta import TargetDelta, assignment_changes
+from groupcoord.coordinator.core.target_delta import TargetDelta, as_delta, assignment_changes
 from groupcoord.coordinator.core.topic_regex import RegexResolution, RegexResolutionCompletion, resolve_topic_regexes
 from groupcoord.coordinator.runtime.metrics import CoordinatorMetrics
 
@@ -133,10 +134,9 @@ def run_compact(run: CompactRun) -> RunOutcome:
     outcome = run_assignor(run.assignor_name, run.spec, run.topics, run.lag)
     if outcome.assignment is None:
         return outcome
-    outcome = with_changes(outcome, run.spec)
-    if outcome.changes is not None:  # the coordinator has the rest: the snapshot it sent
-        return outcome
-    assert outcome.assignment is not None
+    changes = assignment_changes(run.spec, outcome.assignment)
+    if changes is not None:  # the coordinator has the rest: the snapshot it sent
+        return RunOutcome(None, None, outcome.started, outcome.elapsed, changes=changes)
     if isinstance(outcome.assignment, CompactAssignment):  # arrays: one small pickle, no frozensets to load
         return RunOutcome(None, None, outcome.started, outcome.elapsed, (pickle.dumps(outcome.assignment),))
     items = list(outcome.assignment.items())
@@ -156,21 +156,11 @@ def load_chunks(chunks: tuple[bytes, ...]) -> GroupAssignment:
     return assignment
 
 
-def with_changes(outcome: RunOutcome, spec: GroupSpec) -> RunOutcome:
-    """The outcome told as the members it changed, when it can be (the spec carried the current target), so
-    the event loop looks at those members only and a worker process sends back only those."""
-    if outcome.assignment is None:
-        return outcome
-    changes = assignment_changes(spec, outcome.assignment)
-    return outcome if changes is None else RunOutcome(None, None, outcome.started, outcome.elapsed, changes=changes)
-
-
 def load_outcome(outcome: RunOutcome, run: AssignorRun) -> RunOutcome:
     """A worker's outcome with its assignment loaded (on the coordinator's side): only the changed members
     when the worker sent those, over the snapshot `run` was given."""
     if outcome.changes is not None and run.spec.current is not None:
-        delta = TargetDelta(run.spec.current, run.spec.members.keys(), outcome.changes)
-        return RunOutcome(delta, None, outcome.started, outcome.elapsed)
+        return RunOutcome(TargetDelta.over(run.spec, outcome.changes), None, outcome.started, outcome.elapsed)
     if not outcome.chunks:
         return outcome
     return RunOutcome(load_chunks(outcome.chunks), None, outcome.started, outcome.elapsed)
@@ -251,8 +241,13 @@ class BackgroundExecutor:
             done(AssignorCompletion(run.group_id, run.run_id, outcome.assignment, outcome.error))
 
         if self.mode == "thread":
-            self._pool.submit(lambda: finish(load_outcome(with_changes(
-                run_assignor(run.assignor_name, run.spec, run.topics, run.lag), run.spec), run)))
+            def in_thread() -> None:
+                outcome = run_assignor(run.assignor_name, run.spec, run.topics, run.lag)
+                if outcome.assignment is not None:  # the event loop then looks at the changed members only
+                    outcome = dataclasses.replace(outcome, assignment=as_delta(run.spec, outcome.assignment))
+                finish(outcome)
+
+            self._pool.submit(in_thread)
             return
 
         def collected(pool: Executor, future: Future[RunOutcome]) -> None:
