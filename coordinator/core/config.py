@@ -107,6 +107,11 @@ BROKER_CONFIG_DEFS: dict[str, ConfigDef] = {
                   "never holds the event loop's GIL) or 'thread' (threads of the coordinator process: no "
                   "start-up cost, for tests and small groups). groupcoord's own; Kafka has one JVM.",
                   choices=("process", "thread")),
+        ConfigDef("group.coordinator.background.niceness", int, 10,
+                  "How much lower the CPU priority of the 'process' executor's workers is than the coordinator's "
+                  "(added to its nice value): on a busy machine an assignor run then takes only the CPU the "
+                  "heartbeat path leaves, instead of time-slicing with it. 0 keeps them level. groupcoord's own.",
+                  0, 19),
         ConfigDef("group.consumer.session.timeout.ms", int, 45000,
                   "Timeout to detect a failed consumer-group member.", 1),
         ConfigDef("group.consumer.min.session.timeout.ms", int, 45000, "Lower bound for session timeouts.", 1),

@@ -124,13 +124,18 @@ def _compute_next(
         and _same(kept, current)
     ):
         return member
+    # Nothing granted or revoked (the common case: the target moved elsewhere in the group and this member
+    # only follows the epoch): keep the very mappings, so the group sees its partitions did not move
+    # (`ConsumerGroup._update_owners` skips them) and an epoch bump costs the same for 1 or 1,000 partitions.
+    unchanged = not pending_assignment and not pending_revocation
     return dataclasses.replace(
         member,
         state=new_state,
         member_epoch=target_epoch,
         previous_member_epoch=member.member_epoch,
-        assigned_partitions=kept,
-        partitions_pending_revocation={},
+        assigned_partitions=current if unchanged else kept,
+        partitions_pending_revocation=member.partitions_pending_revocation
+        if unchanged and not member.partitions_pending_revocation else {},
     )
 
 

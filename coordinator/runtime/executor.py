@@ -9,8 +9,9 @@ holds another interpreter's GIL, never the one answering heartbeats. The run cro
 (`compact_run`: the spec, and only the subscribed topics' partition counts and racks rather than the whole
 metadata image: 0.6 MB for 10,000 members on 100 topics of 1,000 partitions); the assignment comes back in
 chunks the coordinator loads with the event loop running in between. The child times its own start and
-run, so the background-* metrics stay true. `thread`: threads of this process (no start-up cost; for tests
-and small deployments).
+run, so the background-* metrics stay true. The workers run `group.coordinator.background.niceness` below
+the coordinator's CPU priority, so a run never competes with the heartbeat path for a core. `thread`:
+threads of this process (no start-up cost; for tests and small deployments).
 """
 
 from __future__ import annotations
@@ -170,9 +171,16 @@ def _warm() -> int:
     return 0
 
 
-def _exit_with(coordinator_pid: int) -> None:
-    """Pool initializer: exit when the coordinator is gone. A coordinator killed with SIGKILL cannot stop its
-    pool, and a worker never sees EOF on its call queue (it holds the queue's write end itself)."""
+def _exit_with(coordinator_pid: int, niceness: int = 0) -> None:
+    """Pool initializer: lower the worker's CPU priority by `niceness`, and exit when the coordinator is gone.
+    A coordinator killed with SIGKILL cannot stop its pool, and a worker never sees EOF on its call queue (it
+    holds the queue's write end itself).
+
+    Why the priority: on a machine whose cores the coordinator's event loop (and whatever shares the machine)
+    already keeps busy, a 40 ms assignor run at equal priority time-slices with the heartbeat path, and every
+    other group's heartbeats wait for the scheduler during it. Niced, the run takes only the CPU left over."""
+    if niceness:
+        os.nice(niceness)
     server_assignor_names()  # import the built-in assignors now, not in the first run
 
     def watch() -> None:
@@ -187,8 +195,9 @@ def _exit_with(coordinator_pid: int) -> None:
 
 
 class BackgroundExecutor:
-    def __init__(self, threads: int, metrics: CoordinatorMetrics, mode: str = "thread") -> None:
+    def __init__(self, threads: int, metrics: CoordinatorMetrics, mode: str = "thread", niceness: int = 0) -> None:
         self._threads = threads
+        self._niceness = niceness  # worker processes only (`_exit_with`): threads share the coordinator's
         self._metrics = metrics
         self.mode = mode
         self._lock = threading.Lock()
@@ -208,7 +217,7 @@ class BackgroundExecutor:
         context = multiprocessing.get_context("forkserver")
         context.set_forkserver_preload(["groupcoord.assignors.registry", "groupcoord.coordinator.runtime.executor"])
         return ProcessPoolExecutor(max_workers=self._threads, mp_context=context, initializer=_exit_with,
-                                   initargs=(os.getpid(),))
+                                   initargs=(os.getpid(), self._niceness))
 
     def start(self) -> None:
         """Start the worker processes now, off the caller's thread, so the first run does not pay for them."""

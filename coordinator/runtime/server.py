@@ -125,7 +125,8 @@ class CoordinatorServer:
         if image is not None:
             shard.metadata = image
         executor = BackgroundExecutor(o.config["group.coordinator.background.threads"], metrics,
-                                      o.config["group.coordinator.background.executor"])
+                                      o.config["group.coordinator.background.executor"],
+                                      o.config["group.coordinator.background.niceness"])
         sink = o.sink
         if o.kafka_state is not None:
             if o.state_dir is not None or (sink is not None and not isinstance(sink, KafkaRecordLog)):

@@ -187,3 +187,23 @@ def test_member_in_unrevoked_waits_for_revocation_even_when_the_target_moves_aga
     r = ctx.heartbeat(member_id="a", member_epoch=2, topic_partitions=ctx.tps(foo={0, 1}))
     assert r.member_epoch == 4 and ctx.member("a").state is MemberState.STABLE
     assert r.error_code is Errors.NONE
+
+
+def test_an_epoch_only_bump_keeps_the_members_partitions_and_their_owners_untouched() -> None:
+    ctx = CoreContext({"foo": 6, "bar": 2}, group_consumer_assignors="range")
+    ctx.join("a", subscribed_topic_names=("foo",))
+    ctx.join("b", subscribed_topic_names=("foo",))
+    ctx.heartbeat(member_id="a", member_epoch=2, topic_partitions=ctx.tps(foo=range(6)))
+    ctx.heartbeat(member_id="a", member_epoch=2, topic_partitions=ctx.tps(foo={0, 1, 2}))
+    ctx.heartbeat(member_id="b", member_epoch=3, topic_partitions={})
+    before = ctx.member("a")
+    assert before.member_epoch == 3 and before.state is MemberState.STABLE
+    owners = dict(ctx.group().partition_owner)
+    ctx.join("c", subscribed_topic_names=("bar",))  # the target moves to epoch 4; a's part of it does not
+    r = ctx.heartbeat(member_id="a", member_epoch=3, topic_partitions=ctx.tps(foo={0, 1, 2}))
+    after = ctx.member("a")
+    assert r.member_epoch == 4 and after.state is MemberState.STABLE
+    assert after.assigned_partitions is before.assigned_partitions  # the same mapping: nothing to re-index
+    assert after.partitions_pending_revocation is before.partitions_pending_revocation
+    assert {tp: m for tp, m in ctx.group().partition_owner.items() if m != "c"} == owners
+    check_group_invariants(ctx.group())

@@ -77,6 +77,18 @@ def test_process_executor_reports_assignor_errors_as_failed_runs() -> None:
     assert done[7].assignment is None and done[7].error
 
 
+def test_process_executor_workers_run_at_the_configured_lower_cpu_priority() -> None:
+    executor = BackgroundExecutor(2, CoordinatorMetrics(2), "process", niceness=7)
+    try:
+        _collect(executor, [_run(1)])  # the workers exist and have run an assignor
+        pids = list(executor._pool._processes)  # type: ignore[attr-defined]
+        assert pids  # started on demand: one per run in flight
+        mine = os.getpriority(os.PRIO_PROCESS, 0)
+        assert [os.getpriority(os.PRIO_PROCESS, pid) for pid in pids] == [min(19, mine + 7)] * len(pids)
+    finally:
+        executor.shutdown()
+
+
 def test_process_executor_recovers_after_a_worker_process_is_killed() -> None:
     executor = BackgroundExecutor(1, CoordinatorMetrics(1), "process")
     try:
