@@ -21,6 +21,8 @@ import uuid
 from collections.abc import Callable, Collection, Iterable
 from functools import lru_cache
 
+import numpy as np
+
 _MASK64 = (1 << 64) - 1
 
 
@@ -100,8 +102,15 @@ def member_table_size(n: int) -> int:
 
 
 def hash_map_member_order(member_ids: Iterable[str], n: int) -> list[str]:
-    """The iteration order of Kafka's member map of n members (ties in a bucket: by id)."""
-    return sorted(member_ids, key=member_key(_grown_table_size(n)))
+    """The iteration order of Kafka's member map of n members (ties in a bucket: by id): `member_key`'s.
+    Why not `sorted(key=member_key(...))`: a Python key call per member and tuple comparisons cost a few ms
+    for 10,000 members on every run; sorting the ids (C string comparisons) and then stably by bucket (numpy)
+    gives the same order."""
+    mask = _grown_table_size(n) - 1
+    ids = sorted(member_ids)
+    h = np.fromiter(map(string_hash, ids), dtype=np.int64, count=len(ids))
+    order = np.argsort((h ^ (h >> 16)) & mask, kind="stable")
+    return list(map(ids.__getitem__, order.tolist()))
 
 
 def member_map_key(n: int) -> Callable[[str], tuple[int, str]]:

@@ -11,6 +11,11 @@ The result is the general path's, member for member and object for object: a mem
 not change gets back the very object it was given; the others get the general path's mapping (the same
 `release` and `with_added` build them). Inputs this cannot read that way (a view of another assignment, a
 non-empty mapping for a member the array lacks) return None and take the general path.
+
+When the members mapping promises its assignments are the array's views (`overlay.given_as_views`, as the
+coordinator's snapshot does), no member's assignment is checked or read up front, and the result is an
+`OverlayAssignment`: the changed members' mappings over the members' own (10,000 members: no spec, view or
+result entry per member, and the caller finds the changed ones without comparing every member).
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ from groupcoord.assignors._java_order import hash_map_member_order
 from groupcoord.assignors._layout import BoolArray
 from groupcoord.assignors.api import GroupAssignment, GroupSpec, MemberAssignment, TopicDescriber
 from groupcoord.assignors.compact import CompactAssignment, IntArray, MemberAssignmentView
+from groupcoord.assignors.overlay import OverlayAssignment, given_as_views
 from groupcoord.assignors.uniform_homogeneous import Quotas, clean_owned, release, topic_counts, with_added
 
 
@@ -83,58 +89,69 @@ def assign_homogeneous_compact(group: GroupSpec, topics: TopicDescriber) -> Grou
     current = group.current
     if current is None or not group.members:
         return None
-    n = len(group.members)
-    members = hash_map_member_order(group.members, n)
-    found = _positions(group, current, members)
-    if found is None:
-        return None
-    pos, given = found
-    counts = topic_counts(group.members[members[0]].subscribed_topic_ids, topics)
+    specs = group.members
+    n = len(specs)
+    members = hash_map_member_order(specs, n)
+    given: list[MemberAssignment] | None = None
+    if given_as_views(specs, current):  # views by construction: nothing to check, read only who moves
+        pos_list = list(map(current.index.get, members, repeat(-1)))
+    else:
+        found = _positions(group, current, members)
+        if found is None:
+            return None
+        pos_list, given = found
+    pos = np.array(pos_list, dtype=np.int64)
+    counts = topic_counts(specs[members[0]].subscribed_topic_ids, topics)
     topic, in_scope = _scope(current, counts)
     owner = current.owner
     held = owner >= 0
     k = len(current.member_ids)
-    valid = np.bincount(owner[held & in_scope], minlength=k).tolist()
-    total = current.counts()
-    in_group = np.zeros(k + 1, dtype=bool)  # the last slot answers owner -1
-    in_group[[i for i in pos if i >= 0]] = True
+    # per member in visiting order (the last slot answers -1, a member the array lacks): partitions it may
+    # keep, partitions it holds
+    valid = np.bincount(owner[held & in_scope], minlength=k + 1)[pos]
+    total = np.bincount(owner[held], minlength=k + 1)[pos]
+    in_group = np.zeros(k + 1, dtype=bool)
+    in_group[pos[pos >= 0]] = True
     free_mask = in_scope & ~in_group[owner]
 
-    quotas = Quotas(sum(counts.values()), n)
-    out: dict[str, MemberAssignment] = {}
+    def old_of(index: int) -> MemberAssignment:
+        """The member at visiting `index`'s given assignment (read only for members that move)."""
+        return specs[members[index]].assigned_partitions if given is None else given[index]
+
+    quota, left = Quotas(sum(counts.values()), n).walk(valid)
+    changed: dict[str, MemberAssignment] = {}  # members whose assignment is not the one given
     released: list[tuple[str, int]] = []
-    unfilled: list[tuple[str, int]] = []
-    for index, (m, i, old) in enumerate(zip(members, pos, given, strict=True)):
-        quota = quotas.quota()
-        if i < 0:
-            out[m] = old
-        elif valid[i] <= quota and valid[i] == total[i]:
-            out[m] = old
-            quota -= valid[i]
-        else:  # over quota or holding what the general path drops: its own code, on this member only
-            out[m], quota = release(clean_owned(old, counts, set()), counts, quota, released)
-        quota = quotas.settle(index, quota)
-        if quota > 0:
-            unfilled.append((m, quota))
+    # over quota or holding what the general path drops: its own code, on these members only, in order
+    for index in np.flatnonzero((pos >= 0) & ((valid > quota) | (valid != total))).tolist():
+        old = old_of(index)
+        new, _ = release(clean_owned(old, counts, set()), counts, int(quota[index]), released)
+        if new is not old:
+            changed[members[index]] = new
+    unfilled = np.flatnonzero(left > 0)
+    unfilled_left = left[unfilled]
 
     queue: list[tuple[str, IntArray | list[int]]] = [*_free(current, counts, topic, free_mask), *_runs(released)]
     q = 0
     off = 0
-    for m, quota in unfilled:
+    for index, need in zip(unfilled.tolist(), unfilled_left.tolist(), strict=True):
         added: list[tuple[str, list[int]]] = []
-        while quota > 0 and q < len(queue):
+        while need > 0 and q < len(queue):
             t, ps = queue[q]
-            take = ps[off:off + quota]
+            take = ps[off:off + need]
             added.append((t, take.tolist() if isinstance(take, np.ndarray) else take))
-            quota -= len(take)
+            need -= len(take)
             off += len(take)
             if off == len(ps):
                 q += 1
                 off = 0
-        out[m] = with_added(out[m], added)
+        m = members[index]
+        cur = changed.get(m)
+        changed[m] = with_added(old_of(index) if cur is None else cur, added)
     if q < len(queue):
         return None  # partitions left over: the general path says so
-    return out
+    if given is None:
+        return OverlayAssignment(specs, members, changed)
+    return {m: changed.get(m, old) for m, old in zip(members, given, strict=True)}
 
 
 def _runs(released: list[tuple[str, int]]) -> list[tuple[str, list[int]]]:

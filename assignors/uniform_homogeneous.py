@@ -24,7 +24,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
+import numpy as np
+
 from groupcoord.assignors._java_order import hash_map_member_order, hash_set_order, member_map_order
+from groupcoord.assignors._layout import IntArray
 from groupcoord.assignors.api import AssignorError, GroupAssignment, GroupSpec, MemberAssignment, TopicDescriber
 
 
@@ -65,6 +68,26 @@ class Quotas:
         if has_extra:
             self.extra -= 1
         return left
+
+    def walk(self, owned: IntArray) -> tuple[IntArray, IntArray]:
+        """The whole walk at once, from the start, for members (in visiting order) owning `owned` partitions
+        they may keep: each one's `quota()` and what `settle` says it will take; the walk is not advanced.
+        Why: member by member it is two calls per member, most of a run on 10,000 members of whom two move.
+        While the extras last and none is forced, a member takes one exactly when it owns more than the floor;
+        the walk turns at the first member with none left (then: the floor) or with as many members left as
+        extras (then: every member to the end takes one)."""
+        n, floor = self.n, self.floor
+        full = owned > floor
+        before = self.extra - np.concatenate(([0], np.cumsum(full[:-1])))  # extras left as each member comes
+        index = np.arange(n)
+        turns = np.flatnonzero((before <= 0) | (n - index <= before))
+        turn = int(turns[0]) if len(turns) else n
+        has_extra = index < turn
+        if turn < n and before[turn] > 0:  # forced: the rest take one each, whatever they own
+            has_extra[turn:] = True
+        quota = floor + has_extra
+        hands_on = has_extra & ~full & (index < turn)
+        return quota, np.maximum(quota - owned, 0) - hands_on
 
 
 def clean_owned(cur: MemberAssignment, counts: Mapping[str, int], seen: set[tuple[str, int]]) -> MemberAssignment:

@@ -8,6 +8,8 @@ open-loop at `--rate` per second in total. Phase "quiet" measures latency as is;
 `--big`-member group on another topic that heartbeats without changing; phase "rebalancing" makes its
 membership churn continuously (one member leaves and one joins every `--churn-ms`), with that group's
 assignment interval at `--assignment-interval-ms` (default 1000, Kafka's; 0 recomputes on every change).
+The big group runs in a process of its own, as another application would (`--big-same-process`: in this
+one's event loop, where its client work delays the measured groups' responses).
 Latency is measured per RPC on the client. Targets (2 cores): >= 3,000 heartbeats/s, p99 <= 25 ms, and
 with offload on the other groups' p99 within 2x of the quiet p99. "p99/steady" separates what the
 rebalancing costs the others from what the big group's heartbeats alone cost them.
@@ -19,6 +21,7 @@ import argparse
 import asyncio
 import contextlib
 import gc
+import multiprocessing
 import os
 import random
 import resource
@@ -306,41 +309,30 @@ async def run_case(port: int, args: argparse.Namespace, pids: dict[int, int]) ->
     # Rebalancing: the big group churns while the others heartbeat.
     print(f"  joining the {args.big}-member rebalancing group ...", flush=True)
     big_port = port_of.get("big", port)
-    stub = others.get(big_port, stub)
-    await stub.AlterGroupConfigs(pb.AlterGroupConfigsRequest(group_id="big", configs=[
-        pb.AlterableConfig(name="consumer.assignment.interval.ms", value=str(args.assignment_interval_ms))]))
-    big = [Member("big", "big") for _ in range(args.big)]
-    # The rebalancing group is another application: its own connection and streams, so its bursts do not
-    # queue on the measured groups' streams inside this load generator (they still share the coordinator).
-    big_channel = grpc.aio.insecure_channel(f"127.0.0.1:{big_port}")
-    big_load = Load(pb_grpc.GroupCoordinatorStub(big_channel), 0 if args.unary else 16)
-    try:
-        await asyncio.wait_for(reconcile(big_load, big, rounds=4), timeout=args.join_timeout)
-    except TimeoutError:  # "off" at interval 0: every join runs the assignor on the event loop
+    big: BigGroup = BigGroupProcess(big_port, args) if not args.big_same_process else BigGroupTasks(big_port, args)
+    if not await big.join():  # "off" at interval 0: every join runs the assignor on the event loop
         print(f"  the {args.big}-member group did not settle within {args.join_timeout:.0f} s: no rebalancing phase",
               flush=True)
-        for w in [*load.all_streams(), *big_load.workers]:
+        for w in load.all_streams():
             await w.close()
-        await big_channel.close()
+        await big.close()
         await channel.close()
         return out
-    rng = random.Random(1)
 
     async def phase(churn_ms: int) -> dict[str, float]:
         stop = asyncio.Event()
         load.latencies, load.done_at, load.recording = [], [], True
-        big_load.done_at, big_load.recording = [], True
-        churn = asyncio.create_task(churn_loop(big_load, big, churn_ms, stop, rng, args.big_interval_ms / 1000))
+        big_result = asyncio.create_task(big.phase(churn_ms, args.seconds))
         task = asyncio.create_task(steady_loop(load, members, args.rate, stop))
         t0 = time.perf_counter()
         await asyncio.sleep(args.seconds)
         stop.set()
         await task
-        changes = await churn
         load.recording = False
-        return {"rate": window_rate(load.done_at, t0, args), "big_rate": window_rate(big_load.done_at, t0, args),
+        result = await big_result
+        return {"rate": window_rate(load.done_at, t0, args), "big_rate": result["big_rate"],
                 "p50": pct(load.latencies, 0.5), "p99": pct(load.latencies, 0.99), "load": os.getloadavg()[0],
-                "churn": changes}
+                "churn": result["churn"], "big_errors": result["errors"]}
 
     if not args.no_steady:  # the big group present and heartbeating, not changing: the baseline for isolation
         print("  steady: the big group heartbeats without churn ...", flush=True)
@@ -348,16 +340,127 @@ async def run_case(port: int, args: argparse.Namespace, pids: dict[int, int]) ->
         out.update(steady_rate=steady["rate"], steady_big_rate=steady["big_rate"], steady_p50=steady["p50"],
                    steady_p99=steady["p99"], steady_load=steady["load"])
     busy = await phase(args.churn_ms)
-    for w in [*load.all_streams(), *big_load.workers]:
+    for w in load.all_streams():
         await w.close()
-    await big_channel.close()
+    await big.close()
     out.update(busy_rate=busy["rate"], big_rate=busy["big_rate"], busy_p50=busy["p50"], busy_p99=busy["p99"],
                busy_load=busy["load"], churn=busy["churn"],
-               errors=load.errors + sum(load.rpc_errors.values()) + big_load.errors)
+               errors=load.errors + sum(load.rpc_errors.values()) + busy["big_errors"])
     if load.rpc_errors:
         print(f"  rpc errors: {load.rpc_errors}", flush=True)
     await channel.close()
     return out
+
+
+class BigGroup:
+    """The rebalancing group: joins, then runs phases (heartbeating, churning when churn_ms > 0)."""
+
+    async def join(self) -> bool:
+        raise NotImplementedError
+
+    async def phase(self, churn_ms: int, seconds: float) -> dict[str, float]:
+        raise NotImplementedError
+
+    async def close(self) -> None:
+        raise NotImplementedError
+
+
+class BigGroupTasks(BigGroup):
+    """The big group's members as tasks of this load generator's event loop: its own connection and streams,
+    so its bursts do not queue on the measured groups' streams, but its client work shares their loop."""
+
+    def __init__(self, port: int, args: argparse.Namespace) -> None:
+        self.port, self.args = port, args
+        self.rng = random.Random(1)
+        self.channel: grpc.aio.Channel | None = None
+        self.load: Load | None = None
+        self.members = [Member("big", "big") for _ in range(args.big)]
+
+    async def join(self) -> bool:
+        args = self.args
+        self.channel = grpc.aio.insecure_channel(f"127.0.0.1:{self.port}")
+        stub = pb_grpc.GroupCoordinatorStub(self.channel)
+        await stub.AlterGroupConfigs(pb.AlterGroupConfigsRequest(group_id="big", configs=[
+            pb.AlterableConfig(name="consumer.assignment.interval.ms", value=str(args.assignment_interval_ms))]))
+        self.load = Load(stub, 0 if args.unary else 16)
+        try:
+            await asyncio.wait_for(reconcile(self.load, self.members, rounds=4), timeout=args.join_timeout)
+        except TimeoutError:
+            return False
+        return True
+
+    async def phase(self, churn_ms: int, seconds: float) -> dict[str, float]:
+        assert self.load is not None
+        stop = asyncio.Event()
+        self.load.done_at, self.load.recording, self.load.errors = [], True, 0
+        churn = asyncio.create_task(churn_loop(self.load, self.members, churn_ms, stop, self.rng,
+                                               self.args.big_interval_ms / 1000))
+        t0 = time.perf_counter()
+        await asyncio.sleep(seconds)
+        stop.set()
+        changes = await churn
+        self.load.recording = False
+        return {"big_rate": window_rate(self.load.done_at, t0, self.args), "churn": changes,
+                "errors": self.load.errors + sum(self.load.rpc_errors.values())}
+
+    async def close(self) -> None:
+        if self.load is not None:
+            for w in self.load.workers:
+                await w.close()
+        if self.channel is not None:
+            await self.channel.close()
+
+
+def _big_group_main(conn: Any, port: int, args: argparse.Namespace) -> None:
+    """The rebalancing group's own process: commands and results over `conn`."""
+    gc.set_threshold(50_000, 50, 100)
+
+    async def serve() -> None:
+        if not args.no_coalesce:
+            coalesce_wakeups()
+        big = BigGroupTasks(port, args)
+        conn.send(await big.join())
+        loop = asyncio.get_running_loop()
+        while True:
+            command = await loop.run_in_executor(None, conn.recv)
+            if command[0] == "phase":
+                conn.send(await big.phase(command[1], command[2]))
+            else:
+                await big.close()
+                conn.send(None)
+                return
+
+    asyncio.run(serve())
+
+
+class BigGroupProcess(BigGroup):
+    """The rebalancing group in a process of its own, as another application would be: its client work
+    (1,800 heartbeats/s, the reconciliations) does not delay the measured groups' responses in this event
+    loop. It still shares the machine's cores with the coordinator and this load generator."""
+
+    def __init__(self, port: int, args: argparse.Namespace) -> None:
+        context = multiprocessing.get_context("spawn")
+        self.conn, child = context.Pipe()
+        self.process = context.Process(target=_big_group_main, args=(child, port, args), daemon=True)
+        self.process.start()
+
+    async def _call(self, command: tuple[Any, ...] | None) -> Any:
+        loop = asyncio.get_running_loop()
+        if command is not None:
+            self.conn.send(command)
+        return await loop.run_in_executor(None, self.conn.recv)
+
+    async def join(self) -> bool:
+        return bool(await self._call(None))
+
+    async def phase(self, churn_ms: int, seconds: float) -> dict[str, float]:
+        return dict(await self._call(("phase", churn_ms, seconds)))
+
+    async def close(self) -> None:
+        if self.process.is_alive():
+            with contextlib.suppress(EOFError, BrokenPipeError, OSError):
+                await self._call(("close",))
+        self.process.join(timeout=30)
 
 
 CASES = {"process": (True, "process"), "thread": (True, "thread"), "off": (False, "thread")}
@@ -398,6 +501,9 @@ def main(argv: list[str] | None = None) -> int:
                    help="give up on the rebalancing phase if its group has not settled after this many seconds")
     p.add_argument("--streams", type=int, default=64, help="ConsumerGroupHeartbeatStream streams to multiplex on")
     p.add_argument("--unary", action="store_true", help="unary ConsumerGroupHeartbeat calls instead of streams")
+    p.add_argument("--big-same-process", action="store_true",
+                   help="run the rebalancing group's members in this load generator's event loop (the default "
+                        "is a process of their own, as another application)")
     p.add_argument("--quick", action="store_true", help="1,000 members, 5 s phases")
     p.add_argument("--cases", default="process,thread,off",
                    help="comma-separated: process (offload to worker processes), thread (offload to threads), "

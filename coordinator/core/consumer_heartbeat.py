@@ -215,7 +215,8 @@ def _heartbeat(shard: GroupCoordinatorShard, r: ConsumerGroupHeartbeatRequest,
 
     send_assignment = (
         joining or lost_response or _is_full_request(r)
-        or (reconciled is not member and reconciled.assigned_sets() != member.assigned_sets())
+        or (reconciled is not member and reconciled.assigned_partitions is not member.assigned_partitions
+            and reconciled.assigned_sets() != member.assigned_sets())  # `is`: an epoch-only bump keeps them
     )
     result.response = ConsumerGroupHeartbeatResponse(
         member_id=member_id,

@@ -23,7 +23,11 @@ Row = tuple[frozenset[str], "str | None", "str | None"]  # subscribed topic ids,
 
 class SpecMembers(Mapping[str, MemberSpec]):
     """member id -> `MemberSpec`, whose `assigned_partitions` is `current`'s view of the member (nothing for a
-    member `current` lacks). `rows` is the caller's copy (the group keeps its own up to date)."""
+    member `current` lacks). `rows` is the caller's copy (the group keeps its own up to date).
+
+    That is a promise by construction, and `current` (the very `GroupSpec.current`) says so to the assignors
+    (`assignors.overlay.GivenAsViews`): `uniform` then reads the specs of only the members it moves, and hands
+    back an `OverlayAssignment` over this mapping. So `current` must not change, nor a spec be built otherwise."""
 
     __slots__ = ("_specs", "current", "distinct", "rows")
 

@@ -9,10 +9,11 @@ was given (`TargetDelta`), writing records only for the changed ones.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterator, KeysView, Mapping
+from collections.abc import Collection, Iterable, Iterator, KeysView, Mapping
 
 from groupcoord.assignors.api import GroupAssignment, GroupSpec
 from groupcoord.assignors.compact import CompactAssignment
+from groupcoord.assignors.overlay import OverlayAssignment
 
 Partitions = Mapping[str, frozenset[int]]
 _EMPTY: Partitions = {}
@@ -27,12 +28,18 @@ def assignment_changes(spec: GroupSpec, assignment: GroupAssignment) -> dict[str
     had none in `spec.current`, with their new assignment; None when the result is not over exactly the
     spec's members (then it goes back whole).
     Assignors hand unchanged members' mappings back as given, so most members cost an identity check."""
-    if spec.current is None or len(assignment) != len(spec.members) \
-            or any(m not in spec.members for m in assignment):
-        return None
     members, current = spec.members, spec.current
+    if current is None:
+        return None
+    # an overlay over the spec's members has exactly their ids and gives every other member's back as given:
+    # only the ones it overrides can differ
+    overlay = assignment if isinstance(assignment, OverlayAssignment) and assignment.members is members else None
+    if overlay is None and (len(assignment) != len(members) or any(m not in members for m in assignment)):
+        return None
     candidates: Collection[str] = members
-    if isinstance(assignment, CompactAssignment) and assignment.changed is not None \
+    if overlay is not None:
+        candidates = sorted(m for m in overlay.overrides if m in members)  # sorted, deterministic, as below
+    elif isinstance(assignment, CompactAssignment) and assignment.changed is not None \
             and assignment.previous is current:
         candidates = sorted(m for m in assignment.changed if m in members)  # a frozenset: sorted, deterministic
     changes: dict[str, dict[str, frozenset[int]]] = {}
@@ -46,7 +53,10 @@ def assignment_changes(spec: GroupSpec, assignment: GroupAssignment) -> dict[str
             changes[m] = new_n
     # members without a target before the run get one even if empty: listing them here spares the
     # coordinator a pass over every member to find who has no target
-    changes.update((m, normalised(assignment[m])) for m in members if m not in current and m not in changes)
+    absent: Iterable[str] = members
+    if overlay is not None:  # set difference in C, not a pass over every member; sorted, deterministic
+        absent = sorted(members.keys() - current.index.keys())
+    changes.update((m, normalised(assignment[m])) for m in absent if m not in current and m not in changes)
     return changes
 
 

@@ -12,12 +12,14 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from groupcoord.assignors.api import GroupSpec
+from groupcoord.assignors.overlay import OverlayAssignment
 from groupcoord.assignors.registry import get_server_assignor
 from groupcoord.coordinator.core.consumer_group import ConsumerGroup
 from groupcoord.coordinator.core.records import ConsumerGroupTargetAssignmentMember
 from groupcoord.coordinator.core.spec_members import SpecMembers
 from groupcoord.coordinator.core.target_assignment import AssignorCompletion, build_spec
-from groupcoord.coordinator.core.target_delta import TargetDelta
+from groupcoord.coordinator.core.target_delta import TargetDelta, assignment_changes
 from groupcoord.coordinator.runtime.executor import compact_run, run_compact
 from tests.core.context import CoreContext, as_in_a_worker_process, check_group_invariants, shard_state
 
@@ -58,6 +60,42 @@ def test_a_worker_sends_back_only_the_members_whose_target_changed() -> None:
     for m, partitions in outcome.changes.items():
         assert partitions == {t: frozenset(ps) for t, ps in whole[m].items() if ps}
     assert len(pickle.dumps(outcome)) < len(pickle.dumps(dict(whole.items()))) / 3
+
+
+def overlay_of(run: Any) -> tuple[GroupSpec, OverlayAssignment]:
+    """The run's snapshot pickled as a worker gets it, and `uniform`'s result on it: an overlay over its
+    members."""
+    spec = pickle.loads(pickle.dumps(run.spec))
+    out = get_server_assignor("uniform").assign(spec, run.topics, None)
+    assert isinstance(out, OverlayAssignment) and out.members is spec.members
+    return spec, out
+
+
+def test_an_overlay_tells_the_same_changes_as_the_same_result_as_a_dict() -> None:
+    ctx = stable_group(30)
+    ctx.heartbeat(member_id="m3", member_epoch=-1)
+    ctx.join("new", subscribed_topic_names=("foo",))
+    assert ctx.pending_runs
+    for run in ctx.pending_runs:
+        spec, out = overlay_of(run)
+        fast = assignment_changes(spec, out)
+        slow = assignment_changes(spec, dict(out.items()))
+        assert fast is not None and fast == slow
+        assert list(fast) == sorted(fast)  # deterministic: the overridden members sorted
+        assert set(fast) <= set(out.overrides)
+    assert fast is not None and "new" in fast
+
+
+def test_a_newcomer_the_overlay_leaves_empty_is_still_listed() -> None:
+    ctx = offloaded("uniform", 4)
+    for i in range(4):
+        ctx.join(f"m{i}", subscribed_topic_names=("foo",))
+    settle(ctx)
+    ctx.join("new", subscribed_topic_names=("foo",))  # 4 partitions over 5: nothing for it to take
+    [run] = ctx.pending_runs
+    spec, out = overlay_of(run)
+    assert "new" not in out.overrides
+    assert assignment_changes(spec, out) == {"new": {}} == assignment_changes(spec, dict(out.items()))
 
 
 def test_records_are_written_only_for_the_members_the_run_changed() -> None:
