@@ -206,7 +206,12 @@ async def churn_loop(load: Load, big: list[Member], churn_ms: int, stop: asyncio
     recomputed continuously."""
     changes = 0
 
-    async def member_loop(m: Member) -> None:
+    async def member_loop(m: Member, first_after: float) -> None:
+        # Each member keeps its own phase in the interval, as clients that joined at different moments do;
+        # all heartbeating at the phase's start would send the whole group's heartbeats in one burst, again
+        # every interval (the jitter spreads them only slowly), and measure that burst instead of the rate.
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(stop.wait(), first_after)
         while not stop.is_set() and m.alive:
             try:
                 await load.heartbeat(m, record=False)
@@ -216,7 +221,7 @@ async def churn_loop(load: Load, big: list[Member], churn_ms: int, stop: asyncio
                 continue  # report the revocation at once, as a Kafka client does
             await asyncio.sleep(big_interval_s * (0.9 + 0.2 * rng.random()))
 
-    tasks = [asyncio.create_task(member_loop(m)) for m in list(big)]
+    tasks = [asyncio.create_task(member_loop(m, big_interval_s * rng.random())) for m in list(big)]
     while not stop.is_set():
         if churn_ms <= 0:  # no churn: the big group only heartbeats
             await stop.wait()
@@ -232,7 +237,7 @@ async def churn_loop(load: Load, big: list[Member], churn_ms: int, stop: asyncio
                 group_id=victim.group_id, member_id=victim.member_id, member_epoch=-1), timeout=30)
         newcomer = Member(victim.group_id, victim.topic)
         big.append(newcomer)
-        tasks.append(asyncio.create_task(member_loop(newcomer)))
+        tasks.append(asyncio.create_task(member_loop(newcomer, 0.0)))
         changes += 1
     await asyncio.gather(*tasks, return_exceptions=True)  # loops end on `stop` (cancelling would kill streams)
     return changes
@@ -241,6 +246,36 @@ async def churn_loop(load: Load, big: list[Member], churn_ms: int, stop: asyncio
 def cpu_seconds(pid: int) -> float:
     fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()  # noqa: SIM115
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def descendants(pid: int) -> list[int]:
+    """Every process below `pid` (the coordinator's forkserver and its background workers)."""
+    out: list[int] = []
+    try:
+        children = [int(c) for t in os.listdir(f"/proc/{pid}/task")
+                    for c in open(f"/proc/{pid}/task/{t}/children").read().split()]  # noqa: SIM115
+    except OSError:
+        return out
+    for c in children:
+        out += [c, *descendants(c)]
+    return out
+
+
+def cpu_by_process(coordinators: list[int], big_pid: int | None) -> dict[str, float]:
+    """CPU seconds so far: the coordinator process(es), their background processes, this load generator, and
+    the rebalancing group's process."""
+    def total(ps: list[int]) -> float:
+        out = 0.0
+        for p in ps:
+            with contextlib.suppress(OSError, IndexError):
+                out += cpu_seconds(p)
+        return out
+
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    return {"coordinator": total(coordinators),
+            "background": total([d for c in coordinators for d in descendants(c) if d not in coordinators]),
+            "load generator": own.ru_utime + own.ru_stime,
+            "big group": total([big_pid]) if big_pid else 0.0}
 
 
 def worker_pids(server: subprocess.Popen[bytes], base: int, workers: int) -> dict[int, int]:
@@ -325,26 +360,30 @@ async def run_case(port: int, args: argparse.Namespace, pids: dict[int, int]) ->
         big_result = asyncio.create_task(big.phase(churn_ms, args.seconds))
         task = asyncio.create_task(steady_loop(load, members, args.rate, stop))
         t0 = time.perf_counter()
+        cpu0 = cpu_by_process(list(pids.values()), big.pid)
         await asyncio.sleep(args.seconds)
+        cpu1 = cpu_by_process(list(pids.values()), big.pid)
+        wall = time.perf_counter() - t0
         stop.set()
         await task
         load.recording = False
         result = await big_result
         return {"rate": window_rate(load.done_at, t0, args), "big_rate": result["big_rate"],
                 "p50": pct(load.latencies, 0.5), "p99": pct(load.latencies, 0.99), "load": os.getloadavg()[0],
-                "churn": result["churn"], "big_errors": result["errors"]}
+                "churn": result["churn"], "big_errors": result["errors"],
+                "cores": {k: (cpu1[k] - cpu0[k]) / wall for k in cpu0}}
 
     if not args.no_steady:  # the big group present and heartbeating, not changing: the baseline for isolation
         print("  steady: the big group heartbeats without churn ...", flush=True)
         steady = await phase(0)
         out.update(steady_rate=steady["rate"], steady_big_rate=steady["big_rate"], steady_p50=steady["p50"],
-                   steady_p99=steady["p99"], steady_load=steady["load"])
+                   steady_p99=steady["p99"], steady_load=steady["load"], steady_cores=steady["cores"])
     busy = await phase(args.churn_ms)
     for w in load.all_streams():
         await w.close()
     await big.close()
     out.update(busy_rate=busy["rate"], big_rate=busy["big_rate"], busy_p50=busy["p50"], busy_p99=busy["p99"],
-               busy_load=busy["load"], churn=busy["churn"],
+               busy_load=busy["load"], churn=busy["churn"], busy_cores=busy["cores"],
                errors=load.errors + sum(load.rpc_errors.values()) + busy["big_errors"])
     if load.rpc_errors:
         print(f"  rpc errors: {load.rpc_errors}", flush=True)
@@ -354,6 +393,8 @@ async def run_case(port: int, args: argparse.Namespace, pids: dict[int, int]) ->
 
 class BigGroup:
     """The rebalancing group: joins, then runs phases (heartbeating, churning when churn_ms > 0)."""
+
+    pid: int | None = None  # its own process, if it has one
 
     async def join(self) -> bool:
         raise NotImplementedError
@@ -414,6 +455,8 @@ class BigGroupTasks(BigGroup):
 def _big_group_main(conn: Any, port: int, args: argparse.Namespace) -> None:
     """The rebalancing group's own process: commands and results over `conn`."""
     gc.set_threshold(50_000, 50, 100)
+    if args.big_niceness:
+        os.nice(args.big_niceness)
 
     async def serve() -> None:
         if not args.no_coalesce:
@@ -443,6 +486,7 @@ class BigGroupProcess(BigGroup):
         self.conn, child = context.Pipe()
         self.process = context.Process(target=_big_group_main, args=(child, port, args), daemon=True)
         self.process.start()
+        self.pid = self.process.pid
 
     async def _call(self, command: tuple[Any, ...] | None) -> Any:
         loop = asyncio.get_running_loop()
@@ -473,6 +517,8 @@ def start_server(port: int, args: argparse.Namespace, case: str) -> subprocess.P
            "--set", f"group.consumer.assignor.offload.enable={'true' if offload else 'false'}",
            "--set", "group.consumer.session.timeout.ms=60000", "--set", "group.consumer.max.session.timeout.ms=60000",
            "--topic", f"big:{args.big_partitions}"]
+    if args.background_niceness is not None:
+        cmd += ["--set", f"group.coordinator.background.niceness={args.background_niceness}"]
     for g in range(args.groups):
         cmd += ["--topic", f"t{g}:{args.partitions}"]
     log = open(f"/tmp/groupcoord-bench-{port}.log", "w")  # noqa: SIM115
@@ -501,6 +547,12 @@ def main(argv: list[str] | None = None) -> int:
                    help="give up on the rebalancing phase if its group has not settled after this many seconds")
     p.add_argument("--streams", type=int, default=64, help="ConsumerGroupHeartbeatStream streams to multiplex on")
     p.add_argument("--unary", action="store_true", help="unary ConsumerGroupHeartbeat calls instead of streams")
+    p.add_argument("--big-niceness", type=int, default=0,
+                   help="run the rebalancing group's own process this much below normal CPU priority (its clients "
+                        "stand for another application's machines; niced, their CPU here is taken from what the "
+                        "coordinator and the measured load leave)")
+    p.add_argument("--background-niceness", type=int, default=None,
+                   help="the coordinator's group.coordinator.background.niceness (default: the coordinator's)")
     p.add_argument("--big-same-process", action="store_true",
                    help="run the rebalancing group's members in this load generator's event loop (the default "
                         "is a process of their own, as another application)")
@@ -552,6 +604,17 @@ def main(argv: list[str] | None = None) -> int:
                   f"{r['busy_p50']:>8.2f} {r['busy_p99']:>8.2f} {r['busy_p99'] / r['quiet_p99']:>10.2f} "
                   f"{int(r['churn']):>6} {int(r['errors']):>6} {r['busy_load']:>6.1f}"
                   + (f"   p99/steady {r['busy_p99'] / r['steady_p99']:.2f}" if "steady_p99" in r else ""))
+    if any("busy_cores" in r for _, r in rows):
+        print()
+        print("CPU by phase, in cores (CPU seconds per wall second): the coordinator process(es), their background "
+              "worker processes, this load generator, the rebalancing group's own process")
+        print(f"{'offload':<8} {'phase':<12} {'coordinator':>12} {'background':>11} {'load gen':>9} {'big group':>10}")
+        for name, r in rows:
+            for phase, key in (("steady", "steady_cores"), ("rebalancing", "busy_cores")):
+                if key in r:
+                    c = r[key]
+                    print(f"{name:<8} {phase:<12} {c['coordinator']:>12.2f} {c['background']:>11.2f} "
+                          f"{c['load generator']:>9.2f} {c['big group']:>10.2f}")
     print()
     print(f"CPU in the quiet phase ({args.workers} worker(s)); cores = CPU seconds per wall second; load1 = the "
           "machine's 1-minute load average then")

@@ -30,7 +30,8 @@ from groupcoord.coordinator.core.config import BrokerConfig
 from groupcoord.coordinator.core.messages import ConsumerGroupHeartbeatRequest
 from groupcoord.coordinator.core.shard import GroupCoordinatorShard
 from groupcoord.coordinator.core.target_assignment import AssignorCompletion, AssignorRun
-from groupcoord.coordinator.runtime.executor import compact_run, load_outcome, run_compact
+from groupcoord.coordinator.runtime.executor import compact_run, load_outcome, run_sliced
+from groupcoord.coordinator.runtime.sliced_run import slice_run
 
 
 def _timed(fn: Callable[[], Any]) -> tuple[Any, float]:
@@ -51,14 +52,14 @@ def one_round(shard: GroupCoordinatorShard, k: int, now: int) -> dict[str, float
     runs = [t for t in res.tasks if isinstance(t, AssignorRun)]
     assert runs, "the join started no offloaded run"
     run = runs[-1]
-    payload, send_ms = _timed(lambda: pickle.dumps(compact_run(run), protocol=pickle.HIGHEST_PROTOCOL))
-    outcome, child_ms = _timed(lambda: run_compact(pickle.loads(payload)))
+    payload, send_ms = _timed(lambda: pickle.dumps(slice_run(compact_run(run)), protocol=pickle.HIGHEST_PROTOCOL))
+    outcome, child_ms = _timed(lambda: run_sliced(pickle.loads(payload)))
     back = pickle.dumps(outcome, protocol=pickle.HIGHEST_PROTOCOL)
     loaded, load_ms = _timed(lambda: load_outcome(pickle.loads(back), run))
     res2, apply_ms = _timed(lambda: shard.on_assignment_complete(
         AssignorCompletion(GID, run.run_id, loaded.assignment, loaded.error), now))
     records = sum(1 for r in res2.records if type(r).__name__ == "ConsumerGroupTargetAssignmentMember")
-    return {"leave heartbeat": leave_ms, "join heartbeat (spec)": join_ms, "send (compact + pickle)": send_ms,
+    return {"leave heartbeat": leave_ms, "join heartbeat (spec)": join_ms, "send (pickled in slices)": send_ms,
             "load result": load_ms, "apply (records)": apply_ms, "loop total": leave_ms + join_ms + send_ms
             + load_ms + apply_ms, "child (assignor)": child_ms, "input MB": len(payload) / 1e6,
             "result MB": len(back) / 1e6, "target records": records}

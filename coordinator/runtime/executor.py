@@ -45,6 +45,7 @@ from groupcoord.coordinator.core.target_assignment import AssignorCompletion, As
 from groupcoord.coordinator.core.target_delta import TargetDelta, as_delta, assignment_changes
 from groupcoord.coordinator.core.topic_regex import RegexResolution, RegexResolutionCompletion, resolve_topic_regexes
 from groupcoord.coordinator.runtime.metrics import CoordinatorMetrics
+from groupcoord.coordinator.runtime.sliced_run import SlicedRun, slice_run, unslice
 
 log = logging.getLogger("groupcoord.executor")
 
@@ -144,6 +145,11 @@ def run_compact(run: CompactRun) -> RunOutcome:
     chunks = tuple(pickle.dumps(dict(items[i:i + RESULT_CHUNK_MEMBERS]), protocol=pickle.HIGHEST_PROTOCOL)
                    for i in range(0, len(items), RESULT_CHUNK_MEMBERS))
     return RunOutcome(None, None, outcome.started, outcome.elapsed, chunks)
+
+
+def run_sliced(run: SlicedRun | CompactRun) -> RunOutcome:
+    """The worker process's entry point: the run put back together if it came in slices (`slice_run`)."""
+    return run_compact(unslice(run) if isinstance(run, SlicedRun) else run)
 
 
 def load_chunks(chunks: tuple[bytes, ...]) -> GroupAssignment:
@@ -273,7 +279,7 @@ class BackgroundExecutor:
             with self._lock:
                 pool = self._pool
             try:
-                future = pool.submit(run_compact, compact_run(run))
+                future = pool.submit(run_sliced, slice_run(compact_run(run)))
             except RuntimeError as e:  # broken, or shut down
                 self._replace_broken(pool)
                 finish(RunOutcome(None, f"background executor: {e}", time.monotonic(), 0.0))

@@ -24,15 +24,16 @@ from groupcoord.coordinator.core.results import Result, TimerKey
 from groupcoord.coordinator.core.shard import GroupCoordinatorShard
 from groupcoord.coordinator.core.target_assignment import AssignorCompletion, AssignorRun
 from groupcoord.coordinator.core.topic_regex import RegexResolution
-from groupcoord.coordinator.runtime.executor import compact_run, load_outcome, run_compact
+from groupcoord.coordinator.runtime.executor import compact_run, load_outcome, run_sliced
+from groupcoord.coordinator.runtime.sliced_run import slice_run
 from tests.virtual_clock import VirtualClock
 
 
 def as_in_a_worker_process(run: AssignorRun) -> Any:
-    """The run's assignment as the process executor hands it back: the run pickled as it crosses to a worker,
-    run there (`run_compact`: only the changed members come back when it can), the outcome pickled back and
-    loaded over the run's own snapshot. Assignor errors raise, as the direct call did."""
-    outcome = pickle.loads(pickle.dumps(run_compact(pickle.loads(pickle.dumps(compact_run(run))))))
+    """The run's assignment as the process executor hands it back: the run pickled in slices as it crosses to
+    a worker, run there (`run_sliced`: only the changed members come back when it can), the outcome pickled
+    back and loaded over the run's own snapshot. Assignor errors raise, as the direct call did."""
+    outcome = pickle.loads(pickle.dumps(run_sliced(pickle.loads(pickle.dumps(slice_run(compact_run(run)))))))
     if outcome.error is not None:
         raise AssertionError(outcome.error)
     return load_outcome(outcome, run).assignment
