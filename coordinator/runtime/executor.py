@@ -16,6 +16,7 @@ threads of this process (no start-up cost; for tests and small deployments).
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import logging
 import multiprocessing
@@ -45,7 +46,7 @@ from groupcoord.coordinator.core.target_assignment import AssignorCompletion, As
 from groupcoord.coordinator.core.target_delta import TargetDelta, as_delta, assignment_changes
 from groupcoord.coordinator.core.topic_regex import RegexResolution, RegexResolutionCompletion, resolve_topic_regexes
 from groupcoord.coordinator.runtime.metrics import CoordinatorMetrics
-from groupcoord.coordinator.runtime.sliced_run import SlicedRun, slice_run, unslice
+from groupcoord.coordinator.runtime.sliced_run import SlicedRun, slice_run, slicing, unslice
 
 log = logging.getLogger("groupcoord.executor")
 
@@ -275,19 +276,40 @@ class BackgroundExecutor:
                 outcome = RunOutcome(None, f"background executor: {type(e).__name__}", time.monotonic(), 0.0)
             finish(load_outcome(outcome, run))
 
-        def send() -> None:
+        def send(payload: SlicedRun | CompactRun) -> None:
             with self._lock:
                 pool = self._pool
             try:
-                future = pool.submit(run_sliced, slice_run(compact_run(run)))
+                future = pool.submit(run_sliced, payload)  # the pool's feeder thread pickles it: a few bytes objects
             except RuntimeError as e:  # broken, or shut down
                 self._replace_broken(pool)
                 finish(RunOutcome(None, f"background executor: {e}", time.monotonic(), 0.0))
                 return
             future.add_done_callback(lambda f: collected(pool, f))
 
-        # compact_run walks every member (40 ms for 10,000 on a loaded machine): not on the event loop
-        self._sender.submit(send)
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # not called from an event loop (tools, tests): pickle on the sender thread
+            self._sender.submit(lambda: send(slice_run(compact_run(run))))
+            return
+        # On the event loop, one slice per pass (`slicing`): heartbeats are answered in between, and no thread
+        # of this process takes the GIL from the loop to pickle
+        steps = slicing(compact_run(run))
+
+        def step() -> None:
+            try:
+                next(steps)
+            except StopIteration as done:
+                send(done.value)
+                return
+            except Exception as e:  # a run that does not pickle fails as a run, never the loop
+                log.error("pickling the run of assignor %s for group %s failed: %r", run.assignor_name,
+                          run.group_id, e)
+                finish(RunOutcome(None, f"background executor: {type(e).__name__}", time.monotonic(), 0.0))
+                return
+            loop.call_soon(step)
+
+        loop.call_soon(step)
 
     def _replace_broken(self, broken: Executor) -> None:
         """A killed worker breaks the whole ProcessPoolExecutor: start a new one, once per broken pool."""

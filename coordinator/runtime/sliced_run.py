@@ -2,10 +2,11 @@
 
 Why: a run on a 10,000-member group crosses to a worker process as 0.34 MB: every member's row (its
 subscription, rack and instance id) and the current target's member ids. Pickling that is one C call that
-holds the GIL for 1.6 ms, on a thread of the coordinator's process; every heartbeat of every other group
-that arrives meanwhile waits for it, twice a second for a group that churns at assignment interval 0. Here
-the rows and the member ids are pickled a slice at a time with the GIL handed back in between (the event
-loop runs at most one slice late), and the worker puts the run back together (`unslice`) before running
+holds the GIL for 1.6 ms; every heartbeat of every other group that arrives meanwhile waits for it, several
+times a second for a group that churns at assignment interval 0. Here the rows and the member ids are
+pickled a slice (0.1 ms) at a time, as callbacks of the event loop itself between which it answers
+heartbeats (`slicing`; a thread that pickled them would take the GIL from the loop at every slice), and the
+worker puts the run back together (`unslice`) before running
 it exactly as an unsliced one (the executor's `run_sliced`).
 """
 
@@ -14,9 +15,9 @@ from __future__ import annotations
 import dataclasses
 import pickle
 import time
-from collections.abc import Sequence
+from collections.abc import Generator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from groupcoord.assignors.compact import CompactAssignment
 from groupcoord.coordinator.core.spec_members import Row, SpecMembers
@@ -39,17 +40,11 @@ class SlicedRun:
     member_ids: tuple[bytes, ...]
 
 
-def _in_slices(items: Sequence[Any], size: int) -> tuple[bytes, ...]:
-    out = []
-    for start in range(0, len(items), size):
-        time.sleep(0)  # hand the GIL to the event loop between slices
-        out.append(pickle.dumps(items[start:start + size], protocol=pickle.HIGHEST_PROTOCOL))
-    return tuple(out)
-
-
-def slice_run(run: CompactRun, size: int = SLICE) -> SlicedRun | CompactRun:
+def slicing(run: CompactRun, size: int = SLICE) -> Generator[None, None, SlicedRun | CompactRun]:
     """`run` sliced (`size` rows or ids a pickle) when its members are the coordinator's rows (`SpecMembers`)
-    over its current target; otherwise (a plain mapping of `MemberSpec`s) as it is."""
+    over its current target, else `run` as it is (a plain mapping of `MemberSpec`s), as a generator's return
+    value: it yields after each slice, so its driver decides what runs in between (the executor: the event
+    loop's other callbacks, one slice per loop pass)."""
     spec = run.spec
     members, current = spec.members, spec.current
     if not isinstance(members, SpecMembers) or members.current is not current:
@@ -59,8 +54,27 @@ def slice_run(run: CompactRun, size: int = SLICE) -> SlicedRun | CompactRun:
     hollow = dataclasses.replace(spec, members=SpecMembers({}, members.distinct, hollow_current),
                                  current=hollow_current)
     head = pickle.dumps(dataclasses.replace(run, spec=hollow), protocol=pickle.HIGHEST_PROTOCOL)
-    return SlicedRun(head, _in_slices(list(members.rows), size), _in_slices(list(members.rows.values()), size),
-                     _in_slices(current.member_ids, size) if current is not None else ())
+    parts: list[tuple[bytes, ...]] = []
+    for items in (list(members.rows), list(members.rows.values()), current.member_ids if current else []):
+        out = []
+        for start in range(0, len(items), size):
+            yield
+            out.append(pickle.dumps(items[start:start + size], protocol=pickle.HIGHEST_PROTOCOL))
+        parts.append(tuple(out))
+    return SlicedRun(head, *parts)
+
+
+def slice_run(run: CompactRun, size: int = SLICE) -> SlicedRun | CompactRun:
+    """`slicing` driven to its end at once (a thread that is not the event loop's: the GIL is handed back
+    between slices)."""
+    steps = slicing(run, size)
+    while True:
+        try:
+            next(steps)
+        except StopIteration as done:
+            result: SlicedRun | CompactRun = done.value
+            return result
+        time.sleep(0)
 
 
 def unslice(sliced: SlicedRun) -> CompactRun:
