@@ -371,14 +371,32 @@ async def run_case(port: int, args: argparse.Namespace, pids: dict[int, int]) ->
         return {"rate": window_rate(load.done_at, t0, args), "big_rate": result["big_rate"],
                 "p50": pct(load.latencies, 0.5), "p99": pct(load.latencies, 0.99), "load": os.getloadavg()[0],
                 "churn": result["churn"], "big_errors": result["errors"],
-                "cores": {k: (cpu1[k] - cpu0[k]) / wall for k in cpu0}}
+                "cores": {k: (cpu1[k] - cpu0[k]) / wall for k in cpu0}, "latencies": load.latencies}
 
-    if not args.no_steady:  # the big group present and heartbeating, not changing: the baseline for isolation
-        print("  steady: the big group heartbeats without churn ...", flush=True)
-        steady = await phase(0)
+    def pooled(results: list[dict[str, Any]]) -> dict[str, Any]:
+        """Rounds of one phase as one: latencies pooled, rates and cores averaged, counts added."""
+        latencies = [x for r in results for x in r["latencies"]]
+        n = len(results)
+        return {"rate": sum(r["rate"] for r in results) / n, "big_rate": sum(r["big_rate"] for r in results) / n,
+                "p50": pct(latencies, 0.5), "p99": pct(latencies, 0.99), "load": results[-1]["load"],
+                "churn": sum(r["churn"] for r in results), "big_errors": sum(r["big_errors"] for r in results),
+                "cores": {k: sum(r["cores"][k] for r in results) / n for k in results[0]["cores"]}}
+
+    # Steady and rebalancing phases alternate `--rounds` times, so a drift in the machine's own load (another
+    # tenant, the load average of the phases before) falls on both alike.
+    steadies, busies = [], []
+    for k in range(args.rounds):
+        if not args.no_steady:  # the big group present and heartbeating, not changing: the baseline for isolation
+            print(f"  steady ({k + 1}/{args.rounds}): the big group heartbeats without churn ...", flush=True)
+            steadies.append(await phase(0))
+        print(f"  rebalancing ({k + 1}/{args.rounds}): one leaves and one joins every {args.churn_ms} ms ...",
+              flush=True)
+        busies.append(await phase(args.churn_ms))
+    if steadies:
+        steady = pooled(steadies)
         out.update(steady_rate=steady["rate"], steady_big_rate=steady["big_rate"], steady_p50=steady["p50"],
                    steady_p99=steady["p99"], steady_load=steady["load"], steady_cores=steady["cores"])
-    busy = await phase(args.churn_ms)
+    busy = pooled(busies)
     for w in load.all_streams():
         await w.close()
     await big.close()
@@ -541,6 +559,9 @@ def main(argv: list[str] | None = None) -> int:
                    help="the big group's consumer.assignment.interval.ms (KIP-1263 batching; 1000 = Kafka's default, "
                    "0 = recompute on every change)")
     p.add_argument("--seconds", type=float, default=10.0)
+    p.add_argument("--rounds", type=int, default=1,
+                   help="alternate the steady and rebalancing phases this many times (each --seconds long); "
+                        "latencies pooled per phase")
     p.add_argument("--no-steady", action="store_true",
                    help="skip the steady phase (the big group heartbeating without churn, the isolation baseline)")
     p.add_argument("--join-timeout", type=float, default=180.0,
