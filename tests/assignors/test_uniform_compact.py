@@ -151,14 +151,20 @@ def test_compact_path_matches_general_path_across_joins_leaves_and_resizes(
         result = check_same(spec, StaticTopicDescriber(dict(sizes)))
 
 
-def test_one_leaves_one_joins_reads_only_the_members_that_move() -> None:
+def one_left_one_joined() -> tuple[StaticTopicDescriber, list[str], GroupAssignment, GroupSpec]:
+    """100 members on one topic of 1,000 partitions; then member0 leaves and newMember joins: the topics, the
+    first members' names, their assignment, and the spec on its owner array."""
     topics = StaticTopicDescriber({"t": 1000})
     sub = frozenset({"t"})
     names = [f"member{i}" for i in range(100)]
     before = assign_homogeneous(GroupSpec.of({m: MemberSpec(sub) for m in names}), topics)
     current = compact_from_mapping(before)
     assert current is not None
-    spec = spec_on(current, [*names[1:], "newMember"], sub)
+    return topics, names, before, spec_on(current, [*names[1:], "newMember"], sub)
+
+
+def test_one_leaves_one_joins_reads_only_the_members_that_move() -> None:
+    topics, names, before, spec = one_left_one_joined()
     got = assign_homogeneous_compact(spec, topics)
     assert got is not None
     assert got["newMember"] == before["member0"]
@@ -170,13 +176,7 @@ def test_one_leaves_one_joins_reads_only_the_members_that_move() -> None:
 
 
 def test_on_a_snapshot_only_the_members_that_move_are_read_and_held() -> None:
-    topics = StaticTopicDescriber({"t": 1000})
-    sub = frozenset({"t"})
-    names = [f"member{i}" for i in range(100)]
-    before = assign_homogeneous(GroupSpec.of({m: MemberSpec(sub) for m in names}), topics)
-    current = compact_from_mapping(before)
-    assert current is not None
-    plain = spec_on(current, [*names[1:], "newMember"], sub)
+    topics, names, before, plain = one_left_one_joined()
     snapshot = snapshot_of(plain)
     # as a worker gets it: pickled with its spec, the snapshot's array still the spec's very `current`
     crossed = pickle.loads(pickle.dumps(snapshot))
