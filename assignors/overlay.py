@@ -7,28 +7,22 @@ member, holds only the changed ones, and says which they are (`overrides`).
 
 A members mapping can promise, by construction, that each member's `assigned_partitions` is
 `current.view(member)` for the members the group's `current` owner array has, and an empty mapping for the
-others: it says so by carrying that very `current` as its attribute `current` (`GivenAsViews`; the
+others: it says so by carrying that very `current` as its attribute `current` (`given_as_views`; the
 coordinator's `SpecMembers` does). An assignor need then neither check nor read the members it leaves alone.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
-from typing import Protocol
 
 from groupcoord.assignors.api import MemberAssignment, MemberSpec
 from groupcoord.assignors.compact import CompactAssignment
 
 
-class GivenAsViews(Protocol):
-    """A members mapping whose every member's `assigned_partitions` is `current.view(member)` (an empty
-    mapping for a member `current` lacks), by construction."""
-
-    current: CompactAssignment | None
-
-
 def given_as_views(members: Mapping[str, MemberSpec], current: CompactAssignment) -> bool:
-    """Whether `members` promises (`GivenAsViews`) that its members' assignments are `current`'s views."""
+    """Whether `members` promises that every member's `assigned_partitions` is `current.view(member)` (an
+    empty mapping for a member `current` lacks), by construction: it carries that very `current` as its
+    attribute `current`."""
     return getattr(members, "current", None) is current
 
 

@@ -31,7 +31,7 @@ import subprocess
 import sys
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import grpc
 
@@ -248,17 +248,18 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def children(pid: int) -> list[int]:
+    """The processes `pid` started (from any of its threads); none when it is gone."""
+    try:
+        return [int(c) for t in os.listdir(f"/proc/{pid}/task")
+                for c in open(f"/proc/{pid}/task/{t}/children").read().split()]  # noqa: SIM115
+    except OSError:
+        return []
+
+
 def descendants(pid: int) -> list[int]:
     """Every process below `pid` (the coordinator's forkserver and its background workers)."""
-    out: list[int] = []
-    try:
-        children = [int(c) for t in os.listdir(f"/proc/{pid}/task")
-                    for c in open(f"/proc/{pid}/task/{t}/children").read().split()]  # noqa: SIM115
-    except OSError:
-        return out
-    for c in children:
-        out += [c, *descendants(c)]
-    return out
+    return [d for c in children(pid) for d in (c, *descendants(c))]
 
 
 def cpu_by_process(coordinators: list[int], big_pid: int | None) -> dict[str, float]:
@@ -283,10 +284,10 @@ def worker_pids(server: subprocess.Popen[bytes], base: int, workers: int) -> dic
     if workers == 1:
         return {base: server.pid}
     out: dict[int, int] = {}
-    for pid in open(f"/proc/{server.pid}/task/{server.pid}/children").read().split():  # noqa: SIM115
+    for pid in children(server.pid):
         argv = open(f"/proc/{pid}/cmdline", "rb").read().split(b"\0")  # noqa: SIM115
         if b"--worker-index" in argv:
-            out[base + int(argv[argv.index(b"--worker-index") + 1])] = int(pid)
+            out[base + int(argv[argv.index(b"--worker-index") + 1])] = pid
     return out
 
 
@@ -354,7 +355,7 @@ async def run_case(port: int, args: argparse.Namespace, pids: dict[int, int]) ->
         await channel.close()
         return out
 
-    async def phase(churn_ms: int) -> dict[str, float]:
+    async def phase(churn_ms: int) -> dict[str, Any]:
         stop = asyncio.Event()
         load.latencies, load.done_at, load.recording = [], [], True
         big_result = asyncio.create_task(big.phase(churn_ms, args.seconds))
@@ -409,27 +410,25 @@ async def run_case(port: int, args: argparse.Namespace, pids: dict[int, int]) ->
     return out
 
 
-class BigGroup:
+class BigGroup(Protocol):
     """The rebalancing group: joins, then runs phases (heartbeating, churning when churn_ms > 0)."""
 
-    pid: int | None = None  # its own process, if it has one
+    pid: int | None  # its own process, if it has one
 
-    async def join(self) -> bool:
-        raise NotImplementedError
+    async def join(self) -> bool: ...
 
-    async def phase(self, churn_ms: int, seconds: float) -> dict[str, float]:
-        raise NotImplementedError
+    async def phase(self, churn_ms: int, seconds: float) -> dict[str, float]: ...
 
-    async def close(self) -> None:
-        raise NotImplementedError
+    async def close(self) -> None: ...
 
 
-class BigGroupTasks(BigGroup):
+class BigGroupTasks:
     """The big group's members as tasks of this load generator's event loop: its own connection and streams,
     so its bursts do not queue on the measured groups' streams, but its client work shares their loop."""
 
     def __init__(self, port: int, args: argparse.Namespace) -> None:
         self.port, self.args = port, args
+        self.pid: int | None = None  # this process's event loop
         self.rng = random.Random(1)
         self.channel: grpc.aio.Channel | None = None
         self.load: Load | None = None
@@ -451,7 +450,7 @@ class BigGroupTasks(BigGroup):
     async def phase(self, churn_ms: int, seconds: float) -> dict[str, float]:
         assert self.load is not None
         stop = asyncio.Event()
-        self.load.done_at, self.load.recording, self.load.errors = [], True, 0
+        self.load.done_at, self.load.recording, self.load.errors, self.load.rpc_errors = [], True, 0, {}
         churn = asyncio.create_task(churn_loop(self.load, self.members, churn_ms, stop, self.rng,
                                                self.args.big_interval_ms / 1000))
         t0 = time.perf_counter()
@@ -494,7 +493,7 @@ def _big_group_main(conn: Any, port: int, args: argparse.Namespace) -> None:
     asyncio.run(serve())
 
 
-class BigGroupProcess(BigGroup):
+class BigGroupProcess:
     """The rebalancing group in a process of its own, as another application would be: its client work
     (1,800 heartbeats/s, the reconciliations) does not delay the measured groups' responses in this event
     loop. It still shares the machine's cores with the coordinator and this load generator."""
@@ -504,7 +503,7 @@ class BigGroupProcess(BigGroup):
         self.conn, child = context.Pipe()
         self.process = context.Process(target=_big_group_main, args=(child, port, args), daemon=True)
         self.process.start()
-        self.pid = self.process.pid
+        self.pid: int | None = self.process.pid
 
     async def _call(self, command: tuple[Any, ...] | None) -> Any:
         loop = asyncio.get_running_loop()

@@ -134,8 +134,8 @@ def _compute_next(
         member_epoch=target_epoch,
         previous_member_epoch=member.member_epoch,
         assigned_partitions=current if unchanged else kept,
-        partitions_pending_revocation=member.partitions_pending_revocation
-        if unchanged and not member.partitions_pending_revocation else {},
+        partitions_pending_revocation={} if member.partitions_pending_revocation
+        else member.partitions_pending_revocation,
     )
 
 

@@ -26,7 +26,7 @@ class SpecMembers(Mapping[str, MemberSpec]):
     member `current` lacks). `rows` is the caller's copy (the group keeps its own up to date).
 
     That is a promise by construction, and `current` (the very `GroupSpec.current`) says so to the assignors
-    (`assignors.overlay.GivenAsViews`): `uniform` then reads the specs of only the members it moves, and hands
+    (`assignors.overlay.given_as_views`): `uniform` then reads the specs of only the members it moves, and hands
     back an `OverlayAssignment` over this mapping. So `current` must not change, nor a spec be built otherwise."""
 
     __slots__ = ("_specs", "current", "distinct", "rows")

@@ -53,10 +53,10 @@ def assignment_changes(spec: GroupSpec, assignment: GroupAssignment) -> dict[str
             changes[m] = new_n
     # members without a target before the run get one even if empty: listing them here spares the
     # coordinator a pass over every member to find who has no target
-    absent: Iterable[str] = members
-    if overlay is not None:  # set difference in C, not a pass over every member; sorted, deterministic
-        absent = sorted(members.keys() - current.index.keys())
-    changes.update((m, normalised(assignment[m])) for m in absent if m not in current and m not in changes)
+    absent: Iterable[str] = (  # an overlay's by set difference in C, not a pass over every member; sorted
+        sorted(members.keys() - current.index.keys()) if overlay is not None
+        else (m for m in members if m not in current))
+    changes.update((m, normalised(assignment[m])) for m in absent if m not in changes)
     return changes
 
 
