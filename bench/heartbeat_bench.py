@@ -536,10 +536,33 @@ def start_server(port: int, args: argparse.Namespace, case: str) -> subprocess.P
            "--topic", f"big:{args.big_partitions}"]
     if args.background_niceness is not None:
         cmd += ["--set", f"group.coordinator.background.niceness={args.background_niceness}"]
+    if args.no_background_idle:
+        cmd += ["--set", "group.coordinator.background.idle.scheduling=false"]
     for g in range(args.groups):
         cmd += ["--topic", f"t{g}:{args.partitions}"]
     log = open(f"/tmp/groupcoord-bench-{port}.log", "w")  # noqa: SIM115
-    return subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
+    cores = args.coordinator_cores
+    return subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT,
+                            preexec_fn=(lambda: os.sched_setaffinity(0, cores)) if cores else None)
+
+
+def coordinator_cores(args: argparse.Namespace) -> set[int]:
+    """`--pin`: the cores the coordinator (and its background workers, which inherit them) may run on; the load
+    processes get the rest. Empty: no pinning."""
+    if not args.pin:
+        return set()
+    allowed = sorted(os.sched_getaffinity(0))
+    if len(allowed) < 2:
+        raise SystemExit("--pin needs at least 2 cores")
+    return set(allowed[:args.pin])
+
+
+def pin_load(args: argparse.Namespace) -> None:
+    """`--pin`: this load generator (and the big group's process, spawned from it) on the cores the coordinator
+    does not use, so the coordinator's core stands for a host of its own and the clients for other machines."""
+    cores = args.coordinator_cores = coordinator_cores(args)
+    if cores:
+        os.sched_setaffinity(0, set(os.sched_getaffinity(0)) - cores)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -573,9 +596,15 @@ def main(argv: list[str] | None = None) -> int:
                         "coordinator and the measured load leave)")
     p.add_argument("--background-niceness", type=int, default=None,
                    help="the coordinator's group.coordinator.background.niceness (default: the coordinator's)")
+    p.add_argument("--no-background-idle", action="store_true",
+                   help="group.coordinator.background.idle.scheduling=false: worker processes only niced, not "
+                        "SCHED_IDLE")
     p.add_argument("--big-same-process", action="store_true",
                    help="run the rebalancing group's members in this load generator's event loop (the default "
                         "is a process of their own, as another application)")
+    p.add_argument("--pin", type=int, default=0, metavar="N",
+                   help="run the coordinator (with its background workers) on N cores of its own and the load "
+                        "processes on the others, as on separate machines (default 0: no pinning, all share)")
     p.add_argument("--quick", action="store_true", help="1,000 members, 5 s phases")
     p.add_argument("--cases", default="process,thread,off",
                    help="comma-separated: process (offload to worker processes), thread (offload to threads), "
@@ -585,6 +614,7 @@ def main(argv: list[str] | None = None) -> int:
                    help="leave the load generator's gRPC wake-ups one per completion "
                         "(groupcoord.coordinator.runtime.aio_wakeups)")
     args = p.parse_args(argv)
+    pin_load(args)
     if args.quick:
         args.members, args.groups, args.seconds, args.big = 1000, 10, 5.0, 300
     rows = []

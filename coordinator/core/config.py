@@ -112,6 +112,12 @@ BROKER_CONFIG_DEFS: dict[str, ConfigDef] = {
                   "(added to its nice value): on a busy machine an assignor run then takes only the CPU the "
                   "heartbeat path leaves, instead of time-slicing with it. 0 keeps them level. groupcoord's own.",
                   0, 19),
+        ConfigDef("group.coordinator.background.idle.scheduling", bool, True,
+                  "Whether the 'process' executor's workers run under Linux's SCHED_IDLE policy: they get only CPU "
+                  "time nothing else on the machine wants, and a waking event loop preempts them at once (a task "
+                  "that is only niced may first finish its time slice, a millisecond or more of every heartbeat "
+                  "waiting). On a machine kept fully busy an assignor run then waits for idle time. Ignored where "
+                  "the policy does not exist; false leaves only the niceness. groupcoord's own."),
         ConfigDef("group.consumer.session.timeout.ms", int, 45000,
                   "Timeout to detect a failed consumer-group member.", 1),
         ConfigDef("group.consumer.min.session.timeout.ms", int, 45000, "Lower bound for session timeouts.", 1),

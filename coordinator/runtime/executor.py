@@ -10,7 +10,8 @@ holds another interpreter's GIL, never the one answering heartbeats. The run cro
 metadata image: 0.6 MB for 10,000 members on 100 topics of 1,000 partitions); the assignment comes back in
 chunks the coordinator loads with the event loop running in between. The child times its own start and
 run, so the background-* metrics stay true. The workers run `group.coordinator.background.niceness` below
-the coordinator's CPU priority, so a run never competes with the heartbeat path for a core. `thread`:
+the coordinator's CPU priority, under SCHED_IDLE by default (`group.coordinator.background.idle.scheduling`),
+so a run never competes with the heartbeat path for a core. `thread`:
 threads of this process (no start-up cost; for tests and small deployments).
 """
 
@@ -178,16 +179,20 @@ def _warm() -> int:
     return 0
 
 
-def _exit_with(coordinator_pid: int, niceness: int = 0) -> None:
-    """Pool initializer: lower the worker's CPU priority by `niceness`, and exit when the coordinator is gone.
-    A coordinator killed with SIGKILL cannot stop its pool, and a worker never sees EOF on its call queue (it
-    holds the queue's write end itself).
+def _exit_with(coordinator_pid: int, niceness: int = 0, idle_scheduling: bool = False) -> None:
+    """Pool initializer: lower the worker's CPU priority by `niceness` (and to SCHED_IDLE with
+    `idle_scheduling`), and exit when the coordinator is gone. A coordinator killed with SIGKILL cannot stop its
+    pool, and a worker never sees EOF on its call queue (it holds the queue's write end itself).
 
     Why the priority: on a machine whose cores the coordinator's event loop (and whatever shares the machine)
     already keeps busy, a 40 ms assignor run at equal priority time-slices with the heartbeat path, and every
-    other group's heartbeats wait for the scheduler during it. Niced, the run takes only the CPU left over."""
+    other group's heartbeats wait for the scheduler during it. Niced, the run takes only the CPU left over; but
+    Linux's EEVDF scheduler lets a running niced task finish its slice before a waking event loop gets the core,
+    so heartbeats still wait a millisecond or more behind it. A SCHED_IDLE task is preempted at once."""
     if niceness:
         os.nice(niceness)
+    if idle_scheduling and hasattr(os, "SCHED_IDLE"):
+        os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
     server_assignor_names()  # import the built-in assignors now, not in the first run
 
     def watch() -> None:
@@ -202,9 +207,11 @@ def _exit_with(coordinator_pid: int, niceness: int = 0) -> None:
 
 
 class BackgroundExecutor:
-    def __init__(self, threads: int, metrics: CoordinatorMetrics, mode: str = "thread", niceness: int = 0) -> None:
+    def __init__(self, threads: int, metrics: CoordinatorMetrics, mode: str = "thread", niceness: int = 0,
+                 idle_scheduling: bool = False) -> None:
         self._threads = threads
         self._niceness = niceness  # worker processes only (`_exit_with`): threads share the coordinator's
+        self._idle_scheduling = idle_scheduling
         self._metrics = metrics
         self.mode = mode
         self._lock = threading.Lock()
@@ -224,7 +231,7 @@ class BackgroundExecutor:
         context = multiprocessing.get_context("forkserver")
         context.set_forkserver_preload(["groupcoord.assignors.registry", "groupcoord.coordinator.runtime.executor"])
         return ProcessPoolExecutor(max_workers=self._threads, mp_context=context, initializer=_exit_with,
-                                   initargs=(os.getpid(), self._niceness))
+                                   initargs=(os.getpid(), self._niceness, self._idle_scheduling))
 
     def start(self) -> None:
         """Start the worker processes now, off the caller's thread, so the first run does not pay for them."""

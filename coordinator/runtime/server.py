@@ -126,7 +126,8 @@ class CoordinatorServer:
             shard.metadata = image
         executor = BackgroundExecutor(o.config["group.coordinator.background.threads"], metrics,
                                       o.config["group.coordinator.background.executor"],
-                                      o.config["group.coordinator.background.niceness"])
+                                      o.config["group.coordinator.background.niceness"],
+                                      o.config["group.coordinator.background.idle.scheduling"])
         sink = o.sink
         if o.kafka_state is not None:
             if o.state_dir is not None or (sink is not None and not isinstance(sink, KafkaRecordLog)):

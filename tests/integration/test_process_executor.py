@@ -10,6 +10,8 @@ import threading
 import time
 import urllib.request
 
+import pytest
+
 from groupcoord.assignors.api import GroupSpec, MemberSpec
 from groupcoord.clients.group_member import GroupMember
 from groupcoord.coordinator.core.metadata import MetadataImage, TopicMetadata
@@ -85,6 +87,20 @@ def test_process_executor_workers_run_at_the_configured_lower_cpu_priority() -> 
         assert pids  # started on demand: one per run in flight
         mine = os.getpriority(os.PRIO_PROCESS, 0)
         assert [os.getpriority(os.PRIO_PROCESS, pid) for pid in pids] == [min(19, mine + 7)] * len(pids)
+    finally:
+        executor.shutdown()
+
+
+@pytest.mark.parametrize("idle_scheduling", [True, False])
+def test_process_executor_workers_run_under_sched_idle_when_configured(idle_scheduling: bool) -> None:
+    executor = BackgroundExecutor(1, CoordinatorMetrics(1), "process", idle_scheduling=idle_scheduling)
+    try:
+        done = _collect(executor, [_run(1)])
+        assert done[1].error is None  # a SCHED_IDLE worker still runs assignors
+        pids = list(executor._pool._processes)  # type: ignore[attr-defined]
+        assert pids
+        expected = os.SCHED_IDLE if idle_scheduling else os.sched_getscheduler(0)
+        assert [os.sched_getscheduler(pid) for pid in pids] == [expected] * len(pids)
     finally:
         executor.shutdown()
 
