@@ -9,7 +9,10 @@ open-loop at `--rate` per second in total. Phase "quiet" measures latency as is;
 membership churn continuously (one member leaves and one joins every `--churn-ms`), with that group's
 assignment interval at `--assignment-interval-ms` (default 1000, Kafka's; 0 recomputes on every change).
 The big group runs in a process of its own, as another application would (`--big-same-process`: in this
-one's event loop, where its client work delays the measured groups' responses).
+one's event loop, where its client work delays the measured groups' responses). `--pin 1` gives the
+coordinator and its background workers a core of their own and the load processes the others, standing for
+separate machines: without it, on 2 cores, the load processes' own CPU (as much as the coordinator's) is
+scheduled against the coordinator's.
 Latency is measured per RPC on the client. Targets (2 cores): >= 3,000 heartbeats/s, p99 <= 25 ms, and
 with offload on the other groups' p99 within 2x of the quiet p99. "p99/steady" separates what the
 rebalancing costs the others from what the big group's heartbeats alone cost them.
