@@ -76,7 +76,7 @@ def maybe_compute_target(shard: GroupCoordinatorShard, group: ConsumerGroup, now
         return
     assignor_name = choose_assignor(group, shard.config["group.consumer.assignors"])
     spec = build_spec(group, shard.metadata, group.resolved_topics)
-    group.added_since_run = {}
+    group.added_since_run, group.removed_since_run = {}, {}
     lag = _lag_snapshot(shard, group, assignor_name, spec)
     epoch = group.group_epoch
     if shard.offload_enabled(group.group_id):

@@ -173,6 +173,9 @@ class ConsumerGroup(GroupDefaults):
     # members added since the last assignor run started (None: unknown, e.g. after a load): with the run's
     # delta they are all the members that may lack a target when it completes (`target_records`)
     added_since_run: dict[str, None] | None = field(default=None, compare=False, repr=False)
+    # members removed since then (None: unknown): the run's result names no one else who may be gone, so
+    # applying it looks at these instead of at every member (`reconcile_result_with_group`)
+    removed_since_run: dict[str, None] | None = field(default=None, compare=False, repr=False)
     # members per subscribed-names tuple and per server assignor: the group's subscribed names and the
     # assignor vote without a pass over every member
     subscription_counts: dict[tuple[str, ...], int] = field(default_factory=dict, compare=False, repr=False)
@@ -392,6 +395,8 @@ class ConsumerGroup(GroupDefaults):
         self.classic_members.pop(member_id, None)
         if old is None:
             return
+        if self.removed_since_run is not None:
+            self.removed_since_run[member_id] = None
         if old.instance_id and self.static_members.get(old.instance_id) == member_id:
             del self.static_members[old.instance_id]
         self._count_regex(old, -1)

@@ -136,17 +136,27 @@ def reconcile_result_with_group(
 ) -> Mapping[str, Partitions]:
     """Apply what changed while an offloaded run was in flight (KIP-1263): members removed since then lose
     their assignment; a static member replaced since then has its assignment moved to the new member id.
-    Nobody removed: the result as it is (a compact one keeps what it knows about who changed)."""
-    if result.keys() <= group.members.keys():  # in C when the result's keys are a dict's (`TargetDelta`)
+    Nobody removed: the result as it is (a compact one keeps what it knows about who changed). The result
+    names the members of the run's spec, so when the group tracked its removals since the run started those
+    are the only ids to look at; else every id in the result is."""
+    members = group.members
+    removed = group.removed_since_run
+    if removed is not None:
+        gone = [m for m in removed if m not in members and m in result]
+        if not gone:
+            return result
+    elif result.keys() <= members.keys():  # in C when the result's keys are a dict's (`TargetDelta`)
         return result
+    else:
+        gone = [m for m in result if m not in members]
     if isinstance(result, TargetDelta):
         moved = {}
-        for member_id in result:
-            instance_id = instance_ids.get(member_id) if member_id not in group.members else None
+        for member_id in gone:
+            instance_id = instance_ids.get(member_id)
             new_id = group.static_members.get(instance_id) if instance_id is not None else None
             if new_id is not None and new_id not in result:
                 moved[new_id] = member_id
-        return result.reconciled(group.members, moved)
+        return result.reconciled(members, moved)
     out: dict[str, Partitions] = {}
     for member_id, assignment in result.items():
         if member_id in group.members:
