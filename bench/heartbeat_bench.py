@@ -558,23 +558,16 @@ def start_server(port: int, args: argparse.Namespace, case: str) -> subprocess.P
                             preexec_fn=(lambda: os.sched_setaffinity(0, cores)) if cores else None)
 
 
-def coordinator_cores(args: argparse.Namespace) -> set[int]:
-    """`--pin`: the cores the coordinator (and its background workers, which inherit them) may run on; the load
-    processes get the rest. Empty: no pinning."""
-    if not args.pin:
-        return set()
-    allowed = sorted(os.sched_getaffinity(0))
-    if len(allowed) < 2:
-        raise SystemExit("--pin needs at least 2 cores")
-    return set(allowed[:args.pin])
-
-
 def pin_load(args: argparse.Namespace) -> None:
-    """`--pin`: this load generator (and the big group's process, spawned from it) on the cores the coordinator
-    does not use, so the coordinator's core stands for a host of its own and the clients for other machines."""
-    cores = args.coordinator_cores = coordinator_cores(args)
-    if cores:
-        os.sched_setaffinity(0, set(os.sched_getaffinity(0)) - cores)
+    """`--pin N`: the first N cores go to the coordinator (`args.coordinator_cores`; its background workers
+    inherit them), and this load generator (with the big group's process, spawned from it) to the rest, so the
+    coordinator's cores stand for a host of its own and the clients for other machines. 0: no pinning."""
+    allowed = sorted(os.sched_getaffinity(0))
+    args.coordinator_cores = set(allowed[:args.pin]) if args.pin > 0 else set()
+    if args.coordinator_cores:
+        if args.pin >= len(allowed):
+            raise SystemExit(f"--pin {args.pin} leaves the load no core: this machine gives {len(allowed)}")
+        os.sched_setaffinity(0, set(allowed[args.pin:]))
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -141,14 +141,9 @@ def reconcile_result_with_group(
     are the only ids to look at; else every id in the result is."""
     members = group.members
     removed = group.removed_since_run
-    if removed is not None:
-        gone = [m for m in removed if m not in members and m in result]
-        if not gone:
-            return result
-    elif result.keys() <= members.keys():  # in C when the result's keys are a dict's (`TargetDelta`)
+    gone = [m for m in (result if removed is None else removed) if m not in members and m in result]
+    if not gone:
         return result
-    else:
-        gone = [m for m in result if m not in members]
     if isinstance(result, TargetDelta):
         moved = {}
         for member_id in gone:
