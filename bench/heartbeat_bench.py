@@ -96,13 +96,57 @@ class StreamWorker:
             await self.call.done_writing()
 
 
+class BatchStreamWorker:
+    """One ConsumerGroupHeartbeatBatchStream with natural batching: one batch in flight at a time, and the
+    heartbeats that arrive meanwhile go together in the next. Nothing waits for a batch to fill: an idle
+    stream sends a lone heartbeat at once; under load, batches grow with the round trip."""
+
+    def __init__(self, stub: pb_grpc.GroupCoordinatorStub) -> None:
+        self.call = stub.ConsumerGroupHeartbeatBatchStream()
+        self.pending: list[tuple[pb.ConsumerGroupHeartbeatRequest, asyncio.Future[Any]]] = []
+        self.sending = False
+        self.batches = 0  # messages sent, for the mean batch size
+        self.sent = 0
+
+    async def __call__(self, req: pb.ConsumerGroupHeartbeatRequest, timeout: float) -> Any:
+        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self.pending.append((req, future))
+        if not self.sending:
+            self.sending = True
+            asyncio.ensure_future(self._send())
+        return await future
+
+    async def _send(self) -> None:
+        batch: list[tuple[pb.ConsumerGroupHeartbeatRequest, asyncio.Future[Any]]] = []
+        try:
+            while self.pending:
+                batch, self.pending = self.pending, []
+                await self.call.write(pb.ConsumerGroupHeartbeatBatchRequest(heartbeats=[r for r, _ in batch]))
+                answer = await self.call.read()
+                self.batches, self.sent = self.batches + 1, self.sent + len(batch)
+                for (_, future), response in zip(batch, answer.responses, strict=True):
+                    future.set_result(response)
+        except BaseException as e:  # the stream failed: every waiting heartbeat gets its error
+            for _, future in [*batch, *self.pending]:
+                if not future.done():
+                    future.set_exception(e)
+            self.pending = []
+        finally:
+            self.sending = False
+
+    async def close(self) -> None:
+        with contextlib.suppress(grpc.aio.AioRpcError, asyncio.InvalidStateError):
+            await self.call.done_writing()
+
+
 class Load:
     def __init__(self, stub: pb_grpc.GroupCoordinatorStub, streams: int,
-                 others: dict[int, pb_grpc.GroupCoordinatorStub] | None = None) -> None:
+                 others: dict[int, pb_grpc.GroupCoordinatorStub] | None = None, batch: bool = False) -> None:
         self.stub = stub
-        self.workers = [StreamWorker(stub) for _ in range(streams)]
+        worker = BatchStreamWorker if batch else StreamWorker
+        self.workers: list[Any] = [worker(stub) for _ in range(streams)]
         # --workers: each worker's own stub and streams, picked by the member's port
-        self.by_port = {port: (s, [StreamWorker(s) for _ in range(streams)]) for port, s in (others or {}).items()}
+        self.by_port = {port: (s, [worker(s) for _ in range(streams)]) for port, s in (others or {}).items()}
         self.served: dict[int, int] = {}  # heartbeats answered while recording, per port
         self.latencies: list[float] = []
         self.recording = False
@@ -164,6 +208,12 @@ class Load:
                 m.sent_owned = {}
 
 
+def batch_counts(load: Load) -> tuple[int, int]:
+    """(messages, heartbeats) the load's batch streams have sent so far; (0, 0) without --batch."""
+    streams = [w for w in load.all_streams() if isinstance(w, BatchStreamWorker)]
+    return sum(w.batches for w in streams), sum(w.sent for w in streams)
+
+
 def pct(values: list[float], q: float) -> float:
     if not values:
         return float("nan")
@@ -188,17 +238,25 @@ async def steady_loop(load: Load, members: list[Member], rate: float, stop: asyn
     period = len(members) / rate
     sent = 0
 
+    start = 0.0
+
     async def one(i: int, m: Member) -> None:
         nonlocal sent
-        await asyncio.sleep(period * i / len(members))
-        next_at = time.perf_counter()
+        # Each member keeps its own slot in the period, on the clock: a first step delayed by the loop must not
+        # move the slot, or the members delayed together heartbeat together in every period after, a burst
+        # the schedule never asked for.
+        next_at = start + period * i / len(members)
+        await asyncio.sleep(max(0.0, next_at - time.perf_counter()))
         while not stop.is_set():
             await load.heartbeat(m)
             sent += 1
             next_at += period
             await asyncio.sleep(max(0.0, next_at - time.perf_counter()))
 
-    await asyncio.gather(*(one(i, m) for i, m in enumerate(members)))
+    tasks = [asyncio.create_task(one(i, m)) for i, m in enumerate(members)]
+    # The schedule starts once the tasks exist, a little ahead: their first steps (thousands) take a while.
+    start = time.perf_counter() + 0.1
+    await asyncio.gather(*tasks)
     return sent
 
 
@@ -314,7 +372,7 @@ async def run_case(port: int, args: argparse.Namespace, pids: dict[int, int]) ->
             others[p] = pb_grpc.GroupCoordinatorStub(ch)
         for m in members:
             m.port = port_of[m.group_id]
-    load = Load(stub, 0 if args.unary else args.streams, others)
+    load = Load(stub, 0 if args.unary else args.streams, others, batch=args.batch)
     print(f"  joining {len(members)} members in {args.groups} groups ...", flush=True)
     await reconcile(load, members)
     out: dict[str, Any] = {}
@@ -323,6 +381,7 @@ async def run_case(port: int, args: argparse.Namespace, pids: dict[int, int]) ->
     stop = asyncio.Event()
     load.latencies, load.done_at, load.recording, load.served = [], [], True, {}
     t0 = time.perf_counter()
+    batched0 = batch_counts(load)
     gen0 = resource.getrusage(resource.RUSAGE_SELF)
     cpu0 = {p: cpu_seconds(pid) for p, pid in pids.items()}
     task = asyncio.create_task(steady_loop(load, members, args.rate, stop))
@@ -334,6 +393,8 @@ async def run_case(port: int, args: argparse.Namespace, pids: dict[int, int]) ->
     cpu1 = {p: cpu_seconds(pid) for p, pid in pids.items()}
     load.recording = False
     served = {p or port: n for p, n in load.served.items()}
+    batched1 = batch_counts(load)
+    out.update(batch_mean=(batched1[1] - batched0[1]) / max(1, batched1[0] - batched0[0]) if args.batch else 1.0)
     out.update(quiet_rate=window_rate(load.done_at, t0, args), quiet_p50=pct(load.latencies, 0.5),
                quiet_p99=pct(load.latencies, 0.99), quiet_load=os.getloadavg()[0],
                gen_cores=(gen1.ru_utime + gen1.ru_stime - gen0.ru_utime - gen0.ru_stime) / wall,
@@ -595,6 +656,8 @@ def main(argv: list[str] | None = None) -> int:
                    help="give up on the rebalancing phase if its group has not settled after this many seconds")
     p.add_argument("--streams", type=int, default=64, help="ConsumerGroupHeartbeatStream streams to multiplex on")
     p.add_argument("--unary", action="store_true", help="unary ConsumerGroupHeartbeat calls instead of streams")
+    p.add_argument("--batch", action="store_true",
+                   help="ConsumerGroupHeartbeatBatchStream: each stream sends the heartbeats ready as one message")
     p.add_argument("--big-niceness", type=int, default=0,
                    help="run the rebalancing group's own process this much below normal CPU priority (its clients "
                         "stand for another application's machines; niced, their CPU here is taken from what the "
@@ -642,7 +705,10 @@ def main(argv: list[str] | None = None) -> int:
             server.send_signal(signal.SIGTERM)
             server.wait(timeout=60)
     print()
-    transport = "unary calls" if args.unary else f"{args.streams} heartbeat streams"
+    transport = "unary calls" if args.unary else f"{args.streams} heartbeat {'batch ' if args.batch else ''}streams"
+    if args.batch:
+        transport += " (quiet phase: " + ", ".join(f"{name} {r['batch_mean']:.1f}" for name, r in rows) \
+            + " heartbeats per message)"
     print(f"transport: {transport}; {args.members} members in {args.groups} groups at a target of "
           f"{args.rate:,.0f} heartbeats/s; rebalancing group: {args.big} members, "
           f"one leaves + one joins every {args.churn_ms} ms, assignment interval {args.assignment_interval_ms} ms")

@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
-from collections.abc import AsyncIterator, Callable, Iterable, Mapping
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -153,6 +153,30 @@ class GroupCoordinatorService(pb_grpc.GroupCoordinatorServicer):
     ) -> AsyncIterator[pb.ConsumerGroupHeartbeatResponse]:
         async for request in request_iterator:
             yield await self._heartbeat(request, context)
+
+    async def ConsumerGroupHeartbeatBatchStream(
+        self, request_iterator: AsyncIterator[pb.ConsumerGroupHeartbeatBatchRequest],
+        context: grpc.aio.ServicerContext,
+    ) -> AsyncIterator[pb.ConsumerGroupHeartbeatBatchResponse]:
+        async for batch in request_iterator:
+            yield await self._heartbeat_batch(batch.heartbeats, context)
+
+    async def _heartbeat_batch(self, heartbeats: Sequence[pb.ConsumerGroupHeartbeatRequest],
+                               context: grpc.aio.ServicerContext) -> pb.ConsumerGroupHeartbeatBatchResponse:
+        """Every heartbeat of one batch message, handled as the unary call handles it (authorization included,
+        through `_heartbeat`), answered in order. They run concurrently: one that writes records waits for
+        them to be durable without holding back the others, as on separate streams."""
+        if len(heartbeats) > limits.HEARTBEAT_BATCH_MAX:
+            message = (f"a heartbeat batch holds at most {limits.HEARTBEAT_BATCH_MAX:,} heartbeats; "
+                       f"this one holds {len(heartbeats):,}")
+            return pb.ConsumerGroupHeartbeatBatchResponse(responses=[
+                pb.ConsumerGroupHeartbeatResponse(error_code=int(Errors.INVALID_REQUEST), error_message=message,
+                                                  member_id=_echo(h.member_id), member_epoch=h.member_epoch)
+                for h in heartbeats])
+        if len(heartbeats) == 1:
+            return pb.ConsumerGroupHeartbeatBatchResponse(responses=[await self._heartbeat(heartbeats[0], context)])
+        responses = await asyncio.gather(*(self._heartbeat(h, context) for h in heartbeats))
+        return pb.ConsumerGroupHeartbeatBatchResponse(responses=responses)
 
     def _owned_cap(self) -> int:
         """The most owned topic-partitions a heartbeat may carry: the documented limit, or every partition the

@@ -75,6 +75,18 @@ class ConsumerGroupHeartbeatResponse(_message.Message):
     session_timeout_ms: int
     def __init__(self, error_code: _Optional[int] = ..., error_message: _Optional[str] = ..., member_id: _Optional[str] = ..., member_epoch: _Optional[int] = ..., heartbeat_interval_ms: _Optional[int] = ..., assignment: _Optional[_Union[ConsumerGroupHeartbeatResponse.Assignment, _Mapping]] = ..., session_timeout_ms: _Optional[int] = ...) -> None: ...
 
+class ConsumerGroupHeartbeatBatchRequest(_message.Message):
+    __slots__ = ("heartbeats",)
+    HEARTBEATS_FIELD_NUMBER: _ClassVar[int]
+    heartbeats: _containers.RepeatedCompositeFieldContainer[ConsumerGroupHeartbeatRequest]
+    def __init__(self, heartbeats: _Optional[_Iterable[_Union[ConsumerGroupHeartbeatRequest, _Mapping]]] = ...) -> None: ...
+
+class ConsumerGroupHeartbeatBatchResponse(_message.Message):
+    __slots__ = ("responses",)
+    RESPONSES_FIELD_NUMBER: _ClassVar[int]
+    responses: _containers.RepeatedCompositeFieldContainer[ConsumerGroupHeartbeatResponse]
+    def __init__(self, responses: _Optional[_Iterable[_Union[ConsumerGroupHeartbeatResponse, _Mapping]]] = ...) -> None: ...
+
 class JoinGroupRequestProtocol(_message.Message):
     __slots__ = ("name", "metadata")
     NAME_FIELD_NUMBER: _ClassVar[int]

@@ -44,6 +44,11 @@ class GroupCoordinatorStub:
                 request_serializer=groupcoord_dot_wire_dot_v1_dot_coordinator__pb2.ConsumerGroupHeartbeatRequest.SerializeToString,
                 response_deserializer=groupcoord_dot_wire_dot_v1_dot_coordinator__pb2.ConsumerGroupHeartbeatResponse.FromString,
                 _registered_method=True)
+        self.ConsumerGroupHeartbeatBatchStream = channel.stream_stream(
+                '/groupcoord.v1.GroupCoordinator/ConsumerGroupHeartbeatBatchStream',
+                request_serializer=groupcoord_dot_wire_dot_v1_dot_coordinator__pb2.ConsumerGroupHeartbeatBatchRequest.SerializeToString,
+                response_deserializer=groupcoord_dot_wire_dot_v1_dot_coordinator__pb2.ConsumerGroupHeartbeatBatchResponse.FromString,
+                _registered_method=True)
         self.JoinGroup = channel.unary_unary(
                 '/groupcoord.v1.GroupCoordinator/JoinGroup',
                 request_serializer=groupcoord_dot_wire_dot_v1_dot_coordinator__pb2.JoinGroupRequest.SerializeToString,
@@ -126,6 +131,18 @@ class GroupCoordinatorServicer:
         the unary call's semantics. A message on an open stream costs a fraction of a unary call, so clients
         that heartbeat often (or host many members) should prefer it. Requests of one stream may belong to
         different members and groups.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ConsumerGroupHeartbeatBatchStream(self, request_iterator, context):
+        """Many heartbeats in one stream message, for a client process that hosts many members (an application
+        with many consumers, a load generator, a proxy). Each heartbeat is handled exactly as on the unary call,
+        and the response message lists their answers in the requests' order. gRPC's own cost is per message,
+        about 0.1 ms of CPU on each side here, so a client that sends whatever heartbeats are ready as one batch
+        pays it once per batch. At most 1,000 heartbeats in one message: beyond that every one of them is
+        answered INVALID_REQUEST.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -225,6 +242,11 @@ def add_GroupCoordinatorServicer_to_server(servicer, server):
                     servicer.ConsumerGroupHeartbeatStream,
                     request_deserializer=groupcoord_dot_wire_dot_v1_dot_coordinator__pb2.ConsumerGroupHeartbeatRequest.FromString,
                     response_serializer=groupcoord_dot_wire_dot_v1_dot_coordinator__pb2.ConsumerGroupHeartbeatResponse.SerializeToString,
+            ),
+            'ConsumerGroupHeartbeatBatchStream': grpc.stream_stream_rpc_method_handler(
+                    servicer.ConsumerGroupHeartbeatBatchStream,
+                    request_deserializer=groupcoord_dot_wire_dot_v1_dot_coordinator__pb2.ConsumerGroupHeartbeatBatchRequest.FromString,
+                    response_serializer=groupcoord_dot_wire_dot_v1_dot_coordinator__pb2.ConsumerGroupHeartbeatBatchResponse.SerializeToString,
             ),
             'JoinGroup': grpc.unary_unary_rpc_method_handler(
                     servicer.JoinGroup,
@@ -346,6 +368,33 @@ class GroupCoordinator:
             '/groupcoord.v1.GroupCoordinator/ConsumerGroupHeartbeatStream',
             groupcoord_dot_wire_dot_v1_dot_coordinator__pb2.ConsumerGroupHeartbeatRequest.SerializeToString,
             groupcoord_dot_wire_dot_v1_dot_coordinator__pb2.ConsumerGroupHeartbeatResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ConsumerGroupHeartbeatBatchStream(request_iterator,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.stream_stream(
+            request_iterator,
+            target,
+            '/groupcoord.v1.GroupCoordinator/ConsumerGroupHeartbeatBatchStream',
+            groupcoord_dot_wire_dot_v1_dot_coordinator__pb2.ConsumerGroupHeartbeatBatchRequest.SerializeToString,
+            groupcoord_dot_wire_dot_v1_dot_coordinator__pb2.ConsumerGroupHeartbeatBatchResponse.FromString,
             options,
             channel_credentials,
             insecure,
