@@ -172,3 +172,19 @@ def test_heartbeat_stream_carries_the_token_and_is_authorized_per_message(
     anonymous = stub(srv, Credentials())
     assert rpc_error(lambda: list(anonymous.ConsumerGroupHeartbeatStream(iter(requests), timeout=10))) \
         is grpc.StatusCode.UNAUTHENTICATED
+
+
+def test_heartbeat_batch_stream_is_authorized_per_heartbeat(start_secured: StartServer, tmp_path: Path) -> None:
+    acls = tmp_path / "acls.toml"
+    write_acls(acls, ("User:alice", "READ", "LITERAL:orders-app", "ALLOW"))
+    srv = start_secured(tokens={TOKEN_ALICE: "User:alice"}, acl_file=acls)
+    s = stub(srv, Credentials(token=TOKEN_ALICE))
+    batch = pb.ConsumerGroupHeartbeatBatchRequest(heartbeats=[pb.ConsumerGroupHeartbeatRequest(
+        group_id=group, member_epoch=0, rebalance_timeout_ms=5000,
+        subscribed_topic_names=pb.StringList(values=["orders"]), topic_partitions=pb.TopicPartitionsList())
+        for group in ("other-app", "orders-app", "other-app")])
+    [answer] = list(s.ConsumerGroupHeartbeatBatchStream(iter([batch]), timeout=10))
+    assert [a.error_code for a in answer.responses] == [GROUP_AUTHORIZATION_FAILED, 0, GROUP_AUTHORIZATION_FAILED]
+    anonymous = stub(srv, Credentials())
+    assert rpc_error(lambda: list(anonymous.ConsumerGroupHeartbeatBatchStream(iter([batch]), timeout=10))) \
+        is grpc.StatusCode.UNAUTHENTICATED

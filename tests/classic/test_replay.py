@@ -12,7 +12,7 @@ from groupcoord.coordinator.core.errors import Errors
 from groupcoord.coordinator.core.messages import CommitPartition, OffsetCommitRequest
 from groupcoord.coordinator.core.shard import GroupCoordinatorShard
 from groupcoord.coordinator.runtime import record_codec
-from groupcoord.coordinator.runtime.service import LEADER_ERROR_METADATA_KEY
+from groupcoord.coordinator.runtime.service_base import LEADER_ERROR_METADATA_KEY
 from tests.classic.context import INITIAL_DELAY_MS, SESSION_MS, ClassicContext, persisted_view
 
 
