@@ -38,6 +38,7 @@ from typing import Any, Protocol
 
 import grpc
 
+from groupcoord.clients.heartbeat_batcher import HeartbeatBatcher
 from groupcoord.coordinator.runtime.aio_wakeups import coalesce_wakeups
 from groupcoord.wire.v1 import coordinator_pb2 as pb
 from groupcoord.wire.v1 import coordinator_pb2_grpc as pb_grpc
@@ -97,53 +98,27 @@ class StreamWorker:
 
 
 class BatchStreamWorker:
-    """One ConsumerGroupHeartbeatBatchStream with natural batching: one batch in flight at a time, and the
-    heartbeats that arrive meanwhile go together in the next. Nothing waits for a batch to fill: an idle
-    stream sends a lone heartbeat at once; under load, batches grow with the round trip."""
+    """The product's `HeartbeatBatcher` (one ConsumerGroupHeartbeatBatchStream) as a transport of the load."""
 
-    def __init__(self, stub: pb_grpc.GroupCoordinatorStub) -> None:
-        self.call = stub.ConsumerGroupHeartbeatBatchStream()
-        self.pending: list[tuple[pb.ConsumerGroupHeartbeatRequest, asyncio.Future[Any]]] = []
-        self.sending = False
-        self.batches = 0  # messages sent, for the mean batch size
-        self.sent = 0
+    def __init__(self, stub: pb_grpc.GroupCoordinatorStub, linger_ms: float) -> None:
+        self.batcher = HeartbeatBatcher(stub, linger_ms)
 
     async def __call__(self, req: pb.ConsumerGroupHeartbeatRequest, timeout: float) -> Any:
-        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-        self.pending.append((req, future))
-        if not self.sending:
-            self.sending = True
-            asyncio.ensure_future(self._send())
-        return await future
-
-    async def _send(self) -> None:
-        batch: list[tuple[pb.ConsumerGroupHeartbeatRequest, asyncio.Future[Any]]] = []
-        try:
-            while self.pending:
-                batch, self.pending = self.pending, []
-                await self.call.write(pb.ConsumerGroupHeartbeatBatchRequest(heartbeats=[r for r, _ in batch]))
-                answer = await self.call.read()
-                self.batches, self.sent = self.batches + 1, self.sent + len(batch)
-                for (_, future), response in zip(batch, answer.responses, strict=True):
-                    future.set_result(response)
-        except BaseException as e:  # the stream failed: every waiting heartbeat gets its error
-            for _, future in [*batch, *self.pending]:
-                if not future.done():
-                    future.set_exception(e)
-            self.pending = []
-        finally:
-            self.sending = False
+        return await self.batcher.heartbeat(req, timeout)
 
     async def close(self) -> None:
-        with contextlib.suppress(grpc.aio.AioRpcError, asyncio.InvalidStateError):
-            await self.call.done_writing()
+        await self.batcher.close()
 
 
 class Load:
     def __init__(self, stub: pb_grpc.GroupCoordinatorStub, streams: int,
-                 others: dict[int, pb_grpc.GroupCoordinatorStub] | None = None, batch: bool = False) -> None:
+                 others: dict[int, pb_grpc.GroupCoordinatorStub] | None = None, batch: bool = False,
+                 linger_ms: float = 0.0) -> None:
         self.stub = stub
-        worker = BatchStreamWorker if batch else StreamWorker
+
+        def worker(s: pb_grpc.GroupCoordinatorStub) -> Any:
+            return BatchStreamWorker(s, linger_ms) if batch else StreamWorker(s)
+
         self.workers: list[Any] = [worker(stub) for _ in range(streams)]
         # --workers: each worker's own stub and streams, picked by the member's port
         self.by_port = {port: (s, [worker(s) for _ in range(streams)]) for port, s in (others or {}).items()}
@@ -211,7 +186,7 @@ class Load:
 def batch_counts(load: Load) -> tuple[int, int]:
     """(messages, heartbeats) the load's batch streams have sent so far; (0, 0) without --batch."""
     streams = [w for w in load.all_streams() if isinstance(w, BatchStreamWorker)]
-    return sum(w.batches for w in streams), sum(w.sent for w in streams)
+    return sum(w.batcher.messages for w in streams), sum(w.batcher.heartbeats for w in streams)
 
 
 def pct(values: list[float], q: float) -> float:
@@ -372,13 +347,17 @@ async def run_case(port: int, args: argparse.Namespace, pids: dict[int, int]) ->
             others[p] = pb_grpc.GroupCoordinatorStub(ch)
         for m in members:
             m.port = port_of[m.group_id]
-    load = Load(stub, 0 if args.unary else args.streams, others, batch=args.batch)
+    load = Load(stub, 0 if args.unary else args.streams, others, batch=args.batch, linger_ms=args.linger_ms)
     print(f"  joining {len(members)} members in {args.groups} groups ...", flush=True)
     await reconcile(load, members)
     out: dict[str, Any] = {}
 
     # Quiet.
     stop = asyncio.Event()
+    if load.errors or load.rpc_errors:
+        print(f"  while joining: {load.errors} heartbeats answered with an error, RPC errors {load.rpc_errors}",
+              flush=True)
+    load.errors, load.rpc_errors = 0, {}
     load.latencies, load.done_at, load.recording, load.served = [], [], True, {}
     t0 = time.perf_counter()
     batched0 = batch_counts(load)
@@ -395,6 +374,7 @@ async def run_case(port: int, args: argparse.Namespace, pids: dict[int, int]) ->
     served = {p or port: n for p, n in load.served.items()}
     batched1 = batch_counts(load)
     out.update(batch_mean=(batched1[1] - batched0[1]) / max(1, batched1[0] - batched0[0]) if args.batch else 1.0)
+    out.update(quiet_errors=load.errors + sum(load.rpc_errors.values()))
     out.update(quiet_rate=window_rate(load.done_at, t0, args), quiet_p50=pct(load.latencies, 0.5),
                quiet_p99=pct(load.latencies, 0.99), quiet_load=os.getloadavg()[0],
                gen_cores=(gen1.ru_utime + gen1.ru_stime - gen0.ru_utime - gen0.ru_stime) / wall,
@@ -511,7 +491,8 @@ class BigGroupTasks:
         stub = pb_grpc.GroupCoordinatorStub(self.channel)
         await stub.AlterGroupConfigs(pb.AlterGroupConfigsRequest(group_id="big", configs=[
             pb.AlterableConfig(name="consumer.assignment.interval.ms", value=str(args.assignment_interval_ms))]))
-        self.load = Load(stub, 0 if args.unary else 16)
+        self.load = Load(stub, 0 if args.unary else (args.streams if args.batch else 16), batch=args.batch,
+                         linger_ms=args.linger_ms)
         try:
             await asyncio.wait_for(reconcile(self.load, self.members, rounds=4), timeout=args.join_timeout)
         except TimeoutError:
@@ -658,6 +639,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--unary", action="store_true", help="unary ConsumerGroupHeartbeat calls instead of streams")
     p.add_argument("--batch", action="store_true",
                    help="ConsumerGroupHeartbeatBatchStream: each stream sends the heartbeats ready as one message")
+    p.add_argument("--linger-ms", type=float, default=0.0,
+                   help="with --batch: wait this long before each message, for bigger batches (Kafka's linger.ms)")
     p.add_argument("--big-niceness", type=int, default=0,
                    help="run the rebalancing group's own process this much below normal CPU priority (its clients "
                         "stand for another application's machines; niced, their CPU here is taken from what the "
@@ -719,7 +702,7 @@ def main(argv: list[str] | None = None) -> int:
     print("-" * len(header))
     for name, r in rows:
         print(f"{name:<8} {'quiet':<12} {r['quiet_rate']:>8,.0f} {'':>10} {r['quiet_p50']:>8.2f} "
-              f"{r['quiet_p99']:>8.2f} {'':>10} {'':>6} {'':>6} {r['quiet_load']:>6.1f}")
+              f"{r['quiet_p99']:>8.2f} {'':>10} {'':>6} {r['quiet_errors']:>6} {r['quiet_load']:>6.1f}")
         if "steady_rate" in r:
             print(f"{name:<8} {'steady':<12} {r['steady_rate']:>8,.0f} {r['steady_big_rate']:>10,.0f} "
                   f"{r['steady_p50']:>8.2f} {r['steady_p99']:>8.2f} {r['steady_p99'] / r['quiet_p99']:>10.2f} "
