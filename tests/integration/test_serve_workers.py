@@ -104,6 +104,15 @@ def test_two_workers_split_groups_route_members_and_restart_a_killed_worker(tmp_
                     pb.FindCoordinatorRequest(keys=[groups[0], groups[1]]), timeout=5)
             assert [(c.error_code, c.port) for c in found.coordinators] == [(0, base), (0, base + 1)]
 
+        # a heartbeat batch is routed heartbeat by heartbeat: the other worker's group is NOT_COORDINATOR
+        batch = pb.ConsumerGroupHeartbeatBatchRequest(heartbeats=[pb.ConsumerGroupHeartbeatRequest(
+            group_id=group_of_worker(worker, "batch"), member_epoch=0, rebalance_timeout_ms=5000,
+            subscribed_topic_names=pb.StringList(values=["orders"]), topic_partitions=pb.TopicPartitionsList())
+            for worker in (1, 0)])
+        with grpc.insecure_channel(f"127.0.0.1:{base}") as ch:
+            [answer] = pb_grpc.GroupCoordinatorStub(ch).ConsumerGroupHeartbeatBatchStream(iter([batch]), timeout=10)
+        assert [a.error_code for a in answer.responses] == [16, 0]
+
         # a member told only of worker 0 reaches the owner of its group through NOT_COORDINATOR + FindCoordinator
         for worker in (0, 1):
             m = GroupMember(f"127.0.0.1:{base}", groups[worker], ["orders"], rpc_timeout_s=5.0).start()
