@@ -9,7 +9,7 @@ import grpc
 
 from groupcoord.coordinator.core import limits
 from groupcoord.coordinator.core.errors import CoordinatorError, Errors
-from groupcoord.coordinator.runtime.service_base import ServiceBase, _echo, topic_partitions_to_pb
+from groupcoord.coordinator.runtime.service_base import ServiceBase, _echo, add_partition_errors, topic_partitions_to_pb
 from groupcoord.wire.v1 import coordinator_pb2 as pb
 
 
@@ -117,13 +117,7 @@ class AdminService(ServiceBase):
             return resp
         whole, per_partition = resp
         out = pb.OffsetDeleteResponse(error_code=int(whole.error_code), error_message=whole.error_message)
-        by_topic: dict[str, pb.OffsetDeleteResponseTopic] = {}
-        for pe in per_partition:
-            topic = by_topic.get(pe.topic)
-            if topic is None:
-                topic = by_topic[pe.topic] = out.topics.add(name=pe.topic)
-            topic.partitions.add(partition_index=pe.partition, error_code=int(pe.error_code),
-                                 error_message=pe.error_message)
+        add_partition_errors(out.topics, per_partition)
         return out
 
     async def DescribeGroupConfigs(self, request: pb.DescribeGroupConfigsRequest,

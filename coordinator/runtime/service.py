@@ -35,6 +35,7 @@ from groupcoord.coordinator.runtime.service_base import (
     _leader_error,
     _owned_count,
     _owned_from_pb,
+    add_partition_errors,
     topic_partitions_to_pb,
 )
 from groupcoord.wire.v1 import coordinator_pb2 as pb
@@ -288,13 +289,7 @@ class GroupCoordinatorService(AdminService):
         if isinstance(resp, pb.OffsetCommitResponse):
             return resp
         out = pb.OffsetCommitResponse(error_code=int(resp.error_code), error_message=resp.error_message)
-        by_topic: dict[str, pb.OffsetCommitResponseTopic] = {}
-        for pe in resp.partitions:
-            topic = by_topic.get(pe.topic)
-            if topic is None:
-                topic = by_topic[pe.topic] = out.topics.add(name=pe.topic)
-            topic.partitions.add(partition_index=pe.partition, error_code=int(pe.error_code),
-                                 error_message=pe.error_message)
+        add_partition_errors(out.topics, resp.partitions)
         return out
 
     async def OffsetFetch(self, request: pb.OffsetFetchRequest,

@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -82,6 +82,18 @@ def _owned_count(msg: pb.ConsumerGroupHeartbeatRequest, cap: int = limits.OWNED_
                            limits.SUBSCRIPTION_MAX_TOPICS)
 
 
+def add_partition_errors(topics: Any, errors: Iterable[Any]) -> None:
+    """Per-partition results (`topic`, `partition`, `error_code`, `error_message`) into a response's repeated
+    topic field `topics`, one entry per topic in first-seen order, as Kafka's offset responses group them."""
+    by_topic: dict[str, Any] = {}
+    for pe in errors:
+        topic = by_topic.get(pe.topic)
+        if topic is None:
+            topic = by_topic[pe.topic] = topics.add(name=pe.topic)
+        topic.partitions.add(partition_index=pe.partition, error_code=int(pe.error_code),
+                             error_message=pe.error_message)
+
+
 @dataclass(frozen=True, slots=True)
 class _Refused:
     """What `_run` hands back when a chunk of an admin request is refused as a whole (loading, not owner)."""
@@ -108,6 +120,17 @@ class ServiceBase(pb_grpc.GroupCoordinatorServicer):
 
     async def _run(self, name: str, fn: Callable[[int], Any], on_error: Callable[[Errors, str], T],
                    group_ids: Iterable[str] = ()) -> Any:
+        """Queue `fn` on the runtime and return its response, or `on_error(code, message)` when it cannot run
+        here (loading, a failed log, another instance's group) or failed."""
+        return await self._submit(name, lambda: self.runtime.submit(name, fn), on_error, group_ids)
+
+    async def _run_parkable(self, name: str, fn: Callable[[int, int], Any], on_error: Callable[[Errors, str], T],
+                            group_id: str) -> Any:
+        """`_run` for JoinGroup/SyncGroup, which may park at the coordinator until other members arrive."""
+        return await self._submit(name, lambda: self.runtime.submit_parkable(name, fn), on_error, (group_id,))
+
+    async def _submit(self, name: str, submit: Callable[[], Awaitable[Any]], on_error: Callable[[Errors, str], T],
+                      group_ids: Iterable[str]) -> Any:
         if not self.runtime.loaded:
             return on_error(Errors.COORDINATOR_LOAD_IN_PROGRESS, "The coordinator is loading its state; retry.")
         if self.runtime.failed is not None:
@@ -120,29 +143,7 @@ class ServiceBase(pb_grpc.GroupCoordinatorServicer):
                 if refusal is not None:
                     return on_error(*refusal)
         try:
-            return await self.runtime.submit(name, fn)
-        except CoordinatorError as e:
-            return on_error(e.code, e.message)
-        except Exception as e:
-            log.exception("%s failed", name)
-            message = f"internal error: {type(e).__name__}: {limits.shorten(str(e))}"
-            return on_error(Errors.UNKNOWN_SERVER_ERROR, message)
-
-
-    async def _run_parkable(self, name: str, fn: Callable[[int, int], Any], on_error: Callable[[Errors, str], T],
-                            group_id: str) -> Any:
-        """`_run` for JoinGroup/SyncGroup, which may park at the coordinator until other members arrive."""
-        if not self.runtime.loaded:
-            return on_error(Errors.COORDINATOR_LOAD_IN_PROGRESS, "The coordinator is loading its state; retry.")
-        if self.runtime.failed is not None:
-            return on_error(Errors.COORDINATOR_NOT_AVAILABLE,
-                            f"The coordinator's record log failed ({self.runtime.failed}); it must be restarted.")
-        router = self.runtime.router
-        refusal = router(group_id) if router is not None else None
-        if refusal is not None:
-            return on_error(*refusal)
-        try:
-            return await self.runtime.submit_parkable(name, fn)
+            return await submit()
         except CoordinatorError as e:
             return on_error(e.code, e.message)
         except Exception as e:
