@@ -4,7 +4,9 @@ members (an application with many consumers, a proxy, a load generator).
 gRPC's cost is per message, about 0.1-0.3 ms of CPU on each side, several times what the coordinator spends on
 a heartbeat. `HeartbeatBatcher` sends the heartbeats that are ready as one message:
 - one batch is in flight on the stream at a time; the heartbeats that arrive meanwhile go in the next message,
-  at most `BATCH_MAX_HEARTBEATS` in each (the coordinator answers a bigger one with INVALID_REQUEST);
+  at most `BATCH_MAX_HEARTBEATS` in each (the coordinator answers a bigger one with INVALID_REQUEST), and
+  its answers are read until there is one per heartbeat (they come in several messages when they would
+  exceed the coordinator's response size limit);
 - nothing waits for a batch to fill by default: on an idle stream a lone heartbeat goes at once, and under
   load the batches grow with the round trip;
 - `linger_ms` (as Kafka's producer `linger.ms`) waits that long before each message, for fewer, bigger
@@ -61,17 +63,20 @@ class _BatchStream:
                 del self.pending[:BATCH_MAX_HEARTBEATS]
                 batch = pb.ConsumerGroupHeartbeatBatchRequest(heartbeats=[r for r, _ in self.in_flight])
                 await self.call.write(batch)
-                answer = await self.call.read()
-                if answer is grpc.aio.EOF:
-                    raise StreamRpcError(grpc.StatusCode.UNAVAILABLE, "the coordinator ended the heartbeat stream")
-                if len(answer.responses) != len(self.in_flight):
-                    raise StreamRpcError(grpc.StatusCode.INTERNAL,
-                                         f"{len(answer.responses)} answers to {len(self.in_flight)} heartbeats")
+                answered = 0  # the answers may come in several messages (a response's size limit)
+                while answered < len(self.in_flight):
+                    answer = await self.call.read()
+                    if answer is grpc.aio.EOF:
+                        raise StreamRpcError(grpc.StatusCode.UNAVAILABLE, "the coordinator ended the heartbeat stream")
+                    if answered + len(answer.responses) > len(self.in_flight):
+                        raise StreamRpcError(grpc.StatusCode.INTERNAL, f"more answers than the {len(self.in_flight)} "
+                                                                       "heartbeats sent")
+                    for (_, future), response in zip(self.in_flight[answered:], answer.responses, strict=False):
+                        if not future.done():
+                            future.set_result(response)
+                    answered += len(answer.responses)
                 self.batcher.messages += 1
                 self.batcher.heartbeats += len(self.in_flight)
-                for (_, future), response in zip(self.in_flight, answer.responses, strict=True):
-                    if not future.done():
-                        future.set_result(response)
                 self.in_flight = []
         except grpc.RpcError as e:
             self.abandon(e)

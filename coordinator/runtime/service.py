@@ -7,7 +7,7 @@ It decides nothing. Errors go back in-band with Kafka's codes; a request that ca
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Iterator, Sequence
 from typing import Any
 
 import grpc
@@ -41,6 +41,25 @@ from groupcoord.coordinator.runtime.service_base import (
 from groupcoord.wire.v1 import coordinator_pb2 as pb
 
 
+def _in_messages(responses: list[pb.ConsumerGroupHeartbeatResponse],
+                 budget: int) -> Iterator[pb.ConsumerGroupHeartbeatBatchResponse]:
+    """A batch's answers, in order, in as few messages as fit within `budget` bytes each: the heartbeats are
+    already handled, so answers that would not fit one message (groupcoord.response.max.bytes) go in the
+    next rather than failing the stream. One answer bigger than the budget goes alone, as a unary call's
+    would."""
+    if len(responses) <= 1:
+        yield pb.ConsumerGroupHeartbeatBatchResponse(responses=responses)
+        return
+    start, size = 0, 0
+    for k, response in enumerate(responses):
+        grows = response.ByteSize() + 6  # its tag and length prefix
+        if size + grows > budget and k > start:
+            yield pb.ConsumerGroupHeartbeatBatchResponse(responses=responses[start:k])
+            start, size = k, 0
+        size += grows
+    yield pb.ConsumerGroupHeartbeatBatchResponse(responses=responses[start:])
+
+
 class GroupCoordinatorService(AdminService):
     # --- ConsumerGroupHeartbeat -----------------------------------------------------------------------------
     async def ConsumerGroupHeartbeat(self, request: pb.ConsumerGroupHeartbeatRequest,
@@ -57,25 +76,25 @@ class GroupCoordinatorService(AdminService):
         self, request_iterator: AsyncIterator[pb.ConsumerGroupHeartbeatBatchRequest],
         context: grpc.aio.ServicerContext,
     ) -> AsyncIterator[pb.ConsumerGroupHeartbeatBatchResponse]:
+        budget = self.runtime.shard.config["groupcoord.response.max.bytes"] - 1024  # room for the framing
         async for batch in request_iterator:
-            yield await self._heartbeat_batch(batch.heartbeats, context)
+            for message in _in_messages(await self._heartbeat_batch(batch.heartbeats, context), budget):
+                yield message
 
     async def _heartbeat_batch(self, heartbeats: Sequence[pb.ConsumerGroupHeartbeatRequest],
-                               context: grpc.aio.ServicerContext) -> pb.ConsumerGroupHeartbeatBatchResponse:
+                               context: grpc.aio.ServicerContext) -> list[pb.ConsumerGroupHeartbeatResponse]:
         """Every heartbeat of one batch message, handled as the unary call handles it (authorization included,
         through `_heartbeat`), answered in order. They run concurrently: one that writes records waits for
         them to be durable without holding back the others, as on separate streams."""
         if len(heartbeats) > limits.HEARTBEAT_BATCH_MAX:
             message = (f"a heartbeat batch holds at most {limits.HEARTBEAT_BATCH_MAX:,} heartbeats; "
                        f"this one holds {len(heartbeats):,}")
-            return pb.ConsumerGroupHeartbeatBatchResponse(responses=[
-                pb.ConsumerGroupHeartbeatResponse(error_code=int(Errors.INVALID_REQUEST), error_message=message,
-                                                  member_id=_echo(h.member_id), member_epoch=h.member_epoch)
-                for h in heartbeats])
+            return [pb.ConsumerGroupHeartbeatResponse(error_code=int(Errors.INVALID_REQUEST), error_message=message,
+                                                      member_id=_echo(h.member_id), member_epoch=h.member_epoch)
+                    for h in heartbeats]
         if len(heartbeats) == 1:
-            return pb.ConsumerGroupHeartbeatBatchResponse(responses=[await self._heartbeat(heartbeats[0], context)])
-        responses = await asyncio.gather(*(self._heartbeat(h, context) for h in heartbeats))
-        return pb.ConsumerGroupHeartbeatBatchResponse(responses=responses)
+            return [await self._heartbeat(heartbeats[0], context)]
+        return list(await asyncio.gather(*(self._heartbeat(h, context) for h in heartbeats)))
 
     def _owned_cap(self) -> int:
         """The most owned topic-partitions a heartbeat may carry: the documented limit, or every partition the

@@ -111,3 +111,17 @@ def test_a_coordinator_that_stops_answering_fails_every_waiting_heartbeat_by_its
         assert again.error_code == 0 and again.member_id == member.member_id
 
     run(coordinator, body)
+
+
+def test_answers_that_come_in_several_messages_are_all_delivered() -> None:
+    small = Coordinator({**SETTINGS, "groupcoord.response.max.bytes": 16384}).start()
+    try:
+        async def body(batcher: HeartbeatBatcher) -> None:
+            n = BATCH_MAX_HEARTBEATS  # about 60 bytes an answer: at least 4 messages of at most 15 KB
+            joined = await asyncio.gather(*(batcher.heartbeat(join("small-answers"), timeout=30) for _ in range(n)))
+            assert [a.error_code for a in joined] == [0] * n
+            assert len({a.member_id for a in joined}) == n and batcher.heartbeats == n
+
+        run(small, body)
+    finally:
+        small.stop()

@@ -18,6 +18,7 @@ from groupcoord.coordinator.runtime.server import ServerThread
 from groupcoord.wire.v1 import coordinator_pb2 as pb
 from groupcoord.wire.v1 import coordinator_pb2_grpc as pb_grpc
 from tests.durability.test_kill9 import describe, free_port, start, wait_serving
+from tests.integration.conftest import start_server
 
 INVALID_REQUEST = int(Errors.INVALID_REQUEST)
 
@@ -26,13 +27,21 @@ class BatchStream:
     """One open batch stream: `send` writes a batch and waits for its answer."""
 
     def __init__(self, channel: grpc.Channel) -> None:
+        self.messages = 0  # response messages the last batch's answers came in
         self._requests: queue.Queue[pb.ConsumerGroupHeartbeatBatchRequest | None] = queue.Queue()
         self._responses: Iterator[pb.ConsumerGroupHeartbeatBatchResponse] = pb_grpc.GroupCoordinatorStub(
             channel).ConsumerGroupHeartbeatBatchStream(iter(self._requests.get, None), timeout=60)
 
     def send(self, heartbeats: list[pb.ConsumerGroupHeartbeatRequest]) -> list[pb.ConsumerGroupHeartbeatResponse]:
+        """The batch's answers, read from as many messages as they come in."""
         self._requests.put(pb.ConsumerGroupHeartbeatBatchRequest(heartbeats=heartbeats))
-        return list(next(self._responses).responses)
+        answers: list[pb.ConsumerGroupHeartbeatResponse] = []
+        self.messages = 0
+        while len(answers) < len(heartbeats):
+            answers += next(self._responses).responses
+            self.messages += 1
+        assert len(answers) == len(heartbeats)
+        return answers
 
     def close(self) -> None:
         self._requests.put(None)
@@ -122,6 +131,21 @@ def test_a_batch_over_the_limit_is_refused_heartbeat_by_heartbeat_and_the_stream
         members = Members(stream, [j.group_id for j in joins], stream.send(joins))
         assert len(set(members.ids)) == limits.HEARTBEAT_BATCH_MAX  # a batch at the limit is served in full
         stream.close()
+
+
+def test_answers_over_the_response_size_limit_come_in_several_messages_and_the_stream_keeps_serving() -> None:
+    srv = start_server({"orders": 24}, **{"groupcoord.response.max.bytes": 16384})
+    try:
+        with grpc.insecure_channel(srv.address) as channel:
+            stream = BatchStream(channel)
+            joins = [join("many-answers", "orders") for _ in range(limits.HEARTBEAT_BATCH_MAX)]
+            members = Members(stream, [j.group_id for j in joins], stream.send(joins))
+            assert len(set(members.ids)) == limits.HEARTBEAT_BATCH_MAX
+            assert stream.messages >= 4  # about 60 bytes an answer, at most 15 KB a message
+            members.heartbeat_all()  # the same stream serves the next batch
+            stream.close()
+    finally:
+        srv.stop()
 
 
 def test_every_join_a_batch_acknowledged_survives_kill_dash_nine(tmp_path: Path) -> None:

@@ -139,10 +139,11 @@ class GroupCoordinatorServicer:
     def ConsumerGroupHeartbeatBatchStream(self, request_iterator, context):
         """Many heartbeats in one stream message, for a client process that hosts many members (an application
         with many consumers, a load generator, a proxy). Each heartbeat is handled exactly as on the unary call,
-        and the response message lists their answers in the requests' order. gRPC's own cost is per message,
-        about 0.1 ms of CPU on each side here, so a client that sends whatever heartbeats are ready as one batch
-        pays it once per batch. At most 1,000 heartbeats in one message: beyond that every one of them is
-        answered INVALID_REQUEST.
+        and the answers come back in the requests' order: in one response message, or in several consecutive
+        ones when they would not fit in groupcoord.response.max.bytes (a client reads until it has one answer per
+        heartbeat). gRPC's own cost is per message, about 0.1 ms of CPU on each side here, so a client that sends
+        whatever heartbeats are ready as one batch pays it once per batch. At most 1,000 heartbeats in one
+        message: beyond that every one of them is answered INVALID_REQUEST.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
