@@ -111,13 +111,13 @@ class HeartbeatBatcher:
         stream = self._stream
         if stream is None or stream.error is not None:
             stream = self._stream = _BatchStream(self.stub.ConsumerGroupHeartbeatBatchStream(), self.linger_s, self)
-        future = stream.enqueue(request)
         try:
-            return await asyncio.wait_for(asyncio.shield(future), timeout)
-        except TimeoutError:
+            return await asyncio.wait_for(stream.enqueue(request), timeout)
+        except TimeoutError:  # the wait cancelled this heartbeat's future; the stream fails all the others
             stream.abandon(StreamRpcError(grpc.StatusCode.DEADLINE_EXCEEDED,
                                           f"no heartbeat response within {timeout:.3f} s"))
-            return future.result()  # raises the stream's error (a failure that came first, or the deadline)
+            assert stream.error is not None
+            raise stream.error from None  # a failure that came first, or the deadline
 
     async def close(self) -> None:
         stream, self._stream = self._stream, None

@@ -47,9 +47,6 @@ def _in_messages(responses: list[pb.ConsumerGroupHeartbeatResponse],
     already handled, so answers that would not fit one message (groupcoord.response.max.bytes) go in the
     next rather than failing the stream. One answer bigger than the budget goes alone, as a unary call's
     would."""
-    if len(responses) <= 1:
-        yield pb.ConsumerGroupHeartbeatBatchResponse(responses=responses)
-        return
     start, size = 0, 0
     for k, response in enumerate(responses):
         grows = response.ByteSize() + 6  # its tag and length prefix
@@ -92,7 +89,7 @@ class GroupCoordinatorService(AdminService):
             return [pb.ConsumerGroupHeartbeatResponse(error_code=int(Errors.INVALID_REQUEST), error_message=message,
                                                       member_id=_echo(h.member_id), member_epoch=h.member_epoch)
                     for h in heartbeats]
-        if len(heartbeats) == 1:
+        if len(heartbeats) == 1:  # the common case under light load: no task to create for it
             return [await self._heartbeat(heartbeats[0], context)]
         return list(await asyncio.gather(*(self._heartbeat(h, context) for h in heartbeats)))
 
