@@ -170,6 +170,7 @@ class ConsumerGroup(GroupDefaults):
     spec_subscriptions: dict[frozenset[str], int] = field(default_factory=dict, compare=False, repr=False)
     spec_dirty: dict[str, bool] | None = field(default=None, compare=False, repr=False)  # True: (re)added
     spec_image: object = field(default=None, compare=False, repr=False)
+    spec_serial: int | None = field(default=None, compare=False, repr=False)  # the last snapshot's (`SpecLineage`)
     # members added since the last assignor run started (None: unknown, e.g. after a load): with the run's
     # delta they are all the members that may lack a target when it completes (`target_records`)
     added_since_run: dict[str, None] | None = field(default=None, compare=False, repr=False)

@@ -11,6 +11,7 @@ keeps the rows up to date as members change (`ConsumerGroup.spec_rows`), so a sn
 from __future__ import annotations
 
 from collections.abc import Iterator, KeysView, Mapping, Sequence
+from dataclasses import dataclass
 
 from groupcoord.assignors.api import MemberSpec
 from groupcoord.assignors.compact import CompactAssignment
@@ -19,6 +20,31 @@ _EMPTY: Mapping[str, frozenset[int]] = {}
 
 
 Row = tuple[frozenset[str], "str | None", "str | None"]  # subscribed topic ids, rack id, instance id
+RowEvent = tuple[str, bool, "Row | None"]  # member id, re-added (goes last), its row now (None: gone)
+IdsLineage = tuple["int | None", int, tuple[tuple[str, bool], ...]]  # `TargetAssignment.lineage`
+
+
+@dataclass(frozen=True, slots=True)
+class SpecLineage:
+    """How a snapshot's rows (and its current target's member ids) follow from the group's previous snapshot:
+    that one's serial (None: rebuilt from scratch), this one's, and the changes in between, in the order the
+    group applied them. Bookkeeping for the executor, never state: a worker process that holds the previous
+    snapshot is sent only the changes (`runtime.run_cache`)."""
+
+    rows_base: int | None
+    rows_serial: int
+    row_events: tuple[RowEvent, ...]
+    ids: IdsLineage | None  # None: no current target, or not the store's snapshot
+
+
+def apply_row_events(rows: dict[str, Row], events: Sequence[RowEvent]) -> None:
+    """`rows` as `build_spec` changed the group's own: the same operations in the same order, so the same
+    rows in the same order."""
+    for member_id, readded, row in events:
+        if readded:
+            rows.pop(member_id, None)
+        if row is not None:
+            rows[member_id] = row
 
 
 class SpecMembers(Mapping[str, MemberSpec]):
@@ -29,13 +55,14 @@ class SpecMembers(Mapping[str, MemberSpec]):
     (`assignors.overlay.given_as_views`): `uniform` then reads the specs of only the members it moves, and hands
     back an `OverlayAssignment` over this mapping. So `current` must not change, nor a spec be built otherwise."""
 
-    __slots__ = ("_specs", "current", "distinct", "rows")
+    __slots__ = ("_specs", "current", "distinct", "lineage", "rows")
 
     def __init__(self, rows: dict[str, Row], distinct: Sequence[frozenset[str]],
-                 current: CompactAssignment | None) -> None:
+                 current: CompactAssignment | None, lineage: SpecLineage | None = None) -> None:
         self.rows = rows
         self.distinct = distinct
         self.current = current
+        self.lineage = lineage  # not pickled: it is for this process's executor
         self._specs: dict[str, MemberSpec] = {}
 
     def distinct_subscriptions(self) -> Sequence[frozenset[str]]:

@@ -18,8 +18,9 @@ from groupcoord.coordinator.core.records import (
     ConsumerGroupTargetAssignmentMetadata,
     Partitions,
 )
-from groupcoord.coordinator.core.spec_members import SpecMembers
+from groupcoord.coordinator.core.spec_members import Row, RowEvent, SpecLineage, SpecMembers
 from groupcoord.coordinator.core.target_delta import TargetDelta
+from groupcoord.coordinator.core.target_store import MAX_LINEAGE_EVENTS, SERIALS
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,25 +82,35 @@ def build_spec(
     rows = group.spec_rows
     subs = group.spec_subscriptions
     dirty: Mapping[str, bool]
-    if group.spec_dirty is None or group.spec_image is not image:
+    rebuilt = group.spec_dirty is None or group.spec_image is not image
+    if group.spec_dirty is None or rebuilt:
         rows.clear()
         subs.clear()
         dirty, group.spec_image = dict.fromkeys(group.members, True), image
     else:
         dirty = group.spec_dirty
+    rebuilt = rebuilt or len(dirty) > MAX_LINEAGE_EVENTS
+    events: list[RowEvent] = []
     for mid, readded in dirty.items():
         old = rows.pop(mid, None) if readded else rows.get(mid)  # a re-added row goes last, as in `members`
         if old is not None:
             count_into(subs, old[0], -1)
         m = group.members.get(mid)
+        row: Row | None = None
         if m is not None:
             row = (cached_subscribed_topic_ids(group, m, image, resolve_regex), m.rack_id, m.instance_id)
             rows[mid] = row
             count_into(subs, row[0], 1)
+        if not rebuilt:
+            events.append((mid, readded, row))
     group.spec_dirty = {}
+    lineage = SpecLineage(None if rebuilt else group.spec_serial, next(SERIALS), tuple(events),
+                          group.target_assignment.lineage if current is not None else None)
+    group.spec_serial = lineage.rows_serial
     distinct = list(subs)  # equal sets reached by names and by regex are one key
     kind = SubscriptionType.HOMOGENEOUS if len(distinct) <= 1 else SubscriptionType.HETEROGENEOUS
-    return GroupSpec(members=SpecMembers(dict(rows), distinct, current), subscription_type=kind, current=current)
+    return GroupSpec(members=SpecMembers(dict(rows), distinct, current, lineage), subscription_type=kind,
+                     current=current)
 
 
 def _spec_from_store(group: ConsumerGroup, image: MetadataImage,

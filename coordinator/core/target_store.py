@@ -16,6 +16,7 @@ callers use the per-member mappings, which stay exact.
 
 from __future__ import annotations
 
+import itertools
 from bisect import bisect_left
 from collections.abc import Iterator, KeysView, Mapping, MutableMapping
 
@@ -28,12 +29,19 @@ I32Array = npt.NDArray[np.int32]
 Partitions = Mapping[str, frozenset[int]]
 _NONE = np.int32(-1)
 
+# Snapshot serials, unique in the process (a group dropped and re-created must not reuse one): bookkeeping for
+# the executor's per-worker caches, never part of the state or of any answer.
+SERIALS = itertools.count(1)
+MAX_LINEAGE_EVENTS = 4096  # membership changes remembered between two snapshots; beyond, the next has no lineage
+
+MemberEvent = tuple[str, bool]  # member id, True: added to the target, False: removed from it
+
 
 class TargetAssignment(MutableMapping[str, Partitions]):
     """member id -> topic id -> partitions, stored as arrays (see the module docstring)."""
 
-    __slots__ = ("_claims", "_free", "_ids", "_order", "_order_slots", "_owned", "_owners", "_parts", "_slot",
-                 "_snapshot", "_taken", "version", "writes")
+    __slots__ = ("_claims", "_events", "_free", "_ids", "_order", "_order_slots", "_owned", "_owners", "_parts",
+                 "_slot", "_snapshot", "_taken", "lineage", "version", "writes")
 
     def __init__(self, items: Mapping[str, Partitions] | None = None) -> None:
         self._slot: dict[str, int] = {}
@@ -51,6 +59,11 @@ class TargetAssignment(MutableMapping[str, Partitions]):
         self._order_slots = np.zeros(0, dtype=np.int32)
         self.version = 0
         self.writes = 0  # member assignments set (removals do not count: they change no one else's)
+        # How the last snapshot's member ids follow from the one before: (that one's serial or None, this one's
+        # serial, the members added and removed in between, in order). A worker process holding the previous
+        # member ids then needs only the events, not 10,000 ids (`runtime.run_cache`).
+        self.lineage: tuple[int | None, int, tuple[MemberEvent, ...]] | None = None
+        self._events: list[MemberEvent] | None = None  # since the last snapshot; None: too many, or none taken
         for k, v in (items or {}).items():
             self[k] = v
 
@@ -95,6 +108,7 @@ class TargetAssignment(MutableMapping[str, Partitions]):
                 pos = bisect_left(self._order, member_id)
                 self._order.insert(pos, member_id)
                 self._order_slots = np.insert(self._order_slots, pos, slot)
+            self._event(member_id, True)
         else:
             self._release(slot)
         parts: dict[str, I32Array] = {}
@@ -121,6 +135,7 @@ class TargetAssignment(MutableMapping[str, Partitions]):
             pos = bisect_left(self._order, member_id)
             del self._order[pos]
             self._order_slots = np.delete(self._order_slots, pos)
+        self._event(member_id, False)
         self._release(slot)
         self._parts[slot] = {}
         self._ids[slot] = None
@@ -153,6 +168,13 @@ class TargetAssignment(MutableMapping[str, Partitions]):
                 self._owners[topic][arr] = slot
         self._owned = sum(int(np.count_nonzero(a >= 0)) for a in self._owners.values())
 
+    def _event(self, member_id: str, added: bool) -> None:
+        events = self._events
+        if events is not None:
+            events.append((member_id, added))
+            if len(events) > MAX_LINEAGE_EVENTS:
+                self._events = None
+
     def _changed(self) -> None:
         self.version += 1
         self._snapshot = None
@@ -180,6 +202,9 @@ class TargetAssignment(MutableMapping[str, Partitions]):
         np.cumsum([len(a) for a in arrays], out=base[1:])
         owner = remap[np.concatenate(arrays)] if arrays else np.zeros(0, dtype=np.int32)
         self._snapshot = CompactAssignment(members, topics, base, owner)
+        previous = self.lineage[1] if self.lineage is not None and self._events is not None else None
+        self.lineage = (previous, next(SERIALS), tuple(self._events or ()))
+        self._events = []
         self._taken = [(self._snapshot, self.writes), *self._taken[:3]]
         return self._snapshot
 

@@ -3,16 +3,17 @@
 `group.coordinator.background.threads` workers. Assignors are pure functions of immutable snapshots, so a
 run needs no lock and cannot corrupt coordinator state; its result goes back through the event queue.
 
-`group.coordinator.background.executor` says where the workers are. `process` (the default): a pool of
-worker processes forked from a forkserver started with the coordinator, so an assignor run on a large group
-holds another interpreter's GIL, never the one answering heartbeats. The run crosses as a small pickle
-(`compact_run`: the spec, and only the subscribed topics' partition counts and racks rather than the whole
-metadata image: 0.6 MB for 10,000 members on 100 topics of 1,000 partitions); the assignment comes back in
+`group.coordinator.background.executor` says where the workers are. `process` (the default): worker
+processes forked from a forkserver started with the coordinator (`process_pool`, driven from the event loop
+with no thread of its own), so an assignor run on a large group holds another interpreter's GIL, never the
+one answering heartbeats. A run crosses as a small pickle (`compact_run`: the spec, and only the subscribed
+topics' partition counts and racks rather than the whole metadata image), a large group's as only what
+changed since its worker's copy (`run_cache`); the assignment comes back as the changed members, or in
 chunks the coordinator loads with the event loop running in between. The child times its own start and
 run, so the background-* metrics stay true. The workers run `group.coordinator.background.niceness` below
 the coordinator's CPU priority, under SCHED_IDLE by default (`group.coordinator.background.idle.scheduling`),
-so a run never competes with the heartbeat path for a core. `thread`:
-threads of this process (no start-up cost; for tests and small deployments).
+so a run never competes with the heartbeat path for a core. `thread`: threads of this process (no start-up
+cost; for tests and small deployments).
 """
 
 from __future__ import annotations
@@ -20,13 +21,11 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
-import multiprocessing
-import os
 import pickle
-import threading
+import socket
 import time
 from collections.abc import Callable
-from concurrent.futures import Executor, Future, ProcessPoolExecutor, ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -47,7 +46,9 @@ from groupcoord.coordinator.core.target_assignment import AssignorCompletion, As
 from groupcoord.coordinator.core.target_delta import TargetDelta, as_delta, assignment_changes
 from groupcoord.coordinator.core.topic_regex import RegexResolution, RegexResolutionCompletion, resolve_topic_regexes
 from groupcoord.coordinator.runtime.metrics import CoordinatorMetrics
-from groupcoord.coordinator.runtime.sliced_run import SlicedRun, slice_run, slicing, unslice
+from groupcoord.coordinator.runtime.process_pool import ProcessPool, lower_priority, serve_jobs
+from groupcoord.coordinator.runtime.run_cache import CACHE_MISS, CacheMiss, Holdings, Keep, RunCache, keep_for
+from groupcoord.coordinator.runtime.sliced_run import SlicedRun, slicing, unslice
 
 log = logging.getLogger("groupcoord.executor")
 
@@ -175,80 +176,73 @@ def load_outcome(outcome: RunOutcome, run: AssignorRun) -> RunOutcome:
     return RunOutcome(load_chunks(outcome.chunks), None, outcome.started, outcome.elapsed)
 
 
-def _warm() -> int:
-    return 0
+_RUN_CACHE = RunCache()  # a worker process's kept groups (`run_cache`)
 
 
-def _exit_with(coordinator_pid: int, niceness: int = 0, idle_scheduling: bool = False) -> None:
-    """Pool initializer: lower the worker's CPU priority by `niceness` (and to SCHED_IDLE with
-    `idle_scheduling`), and exit when the coordinator is gone. A coordinator killed with SIGKILL cannot stop its
-    pool, and a worker never sees EOF on its call queue (it holds the queue's write end itself).
+def handle_job(job: tuple[tuple[str, ...], object]) -> RunOutcome:
+    """A worker process's answer to one job: (groups to drop, the run as sent)."""
+    evict, body = job
+    _RUN_CACHE.evict(evict)
+    try:
+        run = _RUN_CACHE.resolve(body)
+    except CacheMiss:
+        return RunOutcome(None, CACHE_MISS, time.monotonic(), 0.0)
+    except Exception as e:  # a payload that does not load fails as a run, never the worker
+        log.exception("loading an assignor run failed")
+        return RunOutcome(None, f"background executor: {type(e).__name__}", time.monotonic(), 0.0)
+    assert isinstance(run, CompactRun)
+    return run_compact(run)
 
-    Why the priority: on a machine whose cores the coordinator's event loop (and whatever shares the machine)
-    already keeps busy, a 40 ms assignor run at equal priority time-slices with the heartbeat path, and every
-    other group's heartbeats wait for the scheduler during it. Niced, the run takes only the CPU left over; but
-    Linux's EEVDF scheduler lets a running niced task finish its slice before a waking event loop gets the core,
-    so heartbeats still wait a millisecond or more behind it. A SCHED_IDLE task is preempted at once."""
-    if niceness:
-        os.nice(niceness)
-    if idle_scheduling and hasattr(os, "SCHED_IDLE"):
-        os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
-    server_assignor_names()  # import the built-in assignors now, not in the first run
 
-    def watch() -> None:
-        while True:
-            time.sleep(1.0)
-            try:
-                os.kill(coordinator_pid, 0)
-            except ProcessLookupError:
-                os._exit(0)
+def worker_main(sock: socket.socket, niceness: int, idle_scheduling: bool) -> None:
+    """A worker process: lower its priority, import the assignors now (not in the first run), serve jobs
+    until the coordinator closes the socket or is gone."""
+    lower_priority(niceness, idle_scheduling)
+    server_assignor_names()
+    serve_jobs(sock, handle_job)
 
-    threading.Thread(target=watch, name="groupcoord-parent-watch", daemon=True).start()
+
+def _failed(reason: str) -> RunOutcome:
+    return RunOutcome(None, reason, time.monotonic(), 0.0)
 
 
 class BackgroundExecutor:
     def __init__(self, threads: int, metrics: CoordinatorMetrics, mode: str = "thread", niceness: int = 0,
                  idle_scheduling: bool = False) -> None:
         self._threads = threads
-        self._niceness = niceness  # worker processes only (`_exit_with`): threads share the coordinator's
-        self._idle_scheduling = idle_scheduling
         self._metrics = metrics
         self.mode = mode
-        self._lock = threading.Lock()
-        self._pool: Executor = self._new_pool()
-        self._sender = ThreadPoolExecutor(max_workers=1, thread_name_prefix="groupcoord-background-send")
+        self._pool: ThreadPoolExecutor | None = None
+        self._processes: ProcessPool | None = None
+        self._holdings = Holdings(threads)
+        self.runs_sent_whole = 0  # runs that crossed to a worker process whole, and as changes (`run_cache`)
+        self.runs_sent_as_changes = 0
+        if mode == "thread":
+            self._pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="groupcoord-background")
+        else:
+            self._processes = ProcessPool(
+                threads, worker_main, (niceness, idle_scheduling),
+                ["groupcoord.assignors.registry", "groupcoord.coordinator.runtime.executor"], _failed,
+                on_worker_lost=self._holdings.forget_worker)
         # Regex resolutions get one worker of their own: a flood of new patterns then queues there instead of
         # taking every background thread (and more of the GIL) from assignors and the event loop.
         self._regex_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="groupcoord-regex")
-        # Self-contained calls (streams assignor runs) are closures, which a process pool cannot pickle: threads.
+        # Self-contained calls (streams assignor runs) are closures, which a process cannot be sent: threads.
         self._call_pool = ThreadPoolExecutor(max_workers=self._threads, thread_name_prefix="groupcoord-background-call")
 
-    def _new_pool(self) -> Executor:
-        if self.mode == "thread":
-            return ThreadPoolExecutor(max_workers=self._threads, thread_name_prefix="groupcoord-background")
-        # forkserver: children are forked from a clean single-threaded server that imported the assignors once,
-        # never from this process with its gRPC threads (fork would copy their locks mid-use).
-        context = multiprocessing.get_context("forkserver")
-        context.set_forkserver_preload(["groupcoord.assignors.registry", "groupcoord.coordinator.runtime.executor"])
-        return ProcessPoolExecutor(max_workers=self._threads, mp_context=context, initializer=_exit_with,
-                                   initargs=(os.getpid(), self._niceness, self._idle_scheduling))
-
     def start(self) -> None:
-        """Start the worker processes now, off the caller's thread, so the first run does not pay for them."""
-        if self.mode == "process":
-            pool = self._pool
+        """Start the worker processes now, so the first run does not pay for them. Called on the coordinator's
+        event loop, it binds the processes' I/O to that loop."""
+        if self._processes is not None:
+            self._processes.start()
 
-            def warm() -> None:
-                try:
-                    for f in [pool.submit(_warm) for _ in range(self._threads)]:
-                        f.result()
-                except Exception as e:  # shut down meanwhile, or the pool broke: the first run retries
-                    log.debug("warming the background processes failed: %s", e)
-
-            threading.Thread(target=warm, name="groupcoord-background-warm", daemon=True).start()
+    def worker_pids(self) -> list[int]:
+        """The live worker processes (none with threads)."""
+        return self._processes.pids() if self._processes is not None else []
 
     def submit(self, run: AssignorRun, done: Callable[[AssignorCompletion], None]) -> None:
-        """Run the assignor on a worker; `done` is called (on a thread of this process) with the completion."""
+        """Run the assignor on a worker; `done` is called with the completion (on the event loop with
+        processes, on a worker thread with threads)."""
         submitted = time.monotonic()
 
         def finish(outcome: RunOutcome) -> None:
@@ -263,7 +257,7 @@ class BackgroundExecutor:
                          len(run.spec.members), outcome.elapsed * 1000)
             done(AssignorCompletion(run.group_id, run.run_id, outcome.assignment, outcome.error))
 
-        if self.mode == "thread":
+        if self._pool is not None:
             def in_thread() -> None:
                 outcome = run_assignor(run.assignor_name, run.spec, run.topics, run.lag)
                 if outcome.assignment is not None:  # the event loop then looks at the changed members only
@@ -272,59 +266,91 @@ class BackgroundExecutor:
 
             self._pool.submit(in_thread)
             return
+        processes = self._processes
+        assert processes is not None
+        if processes.on_loop():
+            self._send(run, finish)
+        else:  # tools and tests, off the loop the processes are driven from
+            processes.loop().call_soon_threadsafe(self._send, run, finish)
 
-        def collected(pool: Executor, future: Future[RunOutcome]) -> None:
-            try:
-                outcome = future.result()
-            except Exception as e:  # the worker died (BrokenProcessPool) or the input did not pickle
-                log.error("background process failed running assignor %s for group %s: %r", run.assignor_name,
-                          run.group_id, e)
-                self._replace_broken(pool)
-                outcome = RunOutcome(None, f"background executor: {type(e).__name__}", time.monotonic(), 0.0)
-            finish(load_outcome(outcome, run))
+    def _send(self, run: AssignorRun, finish: Callable[[RunOutcome], None]) -> None:
+        """On the processes' event loop: the run to the worker that keeps its group, as what changed, when one
+        does; else whole, pickled one slice per loop pass (`slicing`: heartbeats are answered in between)."""
+        processes = self._processes
+        assert processes is not None
+        compact = compact_run(run)
 
-        def send(payload: SlicedRun | CompactRun) -> None:
-            with self._lock:
-                pool = self._pool
-            try:
-                future = pool.submit(run_sliced, payload)  # the pool's feeder thread pickles it: a few bytes objects
-            except RuntimeError as e:  # broken, or shut down
-                self._replace_broken(pool)
-                finish(RunOutcome(None, f"background executor: {e}", time.monotonic(), 0.0))
+        def collected(outcome: RunOutcome) -> None:
+            if outcome.error == CACHE_MISS:  # never expected: the worker lost the group's rows; send it whole
+                log.warning("background worker lost group %s's rows: sending its run whole", run.group_id)
+                self._holdings.forget(run.group_id)
+                self._send_whole(run, compact, lambda again: self._load(again, run, finish), finish)
                 return
-            future.add_done_callback(lambda f: collected(pool, f))
+            self._load(outcome, run, finish)
 
-        try:
-            loop = asyncio.get_running_loop()
-        except RuntimeError:  # not called from an event loop (tools, tests): pickle on the sender thread
-            self._sender.submit(lambda: send(slice_run(compact_run(run))))
+        cached = self._holdings.cached_run(run.group_id, compact)
+        if cached is not None:
+            worker, body = cached
+            evict = self._holdings.keep(run.group_id, worker, body.rows_serial, body.ids_serial)
+            self.runs_sent_as_changes += 1
+            processes.send(worker, (evict, body), collected)
             return
-        # On the event loop, one slice per pass (`slicing`): heartbeats are answered in between, and no thread
-        # of this process takes the GIL from the loop to pickle
-        steps = slicing(compact_run(run))
+        self._send_whole(run, compact, collected, finish)
+
+    def _send_whole(self, run: AssignorRun, compact: CompactRun, collected: Callable[[RunOutcome], None],
+                    finish: Callable[[RunOutcome], None]) -> None:
+        processes = self._processes
+        assert processes is not None
+        loop = asyncio.get_running_loop()
+        steps = slicing(compact)
+        keep = keep_for(compact)
 
         def step() -> None:
             try:
                 next(steps)
-            except StopIteration as done:
-                send(done.value)
+            except StopIteration as stop:
+                payload: object = stop.value
+                holder = self._holdings.holder(run.group_id)
+                worker = holder if holder is not None else processes.pick()
+                evict: tuple[str, ...] = ()
+                if keep is not None:
+                    evict = self._holdings.keep(run.group_id, worker, *keep)
+                    payload = Keep(run.group_id, keep[0], keep[1], payload)
+                elif holder is not None:  # kept, but no longer worth keeping (or no lineage): dropped
+                    self._holdings.forget(run.group_id)
+                    evict = (run.group_id,)
+                self.runs_sent_whole += 1
+                processes.send(worker, (evict, payload), collected)
                 return
             except Exception as e:  # a run that does not pickle fails as a run, never the loop
                 log.error("pickling the run of assignor %s for group %s failed: %r", run.assignor_name,
                           run.group_id, e)
-                finish(RunOutcome(None, f"background executor: {type(e).__name__}", time.monotonic(), 0.0))
+                finish(_failed(f"background executor: {type(e).__name__}"))
                 return
             loop.call_soon(step)
 
-        loop.call_soon(step)
+        step()
 
-    def _replace_broken(self, broken: Executor) -> None:
-        """A killed worker breaks the whole ProcessPoolExecutor: start a new one, once per broken pool."""
-        with self._lock:
-            if self._pool is not broken:
+    @staticmethod
+    def _load(outcome: RunOutcome, run: AssignorRun, finish: Callable[[RunOutcome], None]) -> None:
+        """The outcome loaded and handed to `finish`: an assignment in several chunks of frozensets one chunk
+        per loop pass (unpickling them is C code that holds the GIL throughout)."""
+        if outcome.changes is not None or len(outcome.chunks) <= 1:
+            finish(load_outcome(outcome, run))
+            return
+        loop = asyncio.get_running_loop()
+        chunks = iter(outcome.chunks)
+        loaded: dict[str, MemberAssignment] = {}
+
+        def step() -> None:
+            chunk = next(chunks, None)
+            if chunk is None:
+                finish(RunOutcome(loaded, None, outcome.started, outcome.elapsed))
                 return
-            self._pool = self._new_pool()
-        broken.shutdown(wait=False, cancel_futures=True)
+            loaded.update(pickle.loads(chunk))
+            loop.call_soon(step)
+
+        step()
 
     def submit_call(self, fn: Callable[[], Any], done: Callable[[Any], None]) -> None:
         """Run a self-contained background computation (a streams assignor run) and hand its result to `done`."""
@@ -364,7 +390,7 @@ class BackgroundExecutor:
     def shutdown(self) -> None:
         self._regex_pool.shutdown(wait=True, cancel_futures=True)
         self._call_pool.shutdown(wait=True, cancel_futures=True)
-        self._sender.shutdown(wait=True, cancel_futures=True)
-        with self._lock:
-            pool = self._pool
-        pool.shutdown(wait=True, cancel_futures=True)
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=True)
+        if self._processes is not None:
+            self._processes.shutdown()

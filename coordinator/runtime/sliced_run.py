@@ -49,11 +49,7 @@ def slicing(run: CompactRun, size: int = SLICE) -> Generator[None, None, SlicedR
     members, current = spec.members, spec.current
     if not isinstance(members, SpecMembers) or members.current is not current:
         return run
-    hollow_current = None if current is None else CompactAssignment(
-        [], current.topic_ids, current.base, current.owner, None, current.changed)
-    hollow = dataclasses.replace(spec, members=SpecMembers({}, members.distinct, hollow_current),
-                                 current=hollow_current)
-    head = pickle.dumps(dataclasses.replace(run, spec=hollow), protocol=pickle.HIGHEST_PROTOCOL)
+    head = pickle.dumps(hollow_run(run), protocol=pickle.HIGHEST_PROTOCOL)
     parts: list[tuple[bytes, ...]] = []
     for items in (list(members.rows), list(members.rows.values()), current.member_ids if current else []):
         out = []
@@ -62,6 +58,19 @@ def slicing(run: CompactRun, size: int = SLICE) -> Generator[None, None, SlicedR
             out.append(pickle.dumps(items[start:start + size], protocol=pickle.HIGHEST_PROTOCOL))
         parts.append(tuple(out))
     return SlicedRun(head, *parts)
+
+
+def hollow_run(run: CompactRun) -> CompactRun:
+    """`run` without its members' rows and its current target's member ids (its members must be `SpecMembers`
+    over its current target): the part of a run that is cheap to pickle whole."""
+    spec = run.spec
+    members, current = spec.members, spec.current
+    assert isinstance(members, SpecMembers)
+    hollow_current = None if current is None else CompactAssignment(
+        [], current.topic_ids, current.base, current.owner, None, current.changed)
+    hollow = dataclasses.replace(spec, members=SpecMembers({}, members.distinct, hollow_current),
+                                 current=hollow_current)
+    return dataclasses.replace(run, spec=hollow)
 
 
 def slice_run(run: CompactRun, size: int = SLICE) -> SlicedRun | CompactRun:

@@ -83,7 +83,7 @@ def test_process_executor_workers_run_at_the_configured_lower_cpu_priority() -> 
     executor = BackgroundExecutor(2, CoordinatorMetrics(2), "process", niceness=7)
     try:
         _collect(executor, [_run(1)])  # the workers exist and have run an assignor
-        pids = list(executor._pool._processes)  # type: ignore[attr-defined]
+        pids = executor.worker_pids()
         assert pids  # started on demand: one per run in flight
         mine = os.getpriority(os.PRIO_PROCESS, 0)
         assert [os.getpriority(os.PRIO_PROCESS, pid) for pid in pids] == [min(19, mine + 7)] * len(pids)
@@ -97,7 +97,7 @@ def test_process_executor_workers_run_under_sched_idle_when_configured(idle_sche
     try:
         done = _collect(executor, [_run(1)])
         assert done[1].error is None  # a SCHED_IDLE worker still runs assignors
-        pids = list(executor._pool._processes)  # type: ignore[attr-defined]
+        pids = executor.worker_pids()
         assert pids
         expected = os.SCHED_IDLE if idle_scheduling else os.sched_getscheduler(0)
         assert [os.sched_getscheduler(pid) for pid in pids] == [expected] * len(pids)
@@ -109,7 +109,7 @@ def test_process_executor_recovers_after_a_worker_process_is_killed() -> None:
     executor = BackgroundExecutor(1, CoordinatorMetrics(1), "process")
     try:
         _collect(executor, [_run(1)])
-        pids = list(executor._pool._processes)  # type: ignore[attr-defined]
+        pids = executor.worker_pids()
         assert pids
         for pid in pids:
             os.kill(pid, signal.SIGKILL)
