@@ -268,8 +268,10 @@ class BackgroundExecutor:
             return
         processes = self._processes
         assert processes is not None
+        # In a loop pass of its own: the operation that asked for the run (a heartbeat that built the group's
+        # snapshot) has held the loop long enough, and heartbeats waiting on I/O are answered in between.
         if processes.on_loop():
-            self._send(run, finish)
+            processes.loop().call_soon(self._send, run, finish)
         else:  # tools and tests, off the loop the processes are driven from
             processes.loop().call_soon_threadsafe(self._send, run, finish)
 
