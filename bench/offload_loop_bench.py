@@ -3,8 +3,9 @@
     python -m bench.offload_loop_bench [--members 10000] [--topics 1] [--partitions 20000] [--repeat 5]
 
 With offload to processes, the assignor itself runs in another interpreter, but the coordinator still
-snapshots the group for it, pickles the input (on a sender thread that holds the GIL while it works),
-loads the result and writes the records of the members whose target changed. Any of those that grows
+snapshots the group for it, pickles the input on its event loop (whole, in slices, for a group no worker
+keeps; else only what changed since the keeping worker's copy, `run_cache`), loads the result and writes
+the records of the members whose target changed. Any of those that grows
 with the group's size rather than with what moved stalls every other group's heartbeats: this is the
 work behind `bench.heartbeat_bench`'s "p99/quiet" column when a 10,000-member group rebalances at
 assignment interval 0.
@@ -30,8 +31,12 @@ from groupcoord.coordinator.core.config import BrokerConfig
 from groupcoord.coordinator.core.messages import ConsumerGroupHeartbeatRequest
 from groupcoord.coordinator.core.shard import GroupCoordinatorShard
 from groupcoord.coordinator.core.target_assignment import AssignorCompletion, AssignorRun
-from groupcoord.coordinator.runtime.executor import compact_run, load_outcome, run_sliced
+from groupcoord.coordinator.runtime.executor import compact_run, load_outcome, run_compact, run_sliced
+from groupcoord.coordinator.runtime.run_cache import Holdings, Keep, RunCache, keep_for
 from groupcoord.coordinator.runtime.sliced_run import slice_run
+
+HOLDINGS = Holdings(1)  # the coordinator's side: worker 0 keeps the group after the first round
+KEPT = RunCache()  # worker 0's side
 
 
 def _timed(fn: Callable[[], Any]) -> tuple[Any, float]:
@@ -54,14 +59,29 @@ def one_round(shard: GroupCoordinatorShard, k: int, now: int) -> dict[str, float
     run = runs[-1]
     payload, send_ms = _timed(lambda: pickle.dumps(slice_run(compact_run(run)), protocol=pickle.HIGHEST_PROTOCOL))
     outcome, child_ms = _timed(lambda: run_sliced(pickle.loads(payload)))
+    compact = compact_run(run)
+    cached, changes_ms = _timed(lambda: HOLDINGS.cached_run(GID, compact))
+    keep = keep_for(compact)
+    assert keep is not None, "the group is kept by no worker: too small, or no lineage"
+    HOLDINGS.keep(GID, 0, *keep)
+    if cached is None:  # the first round: the worker keeps the whole run
+        KEPT.resolve(pickle.loads(pickle.dumps(Keep(GID, keep[0], keep[1], slice_run(compact)))))
+        changes_bytes, child_kept_ms = len(payload), child_ms
+    else:
+        body = pickle.dumps(cached[1], protocol=pickle.HIGHEST_PROTOCOL)
+        changes_bytes = len(body)
+        _, child_kept_ms = _timed(lambda: run_compact(KEPT.resolve(pickle.loads(body))))  # type: ignore[arg-type]
     back = pickle.dumps(outcome, protocol=pickle.HIGHEST_PROTOCOL)
     loaded, load_ms = _timed(lambda: load_outcome(pickle.loads(back), run))
     res2, apply_ms = _timed(lambda: shard.on_assignment_complete(
         AssignorCompletion(GID, run.run_id, loaded.assignment, loaded.error), now))
     records = sum(1 for r in res2.records if type(r).__name__ == "ConsumerGroupTargetAssignmentMember")
-    return {"leave heartbeat": leave_ms, "join heartbeat (spec)": join_ms, "send (pickled in slices)": send_ms,
-            "load result": load_ms, "apply (records)": apply_ms, "loop total": leave_ms + join_ms + send_ms
-            + load_ms + apply_ms, "child (assignor)": child_ms, "input MB": len(payload) / 1e6,
+    return {"leave heartbeat": leave_ms, "join heartbeat (spec)": join_ms, "send whole (in slices)": send_ms,
+            "send changes (kept group)": changes_ms, "load result": load_ms, "apply (records)": apply_ms,
+            "loop total, sent whole": leave_ms + join_ms + send_ms + load_ms + apply_ms,
+            "loop total, sent changes": leave_ms + join_ms + changes_ms + load_ms + apply_ms,
+            "child (assignor), whole": child_ms, "child (assignor), changes": child_kept_ms,
+            "input MB, whole": len(payload) / 1e6, "input MB, changes": changes_bytes / 1e6,
             "result MB": len(back) / 1e6, "target records": records}
 
 

@@ -176,7 +176,7 @@ class RunCache:
         # every row's subscription is again the very object of this run's `distinct` (as `unslice` makes it)
         canonical = {s: s for s in members.distinct}
         kept.rows = {m: (canonical.get(s, s), rack, instance) for m, (s, rack, instance) in kept.rows.items()}
-        members.rows = dict(kept.rows)
+        members.rows = kept.rows.copy()
         kept.rows_serial = body.rows_serial
         if body.ids_serial is not None:
             ids = kept.member_ids

@@ -6,6 +6,9 @@ from __future__ import annotations
 import os
 import re
 import signal
+import socket
+import subprocess
+import sys
 import threading
 import time
 import urllib.request
@@ -149,3 +152,49 @@ def test_offloaded_runs_on_worker_processes_show_in_the_background_metrics() -> 
         for m in members:
             m.close()
         server.stop()
+
+
+def _descendants(pid: int) -> list[int]:
+    try:
+        kids = [int(c) for t in os.listdir(f"/proc/{pid}/task")
+                for c in open(f"/proc/{pid}/task/{t}/children").read().split()]  # noqa: SIM115
+    except OSError:
+        return []
+    return [d for c in kids for d in (c, *_descendants(c))]
+
+
+def _running(pid: int) -> bool:
+    """Alive and not a zombie (an orphan's reaper may be slow in a container)."""
+    try:
+        state = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[0]  # noqa: SIM115
+    except OSError:
+        return False
+    return state != "Z"
+
+
+def test_worker_processes_exit_when_the_coordinator_is_killed_with_sigkill() -> None:
+    """No handler runs on SIGKILL: the workers notice the end of their socket to the coordinator and exit, so a
+    restarted coordinator never finds the previous one's workers still holding memory and CPU."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    proc = subprocess.Popen([sys.executable, "-m", "groupcoord", "serve", "--listen", f"127.0.0.1:{port}",
+                             "--topic", "orders:4", "--set", "group.coordinator.background.executor=process",
+                             "--set", "group.coordinator.background.threads=2"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 60
+        while len(_descendants(proc.pid)) < 3:  # the forkserver and its two workers
+            assert proc.poll() is None, "the coordinator exited"
+            assert time.monotonic() < deadline, f"workers not started: {_descendants(proc.pid)}"
+            time.sleep(0.1)
+        below = _descendants(proc.pid)
+        proc.kill()
+        proc.wait(10)
+        deadline = time.monotonic() + 15
+        while any(_running(pid) for pid in below):
+            assert time.monotonic() < deadline, f"still running: {[p for p in below if _running(p)]}"
+            time.sleep(0.1)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
