@@ -8,7 +8,8 @@ core. It also cannot say which worker runs what, and a large group's rows are ke
 the jobs (length-prefixed pickles) and reads the outcomes as it reads any socket.
 
 A worker exits when its socket reaches end of file: the coordinator closed it or is gone (even killed with
-SIGKILL, which no handler sees). A worker that dies fails the runs it had, and a new one takes its place.
+SIGKILL, which no handler sees). A worker that dies fails the runs it had (the groups retry them), and a new
+one takes its place.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from typing import Any
 log = logging.getLogger("groupcoord.executor")
 
 _HEADER = struct.Struct("<Q")
+RESPAWN_DELAY_S = 1.0
 Outcome = Any  # the executor's RunOutcome (this module does not know what a run is)
 
 
@@ -236,7 +238,10 @@ class ProcessPool:
                   worker.process.pid if worker.process is not None else "?")
         self._on_worker_lost(worker.index)
         self._fail(worker, "background executor: the worker process exited")
-        self._spawn(worker)
+        # Another in a second (sooner if a run is sent to it): a worker that dies as it starts must not make
+        # the coordinator fork in a loop.
+        self.loop().call_later(RESPAWN_DELAY_S, lambda: self._spawn(worker) if worker.state == "down"
+                               and not self._closing else None)
 
     def _fail(self, worker: _Worker, reason: str) -> None:
         inflight, worker.inflight = worker.inflight, {}
