@@ -111,10 +111,10 @@ class _Worker:
 
 
 class ProcessPool:
-    """`workers` processes running `handle` on each job (in the worker: a module-level function of the
-    forkserver's preloaded modules). Every method but `shutdown` and `pids` runs on the pool's event loop:
-    the running loop of whoever called `start` (the coordinator's), or a private one on a thread of its own
-    when there is none (tools and tests)."""
+    """`workers` processes, each running `target(socket, *target_args)` (a module-level function of the
+    forkserver's preloaded modules that serves jobs). `send` runs on the pool's event loop: the running loop
+    of whoever first called `start` or `loop` (the coordinator's), or a private one on a thread of its own
+    when there is none (tools and tests). `start`, `pids` and `shutdown` may be called from any thread."""
 
     def __init__(self, workers: int, target: Callable[..., None], target_args: tuple[Any, ...],
                  preload: list[str], failure: Callable[[str], Outcome],
