@@ -15,13 +15,13 @@ from dataclasses import dataclass
 
 from groupcoord.assignors.api import MemberSpec
 from groupcoord.assignors.compact import CompactAssignment
+from groupcoord.coordinator.core.target_store import IdsLineage
 
 _EMPTY: Mapping[str, frozenset[int]] = {}
 
 
 Row = tuple[frozenset[str], "str | None", "str | None"]  # subscribed topic ids, rack id, instance id
 RowEvent = tuple[str, bool, "Row | None"]  # member id, re-added (goes last), its row now (None: gone)
-IdsLineage = tuple["int | None", int, tuple[tuple[str, bool], ...]]  # `TargetAssignment.lineage`
 
 
 @dataclass(frozen=True, slots=True)

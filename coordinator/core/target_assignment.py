@@ -81,15 +81,13 @@ def build_spec(
         return _spec_from_store(group, image, resolve_regex)  # overlapping claims: per-member mappings
     rows = group.spec_rows
     subs = group.spec_subscriptions
-    dirty: Mapping[str, bool]
-    rebuilt = group.spec_dirty is None or group.spec_image is not image
-    if group.spec_dirty is None or rebuilt:
+    dirty: Mapping[str, bool] | None = group.spec_dirty
+    rebuilt = dirty is None or group.spec_image is not image
+    if dirty is None or rebuilt:
         rows.clear()
         subs.clear()
         dirty, group.spec_image = dict.fromkeys(group.members, True), image
-    else:
-        dirty = group.spec_dirty
-    rebuilt = rebuilt or len(dirty) > MAX_LINEAGE_EVENTS
+    rebuilt = rebuilt or len(dirty) > MAX_LINEAGE_EVENTS  # too many changes to send: the next send is whole
     events: list[RowEvent] = []
     for mid, readded in dirty.items():
         old = rows.pop(mid, None) if readded else rows.get(mid)  # a re-added row goes last, as in `members`

@@ -35,6 +35,7 @@ SERIALS = itertools.count(1)
 MAX_LINEAGE_EVENTS = 4096  # membership changes remembered between two snapshots; beyond, the next has no lineage
 
 MemberEvent = tuple[str, bool]  # member id, True: added to the target, False: removed from it
+IdsLineage = tuple["int | None", int, tuple[MemberEvent, ...]]  # `TargetAssignment.lineage`
 
 
 class TargetAssignment(MutableMapping[str, Partitions]):
@@ -62,7 +63,7 @@ class TargetAssignment(MutableMapping[str, Partitions]):
         # How the last snapshot's member ids follow from the one before: (that one's serial or None, this one's
         # serial, the members added and removed in between, in order). A worker process holding the previous
         # member ids then needs only the events, not 10,000 ids (`runtime.run_cache`).
-        self.lineage: tuple[int | None, int, tuple[MemberEvent, ...]] | None = None
+        self.lineage: IdsLineage | None = None
         self._events: list[MemberEvent] | None = None  # since the last snapshot; None: too many, or none taken
         for k, v in (items or {}).items():
             self[k] = v

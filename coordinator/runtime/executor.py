@@ -24,7 +24,7 @@ import logging
 import pickle
 import socket
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Generator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
@@ -48,7 +48,7 @@ from groupcoord.coordinator.core.topic_regex import RegexResolution, RegexResolu
 from groupcoord.coordinator.runtime.metrics import CoordinatorMetrics
 from groupcoord.coordinator.runtime.process_pool import ProcessPool, lower_priority, serve_jobs
 from groupcoord.coordinator.runtime.run_cache import CACHE_MISS, CacheMiss, Holdings, Keep, RunCache, keep_for
-from groupcoord.coordinator.runtime.sliced_run import SlicedRun, slicing, unslice
+from groupcoord.coordinator.runtime.sliced_run import SlicedRun, slicing, to_the_end, unslice
 
 log = logging.getLogger("groupcoord.executor")
 
@@ -135,7 +135,7 @@ RESULT_CHUNK_MEMBERS = 512
 def run_compact(run: CompactRun) -> RunOutcome:
     """The worker process's entry point. The assignment goes back in chunks: unpickling frozensets is C code
     that holds the GIL throughout (50 ms for 10,000 members on a loaded machine), so the coordinator loads
-    one chunk at a time and lets the event loop run in between (`load_chunks`)."""
+    one chunk at a time and lets the event loop run in between (`loading`)."""
     outcome = run_assignor(run.assignor_name, run.spec, run.topics, run.lag)
     if outcome.assignment is None:
         return outcome
@@ -155,25 +155,28 @@ def run_sliced(run: SlicedRun | CompactRun) -> RunOutcome:
     return run_compact(unslice(run) if isinstance(run, SlicedRun) else run)
 
 
-def load_chunks(chunks: tuple[bytes, ...]) -> GroupAssignment:
-    assignment: dict[str, MemberAssignment] = {}
-    for chunk in chunks:
-        loaded = pickle.loads(chunk)
-        if isinstance(loaded, CompactAssignment):
-            return loaded
-        assignment.update(loaded)
-        time.sleep(0)  # hand the GIL to the event loop between chunks
-    return assignment
-
-
-def load_outcome(outcome: RunOutcome, run: AssignorRun) -> RunOutcome:
+def loading(outcome: RunOutcome, run: AssignorRun) -> Generator[None, None, RunOutcome]:
     """A worker's outcome with its assignment loaded (on the coordinator's side): only the changed members
-    when the worker sent those, over the snapshot `run` was given."""
+    when the worker sent those, over the snapshot `run` was given. Yields between chunks of frozensets
+    (unpickling one is C code that holds the GIL throughout), so its driver decides what runs in between."""
     if outcome.changes is not None and run.spec.current is not None:
         return RunOutcome(TargetDelta.over(run.spec, outcome.changes), None, outcome.started, outcome.elapsed)
     if not outcome.chunks:
         return outcome
-    return RunOutcome(load_chunks(outcome.chunks), None, outcome.started, outcome.elapsed)
+    assignment: dict[str, MemberAssignment] = {}
+    for i, chunk in enumerate(outcome.chunks):
+        if i:
+            yield
+        loaded = pickle.loads(chunk)
+        if isinstance(loaded, CompactAssignment):  # arrays: always the one chunk
+            return RunOutcome(loaded, None, outcome.started, outcome.elapsed)
+        assignment.update(loaded)
+    return RunOutcome(assignment, None, outcome.started, outcome.elapsed)
+
+
+def load_outcome(outcome: RunOutcome, run: AssignorRun) -> RunOutcome:
+    """`loading` driven to its end at once."""
+    return to_the_end(loading(outcome, run))
 
 
 _RUN_CACHE = RunCache()  # a worker process's kept groups (`run_cache`)
@@ -303,53 +306,45 @@ class BackgroundExecutor:
                     finish: Callable[[RunOutcome], None]) -> None:
         processes = self._processes
         assert processes is not None
-        loop = asyncio.get_running_loop()
-        steps = slicing(compact)
         keep = keep_for(compact)
+
+        def send(payload: object) -> None:
+            holder = self._holdings.holder(run.group_id)
+            worker = holder if holder is not None else processes.pick()
+            evict: tuple[str, ...] = ()
+            if keep is not None:
+                evict = self._holdings.keep(run.group_id, worker, *keep)
+                payload = Keep(run.group_id, keep[0], keep[1], payload)
+            elif holder is not None:  # kept, but no longer worth keeping (or no lineage): dropped
+                self._holdings.forget(run.group_id)
+                evict = (run.group_id,)
+            self.runs_sent_whole += 1
+            processes.send(worker, (evict, payload), collected)
+
+        self._stepwise(slicing(compact), send, run, "pickling", finish)
+
+    def _load(self, outcome: RunOutcome, run: AssignorRun, finish: Callable[[RunOutcome], None]) -> None:
+        self._stepwise(loading(outcome, run), finish, run, "loading", finish)
+
+    @staticmethod
+    def _stepwise(steps: Generator[None, None, Any], done: Callable[[Any], None], run: AssignorRun, what: str,
+                  finish: Callable[[RunOutcome], None]) -> None:
+        """`steps` one step per event-loop pass (heartbeats are answered in between), then `done(result)`. A
+        step that fails (a run that does not pickle, an outcome that does not load) fails the run, never the
+        loop, and never leaves the group waiting for a run that will not complete."""
+        loop = asyncio.get_running_loop()
 
         def step() -> None:
             try:
                 next(steps)
             except StopIteration as stop:
-                payload: object = stop.value
-                holder = self._holdings.holder(run.group_id)
-                worker = holder if holder is not None else processes.pick()
-                evict: tuple[str, ...] = ()
-                if keep is not None:
-                    evict = self._holdings.keep(run.group_id, worker, *keep)
-                    payload = Keep(run.group_id, keep[0], keep[1], payload)
-                elif holder is not None:  # kept, but no longer worth keeping (or no lineage): dropped
-                    self._holdings.forget(run.group_id)
-                    evict = (run.group_id,)
-                self.runs_sent_whole += 1
-                processes.send(worker, (evict, payload), collected)
+                done(stop.value)
                 return
-            except Exception as e:  # a run that does not pickle fails as a run, never the loop
-                log.error("pickling the run of assignor %s for group %s failed: %r", run.assignor_name,
+            except Exception as e:
+                log.error("%s the run of assignor %s for group %s failed: %r", what, run.assignor_name,
                           run.group_id, e)
                 finish(_failed(f"background executor: {type(e).__name__}"))
                 return
-            loop.call_soon(step)
-
-        step()
-
-    @staticmethod
-    def _load(outcome: RunOutcome, run: AssignorRun, finish: Callable[[RunOutcome], None]) -> None:
-        """The outcome loaded and handed to `finish`: an assignment in several chunks of frozensets one chunk
-        per loop pass (unpickling them is C code that holds the GIL throughout)."""
-        if outcome.changes is not None or len(outcome.chunks) <= 1:
-            finish(load_outcome(outcome, run))
-            return
-        loop = asyncio.get_running_loop()
-        chunks = iter(outcome.chunks)
-        loaded: dict[str, MemberAssignment] = {}
-
-        def step() -> None:
-            chunk = next(chunks, None)
-            if chunk is None:
-                finish(RunOutcome(loaded, None, outcome.started, outcome.elapsed))
-                return
-            loaded.update(pickle.loads(chunk))
             loop.call_soon(step)
 
         step()

@@ -20,7 +20,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from groupcoord.coordinator.core.spec_members import Row, RowEvent, SpecMembers, apply_row_events
+from groupcoord.coordinator.core.spec_members import Row, RowEvent, SpecLineage, SpecMembers, apply_row_events
+from groupcoord.coordinator.core.target_store import MemberEvent
 from groupcoord.coordinator.runtime.sliced_run import SlicedRun, hollow_run, unslice
 
 if TYPE_CHECKING:  # the executor imports this module
@@ -29,8 +30,6 @@ if TYPE_CHECKING:  # the executor imports this module
 CACHE_MIN_MEMBERS = 1000  # smaller groups cross whole: a few hundred rows pickle in well under 0.1 ms
 CACHE_GROUPS_PER_WORKER = 32  # groups each worker keeps (least recently run out first)
 CACHE_MISS = "background executor: the worker no longer holds the group's rows"
-
-MemberEvent = tuple[str, bool]
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,25 +76,20 @@ class Holdings:
         return None if held is None else held[0]
 
     def cached_run(self, group_id: str, run: CompactRun) -> tuple[int, CachedRun] | None:
-        """(the worker, what to send it) when a worker holds the base of `run` (a `CompactRun`), else None."""
+        """(the worker, what to send it) when a worker holds the base of `run`, else None."""
         held = self._held.get(group_id)
-        spec = run.spec
-        members = spec.members
-        if held is None or not isinstance(members, SpecMembers) or members.lineage is None \
-                or members.current is not spec.current:
+        lineage = _lineage(run)
+        if held is None or lineage is None:
             return None
         worker, rows_serial, ids_serial = held
-        lineage = members.lineage
         if lineage.rows_base != rows_serial:
             return None
         id_events: tuple[MemberEvent, ...] = ()
-        if spec.current is None:
+        if lineage.ids is None:  # no current target
             new_ids: int | None = None
-        elif lineage.ids is None or ids_serial is None:
-            return None
         elif lineage.ids[1] == ids_serial:
             new_ids = ids_serial  # the same current target as last time
-        elif lineage.ids[0] == ids_serial:
+        elif ids_serial is not None and lineage.ids[0] == ids_serial:
             new_ids, id_events = lineage.ids[1], lineage.ids[2]
         else:
             return None
@@ -199,16 +193,21 @@ class RunCache:
         return run
 
 
+def _lineage(run: CompactRun) -> SpecLineage | None:
+    """The lineage of `run`'s snapshot, when it has one that covers its current target too (`ids` is None
+    exactly when there is no current target); else None: the run can neither be sent as changes nor kept."""
+    spec = run.spec
+    members = spec.members
+    if not isinstance(members, SpecMembers) or members.lineage is None or members.current is not spec.current:
+        return None
+    lineage = members.lineage
+    return lineage if (lineage.ids is None) == (spec.current is None) else None
+
+
 def keep_for(run: CompactRun) -> tuple[int, int | None] | None:
     """(rows serial, ids serial) to keep a whole run under, when its group is big enough and its snapshot has
     a lineage; else None (the run crosses whole and is not kept)."""
-    spec = run.spec
-    members = spec.members
-    if not isinstance(members, SpecMembers) or members.lineage is None or len(members) < CACHE_MIN_MEMBERS \
-            or members.current is not spec.current:
+    lineage = _lineage(run)
+    if lineage is None or len(run.spec.members) < CACHE_MIN_MEMBERS:
         return None
-    lineage = members.lineage
-    if spec.current is not None and lineage.ids is None:
-        return None
-    return lineage.rows_serial, (None if spec.current is None else lineage.ids[1])  # type: ignore[index]
-
+    return lineage.rows_serial, (None if lineage.ids is None else lineage.ids[1])

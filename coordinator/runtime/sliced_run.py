@@ -14,16 +14,17 @@ from __future__ import annotations
 
 import dataclasses
 import pickle
-import time
 from collections.abc import Generator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from groupcoord.assignors.compact import CompactAssignment
 from groupcoord.coordinator.core.spec_members import Row, SpecMembers
 
 if TYPE_CHECKING:  # the executor imports this module
     from groupcoord.coordinator.runtime.executor import CompactRun
+
+T = TypeVar("T")
 
 SLICE = 1000  # rows (or member ids) per pickle: about 0.1 ms each
 
@@ -73,17 +74,20 @@ def hollow_run(run: CompactRun) -> CompactRun:
     return dataclasses.replace(run, spec=hollow)
 
 
-def slice_run(run: CompactRun, size: int = SLICE) -> SlicedRun | CompactRun:
-    """`slicing` driven to its end at once (a thread that is not the event loop's: the GIL is handed back
-    between slices)."""
-    steps = slicing(run, size)
+def to_the_end(steps: Generator[None, None, T]) -> T:
+    """A stepwise job (`slicing`, the executor's `loading`) driven to its end at once, for callers with no
+    event loop to answer between its steps (tools, tests, benchmarks)."""
     while True:
         try:
             next(steps)
         except StopIteration as done:
-            result: SlicedRun | CompactRun = done.value
+            result: T = done.value
             return result
-        time.sleep(0)
+
+
+def slice_run(run: CompactRun, size: int = SLICE) -> SlicedRun | CompactRun:
+    """`slicing` driven to its end at once."""
+    return to_the_end(slicing(run, size))
 
 
 def unslice(sliced: SlicedRun) -> CompactRun:

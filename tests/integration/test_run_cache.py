@@ -5,6 +5,7 @@ snapshots broken."""
 from __future__ import annotations
 
 import os
+import pickle
 import random
 import signal
 import threading
@@ -14,7 +15,7 @@ from typing import Any
 import pytest
 
 from groupcoord.coordinator.core.target_assignment import AssignorCompletion, AssignorRun
-from groupcoord.coordinator.runtime.executor import BackgroundExecutor
+from groupcoord.coordinator.runtime.executor import BackgroundExecutor, RunOutcome
 from groupcoord.coordinator.runtime.metrics import CoordinatorMetrics
 from groupcoord.coordinator.runtime.run_cache import CACHE_MIN_MEMBERS, CachedRun, CacheMiss, RunCache
 from tests.core.context import CoreContext, as_in_a_worker_process
@@ -129,3 +130,21 @@ def test_a_broken_chain_of_snapshots_sends_the_run_whole(executor: Any) -> None:
 def test_a_worker_that_does_not_hold_the_base_says_so_instead_of_guessing() -> None:
     with pytest.raises(CacheMiss):
         RunCache().resolve(CachedRun("g", b"", 1, 2, (), None, None, ()))
+
+
+def test_an_outcome_that_does_not_load_fails_its_run_instead_of_leaving_it_pending(executor: Any) -> None:
+    """A corrupt byte in a chunk of a worker's answer: the run completes as failed (the group retries on its
+    next heartbeat), where an exception in a loop callback would have left the group waiting for ever."""
+    good = pickle.dumps({"m0": {"t": frozenset({0})}})
+    corrupt = RunOutcome(None, None, 0.0, 0.0, (good, good[:-3] + b"\xff\xff\xff"))
+    finished = threading.Event()
+    got: list[RunOutcome] = []
+
+    def finish(outcome: RunOutcome) -> None:
+        got.append(outcome)
+        finished.set()
+
+    run_like = type("R", (), {"assignor_name": "uniform", "group_id": "g", "spec": None})()  # names only
+    executor._processes.loop().call_soon_threadsafe(executor._load, corrupt, run_like, finish)
+    assert finished.wait(10)
+    assert got[0].assignment is None and got[0].error and "background executor" in got[0].error
