@@ -8,6 +8,9 @@ open-loop at `--rate` per second in total. Phase "quiet" measures latency as is;
 `--big`-member group on another topic that heartbeats without changing; phase "rebalancing" makes its
 membership churn continuously (one member leaves and one joins every `--churn-ms`), with that group's
 assignment interval at `--assignment-interval-ms` (default 1000, Kafka's; 0 recomputes on every change).
+Phases "silent", "steady" and "rebalancing" alternate `--rounds` times; in "silent" the big group stays joined
+and sends nothing, which measures the quiet baseline again beside the others (the machine's own latency
+drifts between runs and over minutes by as much as the effect measured).
 The big group runs in a process of its own, as another application would (`--big-same-process`: in this
 one's event loop, where its client work delays the measured groups' responses). `--pin 1` gives the
 coordinator and its background workers a core of their own and the load processes the others, standing for
@@ -436,14 +439,21 @@ async def run_case(port: int, args: argparse.Namespace, pids: dict[int, int]) ->
 
     # Steady and rebalancing phases alternate `--rounds` times, so a drift in the machine's own load (another
     # tenant, the load average of the phases before) falls on both alike.
-    steadies, busies = [], []
+    silents, steadies, busies = [], [], []
     for k in range(args.rounds):
+        if not args.no_silent:  # the big group joined but silent: the quiet baseline, measured beside the others
+            print(f"  silent ({k + 1}/{args.rounds}): the big group stays joined and sends nothing ...", flush=True)
+            silents.append(await phase(SILENT))
         if not args.no_steady:  # the big group present and heartbeating, not changing: the baseline for isolation
             print(f"  steady ({k + 1}/{args.rounds}): the big group heartbeats without churn ...", flush=True)
             steadies.append(await phase(0))
         print(f"  rebalancing ({k + 1}/{args.rounds}): one leaves and one joins every {args.churn_ms} ms ...",
               flush=True)
         busies.append(await phase(args.churn_ms))
+    if silents:
+        silent = pooled(silents)
+        out.update(silent_rate=silent["rate"], silent_p50=silent["p50"], silent_p99=silent["p99"],
+                   silent_load=silent["load"], silent_cores=silent["cores"])
     if steadies:
         steady = pooled(steadies)
         out.update(steady_rate=steady["rate"], steady_big_rate=steady["big_rate"], steady_p50=steady["p50"],
@@ -461,8 +471,12 @@ async def run_case(port: int, args: argparse.Namespace, pids: dict[int, int]) ->
     return out
 
 
+SILENT = -1  # a phase's churn_ms for "the big group stays joined and sends nothing"
+
+
 class BigGroup(Protocol):
-    """The rebalancing group: joins, then runs phases (heartbeating, churning when churn_ms > 0)."""
+    """The rebalancing group: joins, then runs phases (heartbeating, churning when churn_ms > 0, silent when it
+    is `SILENT`)."""
 
     pid: int | None  # its own process, if it has one
 
@@ -501,6 +515,9 @@ class BigGroupTasks:
 
     async def phase(self, churn_ms: int, seconds: float) -> dict[str, float]:
         assert self.load is not None
+        if churn_ms == SILENT:
+            await asyncio.sleep(seconds)
+            return {"big_rate": 0.0, "churn": 0, "errors": 0}
         stop = asyncio.Event()
         self.load.done_at, self.load.recording, self.load.errors, self.load.rpc_errors = [], True, 0, {}
         churn = asyncio.create_task(churn_loop(self.load, self.members, churn_ms, stop, self.rng,
@@ -631,6 +648,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--rounds", type=int, default=1,
                    help="alternate the steady and rebalancing phases this many times (each --seconds long); "
                         "latencies pooled per phase")
+    p.add_argument("--no-silent", action="store_true",
+                   help="skip the silent phase (the big group joined but sending nothing: the quiet baseline "
+                        "measured in every round, beside the others)")
     p.add_argument("--no-steady", action="store_true",
                    help="skip the steady phase (the big group heartbeating without churn, the isolation baseline)")
     p.add_argument("--join-timeout", type=float, default=180.0,
@@ -703,6 +723,10 @@ def main(argv: list[str] | None = None) -> int:
     for name, r in rows:
         print(f"{name:<8} {'quiet':<12} {r['quiet_rate']:>8,.0f} {'':>10} {r['quiet_p50']:>8.2f} "
               f"{r['quiet_p99']:>8.2f} {'':>10} {'':>6} {r['quiet_errors']:>6} {r['quiet_load']:>6.1f}")
+        if "silent_rate" in r:
+            print(f"{name:<8} {'silent':<12} {r['silent_rate']:>8,.0f} {0:>10,.0f} "
+                  f"{r['silent_p50']:>8.2f} {r['silent_p99']:>8.2f} {r['silent_p99'] / r['quiet_p99']:>10.2f} "
+                  f"{'':>6} {'':>6} {r['silent_load']:>6.1f}")
         if "steady_rate" in r:
             print(f"{name:<8} {'steady':<12} {r['steady_rate']:>8,.0f} {r['steady_big_rate']:>10,.0f} "
                   f"{r['steady_p50']:>8.2f} {r['steady_p99']:>8.2f} {r['steady_p99'] / r['quiet_p99']:>10.2f} "
@@ -711,6 +735,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{name:<8} {'rebalancing':<12} {r['busy_rate']:>8,.0f} {r['big_rate']:>10,.0f} "
                   f"{r['busy_p50']:>8.2f} {r['busy_p99']:>8.2f} {r['busy_p99'] / r['quiet_p99']:>10.2f} "
                   f"{int(r['churn']):>6} {int(r['errors']):>6} {r['busy_load']:>6.1f}"
+                  + (f"   p99/silent {r['busy_p99'] / r['silent_p99']:.2f}" if "silent_p99" in r else "")
                   + (f"   p99/steady {r['busy_p99'] / r['steady_p99']:.2f}" if "steady_p99" in r else ""))
     if any("busy_cores" in r for _, r in rows):
         print()
@@ -718,7 +743,7 @@ def main(argv: list[str] | None = None) -> int:
               "worker processes, this load generator, the rebalancing group's own process")
         print(f"{'offload':<8} {'phase':<12} {'coordinator':>12} {'background':>11} {'load gen':>9} {'big group':>10}")
         for name, r in rows:
-            for phase, key in (("steady", "steady_cores"), ("rebalancing", "busy_cores")):
+            for phase, key in (("silent", "silent_cores"), ("steady", "steady_cores"), ("rebalancing", "busy_cores")):
                 if key in r:
                     c = r[key]
                     print(f"{name:<8} {phase:<12} {c['coordinator']:>12.2f} {c['background']:>11.2f} "

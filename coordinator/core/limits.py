@@ -35,6 +35,7 @@ OFFSETS_MAX_PARTITIONS = 2_000  # partitions in one OffsetCommit or OffsetFetch
 CLASSIC_MAX_PROTOCOLS = 64  # protocols in one JoinGroup
 LEAVE_MAX_MEMBERS = 1_000  # members in one LeaveGroup
 HEARTBEAT_BATCH_MAX = 1_000  # heartbeats in one ConsumerGroupHeartbeatBatchStream message
+HEARTBEAT_BATCH_SLICE = 8  # heartbeats of one batch handled per event-loop pass (other requests run between)
 SYNC_MAX_ASSIGNMENTS = 10_000  # member assignments in one SyncGroup (their bytes: message.max.bytes)
 
 

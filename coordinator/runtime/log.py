@@ -56,6 +56,36 @@ FSYNC_POLICIES = ("always", "interval", "never")
 _FIRST_BYTES = (record_codec.OPERATION_FORMAT, 0x08)  # an operation, or one record in the older format
 
 
+Waiter = Future[None] | asyncio.Future[None] | None  # what an append's caller waits on, if anyone
+
+
+def _settle(batch: list[tuple[bytes, Waiter]], error: BaseException | None) -> None:
+    """Complete a written batch's waiters, from the writer thread. The event loop's futures are settled by one
+    callback per loop and batch: one wake-up of the loop (and one GIL hand-over) for a group commit of hundreds
+    of operations, rather than one per operation as `asyncio.wrap_future` gives."""
+    on_loops: dict[asyncio.AbstractEventLoop, list[asyncio.Future[None]]] = {}
+    for _, waiter in batch:
+        if isinstance(waiter, asyncio.Future):
+            on_loops.setdefault(waiter.get_loop(), []).append(waiter)
+        elif waiter is not None and not waiter.done():
+            if error is None:
+                waiter.set_result(None)
+            else:
+                waiter.set_exception(error)
+    for loop, waiters in on_loops.items():
+        with contextlib.suppress(RuntimeError):  # the loop is closed: nobody waits any more
+            loop.call_soon_threadsafe(_settle_on_loop, waiters, error)
+
+
+def _settle_on_loop(waiters: list[asyncio.Future[None]], error: BaseException | None) -> None:
+    for waiter in waiters:
+        if not waiter.done():  # a waiter may have been cancelled
+            if error is None:
+                waiter.set_result(None)
+            else:
+                waiter.set_exception(error)
+
+
 @dataclass
 class LoadReport:
     snapshot_generation: int
@@ -265,7 +295,7 @@ class FileLog:
         self._file: BinaryIO | None = None
         self._lock = threading.Condition()  # guards _pending, _closed and swapping _file
         self._io_lock = threading.Lock()  # held while a batch is written; never taken before _lock
-        self._pending: list[tuple[bytes, Future[None] | None]] = []
+        self._pending: list[tuple[bytes, Waiter]] = []
         self._closed = False
         self._writer: threading.Thread | None = None
         self._last_fsync = time.monotonic()
@@ -365,17 +395,23 @@ class FileLog:
 
     def append(self, records: list[Any]) -> Any:
         """Queue one operation's `records` (one frame); returns an awaitable that completes when they are
-        durable (per the policy). Raises `RecordTooLargeError`, writing nothing, if the frame would be too large."""
+        durable (per the policy). Raises `RecordTooLargeError`, writing nothing, if the frame would be too large.
+        On an event loop the awaitable is that loop's future, which the writer settles together with the rest
+        of its batch (`_settle`)."""
         data = self._operation_frame(records)
-        future: Future[None] = Future()
+        waiter: Waiter
+        try:
+            waiter = asyncio.get_running_loop().create_future()
+        except RuntimeError:  # no loop (tools): a thread future, awaited as one
+            waiter = Future()
         with self._lock:
             if self._closed:
                 raise RuntimeError("log is closed")
-            self._pending.append((data, future))
+            self._pending.append((data, waiter))
             self._lock.notify()
         self.records_since_snapshot += len(records)
         self.appended_records += len(records)
-        return asyncio.wrap_future(future)
+        return waiter if isinstance(waiter, asyncio.Future) else asyncio.wrap_future(waiter)
 
     def append_sync(self, records: Iterable[Any]) -> None:
         """Append one operation and wait (for tools and tests outside an event loop)."""
@@ -416,15 +452,11 @@ class FileLog:
                     self.on_flush(time.perf_counter() - started)
             except OSError as e:
                 log.error("log write failed: %s", e)
-                for _, fut in batch:
-                    if fut is not None and not fut.done():
-                        fut.set_exception(e)
+                _settle(batch, e)
                 continue
             finally:
                 self._io_lock.release()
-            for _, fut in batch:
-                if fut is not None and not fut.done():
-                    fut.set_result(None)
+            _settle(batch, None)
 
     def _maybe_interval_fsync(self) -> None:
         now = time.monotonic()

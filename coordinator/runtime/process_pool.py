@@ -210,8 +210,11 @@ class ProcessPool:
         except Exception as e:
             theirs.close()
             ours.close()
-            log.error("starting background worker %d failed: %r", worker.index, e)
             worker.state = "down"
+            if self._closing:  # shut down while it started (its loop may be closed already): nothing is lost
+                log.debug("background worker %d not started: shutting down (%r)", worker.index, e)
+                return
+            log.error("starting background worker %d failed: %r", worker.index, e)
             self._fail(worker, f"background executor: {type(e).__name__}")
             return
         worker.process = process

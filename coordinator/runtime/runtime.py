@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import itertools
 import logging
 import time
@@ -227,6 +228,8 @@ class CoordinatorRuntime:
             elif pending is None:
                 if not future.done():
                     future.set_result(response)
+            elif isinstance(pending, asyncio.Future):  # no task per reply: a callback when the batch is durable
+                pending.add_done_callback(functools.partial(self._respond_durable, future, response))
             else:
                 asyncio.ensure_future(self._respond_when_durable(pending, future, response))
         elapsed = time.perf_counter() - started
@@ -278,15 +281,29 @@ class CoordinatorRuntime:
                                     response: Any) -> None:
         try:
             await pending
-        except PartitionFenced as e:  # not written: this instance lost the partition (it drops its groups)
+        except Exception as e:
+            self._respond_or_fail(future, response, e)
+        else:
+            self._respond_or_fail(future, response, None)
+
+    def _respond_durable(self, future: asyncio.Future[Any], response: Any, pending: asyncio.Future[None]) -> None:
+        if pending.cancelled():  # only at shutdown
+            future.cancel()
+            return
+        self._respond_or_fail(future, response, pending.exception())
+
+    def _respond_or_fail(self, future: asyncio.Future[Any], response: Any, error: BaseException | None) -> None:
+        """Release a reply whose records are durable, or fail it (and the instance) when they could not be."""
+        if isinstance(error, PartitionFenced):  # not written: this instance lost the partition (it drops its groups)
             if not future.done():
                 future.set_exception(CoordinatorError(
-                    Errors.NOT_COORDINATOR, f"not written: {e.reason[:120]}; ask FindCoordinator."))
+                    Errors.NOT_COORDINATOR, f"not written: {error.reason[:120]}; ask FindCoordinator."))
             return
-        except Exception as e:
-            self._fail(e)
+        if error is not None:
+            if isinstance(error, Exception):
+                self._fail(error)
             if not future.done():
-                future.set_exception(e)
+                future.set_exception(error)
             return
         if not future.done():
             future.set_result(response)

@@ -82,7 +82,10 @@ class GroupCoordinatorService(AdminService):
                                context: grpc.aio.ServicerContext) -> list[pb.ConsumerGroupHeartbeatResponse]:
         """Every heartbeat of one batch message, handled as the unary call handles it (authorization included,
         through `_heartbeat`), answered in order. They run concurrently: one that writes records waits for
-        them to be durable without holding back the others, as on separate streams."""
+        them to be durable without holding back the others, as on separate streams. They start
+        `HEARTBEAT_BATCH_SLICE` per pass of the event loop, so other streams' requests are read and handled
+        between slices: a batch of a thousand heartbeats (a large group's, each following a new epoch) holds
+        other groups back by a slice, not by the whole batch."""
         if len(heartbeats) > limits.HEARTBEAT_BATCH_MAX:
             message = (f"a heartbeat batch holds at most {limits.HEARTBEAT_BATCH_MAX:,} heartbeats; "
                        f"this one holds {len(heartbeats):,}")
@@ -91,7 +94,13 @@ class GroupCoordinatorService(AdminService):
                     for h in heartbeats]
         if len(heartbeats) == 1:  # the common case under light load: no task to create for it
             return [await self._heartbeat(heartbeats[0], context)]
-        return list(await asyncio.gather(*(self._heartbeat(h, context) for h in heartbeats)))
+        step = limits.HEARTBEAT_BATCH_SLICE
+        running: list[asyncio.Future[pb.ConsumerGroupHeartbeatResponse]] = []
+        for start in range(0, len(heartbeats), step):
+            if start:
+                await asyncio.sleep(0)  # the slice before runs in the next pass, with whatever I/O is ready
+            running.extend(asyncio.ensure_future(self._heartbeat(h, context)) for h in heartbeats[start:start + step])
+        return list(await asyncio.gather(*running))
 
     def _owned_cap(self) -> int:
         """The most owned topic-partitions a heartbeat may carry: the documented limit, or every partition the

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import queue
 import signal
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -166,3 +167,30 @@ def test_every_join_a_batch_acknowledged_survives_kill_dash_nine(tmp_path: Path)
     finally:
         proc.kill()
         proc.wait(timeout=10)
+
+
+def test_a_full_batch_does_not_hold_back_another_groups_heartbeat_until_its_end(server: ServerThread) -> None:
+    """A batch's heartbeats start a slice per event-loop pass, so a request of another group that arrives
+    while a full batch (1,000 joins) is being handled is handled among the batch's heartbeats, not after all
+    of them. The order is what the runtime applied: each operation's records, as its observers see them."""
+    runtime = server.server.runtime
+    assert runtime is not None
+    applied: list[str] = []  # the group of each heartbeat operation, in the order they were applied
+    runtime.observers.append(lambda name, records, now: applied.append(records[0].group_id)
+                             if name == "ConsumerGroupHeartbeat" else None)
+    with grpc.insecure_channel(server.address) as batch_channel, grpc.insecure_channel(server.address) as channel:
+        stream = BatchStream(batch_channel)
+        joins = [join("batched-app", "orders") for _ in range(limits.HEARTBEAT_BATCH_MAX)]
+        answered: queue.Queue[list[pb.ConsumerGroupHeartbeatResponse]] = queue.Queue()
+        threading.Thread(target=lambda: answered.put(stream.send(joins)), daemon=True).start()
+        deadline = time.monotonic() + 30
+        while "batched-app" not in applied:  # the batch is being handled
+            assert time.monotonic() < deadline, "the batch was never handled"
+            time.sleep(0.0005)
+        other = pb_grpc.GroupCoordinatorStub(channel).ConsumerGroupHeartbeat(join("other-app", "audit"), timeout=30)
+        assert other.error_code == 0
+        assert [a.error_code for a in answered.get(timeout=60)] == [0] * len(joins)
+        stream.close()
+    before = applied[:applied.index("other-app")].count("batched-app")
+    assert 0 < before < limits.HEARTBEAT_BATCH_MAX, (
+        f"the other group's join was handled after {before} of the batch's {limits.HEARTBEAT_BATCH_MAX} joins")
