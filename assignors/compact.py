@@ -25,8 +25,8 @@ class CompactAssignment(Mapping[str, Mapping[str, frozenset[int]]]):
     was computed from and `changed` the members whose assignment differs from it (both None when unknown),
     which lets the coordinator write records for those members only."""
 
-    __slots__ = ("_counts", "_index", "_order", "_starts", "_views", "base", "changed", "member_ids", "owner",
-                 "previous", "topic_ids")
+    __slots__ = ("_counts", "_index", "_order", "_starts", "base", "changed", "member_ids", "owner", "previous",
+                 "topic_ids")
 
     def __init__(self, member_ids: Sequence[str], topic_ids: Sequence[str], base: IntArray, owner: I32Array,
                  previous: CompactAssignment | None = None, changed: frozenset[str] | None = None) -> None:
@@ -40,7 +40,6 @@ class CompactAssignment(Mapping[str, Mapping[str, frozenset[int]]]):
         self._order: I32Array | None = None
         self._starts: list[int] | None = None
         self._counts: list[int] | None = None
-        self._views: dict[str, MemberAssignmentView] = {}
 
     @property
     def index(self) -> dict[str, int]:
@@ -80,11 +79,11 @@ class CompactAssignment(Mapping[str, Mapping[str, frozenset[int]]]):
         return {tids[tl[a]]: frozenset(local[a:b]) for a, b in zip(brk, brk[1:], strict=False)}
 
     def view(self, member_id: str) -> MemberAssignmentView:
-        v = self._views.get(member_id)
-        if v is None:
-            v = MemberAssignmentView(self, self.index[member_id])
-            self._views[member_id] = v
-        return v
+        """A new view each call, never cached here: a cache of views that point back at this object would be a
+        reference cycle, and every snapshot (its owner array, its member ids) would then live until the cyclic
+        garbage collector ran, which made that collection a pause of tens of milliseconds. Callers that need
+        one view per member keep it (`SpecMembers` does)."""
+        return MemberAssignmentView(self, self.index[member_id])
 
     def __getitem__(self, member_id: str) -> MemberAssignmentView:
         if member_id not in self.index:
