@@ -47,6 +47,9 @@ def _in_messages(responses: list[pb.ConsumerGroupHeartbeatResponse],
     already handled, so answers that would not fit one message (groupcoord.response.max.bytes) go in the
     next rather than failing the stream. One answer bigger than the budget goes alone, as a unary call's
     would."""
+    if len(responses) == 1:  # nothing to split: one answer goes alone whatever its size
+        yield pb.ConsumerGroupHeartbeatBatchResponse(responses=responses)
+        return
     start, size = 0, 0
     for k, response in enumerate(responses):
         grows = response.ByteSize() + 6  # its tag and length prefix
