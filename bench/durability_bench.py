@@ -10,6 +10,8 @@
    then the same state after a snapshot (the snapshot holds only the latest records). Issue 15 asks for
    10,000 groups and 1,000,000 offsets from a snapshot within 3 s. Wall and CPU seconds are both printed:
    on a shared machine the CPU time of the loading process is the fair figure.
+3. The event loop's CPU per durable append: `--appends` operations appended at once and awaited, as a flood
+   of commits does. The writer thread settles a whole group commit with one callback on the loop.
 """
 
 from __future__ import annotations
@@ -181,12 +183,33 @@ def snapshot(path: Path) -> None:
     log.close()
 
 
+async def append_burst(path: Path, fsync: str, appends: int) -> tuple[float, float, int]:
+    """`appends` operations of one record each, appended together from the event loop and awaited: the loop
+    thread's CPU per durable append (microseconds), the wall ms, and the writer's batches (group commits)."""
+    log = FileLog(path, fsync)
+    log.load(lambda rec: None)
+    record = [r.OffsetCommit("g", "t", 0, 1, -1, "", 1)]
+
+    async def one() -> None:
+        await log.append(record)
+
+    try:
+        await asyncio.gather(*(one() for _ in range(200)))  # warm
+        batches = log.batches
+        wall, cpu = time.perf_counter(), time.thread_time()
+        await asyncio.gather(*(one() for _ in range(appends)))
+        return (time.thread_time() - cpu) * 1e6 / appends, (time.perf_counter() - wall) * 1000, log.batches - batches
+    finally:
+        log.close()
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--groups", type=int, default=10_000)
     p.add_argument("--offsets", type=int, default=1_000_000)
     p.add_argument("--history", type=int, default=2, help="times each offset was committed before start-up")
     p.add_argument("--seconds", type=float, default=5.0)
+    p.add_argument("--appends", type=int, default=20_000, help="appends in the burst of the loop-CPU rows")
     p.add_argument("--quick", action="store_true", help="1,000 groups, 100,000 offsets, 3 s")
     p.add_argument("--replay-only", action="store_true", help="only the start-up rows (no gRPC commits)")
     p.add_argument("--bootstrap-servers", help="also measure commits/s with --state-topic on this Kafka cluster "
@@ -207,6 +230,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"commits over gRPC, fsync={fsync} ...", flush=True)
         rate, p99 = commits_per_second(fsync, args.seconds)
         rows.append((f"OffsetCommit/s over gRPC, 64 concurrent, fsync={fsync}", f"{rate:,.0f}/s (p99 {p99:.1f} ms)"))
+    for fsync in ("always", "never"):
+        with tempfile.TemporaryDirectory(prefix="groupcoord-append-") as d:
+            per, wall, batches = asyncio.run(append_burst(Path(d), fsync, args.appends))
+        rows.append((f"{args.appends:,} appends at once from the event loop, fsync={fsync}",
+                     f"{per:.1f} us of loop CPU each, {wall:.0f} ms in all, {batches} group commits"))
     path = Path(tempfile.mkdtemp(prefix="groupcoord-replay-"))
     try:
         print(f"building a state dir: {args.groups:,} groups, {args.offsets:,} offsets x {args.history} ...",
