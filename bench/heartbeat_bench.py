@@ -612,9 +612,10 @@ def start_server(port: int, args: argparse.Namespace, case: str) -> subprocess.P
     for g in range(args.groups):
         cmd += ["--topic", f"t{g}:{args.partitions}"]
     log = open(f"/tmp/groupcoord-bench-{port}.log", "w")  # noqa: SIM115
-    cores = args.coordinator_cores
-    return subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT,
-                            preexec_fn=(lambda: os.sched_setaffinity(0, cores)) if cores else None)
+    server = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
+    if args.coordinator_cores:  # set at once, before the server (busy importing) starts a thread or a worker
+        os.sched_setaffinity(server.pid, args.coordinator_cores)
+    return server
 
 
 def pin_load(args: argparse.Namespace) -> None:

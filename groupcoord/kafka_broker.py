@@ -97,14 +97,14 @@ def _free_ports(n: int) -> list[int]:
             s.close()
 
 
-def _die_with_parent() -> None:
-    """Linux: the JVM gets SIGKILL when the test process dies, so no broker outlives a killed pytest."""
-    try:
-        import ctypes
-
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-    except OSError:
-        pass
+def _die_with_parent(command: list[str]) -> list[str]:
+    """`command` run so that the JVM gets SIGKILL when this process dies (Linux's PR_SET_PDEATHSIG, set by
+    util-linux's `setpriv` before it execs the JVM), so no broker outlives a killed pytest. Not by a
+    `preexec_fn`: that makes Python fork rather than vfork, and in a process with gRPC's threads the fork ran
+    gRPC's fork handlers in the child, whose restarted poller died on a closed descriptor before the exec
+    (a node that exited with SIGABRT, once in a suite run). Without `setpriv`, the command as it is."""
+    setpriv = shutil.which("setpriv")
+    return [setpriv, "--pdeathsig", "KILL", "--", *command] if setpriv else command
 
 
 class KafkaBroker:
@@ -189,9 +189,8 @@ class KafkaBroker:
         log = open(self._dir / f"node-{node}" / "stdout.log", "wb")  # noqa: SIM115 - the child owns it
         try:
             props = str(self._dir / f"node-{node}" / "server.properties")
-            return subprocess.Popen(self._java("kafka.Kafka", props, heap=heap), stdout=log,
-                                    stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                    preexec_fn=_die_with_parent)  # noqa: PLW1509 - prctl only
+            return subprocess.Popen(_die_with_parent(self._java("kafka.Kafka", props, heap=heap)), stdout=log,
+                                    stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
         finally:
             log.close()
 
