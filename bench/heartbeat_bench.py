@@ -437,8 +437,8 @@ async def run_case(port: int, args: argparse.Namespace, pids: dict[int, int]) ->
     print(f"  settling: the big group heartbeats for {settle_s:.0f} s, unmeasured ...", flush=True)
     await big.phase(0, settle_s)
 
-    # Steady and rebalancing phases alternate `--rounds` times, so a drift in the machine's own load (another
-    # tenant, the load average of the phases before) falls on both alike.
+    # Silent, steady and rebalancing phases alternate `--rounds` times, so a drift in the machine's own load
+    # (another tenant, the load average of the phases before) falls on all alike.
     silents, steadies, busies = [], [], []
     for k in range(args.rounds):
         if not args.no_silent:  # the big group joined but silent: the quiet baseline, measured beside the others

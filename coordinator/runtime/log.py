@@ -64,20 +64,19 @@ def _settle(batch: list[tuple[bytes, Waiter]], error: BaseException | None) -> N
     callback per loop and batch: one wake-up of the loop (and one GIL hand-over) for a group commit of hundreds
     of operations, rather than one per operation as `asyncio.wrap_future` gives."""
     on_loops: dict[asyncio.AbstractEventLoop, list[asyncio.Future[None]]] = {}
+    here: list[Future[None]] = []
     for _, waiter in batch:
         if isinstance(waiter, asyncio.Future):
             on_loops.setdefault(waiter.get_loop(), []).append(waiter)
-        elif waiter is not None and not waiter.done():
-            if error is None:
-                waiter.set_result(None)
-            else:
-                waiter.set_exception(error)
+        elif waiter is not None:
+            here.append(waiter)
+    _complete(here, error)
     for loop, waiters in on_loops.items():
         with contextlib.suppress(RuntimeError):  # the loop is closed: nobody waits any more
-            loop.call_soon_threadsafe(_settle_on_loop, waiters, error)
+            loop.call_soon_threadsafe(_complete, waiters, error)
 
 
-def _settle_on_loop(waiters: list[asyncio.Future[None]], error: BaseException | None) -> None:
+def _complete(waiters: list[Future[None]] | list[asyncio.Future[None]], error: BaseException | None) -> None:
     for waiter in waiters:
         if not waiter.done():  # a waiter may have been cancelled
             if error is None:

@@ -221,17 +221,17 @@ class CoordinatorRuntime:
             parked = self._parked.pop(token, None)
             if parked is not None:
                 replies.append((parked, response))
+        # the file log's own future (no task per reply), or one task for another sink's awaitable
+        durable = asyncio.ensure_future(pending) if pending is not None and replies else None
         for future, response in replies:
             if refused is not None:
                 if not future.done():
                     future.set_exception(_too_large(op.name, refused))
-            elif pending is None:
+            elif durable is None:
                 if not future.done():
                     future.set_result(response)
-            elif isinstance(pending, asyncio.Future):  # no task per reply: a callback when the batch is durable
-                pending.add_done_callback(functools.partial(self._respond_durable, future, response))
             else:
-                asyncio.ensure_future(self._respond_when_durable(pending, future, response))
+                durable.add_done_callback(functools.partial(self._respond_durable, future, response))
         elapsed = time.perf_counter() - started
         metrics.event_processing_time.record(elapsed * 1000)
         metrics.event_idle.add_busy(elapsed)
@@ -277,23 +277,12 @@ class CoordinatorRuntime:
 
         self._snapshot_task = asyncio.ensure_future(write())
 
-    async def _respond_when_durable(self, pending: Awaitable[None], future: asyncio.Future[Any],
-                                    response: Any) -> None:
-        try:
-            await pending
-        except Exception as e:
-            self._respond_or_fail(future, response, e)
-        else:
-            self._respond_or_fail(future, response, None)
-
     def _respond_durable(self, future: asyncio.Future[Any], response: Any, pending: asyncio.Future[None]) -> None:
+        """Release a reply whose records are durable, or fail it (and the instance) when they could not be."""
         if pending.cancelled():  # only at shutdown
             future.cancel()
             return
-        self._respond_or_fail(future, response, pending.exception())
-
-    def _respond_or_fail(self, future: asyncio.Future[Any], response: Any, error: BaseException | None) -> None:
-        """Release a reply whose records are durable, or fail it (and the instance) when they could not be."""
+        error = pending.exception()
         if isinstance(error, PartitionFenced):  # not written: this instance lost the partition (it drops its groups)
             if not future.done():
                 future.set_exception(CoordinatorError(
