@@ -235,6 +235,10 @@ def _spark_session(args: argparse.Namespace, name: str) -> Any:
             .config("spark.sql.shuffle.partitions", str(args.shuffle_partitions))
             .config("spark.sql.adaptive.enabled", "false")
             .config("spark.log.level", "WARN")
+            # Python workers connect back over a Unix socket, not a loopback TCP port: Spark's listener
+            # accepts the first connection only, and a stray one (any client retrying a port the kernel has
+            # since handed to Spark) failed the query with "Authentication failed".
+            .config("spark.python.unix.domain.socket.enabled", "true")
             .getOrCreate())
 
 

@@ -18,7 +18,7 @@ from pyspark.sql.types import StructType
 from groupcoord.clients.spark_options import DataLossError
 from groupcoord.clients.spark_source import ReadTask, SourceOptions, TopicPartition
 
-__all__ = ["read_task"]
+__all__ = ["close_cached_consumers", "read_task"]
 
 _READER_GROUP_ID = "groupcoord-spark-reader"  # confluent-kafka needs one; assign() never joins it
 _consumers: dict[tuple[tuple[str, Any], ...], Any] = {}  # per Python worker process (workers are reused)
@@ -44,6 +44,15 @@ def _consumer(options: SourceOptions) -> Any:
     if consumer is None:
         consumer = _consumers[key] = Consumer(config)
     return consumer
+
+
+def close_cached_consumers() -> None:
+    """Close this process's cached consumers. A Spark worker exits instead; a process that read tasks itself
+    (a test) calls this before its Kafka goes away, or the consumers keep reconnecting to its port."""
+    while _consumers:
+        _, consumer = _consumers.popitem()
+        with contextlib.suppress(Exception):
+            consumer.close()
 
 
 def read_task(options: SourceOptions, schema: StructType, task: ReadTask) -> Iterator[Any]:

@@ -8,6 +8,7 @@ import json
 import time
 import uuid
 from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -16,7 +17,7 @@ from confluent_kafka import Producer
 from pyspark.sql.streaming.datasource import ReadAllAvailable
 
 from groupcoord.clients.group_member import GroupMember
-from groupcoord.clients.spark_kafka_read import read_task
+from groupcoord.clients.spark_kafka_read import close_cached_consumers, read_task
 from groupcoord.clients.spark_options import DataLossError
 from groupcoord.clients.spark_source import (
     SCHEMA,
@@ -37,9 +38,11 @@ RECORDS = 100  # per partition
 
 
 @pytest.fixture(scope="module")
-def kafka(kafka_broker: KafkaBroker) -> KafkaBroker:
-    """The coordinator and the drivers of this module (tests/spark/conftest.py) use the real broker."""
-    return kafka_broker
+def kafka(kafka_broker: KafkaBroker) -> Iterator[KafkaBroker]:
+    """The coordinator and the drivers of this module (tests/spark/conftest.py) use the real broker. Tasks read
+    in this process leave cached consumers; they are closed with the module, not left retrying its port."""
+    yield kafka_broker
+    close_cached_consumers()
 
 
 def _produce(kafka: KafkaBroker, topic: str, partitions: int, base_ms: int) -> None:
