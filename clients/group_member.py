@@ -35,6 +35,7 @@ Safety (never act on a partition the member may have lost; see `clients/lease.py
   under their leases, so it rejoins only after one lease duration.
 - A fatal error (`FATAL_ERRORS`, e.g. UNSUPPORTED_ASSIGNOR 112, INVALID_REQUEST 42): it releases, stops, calls
   `on_fatal_error(GroupMemberError)`, and `wait_joined()` raises the error; `fatal_error` keeps it.
+- After `close()`, a commit or fetch (even one already retrying) raises `GroupMemberClosedError`.
 """
 
 from __future__ import annotations
@@ -111,6 +112,15 @@ class GroupMemberError(RuntimeError):
         super().__init__(f"error {code}: {message}")
         self.code = code
         self.message = message
+
+
+class GroupMemberClosedError(GroupMemberError):
+    """A call on a member after `close()`: it has left its group (or let its session run out) and owns nothing.
+    Kafka's consumer raises IllegalStateException here; the code is UNKNOWN_MEMBER_ID, what the coordinator
+    answers a member that has left."""
+
+    def __init__(self, group_id: str) -> None:
+        super().__init__(UNKNOWN_MEMBER_ID, f"the member of group {group_id} is closed")
 
 
 @dataclass(frozen=True, slots=True)
@@ -191,6 +201,7 @@ class GroupMember(LeaseTimers):
         self._lock = threading.RLock()
         self._wake = threading.Event()
         self._stopping = threading.Event()
+        self._closed = False  # set by close() once its leave is sent; later calls raise GroupMemberClosedError
         self._thread: threading.Thread | None = None
         self.member_id = str(uuid.uuid4())
         self.member_epoch = 0
@@ -355,6 +366,7 @@ class GroupMember(LeaseTimers):
                 self._call(lambda stub, timeout: stub.ConsumerGroupHeartbeat(req, timeout=timeout))
             except grpc.RpcError as e:
                 log.warning("leave of group %s failed: %s", self.group_id, e)
+        self._closed = True
         route = self._route
         if route.owned:
             route.channel.close()
@@ -605,10 +617,16 @@ class GroupMember(LeaseTimers):
         deadline = time.monotonic() + self._rpc_timeout_s
         backoff = 0.05
         while True:
+            if self._closed:
+                raise GroupMemberClosedError(self.group_id)
             route = self._route
             remaining = deadline - time.monotonic()
             try:
                 resp = rpc(route.stub, max(remaining, 0.05))
+            except ValueError:  # grpc's "Cannot invoke RPC: Channel closed!": close() ran meanwhile
+                if self._closed:
+                    raise GroupMemberClosedError(self.group_id) from None
+                raise
             except grpc.RpcError as e:
                 if e.code() not in TRANSPORT_ERRORS or time.monotonic() >= deadline:
                     raise

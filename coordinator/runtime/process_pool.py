@@ -163,6 +163,7 @@ class ProcessPool:
         self._on_worker_lost = on_worker_lost
         self._job_ids = iter(range(1, 1 << 62))
         self._closing = False
+        self._starting: set[asyncio.Future[None]] = set()  # workers being started; shutdown waits for them
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         # forkserver: children are forked from a clean single-threaded server that imported the assignors once,
@@ -230,7 +231,9 @@ class ProcessPool:
 
     def _spawn(self, worker: _Worker) -> None:
         worker.state = "starting"
-        asyncio.ensure_future(self._start(worker), loop=self.loop())
+        starting = asyncio.ensure_future(self._start(worker), loop=self.loop())
+        self._starting.add(starting)
+        starting.add_done_callback(self._starting.discard)
 
     async def _start(self, worker: _Worker) -> None:
         ours, theirs = socket.socketpair()
@@ -306,11 +309,18 @@ class ProcessPool:
                     w.transport.close()
                 self._fail(w, "background executor: shut down")
 
+        async def close_and_settle() -> None:
+            close()
+            # A worker still starting finishes its start (and sees `_closing`) before the loop may stop: a
+            # start cut off with the loop left its process unjoined and its task "destroyed but pending".
+            if self._starting:
+                await asyncio.wait(set(self._starting), timeout=timeout)
+
         if self.on_loop():
             close()
         else:
-            with contextlib.suppress(RuntimeError):  # the loop is closed already
-                asyncio.run_coroutine_threadsafe(_call(close), loop).result(timeout)
+            with contextlib.suppress(RuntimeError, TimeoutError):  # the loop is closed already, or is stuck
+                asyncio.run_coroutine_threadsafe(close_and_settle(), loop).result(timeout + 1)
         deadline = time.monotonic() + timeout
         for w in self._workers:
             if w.process is not None and w.process.pid is not None:
@@ -322,6 +332,3 @@ class ProcessPool:
             loop.call_soon_threadsafe(loop.stop)
             self._thread.join(timeout)
 
-
-async def _call(fn: Callable[[], None]) -> None:
-    fn()

@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from groupcoord.clients.group_member import MAX_PARTITIONS_PER_COMMIT, GroupMember
+from groupcoord.clients.group_member import MAX_PARTITIONS_PER_COMMIT, GroupMember, GroupMemberClosedError
 from tests.clients.cluster import Coordinator, wait_until
 
 PARTITIONS = MAX_PARTITIONS_PER_COMMIT + 500
@@ -48,3 +48,17 @@ def test_a_commit_bound_to_a_membership_the_member_no_longer_has_is_refused(coor
         assert member.commit_offsets({tp: 6}, membership=(member.member_id, member.member_epoch)) == {tp: 0}
     finally:
         member.close()
+
+
+def test_a_commit_after_close_raises_the_members_closed_error_not_grpcs(coordinator: Coordinator) -> None:
+    """An application thread still committing when another closes the member gets the client's own error, which
+    says what happened, rather than gRPC's ValueError about a closed channel."""
+    member = GroupMember(coordinator.address, "closed-group", ["wide"])
+    member.start()
+    wait_until(lambda: len(member.assignment()) == PARTITIONS, 30, "the member to own every partition")
+    tp = min(member.assignment())
+    member.close()
+    with pytest.raises(GroupMemberClosedError, match="closed"):
+        member.commit_offsets({tp: 5})
+    with pytest.raises(GroupMemberClosedError):
+        member.fetch_offsets([tp])
