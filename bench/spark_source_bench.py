@@ -103,23 +103,17 @@ def spark_source(bootstrap: str, master: str, task_counts: list[int], per_batch:
                  records: int) -> list[tuple[Result, Result]]:
     """One Spark session; one availableNow query per task count, each in a new group (so from offset 0)."""
     from confluent_kafka.admin import AdminClient
-    from pyspark.sql import SparkSession
 
+    from groupcoord.clients.spark_driver import spark_session
     from groupcoord.clients.spark_source import GroupcoordDataSource
     from groupcoord.coordinator.core.config import BrokerConfig
     from groupcoord.coordinator.runtime.server import ServerOptions, ServerThread
     from groupcoord.coordinator.runtime.static_metadata import StaticMetadataSource
 
-    root = str(Path(__file__).resolve().parent.parent)
-    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH", "")) if p)
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     partitions = len(AdminClient({"bootstrap.servers": bootstrap}).list_topics(TOPIC, timeout=10)
                      .topics[TOPIC].partitions)
     # Spark first: its JVM is forked before the coordinator's gRPC threads exist.
-    spark = (SparkSession.builder.master(master).appName("groupcoord-bench")
-             .config("spark.driver.memory", "1g").config("spark.ui.enabled", "false")
-             .config("spark.ui.showConsoleProgress", "false").config("spark.sql.shuffle.partitions", "2")
-             .config("spark.log.level", "WARN").getOrCreate())
+    spark = spark_session(master, "groupcoord-bench", "1g", 2)
     server = ServerThread(ServerOptions(listen="127.0.0.1:0", config=BrokerConfig.from_mapping({
         "group.consumer.min.heartbeat.interval.ms": 100, "group.consumer.heartbeat.interval.ms": 500,
         "group.consumer.min.session.timeout.ms": 1000, "group.consumer.session.timeout.ms": 10000,

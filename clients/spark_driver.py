@@ -221,6 +221,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _spark_session(args: argparse.Namespace, name: str) -> Any:
+    return spark_session(args.master, f"groupcoord-{name}", args.driver_memory, args.shuffle_partitions)
+
+
+def spark_session(master: str, app_name: str, driver_memory: str, shuffle_partitions: int) -> Any:
+    """A local Spark session set up to run this project's source (the drivers and `bench.spark_source_bench`)."""
     from pyspark.sql import SparkSession
 
     # Spark's Python workers and the source's reader process import this project; make sure they find it
@@ -228,11 +233,11 @@ def _spark_session(args: argparse.Namespace, name: str) -> Any:
     root = str(Path(__file__).resolve().parent.parent)
     os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH", "")) if p)
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    return (SparkSession.builder.master(args.master).appName(f"groupcoord-{name}")
-            .config("spark.driver.memory", args.driver_memory)
+    return (SparkSession.builder.master(master).appName(app_name)
+            .config("spark.driver.memory", driver_memory)
             .config("spark.ui.enabled", "false")
             .config("spark.ui.showConsoleProgress", "false")
-            .config("spark.sql.shuffle.partitions", str(args.shuffle_partitions))
+            .config("spark.sql.shuffle.partitions", str(shuffle_partitions))
             .config("spark.sql.adaptive.enabled", "false")
             .config("spark.log.level", "WARN")
             # Python workers connect back over a Unix socket, not a loopback TCP port: Spark's listener
