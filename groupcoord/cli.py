@@ -501,8 +501,9 @@ def cmd_log(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="groupcoord", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    from groupcoord import cli_help
+
+    p = cli_help.Parser(prog="groupcoord", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--log-level", default="INFO", help="DEBUG, INFO, WARNING, ERROR (default INFO)")
     sub = p.add_subparsers(dest="cmd", required=True)
 
@@ -562,7 +563,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--worker-index", type=int, default=None, help=argparse.SUPPRESS)
     s.set_defaults(fn=cmd_serve)
 
-    server = argparse.ArgumentParser(add_help=False)
+    server = cli_help.Parser(add_help=False)
     server.add_argument("--server", default=DEFAULT_SERVER, help=f"coordinator address (default {DEFAULT_SERVER})")
     server.add_argument("--tls-ca", help="connect with TLS, trusting this CA file (PEM)")
     server.add_argument("--tls-cert", help="client certificate (PEM) for mTLS; with --tls-key")
@@ -623,7 +624,7 @@ def build_parser() -> argparse.ArgumentParser:
     from groupcoord import acls_cli
 
     acls_cli.add_parser(sub)
-    return p
+    return cli_help.add_examples(p)
 
 
 PASS_THROUGH = {"simulate": "groupcoord.coordinator.simulation", "demo": "groupcoord.demo",
@@ -645,6 +646,11 @@ def _subcommand_index(argv: list[str]) -> int | None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv:  # a newcomer's first call: the commands and the first thing to try
+        from groupcoord.cli_help import overview
+
+        print(overview(build_parser()))
+        return 0
     i = _subcommand_index(argv)
     if i is not None and argv[i] in PASS_THROUGH:
         # `simulate` and `demo` own their flags (and --help): hand them everything after the subcommand.

@@ -464,7 +464,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="groupcoord demo", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog="Needs Java 17 (Spark) and pyspark + pyarrow (the 'spark' or 'dev' extras). The default run takes "
-               "about 3-4 minutes on 2 cores, --quick about 2.")
+               "about 3-4 minutes on 2 cores, --quick about 2.\n\nexample:\n  groupcoord demo --quick")
     p.add_argument("--quick", action="store_true", help="shorter phases and a lower rate (about 2 minutes)")
     p.add_argument("--output", default="demo-output",
                    help="directory for Parquet outputs and logs (default demo-output; replaced on each run)")

@@ -104,10 +104,10 @@ def metrics_page() -> str:
 # --- gRPC -------------------------------------------------------------------------------------------------
 def _descriptor_set() -> Any:
     """proto/'s files as protoc parsed them, comments included (grpcio-tools, a dev dependency)."""
-    from google.protobuf import descriptor_pb2
-
     import grpc_tools
+    from google.protobuf import descriptor_pb2
     from grpc_tools import protoc
+
     from groupcoord.protogen import PROTO_ROOT, proto_files
 
     include = Path(grpc_tools.__file__).parent / "_proto"
