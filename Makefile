@@ -32,7 +32,7 @@ test: setup
 	$(PY) -m mypy groupcoord
 	$(VENV)/bin/lint-imports
 	$(PY) -m groupcoord.docsgen --check
-	$(VENV)/bin/mkdocs build --strict --site-dir .cache/site
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --site-dir .cache/site
 	$(PY) -m pytest -q --durations=25 $(PYTEST_ARGS)
 
 # The in-process tests only (core, assignors, conformance, tools): no server, broker, JVM, Spark or browser.
@@ -42,7 +42,7 @@ test-fast: $(STAMP)
 # The documentation site: regenerate docs/reference/ from the code, then build it into site/.
 docs: $(STAMP)
 	$(PY) -m groupcoord.docsgen
-	$(VENV)/bin/mkdocs build --strict
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict
 
 lint: $(STAMP)
 	$(PY) -m ruff check .
