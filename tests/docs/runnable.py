@@ -179,17 +179,18 @@ def run_page(blocks: list[Block], workdir: Path) -> list[Result]:
         for n, block in enumerate(blocks):
             started = time.monotonic()
             if not block.background:
+                proc = subprocess.Popen(_command(block), cwd=workdir, env=env, stdin=subprocess.DEVNULL,
+                                        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
                 try:
-                    done = subprocess.run(_command(block), cwd=workdir, env=env, stdin=subprocess.DEVNULL,
-                                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                          timeout=block.timeout_s, start_new_session=True)
-                except subprocess.TimeoutExpired as e:
-                    out = (e.output or b"").decode(errors="replace")
+                    raw, _ = proc.communicate(timeout=block.timeout_s)
+                except subprocess.TimeoutExpired:
+                    _stop(proc)  # the block's whole process group, not only its shell
+                    raw, _ = proc.communicate()
                     results.append(Result(block.where, False, time.monotonic() - started,
-                                          f"did not end within {block.timeout_s:g} s", out))
+                                          f"did not end within {block.timeout_s:g} s", raw.decode(errors="replace")))
                     continue
-                out = done.stdout.decode(errors="replace")
-                problem = f"exit status {done.returncode}" if done.returncode else _missing(block, out)
+                out = raw.decode(errors="replace")
+                problem = f"exit status {proc.returncode}" if proc.returncode else _missing(block, out)
                 results.append(Result(block.where, not problem, time.monotonic() - started, problem, out))
                 continue
             log = workdir / f".runnable-{n}.log"
