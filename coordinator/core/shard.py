@@ -16,7 +16,7 @@ and timer registries, timer deadlines, group configs, offsets, and one entry poi
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any, Protocol, TypeVar
 
 from groupcoord.coordinator.core import (
@@ -171,6 +171,12 @@ class GroupCoordinatorShard:
         if group is None and group_id in self.streams.groups:
             return streams_admin.StreamsGroupView(self.streams, group_id)
         return group
+
+    def group_views(self) -> Iterator[GroupView]:
+        """Every group the shard holds, of every type (streams groups too), for listing and counting."""
+        yield from self.groups.values()
+        for group_id in list(self.streams.groups):
+            yield streams_admin.StreamsGroupView(self.streams, group_id)
 
     def offset_group(self, group_id: str) -> OffsetGroup | None:
         """The group whose offsets `group_id` names, of any type: what commits, fetches, OffsetDelete,

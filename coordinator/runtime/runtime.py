@@ -504,7 +504,7 @@ class CoordinatorRuntime:
     def _snapshot_now(self) -> dict[str, Any]:
         groups: dict[tuple[str, str], int] = {}
         members = 0
-        for group in list(self.shard.groups.values()):
+        for group in list(self.shard.group_views()):  # every type: streams groups are counted too
             listed = group.listed()
             key = (listed.group_type, listed.group_state)
             members += group.member_count()

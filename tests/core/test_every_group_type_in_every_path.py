@@ -115,3 +115,13 @@ def test_a_partition_load_arms_the_timers_of_its_own_groups_only(kind: str) -> N
     armed = timers_after_partition_load(c.shard, lambda gid: gid == "other", c.now).timers
     groups = {t.key[1] for t in armed if len(t.key) > 1}
     assert "g" not in groups
+
+
+@pytest.mark.parametrize("kind", [k for k in GROUP_MAKERS if k != "offsets-only"])
+def test_every_group_type_is_listed_described_and_counted(kind: str) -> None:
+    c = make(kind)
+    assert [g.group_id for g in c.shard.list_groups([], [], c.now).response] == ["g"]
+    described = c.shard.describe_groups(["g"], c.now).response[0]
+    assert described.error_code == 0 and described.group_type == kind
+    views = list(c.shard.group_views())  # what the metrics count
+    assert [(v.group_id, v.group_type, v.member_count()) for v in views] == [("g", kind, 1)]
