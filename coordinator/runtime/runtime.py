@@ -485,30 +485,3 @@ class CoordinatorRuntime:
                 await self.submit("metadata-update", lambda now, image=image: self.shard.on_metadata_update(
                     image, now))  # type: ignore[misc]
             await asyncio.sleep(self.metadata_poll_s)
-
-    # --- observation -----------------------------------------------------------------------------------------
-    def snapshot(self) -> dict[str, Any]:
-        """Counts for the metrics collector. Called from the scrape thread, it reads the shard on the event
-        loop so it never iterates a dict the loop is changing."""
-        loop = self._loop
-        if loop is not None and loop.is_running():
-            try:
-                running = asyncio.get_running_loop()
-            except RuntimeError:
-                running = None
-            if running is not loop:
-                async def on_loop() -> dict[str, Any]:
-                    return self._snapshot_now()
-
-                return asyncio.run_coroutine_threadsafe(on_loop(), loop).result(timeout=10)
-        return self._snapshot_now()
-
-    def _snapshot_now(self) -> dict[str, Any]:
-        groups: dict[tuple[str, str], int] = {}
-        members = 0
-        for group in list(self.shard.group_views()):  # every type: streams groups are counted too
-            listed = group.listed()
-            key = (listed.group_type, listed.group_state)
-            members += group.member_count()
-            groups[key] = groups.get(key, 0) + 1
-        return {"groups": groups, "members": members, "stats": self.shard.stats}

@@ -7,6 +7,7 @@ loop in a background thread, so synchronous code (tests, benchmarks, the demo) c
 from __future__ import annotations
 
 import asyncio
+import functools
 import gc
 import logging
 import sys
@@ -27,6 +28,7 @@ from groupcoord.coordinator.core.shard import GroupCoordinatorShard, LagProvider
 from groupcoord.coordinator.runtime.acl import AclFileWatcher, Authorizer
 from groupcoord.coordinator.runtime.aio_wakeups import coalesce_wakeups
 from groupcoord.coordinator.runtime.auth import TlsOptions, TokenStore
+from groupcoord.coordinator.runtime.counts import shard_counts
 from groupcoord.coordinator.runtime.executor import BackgroundExecutor
 from groupcoord.coordinator.runtime.kafka_log import KafkaRecordLog
 from groupcoord.coordinator.runtime.log import FileLog
@@ -161,7 +163,7 @@ class CoordinatorServer:
             asyncio.ensure_future(self.health.set("", health_pb2.HealthCheckResponse.NOT_SERVING))
 
         runtime.on_failure.append(not_serving)
-        metrics.register(CoordinatorCollector(metrics, runtime.snapshot))
+        metrics.register(CoordinatorCollector(metrics, functools.partial(shard_counts, runtime)))
 
         # The transport's bounds come first: a request over socket.request.max.bytes is refused by gRPC
         # (RESOURCE_EXHAUSTED) before a byte of it is parsed; responses are bounded the same way.
