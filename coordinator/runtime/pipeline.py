@@ -73,10 +73,10 @@ class Caller:
         return authorizer is None or authorizer.allowed(self.principal or "", operation, group_id, implied)
 
     def peer(self) -> str:
-        return str(self.context.peer()) if self.context is not None else ""
+        return str(self.context.peer())
 
     def metadata(self) -> Sequence[tuple[str, Any]]:
-        return (self.context.invocation_metadata() or ()) if self.context is not None else ()
+        return self.context.invocation_metadata() or ()
 
 
 def kafka_error(name: str, e: Exception) -> tuple[Errors, str]:
