@@ -182,12 +182,12 @@ class Service:
         """Queue `fn` on the runtime for the groups `group_ids` and return its response; raises CoordinatorError
         when it cannot run here (loading, a failed log, another instance's group) or was refused."""
         self._admit(group_ids)
-        return await self.runtime.submit(name, fn)
+        return await self.runtime.submit(name, fn, group_ids)
 
     async def submit_parkable(self, name: str, fn: Callable[[int, int], Any], group_id: str) -> Any:
         """`submit` for JoinGroup/SyncGroup, which may park at the coordinator until other members arrive."""
         self._admit((group_id,))
-        return await self.runtime.submit_parkable(name, fn)
+        return await self.runtime.submit_parkable(name, fn, group_id)
 
     async def submit_each(self, name: str, ids: list[str], fn: Callable[[list[str], int], Any],
                           invalid: Callable[[str, Errors, str], T], convert: Callable[[Any], list[T]], target: Any,
