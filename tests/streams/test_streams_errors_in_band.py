@@ -115,3 +115,22 @@ def test_a_streams_heartbeat_too_large_for_the_log_is_refused_in_band_and_the_se
             assert stub.StreamsGroupHeartbeat(join_request("small"), timeout=10).error_code == 0
     finally:
         srv.stop()
+
+
+class BrokenSink:
+    """A record sink whose disk is gone: every append raises."""
+
+    def append(self, records: list[Any]) -> Any:
+        raise OSError(5, "Input/output error")
+
+
+def test_a_streams_heartbeat_whose_write_fails_is_answered_in_band_with_unknown_server_error() -> None:
+    srv = serve(sink=BrokenSink())
+    try:
+        with grpc.insecure_channel(srv.address) as channel:
+            answer = spb_grpc.StreamsGroupCoordinatorStub(channel).StreamsGroupHeartbeat(join_request("app"),
+                                                                                       timeout=10)
+    finally:
+        srv.stop()
+    assert answer.error_code == int(Errors.UNKNOWN_SERVER_ERROR)
+    assert "OSError" in answer.error_message and answer.member_id == "m"
