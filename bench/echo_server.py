@@ -27,8 +27,9 @@ from groupcoord.wire.v1 import coordinator_pb2 as pb
 from groupcoord.wire.v1 import coordinator_pb2_grpc as pb_grpc
 
 TOPIC_ID = "0123456789abcdef0123456789abcdef"
-JOINED = pb.ConsumerGroupHeartbeatResponse(member_epoch=1, heartbeat_interval_ms=5000, assignment=pb.ConsumerGroupHeartbeatResponse.Assignment(
-    topic_partitions=[pb.TopicPartitions(topic_id=TOPIC_ID, topic_name="bench", partitions=list(range(10)))]))
+JOINED = pb.ConsumerGroupHeartbeatResponse(
+    member_epoch=1, heartbeat_interval_ms=5000, assignment=pb.ConsumerGroupHeartbeatResponse.Assignment(
+        topic_partitions=[pb.TopicPartitions(topic_id=TOPIC_ID, topic_name="bench", partitions=list(range(10)))]))
 STEADY = pb.ConsumerGroupHeartbeatResponse(member_epoch=1, heartbeat_interval_ms=5000)
 
 
@@ -105,7 +106,8 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--port", type=int, default=50052)
     p.add_argument("--sync", action="store_true", help="grpcio's thread-pool server instead of grpc.aio")
-    p.add_argument("--threads", type=int, default=64, help="--sync: the pool's threads (default 64; a stream holds one for its life)")
+    p.add_argument("--threads", type=int, default=64,
+                   help="--sync: the pool's threads (default 64; a stream holds one for its life)")
     p.add_argument("--option", action="append", default=[], metavar="KEY=VALUE", help="a gRPC channel argument")
     args = p.parse_args(argv)
     options = [parse_option(o) for o in args.option]

@@ -27,8 +27,8 @@ PLUGINS = {
     "protoc-gen-go": "google.golang.org/protobuf/cmd/protoc-gen-go",
     "protoc-gen-go-grpc": "google.golang.org/grpc/cmd/protoc-gen-go-grpc",
 }
-GO_MISSING = ("the go command is not on PATH: install Go 1.26 or newer (go.mod's `go` line) (https://go.dev/doc/install; "
-              "on Debian/Ubuntu `apt-get install golang-go` if its version is new enough)")
+GO_MISSING = ("the go command is not on PATH: install Go 1.26 or newer, as go.mod's `go` line asks "
+              "(https://go.dev/doc/install; or `apt-get install golang-go` where its version is new enough)")
 
 
 def go_binary() -> str:

@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"sync"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kbin"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -30,7 +31,7 @@ type kafkaConn struct {
 	r      *bufio.Reader
 	corr   int32
 	fmt    *kmsg.RequestFormatter
-	queue  chan *pending
+	queue  chan *kafkaPending
 	buf    []byte
 	closed chan struct{}
 }
@@ -45,7 +46,7 @@ func newKafka(addr string, n int) (*kafkaTransport, error) {
 		}
 		kc := &kafkaConn{conn: c, w: bufio.NewWriter(c), r: bufio.NewReaderSize(c, 64<<10),
 			fmt: kmsg.NewRequestFormatter(kmsg.FormatterClientID(fmt.Sprintf("groupcoord-bench-%d", i))),
-			queue: make(chan *pending, 1<<12), closed: make(chan struct{})}
+			queue: make(chan *kafkaPending, 1<<12), closed: make(chan struct{})}
 		go kc.read()
 		t.conns = append(t.conns, kc)
 	}
@@ -92,13 +93,19 @@ func fromKafka(resp *kmsg.ConsumerGroupHeartbeatResponse) answer {
 	return a
 }
 
+// kafkaPending is one request waiting for its response (a connection answers in request order).
+type kafkaPending struct {
+	resp kmsg.Response
+	done chan error
+}
+
 func (c *kafkaConn) read() {
 	var size [4]byte
 	fail := func(err error) {
 		for {
 			select {
 			case p := <-c.queue:
-				p.done <- result{err: err}
+				p.done <- err
 			case <-c.closed:
 				return
 			}
@@ -121,22 +128,20 @@ func (c *kafkaConn) read() {
 			rd.Uvarint()
 			rd.Span(int(rd.Uvarint()))
 		}
-		resp := kmsg.NewPtrConsumerGroupHeartbeatResponse()
-		resp.Version = 1
-		if err := resp.ReadFrom(rd.Src); err != nil {
-			p.done <- result{err: fmt.Errorf("decoding ConsumerGroupHeartbeat response: %w", err)}
+		if err := p.resp.ReadFrom(rd.Src); err != nil {
+			p.done <- fmt.Errorf("decoding response to API key %d: %w", p.resp.Key(), err)
 			continue
 		}
-		p.done <- result{a: fromKafka(resp)}
+		p.done <- nil
 	}
 }
 
-func (t *kafkaTransport) heartbeat(ctx context.Context, m *member, r request) (answer, error) {
-	c := t.conns[m.conn%len(t.conns)]
-	p := &pending{done: make(chan result, 1)}
+// roundTrip sends `req` (a flexible version: header v2 out, v1 back) and decodes its response.
+func (c *kafkaConn) roundTrip(ctx context.Context, req kmsg.Request) (kmsg.Response, error) {
+	p := &kafkaPending{resp: req.ResponseKind(), done: make(chan error, 1)}
 	c.mu.Lock()
 	c.corr++
-	c.buf = c.fmt.AppendRequest(c.buf[:0], toKafka(r), c.corr)
+	c.buf = c.fmt.AppendRequest(c.buf[:0], req, c.corr)
 	c.queue <- p
 	_, err := c.w.Write(c.buf)
 	if err == nil {
@@ -144,13 +149,52 @@ func (t *kafkaTransport) heartbeat(ctx context.Context, m *member, r request) (a
 	}
 	c.mu.Unlock()
 	if err != nil {
-		return answer{}, err
+		return nil, err
 	}
 	select {
-	case res := <-p.done:
-		return res.a, res.err
+	case err := <-p.done:
+		return p.resp, err
 	case <-ctx.Done():
-		return answer{}, ctx.Err()
+		return nil, ctx.Err()
+	}
+}
+
+func (t *kafkaTransport) heartbeat(ctx context.Context, m *member, r request) (answer, error) {
+	resp, err := t.conns[m.conn%len(t.conns)].roundTrip(ctx, toKafka(r))
+	if err != nil {
+		return answer{}, err
+	}
+	return fromKafka(resp.(*kmsg.ConsumerGroupHeartbeatResponse)), nil
+}
+
+// findCoordinators asks FindCoordinator (v4) for every group until each has one: the broker creates
+// __consumer_offsets on the first such request and answers COORDINATOR_NOT_AVAILABLE until it exists.
+// A single broker is every group's coordinator, so the answer only says when the groups can be served.
+func (t *kafkaTransport) findCoordinators(groups []string) error {
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		req := kmsg.NewPtrFindCoordinatorRequest()
+		req.Version = 4
+		req.CoordinatorKeys = groups
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		resp, err := t.conns[0].roundTrip(ctx, req)
+		cancel()
+		if err != nil {
+			return fmt.Errorf("FindCoordinator: %w", err)
+		}
+		missing := 0
+		for _, c := range resp.(*kmsg.FindCoordinatorResponse).Coordinators {
+			if c.ErrorCode != 0 {
+				missing++
+			}
+		}
+		if missing == 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("FindCoordinator: %d groups without a coordinator after 60 s", missing)
+		}
+		time.Sleep(200 * time.Millisecond)
 	}
 }
 

@@ -104,6 +104,7 @@ func each(members []*member, conc int, fn func(m *member)) {
 // and has reported them, and the members of each group share one epoch.
 func stabilize(o options, t transport, members []*member) error {
 	deadline := time.Now().Add(180 * time.Second)
+	lastReport := time.Now()
 	for round := 1; ; round++ {
 		var changed, failed atomic.Int64
 		var lastErr atomic.Value
@@ -117,6 +118,10 @@ func stabilize(o options, t transport, members []*member) error {
 				lastErr.Store(errName(err))
 				return
 			}
+			if a.errorCode != 0 {
+				failed.Add(1)
+				lastErr.Store(fmt.Sprintf("error_code=%d", a.errorCode))
+			}
 			if m.apply(r, a) {
 				changed.Add(1)
 			}
@@ -129,11 +134,14 @@ func stabilize(o options, t transport, members []*member) error {
 			}
 			epochs[m.group] = m.epoch
 		}
-		progress("round %d: %d changed, %d failed%s", round, changed.Load(), failed.Load(), errSuffix(&lastErr))
+		if settled || round%10 == 1 || time.Since(lastReport) > 2*time.Second {
+			progress("round %d: %d changed, %d failed%s", round, changed.Load(), failed.Load(), errSuffix(&lastErr))
+			lastReport = time.Now()
+		}
 		if settled {
 			return nil
 		}
-		if time.Now().After(deadline) {
+		if time.Now().After(deadline) || round >= 200 {
 			return fmt.Errorf("members not stable after %d rounds", round)
 		}
 		time.Sleep(150 * time.Millisecond)
@@ -209,6 +217,15 @@ func run(o options) (map[string]any, error) {
 	members := make([]*member, 0, o.members)
 	for i := 0; i < o.members; i++ {
 		members = append(members, newMember(i, fmt.Sprintf("%s-%d", o.prefix, i/per), o.topic, i%o.conns))
+	}
+	if kt, ok := t.(*kafkaTransport); ok {
+		groups := make([]string, o.groups)
+		for g := range groups {
+			groups[g] = fmt.Sprintf("%s-%d", o.prefix, g)
+		}
+		if err := kt.findCoordinators(groups); err != nil {
+			return nil, err
+		}
 	}
 	joinStart := time.Now()
 	progress("joining %d members in %d groups (%s %s, %d connections)", o.members, o.groups, o.target, o.rpc, o.conns)
