@@ -54,7 +54,7 @@ def progress(text: str) -> None:
 def build_generator() -> Path:
     go = shutil.which("go")
     if go is None:
-        from bench.go_protogen import GO_MISSING
+        from groupcoord.protogen import GO_MISSING
         raise SystemExit(GO_MISSING)
     GO_BINARY.parent.mkdir(exist_ok=True)
     progress("building the Go load generator (go build; modules from the Go module proxy on first use)")
