@@ -16,6 +16,8 @@ from __future__ import annotations
 import argparse
 import asyncio
 import signal
+import subprocess
+import sys
 import threading
 from collections.abc import AsyncIterator, Iterator
 from concurrent import futures
@@ -76,7 +78,7 @@ def parse_option(text: str) -> tuple[str, Any]:
 
 
 async def serve_aio(port: int, options: list[tuple[str, Any]]) -> None:
-    server = grpc.aio.server(options=[("grpc.so_reuseport", 0), *options])
+    server = grpc.aio.server(options=list({"grpc.so_reuseport": 0, **dict(options)}.items()))
     pb_grpc.add_GroupCoordinatorServicer_to_server(AioEcho(), server)
     server.add_insecure_port(f"127.0.0.1:{port}")
     await server.start()
@@ -90,7 +92,8 @@ async def serve_aio(port: int, options: list[tuple[str, Any]]) -> None:
 
 
 def serve_sync(port: int, threads: int, options: list[tuple[str, Any]]) -> None:
-    server = grpc.server(futures.ThreadPoolExecutor(max_workers=threads), options=[("grpc.so_reuseport", 0), *options])
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=threads),
+                         options=list({"grpc.so_reuseport": 0, **dict(options)}.items()))
     pb_grpc.add_GroupCoordinatorServicer_to_server(SyncEcho(), server)
     server.add_insecure_port(f"127.0.0.1:{port}")
     server.start()
@@ -102,6 +105,21 @@ def serve_sync(port: int, threads: int, options: list[tuple[str, Any]]) -> None:
     server.stop(0)
 
 
+def serve_processes(argv: list[str], processes: int) -> None:
+    """`processes` copies of this server on one port with SO_REUSEPORT: the kernel spreads the connections
+    over them (issue 30 step 4, several acceptor processes). Stops them on SIGTERM / SIGINT."""
+    children = [subprocess.Popen([sys.executable, "-m", "bench.echo_server", *argv, "--option", "grpc.so_reuseport=1"])
+                for _ in range(processes)]
+    stop = threading.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: stop.set())
+    stop.wait()
+    for child in children:
+        child.terminate()
+    for child in children:
+        child.wait()
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--port", type=int, default=50052)
@@ -109,7 +127,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--threads", type=int, default=64,
                    help="--sync: the pool's threads (default 64; a stream holds one for its life)")
     p.add_argument("--option", action="append", default=[], metavar="KEY=VALUE", help="a gRPC channel argument")
+    p.add_argument("--processes", type=int, default=1, help="this many server processes on the port (SO_REUSEPORT)")
     args = p.parse_args(argv)
+    if args.processes > 1:
+        given = sys.argv[1:] if argv is None else argv
+        serve_processes([a for i, a in enumerate(given) if a != "--processes" and given[i - 1:i] != ["--processes"]],
+                        args.processes)
+        return 0
     options = [parse_option(o) for o in args.option]
     if args.sync:
         serve_sync(args.port, args.threads, options)

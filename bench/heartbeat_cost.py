@@ -44,7 +44,13 @@ DEFAULT_ROWS = ("kafka:kafka:3000,groupcoord:unary:3000,echo:unary:3000,"
                 "groupcoord:unary:1000,echo:unary:1000,kafka:kafka:1000,"
                 "groupcoord:stream:3000,echo:stream:3000,groupcoord:batch:3000,echo:batch:3000")
 SERVER_LABEL = {"groupcoord": "groupcoord", "echo": "bare grpc.aio echo (canned reply)",
-                "echo-sync": "bare grpc sync-server echo (thread pool)", "kafka": "Kafka 4.4 broker (own coordinator)"}
+                "echo-sync": "bare grpc sync-server echo (thread pool)",
+                "echo-reuseport": "bare grpc.aio echo, 2 processes on one port (SO_REUSEPORT)",
+                "echo-throughput": "bare grpc.aio echo, grpc.optimization_target=throughput",
+                "kafka": "Kafka 4.4 broker (own coordinator)"}
+# The echo variants of issue 30 step 4: extra `bench.echo_server` arguments.
+ECHO_VARIANTS = {"echo": [], "echo-sync": ["--sync"], "echo-reuseport": ["--processes", "2"],
+                 "echo-throughput": ["--option", "grpc.optimization_target=throughput"]}
 
 
 def progress(text: str) -> None:
@@ -101,12 +107,17 @@ def start_groupcoord(args: argparse.Namespace, logs: Path) -> Server:
     return Server("groupcoord", f"127.0.0.1:{port}", proc.pid, lambda: stop_process(proc))
 
 
-def start_echo(args: argparse.Namespace, logs: Path, sync: bool) -> Server:
+def start_echo(args: argparse.Namespace, logs: Path, kind: str) -> Server:
     port = free_port()
-    cmd = [sys.executable, "-m", "bench.echo_server", "--port", str(port), *(["--sync"] if sync else [])]
+    cmd = [sys.executable, "-m", "bench.echo_server", "--port", str(port), *ECHO_VARIANTS[kind]]
     for kv in args.echo_option:
         cmd += ["--option", kv]
-    kind = "echo-sync" if sync else "echo"
+    # The control gets the transport options `groupcoord serve` sets for itself (its queue of pending calls).
+    from groupcoord.coordinator.core.config import BrokerConfig
+    from groupcoord.coordinator.runtime.server import transport_queue_options
+    config = BrokerConfig.from_mapping(dict(kv.split("=", 1) for kv in args.groupcoord_set))
+    for key, value in transport_queue_options(config):
+        cmd += ["--option", f"{key}={value}"]
     proc = subprocess.Popen(cmd, stdout=open(logs / f"{kind}.log", "wb"), stderr=subprocess.STDOUT)  # noqa: SIM115
     wait_port(port, proc, kind)
     return Server(kind, f"127.0.0.1:{port}", proc.pid, lambda: stop_process(proc))
@@ -267,7 +278,7 @@ def main(argv: list[str] | None = None) -> int:
         for kind in dict.fromkeys(r.server for r in rows):
             progress(f"starting {SERVER_LABEL[kind]}")
             servers[kind] = (start_groupcoord(args, logs) if kind == "groupcoord" else start_kafka(args)
-                             if kind == "kafka" else start_echo(args, logs, sync=kind == "echo-sync"))
+                             if kind == "kafka" else start_echo(args, logs, kind))
         progress(f"settling {args.settle:.0f} s (Kafka's JIT and its 1,000 new partitions' start-up work)")
         time.sleep(args.settle)
         progress(f"idle baseline: {args.seconds:.0f} s, every server at once")

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
@@ -46,9 +47,20 @@ func fromProto(resp *pb.ConsumerGroupHeartbeatResponse) answer {
 	return a
 }
 
+// statusNames are gRPC's canonical status names (grpc-go's String() spells them "Canceled", ...).
+var statusNames = map[codes.Code]string{
+	codes.Canceled: "CANCELLED", codes.Unknown: "UNKNOWN", codes.InvalidArgument: "INVALID_ARGUMENT",
+	codes.DeadlineExceeded: "DEADLINE_EXCEEDED", codes.ResourceExhausted: "RESOURCE_EXHAUSTED",
+	codes.Unavailable: "UNAVAILABLE", codes.Internal: "INTERNAL", codes.Unimplemented: "UNIMPLEMENTED",
+	codes.PermissionDenied: "PERMISSION_DENIED", codes.Unauthenticated: "UNAUTHENTICATED",
+}
+
 // errName names a transport error by its gRPC status code (CANCELLED, RESOURCE_EXHAUSTED, ...).
 func errName(err error) string {
 	if s, ok := status.FromError(err); ok {
+		if name, ok := statusNames[s.Code()]; ok {
+			return name
+		}
 		return s.Code().String()
 	}
 	if errors.Is(err, context.DeadlineExceeded) {
