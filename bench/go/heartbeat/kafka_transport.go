@@ -45,7 +45,7 @@ func newKafka(addr string, n int) (*kafkaTransport, error) {
 			return nil, fmt.Errorf("connection %d to %s: %w", i, addr, err)
 		}
 		kc := &kafkaConn{conn: c, w: bufio.NewWriter(c), r: bufio.NewReaderSize(c, 64<<10),
-			fmt: kmsg.NewRequestFormatter(kmsg.FormatterClientID(fmt.Sprintf("groupcoord-bench-%d", i))),
+			fmt:   kmsg.NewRequestFormatter(kmsg.FormatterClientID(fmt.Sprintf("groupcoord-bench-%d", i))),
 			queue: make(chan *kafkaPending, 1<<12), closed: make(chan struct{})}
 		go kc.read()
 		t.conns = append(t.conns, kc)
