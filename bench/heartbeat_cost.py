@@ -237,9 +237,10 @@ def table(rows: list[Row], args: argparse.Namespace) -> str:
         err = ", ".join(f"{k} {v:,}" for k, v in sorted(errors.items())) or "0"
         extra = f" ({r['heartbeats_per_message']:.1f}/message)" if r.get("heartbeats_per_message") else ""
         cpu = r.get("cpu_per_heartbeat_us")
+        sys_share = r.get("server_sys_cpu_s", 0) / r["server_cpu_s"] * 100 if r.get("server_cpu_s") else 0
         lines.append(f"| {SERVER_LABEL[row.server]} | {rpc_label(row, args)}{extra} | Go | {row.rate:,} | "
                      f"{r['achieved']:,.0f} | {ms(r['p50_ms'])} | {ms(r['p99_ms'])} | "
-                     f"{'-' if cpu is None else f'{cpu:,.0f} µs'} | {err} |")
+                     f"{'-' if cpu is None else f'{cpu:,.0f} µs ({sys_share:.0f}% sys)'} | {err} |")
     return "\n".join(lines)
 
 
@@ -304,7 +305,8 @@ def main(argv: list[str] | None = None) -> int:
     print(table(rows, args))
     print("\nserver CPU: the server's process and descendants from /proc, minus its idle rate ("
           + ", ".join(f"{k} {s.idle_rate * 100:.2f}%" for k, s in servers.items())
-          + " of a core), per heartbeat answered in the window; latency from each heartbeat's scheduled send time")
+          + " of a core), per heartbeat answered in the window, with the kernel's (system) share of the server's CPU; "
+          "latency from each heartbeat's scheduled send time")
     if args.json is not None:
         args.json.write_text(json.dumps([{"server": r.server, "rpc": r.rpc, "rate": r.rate, **r.result}
                                          for r in rows], indent=1))

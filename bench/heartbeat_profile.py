@@ -24,6 +24,17 @@ from pathlib import Path
 
 from bench.heartbeat_cost import TOPIC, build_generator, free_port, progress, wait_port
 
+# A sample whose innermost frame waits (an idle poller, a pool thread blocked on its queue, a futex) is no CPU:
+# py-spy --native cannot tell those threads idle, so they are dropped here.
+IDLE_LEAF = re.compile(r"^(epoll_wait|epoll_pwait|poll|ppoll|select|nanosleep|clock_nanosleep|pthread_cond|sem_|futex|"
+                       r"syscall) ")
+IDLE_WAIT = re.compile(r"acquire_lock|SimpleQueue_get|pthread_cond_wait|Condition.wait")
+# The system calls a heartbeat makes on the event-loop thread (grpc.aio runs gRPC core's batches there).
+SYSCALLS: list[tuple[str, re.Pattern[str]]] = [(name, re.compile(p)) for name, p in [
+    ("syscall sendmsg: gRPC core writing to the socket", r"^sendmsg "),
+    ("syscall write: gRPC core's eventfd, waking its poller thread", r"^(eventfd_)?write "),
+    ("syscall recv/read: the loop reading the poller's wake-up, socket reads", r"^(recv|recvmsg|read) "),
+]]
 # (part, pattern over one frame): the innermost frame of a sample that matches names its part. Order matters only
 # among patterns that could match the same frame.
 PARTS: list[tuple[str, re.Pattern[str]]] = [(name, re.compile(p)) for name, p in [
@@ -38,8 +49,8 @@ PARTS: list[tuple[str, re.Pattern[str]]] = [(name, re.compile(p)) for name, p in
     ("runtime: submit, execute, futures (runtime.py)", r"runtime/runtime\.py"),
     ("service: validation, request/response conversion", r"runtime/(service|service_base|kafka_common)\.py"),
     ("wake-up coalescing (aio_wakeups.py)", r"aio_wakeups"),
-    ("grpc.aio (Python and Cython)", r"grpc/aio|grpc/_cython|_cython/_cygrpc|cygrpc\.pyx|\.pyx\.pxi|\(grpc/"),
-    ("gRPC core (C++, HTTP/2, polling)", r"grpc_core|grpc_|chttp2|absl|cygrpc\.cpython"),
+    ("grpcio: grpc.aio's Cython and gRPC core (cygrpc, symbols stripped)",
+     r"grpc/aio|grpc/_cython|cygrpc|\(grpc/|grpc_core|chttp2|absl"),
     ("asyncio event loop", r"asyncio/|_asyncio|selectors\.py|uvloop"),
     ("garbage collection", r"gc_collect|collect_generations|_PyGC|gc_collect_main"),
     ("kernel / libc (syscalls, epoll, locks)", r"libc\.so|libpthread|epoll|__libc|syscall|futex"),
@@ -58,7 +69,14 @@ def parse_raw(path: Path) -> list[tuple[list[str], int]]:
     return out
 
 
+def is_idle(stack: list[str]) -> bool:
+    return bool(IDLE_LEAF.match(stack[-1])) or (stack[-1].startswith("0x") and any(IDLE_WAIT.search(f) for f in stack))
+
+
 def part_of(stack: list[str]) -> str:
+    for name, pattern in SYSCALLS:
+        if pattern.search(stack[-1]):
+            return name
     for frame in reversed(stack):
         for name, pattern in PARTS:
             if pattern.search(frame):
@@ -66,7 +84,8 @@ def part_of(stack: list[str]) -> str:
     return "other"
 
 
-def report(samples: list[tuple[list[str], int]], top: int) -> str:
+def report(all_samples: list[tuple[list[str], int]], top: int) -> str:
+    samples = [(stack, count) for stack, count in all_samples if not is_idle(stack)]
     total = sum(c for _, c in samples) or 1
     parts: Counter[str] = Counter()
     inclusive: Counter[str] = Counter()
@@ -76,13 +95,15 @@ def report(samples: list[tuple[list[str], int]], top: int) -> str:
         seen = set()
         for frame in stack:
             m = OWN.match(frame)
-            if m:
+            if m and "groupcoord/cli.py" not in frame and "__main__" not in frame:
                 key = f"{m.group(1)} ({m.group(2)})"
                 if key not in seen:
                     seen.add(key)
                     inclusive[key] += count
         leaves[re.sub(r":\d+\)$", ")", stack[-1])] += count
-    lines = [f"{total:,} CPU samples (all threads)", "", "| part of the path | share of samples |", "|---|---|"]
+    everything = sum(c for _, c in all_samples)
+    lines = [f"{total:,} busy samples of {everything:,} (all threads; waiting ones dropped)", "",
+             "| part of the path | share of samples |", "|---|---|"]
     lines += [f"| {name} | {100 * n / total:.1f}% |" for name, n in parts.most_common()]
     lines += ["", "| groupcoord function (inclusive) | share |", "|---|---|"]
     lines += [f"| `{name}` | {100 * n / total:.1f}% |" for name, n in inclusive.most_common(top)]
@@ -104,7 +125,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="a `groupcoord serve` config")
     p.add_argument("--top", type=int, default=25)
     p.add_argument("--raw", type=Path, help="keep py-spy's collapsed stacks here")
+    p.add_argument("--analyze", type=Path, metavar="RAW", help="only print the report of stacks recorded before")
     args = p.parse_args(argv)
+    if args.analyze is not None:
+        print(report(parse_raw(args.analyze), args.top))
+        return 0
 
     binary = build_generator()
     port = free_port()
@@ -126,7 +151,7 @@ def main(argv: list[str] | None = None) -> int:
                 break
         time.sleep(1)
         progress(f"py-spy record --native for {args.seconds} s")
-        spy = subprocess.run([str(Path(sys.executable).parent / "py-spy"), "record", "--native", "--nonblocking",
+        spy = subprocess.run([str(Path(sys.executable).parent / "py-spy"), "record", "--native",
                               "-p", str(server.pid), "-d", str(args.seconds), "-r", str(args.sampling_rate),
                               "-f", "raw", "-o", str(raw)], capture_output=True, text=True, check=False)
         if spy.returncode != 0:

@@ -236,20 +236,22 @@ func run(o options) (map[string]any, error) {
 	progress("stable after %.1f s; %.0f heartbeats/s for %s warm-up + %s measured", joinS, o.rate, o.warmup, o.seconds)
 	t0 := time.Now().Add(200 * time.Millisecond)
 	rec := newRecorder(t0.Add(o.warmup), t0.Add(o.warmup+o.seconds))
-	var cpu0, cpu1, own0, own1 float64
+	var cpu0, cpu1, own0, own1, sys0, sys1 float64
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		time.Sleep(time.Until(rec.windowStart))
 		own0 = ownCPU()
 		if o.serverPID > 0 {
-			cpu0 = processCPU(o.serverPID)
+			u, sy := processCPUSplit(o.serverPID)
+			cpu0, sys0 = u+sy, sy
 		}
 		progress("measuring")
 		time.Sleep(time.Until(rec.windowEnd))
 		own1 = ownCPU()
 		if o.serverPID > 0 {
-			cpu1 = processCPU(o.serverPID)
+			u, sy := processCPUSplit(o.serverPID)
+			cpu1, sys1 = u+sy, sy
 		}
 		progress("window over; waiting for late answers")
 	}()
@@ -266,6 +268,7 @@ func run(o options) (map[string]any, error) {
 	if o.serverPID > 0 {
 		secs := rec.windowEnd.Sub(rec.windowStart).Seconds()
 		out["server_cpu_s"] = cpu1 - cpu0
+		out["server_sys_cpu_s"] = sys1 - sys0
 		out["idle_cpu_s"] = o.idleCPURate * secs
 		if c := out["completed"].(int); c > 0 {
 			out["cpu_per_heartbeat_us"] = (cpu1 - cpu0 - o.idleCPURate*secs) / float64(c) * 1e6

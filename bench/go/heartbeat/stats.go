@@ -95,35 +95,37 @@ func (r *recorder) summary() map[string]any {
 	}
 }
 
-// processCPU is the CPU seconds (user + system) of `pid`, its waited-for children and every live
+// processCPUSplit is the CPU seconds, as (user, system), of `pid`, its waited-for children and every live
 // descendant (groupcoord's forkserver and background workers; the JVM's threads are in its own figure).
-func processCPU(pid int) float64 {
-	total := 0.0
+func processCPUSplit(pid int) (float64, float64) {
+	var user, sys float64
 	for i, p := range append([]int{pid}, descendants(pid)...) {
-		total += statCPU(p, i == 0)
+		u, s := statCPU(p, i == 0)
+		user += u
+		sys += s
 	}
-	return total
+	return user, sys
 }
 
 const clockTicks = 100.0 // USER_HZ: 100 on every Linux this runs on
 
-func statCPU(pid int, withChildren bool) float64 {
+// statCPU is (user, system) CPU seconds of one process, with its waited-for children's when asked.
+func statCPU(pid int, withChildren bool) (float64, float64) {
 	raw, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
 	if err != nil {
-		return 0
+		return 0, 0
 	}
 	s := string(raw)
 	fields := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
-	sum := 0.0
-	last := 12
+	tick := func(i int) float64 {
+		v, _ := strconv.ParseFloat(fields[i], 64)
+		return v / clockTicks
+	}
+	user, sys := tick(11), tick(12) // utime, stime
 	if withChildren {
-		last = 14
+		user, sys = user+tick(13), sys+tick(14) // cutime, cstime
 	}
-	for _, f := range fields[11 : last+1] { // utime, stime (, cutime, cstime)
-		v, _ := strconv.ParseFloat(f, 64)
-		sum += v
-	}
-	return sum / clockTicks
+	return user, sys
 }
 
 func descendants(pid int) []int {
