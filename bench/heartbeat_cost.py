@@ -265,7 +265,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--echo-option", action="append", default=[], metavar="KEY=VALUE",
                    help="a gRPC channel argument of the echo servers (repeatable)")
     p.add_argument("--json", type=Path, help="also write the rows' raw results here")
+    p.add_argument("--quick", action="store_true", help="a short run: 500 members, 10 s rows, 2 s warm-up")
     args = p.parse_args(argv)
+    if args.quick:
+        args.members, args.seconds, args.warmup, args.settle = 500, 10, 2, 10
 
     rows = parse_rows(args.rows)
     if args.sync_echo:

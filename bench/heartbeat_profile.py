@@ -126,7 +126,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--top", type=int, default=25)
     p.add_argument("--raw", type=Path, help="keep py-spy's collapsed stacks here")
     p.add_argument("--analyze", type=Path, metavar="RAW", help="only print the report of stacks recorded before")
+    p.add_argument("--quick", action="store_true", help="500 members, 10 s sampled")
     args = p.parse_args(argv)
+    if args.quick:
+        args.members, args.seconds = 500, 10
     if args.analyze is not None:
         print(report(parse_raw(args.analyze), args.top))
         return 0
