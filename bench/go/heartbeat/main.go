@@ -2,7 +2,7 @@
 // topic, brings them to a stable assignment, then sends steady heartbeats open loop at an offered rate and
 // prints the achieved rate, latency percentiles from each heartbeat's scheduled send time (so a backlog
 // counts in full: coordinated-omission free), errors by name, and, with -server-pid, the server's CPU per
-// heartbeat from /proc minus an idle baseline.
+// heartbeat from /proc minus an idle baseline: one summary line on stderr, the full result as JSON on stdout.
 //
 // It speaks groupcoord's gRPC API (stubs generated from proto/ into gcpb/: unary ConsumerGroupHeartbeat,
 // ConsumerGroupHeartbeatStream, ConsumerGroupHeartbeatBatchStream) or Kafka's own protocol
@@ -291,6 +291,12 @@ func main() {
 		fmt.Fprintln(os.Stderr, "heartbeat:", err)
 		os.Exit(1)
 	}
+	cpu := "-"
+	if v, ok := out["cpu_per_heartbeat_us"].(float64); ok {
+		cpu = fmt.Sprintf("%.0f µs", v)
+	}
+	progress("offered %.0f/s: achieved %.0f/s, p50 %.2f ms, p99 %.2f ms, errors %v, unanswered %v, server CPU per heartbeat %s",
+		o.rate, out["achieved"], out["p50_ms"], out["p99_ms"], out["errors"], out["unfinished"], cpu)
 	enc := json.NewEncoder(os.Stdout)
 	_ = enc.Encode(out)
 }
