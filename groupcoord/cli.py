@@ -306,7 +306,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         await server.stop(grace_s=5.0)
 
     from groupcoord.coordinator.runtime.kafka_log import StateTopicError
-    from groupcoord.coordinator.runtime.log import LogCorruptError
+    from groupcoord.coordinator.runtime.log_frames import LogCorruptError
 
     try:
         asyncio.run(main())
@@ -494,7 +494,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
 def cmd_log(args: argparse.Namespace) -> int:
     """Exit 0: intact (or repaired); 1: damaged (check) or not repaired; 2: not a state directory."""
     from groupcoord.coordinator.runtime import log_check
-    from groupcoord.coordinator.runtime.log import LogCorruptError
+    from groupcoord.coordinator.runtime.log_frames import LogCorruptError
 
     try:
         check = log_check.check_directory(Path(args.dir))
