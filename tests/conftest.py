@@ -59,6 +59,7 @@ HEAVY: dict[str, tuple[str, ...]] = {
     "docs/test_runnable_blocks.py": ("integration",),
     "test_packaging.py": ("integration",),
     "test_architecture.py": ("integration",),
+    "test_go_proto_drift.py": ("integration",),
     "test_plots.py": ("integration",),
     # In-process files of heavy folders (an empty entry: the fast set takes them).
     "auth/test_compose_tls.py": (),
