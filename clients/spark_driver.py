@@ -106,6 +106,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help="seconds to wait for the source to commit and leave before stopping anyway (default 60)")
     p.add_argument("--master", default="local[1]", help="Spark master (default local[1])")
     p.add_argument("--driver-memory", default="512m", help="spark.driver.memory (default 512m)")
+    p.add_argument("--executor-memory", default="512m",
+                   help="spark.executor.memory on a cluster (--master spark://...; default 512m)")
+    p.add_argument("--cores-max", type=int, default=None,
+                   help="spark.cores.max on a cluster: executor cores this application takes at most "
+                        "(default: Spark's, all the cluster offers)")
     p.add_argument("--tasks-per-batch", type=int, default=None,
                    help="Spark tasks per micro-batch (default: the cores of a local[N] master, else 2)")
     p.add_argument("--shuffle-partitions", type=int, default=1, help="spark.sql.shuffle.partitions (default 1)")
@@ -221,11 +226,22 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _spark_session(args: argparse.Namespace, name: str) -> Any:
-    return spark_session(args.master, f"groupcoord-{name}", args.driver_memory, args.shuffle_partitions)
+    return spark_session(args.master, f"groupcoord-{name}", args.driver_memory, args.shuffle_partitions,
+                         executor_memory=args.executor_memory, cores_max=args.cores_max)
 
 
-def spark_session(master: str, app_name: str, driver_memory: str, shuffle_partitions: int) -> Any:
-    """A local Spark session set up to run this project's source (the drivers and `bench.spark_source_bench`)."""
+def spark_session(master: str, app_name: str, driver_memory: str, shuffle_partitions: int, *,
+                  executor_memory: str = "512m", cores_max: int | None = None, jars: Sequence[str] = (),
+                  extra: Mapping[str, str] | None = None) -> Any:
+    """A Spark session set up to run this project's source (the drivers, the benchmarks, the parity tests).
+
+    On a cluster (``spark://...``) executors are JVMs a worker starts, with the worker's environment and a
+    working directory of their own; their Python workers get only what the driver ships: the interpreter
+    (``spark.pyspark.python``) and ``spark.executorEnv.*``. So the project's root goes to them as PYTHONPATH,
+    as it goes to the local-mode Python workers through this process's environment. `jars` are added with
+    ``spark.jars`` (e.g. Spark's own Kafka source, `groupcoord.spark_kafka_jars`); the driver serves them to
+    the executors.
+    """
     from pyspark.sql import SparkSession
 
     # Spark's Python workers and the source's reader process import this project; make sure they find it
@@ -233,18 +249,33 @@ def spark_session(master: str, app_name: str, driver_memory: str, shuffle_partit
     root = str(Path(__file__).resolve().parent.parent)
     os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH", "")) if p)
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    return (SparkSession.builder.master(master).appName(app_name)
-            .config("spark.driver.memory", driver_memory)
-            .config("spark.ui.enabled", "false")
-            .config("spark.ui.showConsoleProgress", "false")
-            .config("spark.sql.shuffle.partitions", str(shuffle_partitions))
-            .config("spark.sql.adaptive.enabled", "false")
-            .config("spark.log.level", "WARN")
-            # Python workers connect back over a Unix socket, not a loopback TCP port: Spark's listener
-            # accepts the first connection only, and a stray one (any client retrying a port the kernel has
-            # since handed to Spark) failed the query with "Authentication failed".
-            .config("spark.python.unix.domain.socket.enabled", "true")
-            .getOrCreate())
+    builder = (SparkSession.builder.master(master).appName(app_name)
+               .config("spark.driver.memory", driver_memory)
+               .config("spark.ui.enabled", "false")
+               .config("spark.ui.showConsoleProgress", "false")
+               .config("spark.sql.shuffle.partitions", str(shuffle_partitions))
+               .config("spark.sql.adaptive.enabled", "false")
+               .config("spark.log.level", "WARN")
+               # Python workers connect back over a Unix socket, not a loopback TCP port: Spark's listener
+               # accepts the first connection only, and a stray one (any client retrying a port the kernel has
+               # since handed to Spark) failed the query with "Authentication failed".
+               .config("spark.python.unix.domain.socket.enabled", "true"))
+    if master.startswith("spark://"):
+        builder = (builder.config("spark.pyspark.python", os.environ["PYSPARK_PYTHON"])
+                   .config("spark.executorEnv.PYTHONPATH", root)
+                   .config("spark.executor.memory", executor_memory)
+                   .config("spark.executor.cores", "1"))
+        if cores_max is not None:
+            builder = builder.config("spark.cores.max", str(cores_max))
+        host = master[len("spark://"):].split(",")[0].rpartition(":")[0]
+        if host in ("127.0.0.1", "localhost"):  # a loopback cluster: executors call the driver back there
+            builder = builder.config("spark.driver.host", "127.0.0.1").config("spark.driver.bindAddress",
+                                                                              "127.0.0.1")
+    if jars:
+        builder = builder.config("spark.jars", ",".join(jars))
+    for key, value in (extra or {}).items():
+        builder = builder.config(key, value)
+    return builder.getOrCreate()
 
 
 def _discard_old_staging(root: Path, name: str) -> None:
