@@ -66,7 +66,13 @@ TopicPartition = tuple[str, int]
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m groupcoord.clients.spark_driver", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--coordinator", required=True, help="groupcoord address HOST:PORT")
+    p.add_argument("--coordinator", default=None, help="groupcoord address HOST:PORT (required but with "
+                   "--source kafka)")
+    p.add_argument("--source", choices=["groupcoord", "kafka"], default="groupcoord",
+                   help="kafka: Spark's own Kafka source instead (spark-sql-kafka-0-10, its jars in --jars), for "
+                        "comparisons: every driver reads every partition, its batches are written at once "
+                        "(at-least-once), and --group and the group options are ignored")
+    p.add_argument("--jars", default="", help="spark.jars, comma-separated (Spark's Kafka source for --source kafka)")
     p.add_argument("--tls-ca", default=None, help="reach the coordinator over TLS, trusting this CA file (PEM); "
                    "a bearer token comes from $GROUPCOORD_TOKEN")
     p.add_argument("--tls-cert", default=None, help="client certificate (PEM) for mTLS, with --tls-key")
@@ -138,7 +144,10 @@ class _Progress:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.source == "groupcoord" and not args.coordinator:
+        parser.error("--coordinator is required (but with --source kafka)")
     logging.basicConfig(level=getattr(logging, str(args.log_level).upper(), logging.INFO),
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     output = Path(args.output).resolve()
@@ -202,6 +211,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             except StreamingQueryException:
                 break  # the query failed: reported below, from query.exception()
         rc = 0
+        if query.isActive and args.source == "kafka":  # no group to leave: a batch is written whole or not
+            query.stop()
         if query.isActive:
             progress.state = "draining"
             progress.save(output)
@@ -227,7 +238,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _spark_session(args: argparse.Namespace, name: str) -> Any:
     return spark_session(args.master, f"groupcoord-{name}", args.driver_memory, args.shuffle_partitions,
-                         executor_memory=args.executor_memory, cores_max=args.cores_max)
+                         executor_memory=args.executor_memory, cores_max=args.cores_max,
+                         jars=[j for j in args.jars.split(",") if j])
 
 
 def spark_session(master: str, app_name: str, driver_memory: str, shuffle_partitions: int, *,
@@ -292,6 +304,8 @@ def _discard_old_staging(root: Path, name: str) -> None:
 def _load(spark: Any, args: argparse.Namespace, output: Path, drain_file: Path, staging: Path) -> Any:
     """The source's DataFrame; nothing joins the group before the query starts. The sink writes each batch into
     `staging`; the source moves it to OUTPUT/batches once the batch's offsets are committed."""
+    if args.source == "kafka":
+        return _load_spark_kafka(spark, args)
     from groupcoord.clients.spark_source import GroupcoordDataSource
 
     spark.dataSource.register(GroupcoordDataSource)
@@ -327,11 +341,27 @@ def _load(spark: Any, args: argparse.Namespace, output: Path, drain_file: Path, 
     return reader.load()
 
 
+def _load_spark_kafka(spark: Any, args: argparse.Namespace) -> Any:
+    """Spark's own Kafka source with the same topics, start and batch size: the application reads every
+    partition itself (positions in its checkpoint), whatever other applications read."""
+    reader = (spark.readStream.format("kafka").option("kafka.bootstrap.servers", args.bootstrap_servers)
+              .option("startingOffsets", args.starting_offsets))
+    if args.topic:
+        reader = reader.option("subscribe", ",".join(args.topic))
+    if args.max_offsets_per_trigger is not None:
+        reader = reader.option("maxOffsetsPerTrigger", str(args.max_offsets_per_trigger))
+    for item in args.option:
+        key, _, value = item.partition("=")
+        reader = reader.option(key.strip(), value)
+    return reader.load()
+
+
 def _start_query(df: Any, args: argparse.Namespace, output: Path, run: str, checkpoint: Path,
                  progress: _Progress) -> Any:
     from pyspark.sql import functions as F
 
-    staging = output / "staging" / run
+    # Spark's source publishes nothing: its sink writes straight into OUTPUT/batches
+    staging = output / "batches" if args.source == "kafka" else output / "staging" / run
 
     def write_batch(batch: Any, batch_id: int) -> None:
         if args.sink == "rows":

@@ -129,6 +129,11 @@ class SparkStandaloneCluster:
         finally:
             log.close()
 
+    @property
+    def pids(self) -> tuple[int, ...]:
+        """The daemons' process ids (executors are their children)."""
+        return tuple(p.pid for p in self._procs)
+
     def state(self) -> dict[str, Any]:
         """The master's ``/json/``: workers, cores, memory, active and completed applications."""
         with urllib.request.urlopen(f"{self.web_url}/json/", timeout=5) as reply:
