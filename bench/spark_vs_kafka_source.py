@@ -99,6 +99,13 @@ def sample(driver_pid: int, app_id: str | None, coordinator_pid: int | None) -> 
     return CpuSample(driver, executors, coordinator, time.monotonic())
 
 
+def _load() -> str:
+    try:
+        return " ".join(Path("/proc/loadavg").read_text().split()[:3])
+    except OSError:
+        return "?"
+
+
 # --- producing --------------------------------------------------------------------------------------------------
 def produce_backlog(bootstrap: str, topic: str, partitions: int, records: int, value_bytes: int) -> None:
     from confluent_kafka import Producer
@@ -119,6 +126,7 @@ def produce_backlog(bootstrap: str, topic: str, partitions: int, records: int, v
                 print(f"  backlog: {i:,} of {records:,} produced", flush=True)
     if producer.flush(60) != 0:
         raise RuntimeError("the producer could not deliver every record")
+    del producer  # destroyed now: it must not outlive the broker
 
 
 def produce_live(bootstrap: str, topic: str, partitions: int, rate: float, seconds: float,
@@ -138,6 +146,7 @@ def produce_live(bootstrap: str, topic: str, partitions: int, rate: float, secon
         producer.poll(0)
         time.sleep(0.005)
     producer.flush(30)
+    del producer  # destroyed now: it must not outlive the broker
     return sent
 
 
@@ -325,7 +334,8 @@ def main(argv: list[str] | None = None) -> int:
 
     jars = kafka_source_jars()
     workdir = Path(tempfile.mkdtemp(prefix="spark-side-by-side-"))
-    print(f"{os.cpu_count()} cores; {args.records:,} backlog records of {args.value_bytes} B in {args.partitions} "
+    print(f"{os.cpu_count()} cores, load average {_load()}; {args.records:,} backlog records of {args.value_bytes} B "
+          f"in {args.partitions} "
           f"partitions; maxOffsetsPerTrigger {args.per_batch:,}; trigger {args.trigger_ms} ms; live "
           f"{args.live_rate:,.0f} records/s for {args.live_seconds:.0f} s; PySpark {jars.pyspark_version}, "
           f"spark-sql-kafka-0-10 {jars.version}; logs in {workdir}", flush=True)
@@ -367,7 +377,9 @@ def main(argv: list[str] | None = None) -> int:
             coordinator.stop()
     print()
     print_table(runs, {"kafka": 'format("kafka")', "groupcoord": 'format("groupcoord")'})
-    print("\nus/rec: CPU microseconds per backlog record (steady batches); cores: CPU while live records flow; "
+    print(f"\nload average at the end: {_load()} (other work on the machine slows both sources alike; the "
+          "rounds alternate which goes first)")
+    print("us/rec: CPU microseconds per backlog record (steady batches); cores: CPU while live records flow; "
           "coord: the groupcoord coordinator process (Spark's source has none).")
     return 0 if all(not r.notes for r in runs) else 1
 

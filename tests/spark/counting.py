@@ -66,8 +66,12 @@ def _rows(outputs: list[Path]) -> list[tuple[str, str, int, int]]:
 
 
 def count_through_a_clean_leave_and_a_crash(kafka: EmbeddedKafka | KafkaBroker, launch_driver: LaunchDriver,
-                                            *driver_args: str, start_timeout_s: float = 240) -> Counted:
-    """Run the scenario (extra `driver_args` go to every driver, e.g. ``--master spark://...``) and check it."""
+                                            *driver_args: str, start_timeout_s: float = 240,
+                                            prestart_c: bool = False) -> Counted:
+    """Run the scenario (extra `driver_args` go to every driver, e.g. ``--master spark://...``) and check it.
+
+    `prestart_c`: c starts its Spark with a and b and waits (``--wait-for``) to join the group until b is
+    asked to leave, so its Spark start-up is not in the test's time; it joins at the same moment either way."""
     run = uuid.uuid4().hex[:8]  # the real broker serves the whole session
     topic, group = f"{TOPIC}-{run}", f"{GROUP}-{run}"
     kafka.create_topic(topic, PARTITIONS)
@@ -77,13 +81,21 @@ def count_through_a_clean_leave_and_a_crash(kafka: EmbeddedKafka | KafkaBroker, 
     try:
         a = launch_driver("a", group, topic, *args, "--batch-delay-ms", str(CRASH_WINDOW_MS))
         b = launch_driver("b", group, topic, *args)
+        go = a.output.parent / f"c-go-{run}"
+        c = launch_driver("c", group, topic, *args, "--wait-for", str(go)) if prestart_c else None
         wait_until(lambda: all(_owns(d) and d.progress().get("records", 0) > 0 for d in (a, b)), start_timeout_s,
                    "drivers a and b to share the topic and process records", (a, b))
 
         # b leaves cleanly while c starts: a takes b's partitions, then gives some to c (cooperatively).
+        if c is not None:
+            wait_until(lambda: c is not None and c.progress().get("state") == "waiting", start_timeout_s,
+                       "c's Spark to start", (c,))
         leaving = threading.Thread(target=b.terminate, name="stop-b")
         leaving.start()
-        c = launch_driver("c", group, topic, *args)
+        if c is None:
+            c = launch_driver("c", group, topic, *args)
+        else:
+            go.write_text("go\n")
         leaving.join(90)
         assert b.proc is not None and b.proc.returncode == 0, "b did not stop cleanly"
         assert b.progress().get("state") == "stopped"
