@@ -98,6 +98,9 @@ def _run_query(spark: Any, args: argparse.Namespace, phase: str, topic: str, eve
         query.awaitTermination(0.1)
     error = query.exception()
     query.stop()
+    # where each trigger's time went (Spark's own progress): latestOffset, queryPlanning, addBatch, walCommit, ...
+    events.emit("progress", phase=phase, durations=[
+        {k: int(v) for k, v in p["durationMs"].items()} for p in query.recentProgress if p["numInputRows"] > 0])
     if error is not None:
         raise RuntimeError(f"{phase} query failed: {error}")
     return seen

@@ -167,6 +167,7 @@ class Run:
     live_records: int = 0
     live_seen: int = 0
     backlog_batches: int = 0
+    durations: dict[str, list[dict[str, int]]] = field(default_factory=dict)  # phase -> Spark's durationMs
     notes: list[str] = field(default_factory=list)
 
 
@@ -267,6 +268,9 @@ def run_driver(source: str, rnd: int, args: argparse.Namespace, env: dict[str, A
                 proc.kill()
                 proc.wait(10)
         log.close()
+    for e in _events(events_path):
+        if e["kind"] == "progress":
+            run.durations[e["phase"]] = e["durations"]
     if run.live_seen > run.live_records:
         run.notes.append(f"{run.live_seen - run.live_records} live rows more than produced")
     return run
@@ -305,6 +309,20 @@ def print_table(runs: list[Run], label: dict[str, str]) -> None:
             medians = [statistics.median([v[i] for v in mine if v[i] == v[i]] or [float("nan")])
                        for i in range(len(mine[0]))]
             print(_row(label[source], "med", medians))
+
+
+STAGES = ("latestOffset", "queryPlanning", "addBatch", "walCommit", "commitOffsets", "triggerExecution")
+
+
+def print_stages(runs: list[Run], label: dict[str, str]) -> None:
+    """Median milliseconds per non-empty trigger, by Spark's progress stages (recentProgress keeps the last 100)."""
+    print(f"{'source':<22}  {'phase':<7}  {'triggers':>8}  " + "  ".join(f"{s:>16}" for s in STAGES))
+    for source in label:
+        for phase in ("backlog", "live"):
+            rows = [d for r in runs if r.source == source for d in r.durations.get(phase, [])]
+            if rows:
+                cells = [statistics.median([d.get(s, 0) for d in rows]) for s in STAGES]
+                print(f"{label[source]:<22}  {phase:<7}  {len(rows):>8}  " + "  ".join(f"{c:>16,.0f}" for c in cells))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -376,7 +394,10 @@ def main(argv: list[str] | None = None) -> int:
                 cluster.close()
             coordinator.stop()
     print()
-    print_table(runs, {"kafka": 'format("kafka")', "groupcoord": 'format("groupcoord")'})
+    labels = {"kafka": 'format("kafka")', "groupcoord": 'format("groupcoord")'}
+    print_table(runs, labels)
+    print("\nmedian ms per non-empty trigger, by Spark's progress stages (addBatch: the tasks and the sink)")
+    print_stages(runs, labels)
     print(f"\nload average at the end: {_load()} (other work on the machine slows both sources alike; the "
           "rounds alternate which goes first)")
     print("us/rec: CPU microseconds per backlog record (steady batches); cores: CPU while live records flow; "
