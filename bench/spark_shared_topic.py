@@ -105,10 +105,10 @@ def two_applications(kind: str, env: dict[str, Any], args: argparse.Namespace, o
     total = sum(e for _, e in produced.values())
     try:
         if monitor is not None:
-            _wait("the group to commit every record", 120, lambda: all(
+            _wait("the group to commit every record", args.start_timeout, lambda: all(
                 c is not None and c >= e for _, e, c in monitor.offsets().values()), drivers)
         else:
-            _wait("each application to read every record", 120,
+            _wait("each application to read every record", args.start_timeout,
                   lambda: all(d.progress().get("records", 0) >= total for d in drivers), drivers)
     finally:
         for d in drivers:
@@ -142,7 +142,7 @@ def share_group(env: dict[str, Any], output: Path, start_timeout_s: float) -> Ac
     act = ShareAct(env["broker"], env["coordinator"], output, lambda s: print(f"  {s}", flush=True),
                    lines.append).prepare("512m", tuple(env["spark_args"]))
     try:
-        result = act.run(start_timeout_s)
+        result = act.run(start_timeout_s, catch_up_s=start_timeout_s)
     finally:
         act.stop()
     return Act("share group, 3 drivers / 2 partitions", result["produced"], result["per_driver"],
@@ -215,11 +215,15 @@ def main(argv: list[str] | None = None) -> int:
                              lambda: two_applications("kafka", env, args, output))):
             print(title, flush=True)
             started = time.monotonic()
-            acts.append(play())
+            try:
+                acts.append(play())
+            except RuntimeError as e:  # a busy machine can time an act out: say so, and play the others
+                acts.append(Act(title[3:], note=f"did not finish: {e}"))
             print(f"  done in {time.monotonic() - started:.0f} s", flush=True)
+            print_table(acts[-1:])
     print()
     print_table(acts)
-    return 0
+    return 0 if not any(a.note.startswith("did not finish") for a in acts) else 1
 
 
 if __name__ == "__main__":

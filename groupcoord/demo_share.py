@@ -66,7 +66,7 @@ class ShareAct:
                 "--driver-memory", driver_memory, "--wait-for", str(self.go), *spark_args]).start()
         return self
 
-    def run(self, start_timeout_s: float) -> dict[str, Any]:
+    def run(self, start_timeout_s: float, catch_up_s: float = 60.0) -> dict[str, Any]:
         from groupcoord.demo import SkewedProducer
 
         self.say(f"share-group act: {len(DRIVERS)} Spark drivers on a {PARTITIONS}-partition topic {TOPIC} as share "
@@ -85,7 +85,8 @@ class ShareAct:
         finally:
             producer.stop()
         ends = _end_offsets(self.kafka.bootstrap_servers)
-        self._wait(60, lambda: all(_start_offsets(self.coordinator).get(p, -1) >= e for p, e in ends.items()),
+        self._wait(catch_up_s, lambda: all(_start_offsets(self.coordinator).get(p, -1) >= e
+                                           for p, e in ends.items()),
                    "the share drivers to acknowledge every record")
         for d in self.drivers.values():
             d.terminate(60)
