@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from groupcoord.assignors.registry import server_assignor_names
 from groupcoord.coordinator.core.errors import CoordinatorError, Errors
@@ -190,6 +190,21 @@ BROKER_CONFIG_DEFS: dict[str, ConfigDef] = {
                   1024, INT32_MAX),
         ConfigDef("groupcoord.response.max.bytes", int, 4 * 1024 * 1024,
                   "The largest gRPC response the server sends.", 1024, INT32_MAX),
+        # Bursts (a restart: every member rejoins at once) wait in gRPC's queue of calls not yet taken up.
+        ConfigDef("queued.max.requests", int, 20_000,
+                  "Calls gRPC may hold before the coordinator takes them up (gRPC's grpc.server.max_pending_requests "
+                  "and its hard limit), beyond which they fail; size it for the members that may rejoin at once, "
+                  "as after a restart. gRPC's default is 1,000 (refusing at random from there to 3,000); Kafka's "
+                  "queued.max.requests, 500, bounds its own request queue.", 1, INT32_MAX),
+        ConfigDef("groupcoord.max.concurrent.requests", int, 0,
+                  "Load shedding: the most calls the coordinator works on at once (a stream counts for its life); "
+                  "a call beyond it is refused at once with RESOURCE_EXHAUSTED, on which groupcoord's clients back "
+                  "off (jittered, exponential). 0: no limit, calls wait in the queued.max.requests queue.",
+                  0, INT32_MAX),
+        ConfigDef("groupcoord.grpc.max.concurrent.streams", int, 0,
+                  "HTTP/2 flow control: the most calls one client connection may have open at once; the client "
+                  "queues the rest itself (gRPC's grpc.max_concurrent_streams). 0: no limit (gRPC's default). A "
+                  "long-lived heartbeat stream holds one for its life.", 0, INT32_MAX),
         # The local state log (`serve --state-dir`); groupcoord's own names.
         ConfigDef("groupcoord.log.fsync", str, "always",
                   "When an append is acknowledged: always (after fsync, group-committed), interval (after write; "
@@ -379,3 +394,36 @@ def render_value(value: Any) -> str:
     if isinstance(value, list):
         return ",".join(value)
     return str(value)
+
+
+class GroupConfigSource(Protocol):
+    config: BrokerConfig
+
+    def group_config(self, group_id: str, name: str) -> Any: ...
+
+
+class ModernGroupConfigs:
+    """One consumer or share group's settings: its override (`<type>.<name>`, AlterGroupConfigs) over the
+    broker's (`group.<type>.<name>`), -1 meaning unset, as Kafka's GroupConfigManager. One lookup for every
+    modern group type (streams groups validate theirs as a whole: `streams_config.StreamsGroupConfig`)."""
+
+    def __init__(self, source: GroupConfigSource, group_type: str) -> None:
+        self.source = source
+        self.group_type = group_type
+
+    def value(self, group_id: str, name: str) -> Any:
+        v = self.source.group_config(group_id, f"{self.group_type}.{name}")
+        return self.source.config[f"group.{self.group_type}.{name}"] if v is None or v == -1 else v
+
+    def session_timeout_ms(self, group_id: str) -> int:
+        return int(self.value(group_id, "session.timeout.ms"))
+
+    def heartbeat_interval_ms(self, group_id: str) -> int:
+        return int(self.value(group_id, "heartbeat.interval.ms"))
+
+    def assignment_interval_ms(self, group_id: str) -> int:
+        """KIP-1263: the group's assignment interval unless -1, else the broker's."""
+        return int(self.value(group_id, "assignment.interval.ms"))
+
+    def offload_enabled(self, group_id: str) -> bool:
+        return bool(self.value(group_id, "assignor.offload.enable"))

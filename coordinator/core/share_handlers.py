@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from groupcoord.assignors.api import AssignorError, GroupSpec, MemberSpec
 from groupcoord.assignors.simple_share import SimpleShareAssignor
+from groupcoord.coordinator.core.config import ModernGroupConfigs
 from groupcoord.coordinator.core.errors import CoordinatorError, Errors
 from groupcoord.coordinator.core.principals import check_member_principal
 from groupcoord.coordinator.core.results import Result, TimerKey
@@ -59,39 +60,23 @@ if TYPE_CHECKING:
 SIMPLE = SimpleShareAssignor()  # also registered by name in groupcoord.assignors.builtin, for offloaded runs
 
 
-class ShareConfigs:
-    """Group overrides (`share.*`) over the broker's `group.share.*`, as Kafka's GroupConfigManager."""
+class ShareConfigs(ModernGroupConfigs):
+    """Share groups' settings (`share.*` over `group.share.*`), with those only share groups have."""
 
     def __init__(self, shard: GroupCoordinatorShard) -> None:
-        self.shard = shard
-
-    def _value(self, group_id: str, group_name: str, broker_name: str) -> Any:
-        v = self.shard.group_config(group_id, group_name)
-        return self.shard.config[broker_name] if v is None or v == -1 else v
-
-    def session_timeout_ms(self, gid: str) -> int:
-        return int(self._value(gid, "share.session.timeout.ms", "group.share.session.timeout.ms"))
-
-    def heartbeat_interval_ms(self, gid: str) -> int:
-        return int(self._value(gid, "share.heartbeat.interval.ms", "group.share.heartbeat.interval.ms"))
-
-    def assignment_interval_ms(self, gid: str) -> int:
-        return int(self._value(gid, "share.assignment.interval.ms", "group.share.assignment.interval.ms"))
-
-    def offload_enabled(self, gid: str) -> bool:
-        return bool(self._value(gid, "share.assignor.offload.enable", "group.share.assignor.offload.enable"))
+        super().__init__(shard, "share")
 
     def record_lock_duration_ms(self, gid: str) -> int:
-        return int(self._value(gid, "share.record.lock.duration.ms", "group.share.record.lock.duration.ms"))
+        return int(self.value(gid, "record.lock.duration.ms"))
 
     def delivery_count_limit(self, gid: str) -> int:
-        return int(self._value(gid, "share.delivery.count.limit", "group.share.delivery.count.limit"))
+        return int(self.value(gid, "delivery.count.limit"))
 
     def max_record_locks(self, gid: str) -> int:
-        return int(self._value(gid, "share.partition.max.record.locks", "group.share.partition.max.record.locks"))
+        return int(self.value(gid, "partition.max.record.locks"))
 
     def auto_offset_reset(self, gid: str) -> str:
-        return str(self.shard.group_config(gid, "share.auto.offset.reset"))
+        return str(self.source.group_config(gid, "share.auto.offset.reset"))
 
 
 def install(shard: GroupCoordinatorShard) -> None:
@@ -224,7 +209,7 @@ def _heartbeat(shard: GroupCoordinatorShard, r: ShareGroupHeartbeatRequest,
             before.principal, epoch, before.member_epoch if before.member_epoch != epoch
             else before.previous_member_epoch, target)
         shard._write(result, assignment_record(gid, reconciled))
-    group.arm(result, session_timer(gid, member_id), now + configs.session_timeout_ms(gid))
+    shard.arm_timer(result, session_timer(gid, member_id), now + configs.session_timeout_ms(gid))
     after = group.members[member_id]
     result.response = ShareGroupHeartbeatResponse(
         member_id=member_id, member_epoch=after.member_epoch,
@@ -254,7 +239,7 @@ def remove_member(shard: GroupCoordinatorShard, group: ShareGroup, member_id: st
     if member_id in group.target_assignment:
         shard._write(result, ShareGroupTargetAssignmentMemberTombstone(gid, member_id))
     shard._write(result, ShareGroupMemberMetadataTombstone(gid, member_id))
-    group.disarm(result, session_timer(gid, member_id))
+    _disarm(shard, result, session_timer(gid, member_id))
     limit = shard.share_configs.delivery_count_limit(gid)
     for (t, p), sp in list(group.partitions.items()):
         released = sp.release_member(member_id, limit)
@@ -341,7 +326,7 @@ def _write_target(shard: GroupCoordinatorShard, group: ShareGroup, assignment: A
 def on_session_timer(shard: GroupCoordinatorShard, key: TimerKey, now: int) -> Result[None]:
     result: Result[None] = Result(None)
     group = shard.groups.get(key[1])
-    if not isinstance(group, ShareGroup) or not group.due(key, now) or key[2] not in group.members:
+    if not isinstance(group, ShareGroup) or key[2] not in group.members:
         return result
     shard.stats.members_fenced_session += 1
     remove_member(shard, group, key[2], now, result)
@@ -352,7 +337,7 @@ def on_lock_timer(shard: GroupCoordinatorShard, key: TimerKey, now: int) -> Resu
     """Acquisition locks expired: their records are available again (or archived at the delivery limit)."""
     result: Result[None] = Result(None)
     group = shard.groups.get(key[1])
-    if not isinstance(group, ShareGroup) or not group.due(key, now):
+    if not isinstance(group, ShareGroup):
         return result
     tp = (key[2], int(key[3]))
     sp = group.partitions.get(tp)
@@ -369,9 +354,14 @@ def _write_partition(shard: GroupCoordinatorShard, group: ShareGroup, topic_id: 
     key = lock_timer(group.group_id, topic_id, partition)
     deadline = sp.next_lock_deadline()
     if deadline is None:
-        group.disarm(result, key)
-    elif group.timer_deadlines.get(key) != deadline:
-        group.arm(result, key, deadline)
+        _disarm(shard, result, key)
+    elif shard.timer_deadlines.get(key) != deadline:
+        shard.arm_timer(result, key, deadline)
+
+
+def _disarm(shard: GroupCoordinatorShard, result: Result[Any], key: TimerKey) -> None:
+    if key in shard.timer_deadlines:
+        shard.cancel_timer(result, key)
 
 
 # =========================================================================================================

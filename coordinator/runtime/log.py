@@ -35,10 +35,8 @@ import contextlib
 import gc
 import logging
 import os
-import struct
 import threading
 import time
-import zlib
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future
 from dataclasses import dataclass
@@ -46,17 +44,23 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from groupcoord.coordinator.runtime import record_codec, snapshot_codec
+from groupcoord.coordinator.runtime.log_frames import (
+    MAX_FRAME,
+    LogCorruptError,
+    frame,
+    fsync_dir,
+    read_snapshot,
+    scan_file,
+)
 from groupcoord.coordinator.runtime.record_codec import RecordTooLargeError
 
 log = logging.getLogger("groupcoord.log")
 
-_HEADER = struct.Struct("<II")
-MAX_FRAME = 64 * 1024 * 1024  # the loader's limit on one payload; the writer refuses anything larger
 FSYNC_POLICIES = ("always", "interval", "never")
-_FIRST_BYTES = (record_codec.OPERATION_FORMAT, 0x08)  # an operation, or one record in the older format
 
 
 Waiter = Future[None] | asyncio.Future[None] | None  # what an append's caller waits on, if anyone
+ROTATE = b""  # in the writer's queue, not a frame: start the next generation here (`rotate_async`)
 
 
 def _settle(batch: list[tuple[bytes, Waiter]], error: BaseException | None) -> None:
@@ -94,159 +98,6 @@ class LoadReport:
     seconds: float
 
 
-class LogCorruptError(RuntimeError):
-    """Damage that is not a torn tail: loading stops rather than drop acknowledged records."""
-
-    def __init__(self, path: Path, offset: int, reason: str) -> None:
-        super().__init__(f"{path}: corrupt at byte {offset} ({reason}); run `groupcoord log check {path.parent}` "
-                         f"to see the damage and `groupcoord log repair {path.parent} --yes` to truncate there")
-        self.path = path
-        self.offset = offset
-        self.reason = reason
-
-
-@dataclass
-class FileScan:
-    """What one file holds: intact frames from the start, then (if damaged) where and why it stops."""
-
-    path: Path
-    size: int
-    frames: int = 0
-    records: int = 0
-    good_end: int = 0
-    bad_offset: int | None = None
-    reason: str = ""
-    resumes_at: int | None = None  # an intact frame after the damage (or the damaged frame itself is intact)
-    dropped_frames: int = 0  # intact frames from bad_offset on: what truncating there loses
-    dropped_records: int = 0
-
-    @property
-    def torn(self) -> bool:
-        return self.bad_offset is not None and self.resumes_at is None
-
-
-def frame(payload: bytes) -> bytes:
-    return _HEADER.pack(len(payload), zlib.crc32(payload)) + payload
-
-
-def frame_at(data: bytes, pos: int) -> tuple[int, bytes] | str:
-    """(end, payload) of the intact frame at `pos`, or why there is none."""
-    n = len(data)
-    if pos + _HEADER.size > n:
-        return "frame header cut short"
-    length, crc = _HEADER.unpack_from(data, pos)
-    if length == 0 or length > MAX_FRAME:
-        return f"frame length {length} out of range"
-    end = pos + _HEADER.size + length
-    if end > n:
-        return "frame runs past the end of the file"
-    payload = data[pos + _HEADER.size:end]
-    if zlib.crc32(payload) != crc:
-        return "checksum mismatch"
-    return end, payload
-
-
-def _next_intact_frame(data: bytes, start: int) -> int | None:
-    """The first offset >= `start` where an intact frame begins (a torn tail has none)."""
-    n = len(data)
-    unpack = _HEADER.unpack_from
-    for q in range(start, n - _HEADER.size):
-        length, crc = unpack(data, q)
-        end = q + _HEADER.size + length
-        if 0 < length <= MAX_FRAME and end <= n and data[q + _HEADER.size] in _FIRST_BYTES \
-                and zlib.crc32(data[q + _HEADER.size:end]) == crc:
-            return q
-    return None
-
-
-def scan_file(path: Path, decode: Callable[[bytes], list[Any]] = record_codec.decode_operation,
-              on_operation: Callable[[list[Any]], None] | None = None) -> FileScan:
-    """Walk a log's frames, passing each decoded operation to `on_operation`, up to the first damage."""
-    data = path.read_bytes()
-    scan = FileScan(path, len(data))
-    pos, n = 0, len(data)
-    frames = count = 0
-    unpack, crc32, header = _HEADER.unpack_from, zlib.crc32, _HEADER.size
-    while pos < n:
-        # The intact case inline (start-up replays every frame through here); frame_at says why one is not.
-        if pos + header <= n:
-            length, crc = unpack(data, pos)
-            end = pos + header + length
-            payload = data[pos + header:end]
-            intact = 0 < length <= MAX_FRAME and end <= n and crc32(payload) == crc
-        else:
-            intact = False
-        if not intact:
-            scan.bad_offset, scan.reason = pos, str(frame_at(data, pos))
-            scan.resumes_at = _next_intact_frame(data, pos + 1)
-            break
-        try:
-            records = decode(payload)
-        except record_codec.RecordDecodeError as e:
-            scan.bad_offset, scan.reason, scan.resumes_at = pos, f"undecodable operation: {e}", pos
-            break
-        frames += 1
-        count += len(records)
-        if on_operation is not None:
-            on_operation(records)
-        pos = end
-    scan.frames, scan.records, scan.good_end = frames, count, pos
-    if scan.resumes_at is not None:
-        scan.dropped_frames, scan.dropped_records = _count_intact(data, scan.resumes_at, decode)
-    return scan
-
-
-def _count_intact(data: bytes, pos: int, decode: Callable[[bytes], list[Any]]) -> tuple[int, int]:
-    frames = records = 0
-    while pos < len(data):
-        got = frame_at(data, pos)
-        if isinstance(got, str):
-            nxt = _next_intact_frame(data, pos + 1)
-            if nxt is None:
-                break
-            pos = nxt
-            continue
-        end, payload = got
-        with contextlib.suppress(record_codec.RecordDecodeError):  # still a frame a repair drops
-            records += len(decode(payload))
-        frames += 1
-        pos = end
-    return frames, records
-
-
-def read_snapshot(path: Path, decode: Callable[[bytes], Any] = record_codec.decode
-                  ) -> tuple[list[Any], tuple[int, str] | None]:
-    """The snapshot's records, and (offset, reason) if it is damaged: a snapshot is complete once renamed
-    into place, so any damage is corruption. A frame holds one record or a batch of offsets
-    (`snapshot_codec`)."""
-    data = path.read_bytes()
-    records: list[Any] = []
-    append, extend = records.append, records.extend
-    pos, n = 0, len(data)
-    unpack, crc32, header = _HEADER.unpack_from, zlib.crc32, _HEADER.size
-    while pos < n:
-        if pos + header <= n:  # the intact case inline, as in scan_file; frame_at says why one is not
-            length, crc = unpack(data, pos)
-            end = pos + header + length
-            payload = data[pos + header:end]
-            intact = 0 < length <= MAX_FRAME and end <= n and crc32(payload) == crc
-        else:
-            intact = False
-        if not intact:
-            return records, (pos, str(frame_at(data, pos)))
-        if payload == b"END":
-            return records, None if end == len(data) else (end, "data after the END frame")
-        try:
-            if payload[0] == snapshot_codec.OFFSETS_FORMAT:
-                extend(snapshot_codec.decode_offsets(payload))
-            else:
-                append(decode(payload))
-        except record_codec.RecordDecodeError as e:
-            return records, (pos, f"undecodable record: {e}")
-        pos = end
-    return records, (pos, "no END frame")
-
-
 @contextlib.contextmanager
 def gc_paused() -> Iterator[None]:
     """No cyclic garbage collection while a load builds millions of long-lived, acyclic record objects:
@@ -259,15 +110,6 @@ def gc_paused() -> Iterator[None]:
     finally:
         if was_enabled:
             gc.enable()
-
-
-def fsync_dir(directory: Path) -> None:
-    """Make a created, renamed or removed name in `directory` durable (the file's own fsync does not)."""
-    fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 class FileLog:
@@ -296,6 +138,9 @@ class FileLog:
         self._io_lock = threading.Lock()  # held while a batch is written; never taken before _lock
         self._pending: list[tuple[bytes, Waiter]] = []
         self._closed = False
+        # The first write error: the file may end in a torn frame now, so nothing more is written behind it (a
+        # load truncates a torn tail only when it is the last thing in the newest log). Fail-stop.
+        self.write_error: OSError | None = None
         self._writer: threading.Thread | None = None
         self._last_fsync = time.monotonic()
         self.records_since_snapshot = 0
@@ -406,8 +251,11 @@ class FileLog:
         with self._lock:
             if self._closed:
                 raise RuntimeError("log is closed")
-            self._pending.append((data, waiter))
-            self._lock.notify()
+            if self.write_error is not None:  # failed like the write that broke it: the caller's failure path runs
+                waiter.set_exception(self.write_error)
+            else:
+                self._pending.append((data, waiter))
+                self._lock.notify()
         self.records_since_snapshot += len(records)
         self.appended_records += len(records)
         return waiter if isinstance(waiter, asyncio.Future) else asyncio.wrap_future(waiter)
@@ -436,26 +284,51 @@ class FileLog:
                 batch, self._pending = self._pending, []
                 self._io_lock.acquire()
             try:
-                file = self._file
-                assert file is not None
+                if self.write_error is not None:
+                    _settle(batch, self.write_error)
+                    continue
                 started = time.perf_counter()
-                file.write(b"".join(d for d, _ in batch))
-                file.flush()
-                if self.fsync == "always":
-                    os.fsync(file.fileno())
-                    self.fsyncs += 1
-                elif self.fsync == "interval":
-                    self._maybe_interval_fsync()
+                frames: list[bytes] = []
+                for data, _ in batch:
+                    if data is ROTATE:
+                        self._write_frames(frames)
+                        frames = []
+                        self._next_generation()
+                    else:
+                        frames.append(data)
+                self._write_frames(frames)
                 self.batches += 1
                 if self.on_flush is not None:
                     self.on_flush(time.perf_counter() - started)
             except OSError as e:
-                log.error("log write failed: %s", e)
+                log.critical("log write failed: %s; nothing more is written to %s", e, self.dir)
+                self.write_error = e
                 _settle(batch, e)
                 continue
             finally:
                 self._io_lock.release()
             _settle(batch, None)
+
+    def _write_frames(self, frames: list[bytes]) -> None:
+        file = self._file
+        assert file is not None
+        if frames:
+            file.write(b"".join(frames))
+        file.flush()
+        if self.fsync == "always":
+            os.fsync(file.fileno())
+            self.fsyncs += 1
+        elif self.fsync == "interval":
+            self._maybe_interval_fsync()
+
+    def _next_generation(self) -> None:
+        """On the writer thread, at a rotation mark: everything before it is in the old file, made durable."""
+        assert self._file is not None
+        os.fsync(self._file.fileno())
+        self._file.close()
+        self.generation += 1
+        self._file = open(self._path(self.generation, ".log"), "ab")  # noqa: SIM115
+        self._fsync_dir()
 
     def _maybe_interval_fsync(self) -> None:
         now = time.monotonic()
@@ -464,38 +337,6 @@ class FileLog:
             os.fsync(self._file.fileno())
             self.fsyncs += 1
             self._last_fsync = now
-
-    def durable_records(self, group_ids: frozenset[str]) -> list[Any]:
-        """The records of `group_ids` as a load would replay them, once every queued append is written (the
-        runtime rolls a refused operation's groups back to this). Blocking."""
-        with self._lock:
-            while self._pending:
-                self._lock.wait(0.01)
-            with self._io_lock:
-                if self._file is not None:
-                    self._file.flush()
-        for attempt in range(3):  # a snapshot written meanwhile removes the logs it covers: read again
-            try:
-                return self._read_groups(group_ids)
-            except FileNotFoundError:
-                if attempt == 2:
-                    raise
-        raise AssertionError("unreachable")
-
-    def _read_groups(self, group_ids: frozenset[str]) -> list[Any]:
-        out: list[Any] = []
-
-        def keep(records: list[Any]) -> None:
-            out.extend(rec for rec in records if getattr(rec, "group_id", None) in group_ids)
-
-        snapshots = self._gens(".snapshot")
-        snapshot_gen = snapshots[-1] if snapshots else 0
-        if snapshots:
-            keep(read_snapshot(self._path(snapshot_gen, ".snapshot"), self._decode)[0])
-        for gen in self._gens(".log"):
-            if gen > snapshot_gen:
-                scan_file(self._path(gen, ".log"), self._decode_operation, keep)
-        return out
 
     # --- snapshots --------------------------------------------------------------------------------------------
     def rotate(self) -> int:
@@ -516,6 +357,21 @@ class FileLog:
                 self._fsync_dir()
             self.records_since_snapshot = 0
         return old
+
+    def rotate_async(self) -> tuple[int, asyncio.Future[None]]:
+        """Start a new log generation behind every append queued so far, without waiting for the writer (call on
+        the event loop, between operations). Returns the generation a snapshot must be written for, and a future
+        that completes once the writer has closed it: then every record of that generation is durable."""
+        waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        with self._lock:
+            old = self.generation + sum(1 for data, _ in self._pending if data is ROTATE)
+            if self.write_error is not None:
+                waiter.set_exception(self.write_error)
+            else:
+                self._pending.append((ROTATE, waiter))
+                self._lock.notify()
+            self.records_since_snapshot = 0
+        return old, waiter
 
     def write_snapshot(self, generation: int, records: Iterable[Any]) -> int:
         """Write the state as of the end of log `generation`, atomically; then drop what it supersedes."""
