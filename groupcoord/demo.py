@@ -494,6 +494,8 @@ def main(argv: Sequence[str] | None = None) -> int:
               "standalone", file=sys.stderr)
         return 2
     plan = Plan(**{**_asdict(plan), "spark_master": args.spark_master})
+    if not args.spark_master.startswith("local"):  # a driver on a cluster also waits for its executor to start
+        plan = Plan(**{**_asdict(plan), "start_timeout_s": plan.start_timeout_s + 90})
     missing = _missing_prerequisites()
     if missing:
         print(f"groupcoord demo: {missing}", file=sys.stderr)
