@@ -25,6 +25,7 @@ demo: $(STAMP)
 setup: $(STAMP)
 	bash scripts/ci-setup.sh
 	bash scripts/kafka-broker.sh
+	$(PY) -c "from groupcoord.spark_kafka_jars import kafka_source_jars as j; print('spark-sql-kafka', j().version)"
 
 # Everything: lint, types, import contracts, the docs site (--strict: broken links fail), the whole suite.
 test: setup
