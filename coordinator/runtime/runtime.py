@@ -297,9 +297,10 @@ class CoordinatorRuntime:
         if not replies:
             return
         # Kafka's deferred read: a reply that wrote nothing still waits for the writes before it, so no client
-        # sees state that a crash could take back.
+        # sees state that a crash could take back. A partition's load or drop is no client's read: it answers
+        # what it replayed or forgot, whatever became of earlier appends.
         durable = pending
-        if durable is None and self._last_append is not None:
+        if durable is None and self._last_append is not None and not result.from_log:
             if self._last_append.done() and self._last_append.exception() is None:
                 self._last_append = None
             else:
@@ -484,6 +485,11 @@ class CoordinatorRuntime:
         while True:
             image = self.metadata_source.snapshot()
             if image is not self.shard.metadata and image != self.shard.metadata:
-                await self.submit("metadata-update", lambda now, image=image: self.shard.on_metadata_update(
-                    image, now))  # type: ignore[misc]
+                try:
+                    await self.submit("metadata-update", lambda now, image=image: self.shard.on_metadata_update(
+                        image, now))  # type: ignore[misc]
+                except CoordinatorError as e:  # its write (or one before it) failed: the next poll tries again
+                    log.warning("metadata update not applied: %s", e)
+                except Exception:  # a bug: the operation applied nothing; keep polling
+                    log.exception("metadata update failed")
             await asyncio.sleep(self.metadata_poll_s)

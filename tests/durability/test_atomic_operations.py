@@ -17,7 +17,10 @@ from groupcoord.coordinator.core.messages import (
     OffsetCommitRequest,
     OffsetFetchRequest,
 )
+from groupcoord.coordinator.core.partitioning import drop_groups
+from groupcoord.coordinator.core.results import Result
 from groupcoord.coordinator.runtime.log import FileLog
+from groupcoord.coordinator.runtime.record_codec import PartitionFenced
 from tests.durability.runtime_harness import RuntimeHarness
 
 
@@ -165,5 +168,44 @@ def test_a_snapshot_is_written_without_holding_the_event_loop_while_the_disk_is_
         await asyncio.wait_for(h.runtime._snapshot_task, 10)
         assert sorted(p.name for p in h.dir.glob("*.snapshot")) == ["00000001.snapshot"]
         assert h.durable() == h.memory()
+
+    run(tmp_path, scenario)
+
+
+class FencedLog:
+    """A state partition's writer whose pending appends the test fails as fenced (another instance took it)."""
+
+    def __init__(self) -> None:
+        self.pending: list[asyncio.Future[None]] = []
+
+    def append(self, records: list[Any]) -> Awaitable[None]:
+        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self.pending.append(future)
+        return future
+
+    def fence(self) -> None:
+        for future in self.pending:
+            future.set_exception(PartitionFenced(0, "fenced: another instance now owns it"))
+
+
+def test_dropping_partitions_is_answered_even_when_a_write_before_it_was_fenced(tmp_path: Path) -> None:
+    """A partition hand-off (memory brought in line with the log) is not a client's read: it must not fail
+    because an earlier append of the lost partition was fenced. Seen as a traceback in the split-brain test."""
+    async def scenario(h: RuntimeHarness) -> None:
+        assert h.runtime is not None
+        fenced = FencedLog()
+        h.runtime.sink = fenced
+        commit = OffsetCommitRequest("g", "", -1, [CommitPartition("foo", 0, 5)])
+        committing = asyncio.ensure_future(h.runtime.submit("OffsetCommit", lambda now: h.shard.offset_commit(
+            commit, now)))
+        dropping = asyncio.ensure_future(h.runtime.submit("drop-partitions", lambda now: Result(
+            drop_groups(h.shard, lambda gid: gid == "g").response, from_log=True)))
+        await asyncio.sleep(0.05)
+        fenced.fence()
+        assert await asyncio.wait_for(dropping, 5) == ["g"]
+        with pytest.raises(CoordinatorError) as refused:
+            await committing
+        assert refused.value.code == Errors.NOT_COORDINATOR
+        assert h.memory() == h.durable()
 
     run(tmp_path, scenario)

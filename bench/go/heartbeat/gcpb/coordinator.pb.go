@@ -188,7 +188,7 @@ type ConsumerGroupHeartbeatRequest struct {
 	RackId               *string                `protobuf:"bytes,5,opt,name=rack_id,json=rackId,proto3,oneof" json:"rack_id,omitempty"`
 	RebalanceTimeoutMs   *int32                 `protobuf:"varint,6,opt,name=rebalance_timeout_ms,json=rebalanceTimeoutMs,proto3,oneof" json:"rebalance_timeout_ms,omitempty"`      // required on join (epoch 0)
 	SubscribedTopicNames *StringList            `protobuf:"bytes,7,opt,name=subscribed_topic_names,json=subscribedTopicNames,proto3" json:"subscribed_topic_names,omitempty"`       // absent = unchanged
-	SubscribedTopicRegex *string                `protobuf:"bytes,8,opt,name=subscribed_topic_regex,json=subscribedTopicRegex,proto3,oneof" json:"subscribed_topic_regex,omitempty"` // Python `re` syntax, full match against topic names
+	SubscribedTopicRegex *string                `protobuf:"bytes,8,opt,name=subscribed_topic_regex,json=subscribedTopicRegex,proto3,oneof" json:"subscribed_topic_regex,omitempty"` // RE2 syntax (Kafka's RE2/J), full match against topic names
 	ServerAssignor       *string                `protobuf:"bytes,9,opt,name=server_assignor,json=serverAssignor,proto3,oneof" json:"server_assignor,omitempty"`
 	TopicPartitions      *TopicPartitionsList   `protobuf:"bytes,10,opt,name=topic_partitions,json=topicPartitions,proto3" json:"topic_partitions,omitempty"` // owned partitions; absent = unchanged
 	unknownFields        protoimpl.UnknownFields
@@ -2304,7 +2304,7 @@ type DescribedGroup struct {
 	ErrorMessage          string                 `protobuf:"bytes,2,opt,name=error_message,json=errorMessage,proto3" json:"error_message,omitempty"`
 	GroupId               string                 `protobuf:"bytes,3,opt,name=group_id,json=groupId,proto3" json:"group_id,omitempty"`
 	GroupType             string                 `protobuf:"bytes,4,opt,name=group_type,json=groupType,proto3" json:"group_type,omitempty"`                    // "consumer" or "classic"
-	GroupState            string                 `protobuf:"bytes,5,opt,name=group_state,json=groupState,proto3" json:"group_state,omitempty"`                 // consumer: EMPTY, ASSIGNING, RECONCILING, STABLE, DEAD; classic: see README
+	GroupState            string                 `protobuf:"bytes,5,opt,name=group_state,json=groupState,proto3" json:"group_state,omitempty"`                 // consumer: EMPTY, ASSIGNING, RECONCILING, STABLE, DEAD; classic: Down, Joining, AwaitingSync, Stable (docs/concepts/classic-groups.md)
 	GroupEpoch            int32                  `protobuf:"varint,6,opt,name=group_epoch,json=groupEpoch,proto3" json:"group_epoch,omitempty"`                // classic: generation id
 	AssignmentEpoch       int32                  `protobuf:"varint,7,opt,name=assignment_epoch,json=assignmentEpoch,proto3" json:"assignment_epoch,omitempty"` // target assignment epoch
 	AssignorName          string                 `protobuf:"bytes,8,opt,name=assignor_name,json=assignorName,proto3" json:"assignor_name,omitempty"`           // consumer: server assignor; classic: chosen protocol
