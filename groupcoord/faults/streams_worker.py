@@ -1,0 +1,145 @@
+"""One streams member process of the fault suite: a minimal KIP-1071 member over the generated stubs.
+
+There is no streams client in `clients/` that runs without Kafka (`streams_member.WordCountMember` reads and
+writes real topics), so this member speaks StreamsGroupHeartbeat itself, like the tests' `Member`: one
+stateless subtopology "0" reading the topic, so task ("0", p) is partition p. It runs in one thread: heartbeat
+at the coordinator's interval, reporting the active tasks it runs; process its tasks every `--interval-ms`.
+It keeps a client-side lease (`clients/lease.py`): from when its last successful heartbeat was sent, for the
+session minus a margin; no RPC waits past it, and when it runs out the member stops every task before it acts
+again. A task it is told to give up it stops at once, then reports it released with its next heartbeat.
+One JSON line per observation on stdout, flushed:
+
+    {"ev": "assigned" | "revoked" | "lost", "t": MONOTONIC, "p": [TASK PARTITIONS]}
+    {"ev": "process", "t": MONOTONIC, "p": [TASK PARTITIONS]}   # it acted on these tasks at that time
+
+    python -m groupcoord.faults.streams_worker --target 127.0.0.1:PORT --group G --topic T --session-timeout-ms 3000
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import math
+import sys
+import time
+import uuid
+
+import grpc
+
+from groupcoord.clients.lease import CHANNEL_OPTIONS, lease_duration_s
+from groupcoord.faults.worker import Reporter
+from groupcoord.wire.v1 import streams_pb2 as spb
+from groupcoord.wire.v1 import streams_pb2_grpc as spb_grpc
+
+FENCED_MEMBER_EPOCH, UNKNOWN_MEMBER_ID, STALE_MEMBER_EPOCH = 110, 25, 113
+
+log = logging.getLogger("groupcoord.faults.streams_worker")
+
+
+class StreamsWorker:
+    def __init__(self, target: str, group: str, topic: str, interval_s: float, rpc_timeout_s: float,
+                 session_timeout_ms: int) -> None:
+        self.target, self.group, self.topic = target, group, topic
+        self.interval_s, self.rpc_timeout_s, self.session_timeout_ms = interval_s, rpc_timeout_s, session_timeout_ms
+        self.member_id = str(uuid.uuid4())
+        self.process_id = str(uuid.uuid4())
+        self.epoch = 0
+        self.heartbeat_interval_ms = 200
+        self.active: set[int] = set()
+        self.lease_until = -math.inf
+        self.out = Reporter()
+        self._channel = grpc.insecure_channel(target, options=CHANNEL_OPTIONS)
+        self._stub = spb_grpc.StreamsGroupCoordinatorStub(self._channel)
+
+    def _request(self) -> spb.StreamsGroupHeartbeatRequest:
+        req = spb.StreamsGroupHeartbeatRequest(group_id=self.group, member_id=self.member_id, member_epoch=self.epoch)
+        if self.active:
+            req.active_tasks.tasks.add(subtopology_id="0", partitions=sorted(self.active))
+        req.active_tasks.SetInParent()
+        req.standby_tasks.SetInParent()
+        req.warmup_tasks.SetInParent()
+        if self.epoch == 0:
+            req.topology.CopyFrom(spb.StreamsTopology(epoch=1, subtopologies=[
+                spb.StreamsSubtopology(subtopology_id="0", source_topics=[self.topic])]))
+            req.process_id = self.process_id
+            req.rebalance_timeout_ms = self.session_timeout_ms
+        return req
+
+    def drop(self, why: str) -> None:
+        """Stop every task at once (`why`: revoked or lost)."""
+        if self.active:
+            self.out.emit(ev=why, t=time.monotonic(), p=sorted(self.active))
+        self.active = set()
+
+    def lose(self) -> None:
+        """The lease ran out: stop every task and join again as a new member (the coordinator removes the old one
+        when its session runs out, if it has not already)."""
+        self.drop("lost")
+        self.member_id, self.epoch = str(uuid.uuid4()), 0
+
+    def heartbeat(self) -> None:
+        now = time.monotonic()
+        deadline = self.rpc_timeout_s if self.lease_until < now else min(self.rpc_timeout_s,
+                                                                          max(self.lease_until - now, 0.05))
+        sent = time.monotonic()
+        try:
+            resp = self._stub.StreamsGroupHeartbeat(self._request(), timeout=deadline)
+        except grpc.RpcError as e:
+            log.info("heartbeat failed: %s", e.code())
+            return
+        if resp.error_code in (FENCED_MEMBER_EPOCH, UNKNOWN_MEMBER_ID, STALE_MEMBER_EPOCH):
+            self.drop("lost")
+            self.epoch = 0
+            return
+        if resp.error_code:
+            log.warning("heartbeat error %d: %s", resp.error_code, resp.error_message)
+            return
+        if time.monotonic() >= self.lease_until and self.epoch > 0:
+            self.lose()  # the reply came after the lease ran out: what we held may be someone else's
+            return
+        self.lease_until = sent + lease_duration_s(self.session_timeout_ms, self.heartbeat_interval_ms)
+        self.epoch = resp.member_epoch
+        self.heartbeat_interval_ms = max(resp.heartbeat_interval_ms, 10)
+        if resp.HasField("active_tasks"):
+            target = {p for t in resp.active_tasks.tasks if t.subtopology_id == "0" for p in t.partitions}
+            gone, new = self.active - target, target - self.active
+            if gone:
+                self.out.emit(ev="revoked", t=time.monotonic(), p=sorted(gone))
+            self.active = target
+            if new:
+                self.out.emit(ev="assigned", t=time.monotonic(), p=sorted(new))
+
+    def run(self) -> None:
+        next_beat = next_process = 0.0
+        while True:
+            now = time.monotonic()
+            if self.epoch > 0 and now >= self.lease_until:
+                self.lose()
+            if now >= next_beat:
+                self.heartbeat()
+                next_beat = time.monotonic() + self.heartbeat_interval_ms / 1000
+            now = time.monotonic()
+            if self.active and now < self.lease_until and now >= next_process:
+                self.out.emit(ev="process", t=now, p=sorted(self.active))
+                next_process = now + self.interval_s
+            time.sleep(0.02)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="groupcoord.faults.streams_worker")
+    p.add_argument("--target", required=True)
+    p.add_argument("--group", required=True)
+    p.add_argument("--topic", required=True)
+    p.add_argument("--interval-ms", type=int, default=100)
+    p.add_argument("--rpc-timeout-ms", type=int, default=1000)
+    p.add_argument("--session-timeout-ms", type=int, required=True)
+    args = p.parse_args(argv)
+    logging.basicConfig(level=logging.WARNING, stream=sys.stderr,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    StreamsWorker(args.target, args.group, args.topic, args.interval_ms / 1000, args.rpc_timeout_ms / 1000,
+                  args.session_timeout_ms).run()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
