@@ -41,6 +41,7 @@ ACCEPT, RELEASE, REJECT, RENEW = 1, 2, 3, 4
 INVALID_RECORD_STATE = 121
 FENCED_MEMBER_EPOCH = 110
 UNKNOWN_MEMBER_ID = 25
+GROUP_ID_NOT_FOUND = 69
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,7 +134,8 @@ class ShareMember:
             req.subscribed_topic_names.values.extend(self.topics)
         resp = self._stub.ShareGroupHeartbeat(req, timeout=self.rpc_timeout_s)
         with self._lock:
-            if resp.error_code in (FENCED_MEMBER_EPOCH, UNKNOWN_MEMBER_ID):
+            forgotten = resp.error_code == GROUP_ID_NOT_FOUND and req.member_epoch > 0  # e.g. restarted without state
+            if resp.error_code in (FENCED_MEMBER_EPOCH, UNKNOWN_MEMBER_ID) or forgotten:
                 self.member_epoch = 0  # rejoin on the next beat; the coordinator released our locks
                 self._assignment = {}
             elif resp.error_code:

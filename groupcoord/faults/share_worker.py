@@ -32,7 +32,8 @@ import time
 import grpc
 
 from groupcoord.clients.lease import CHANNEL_OPTIONS, lease_duration_s
-from groupcoord.clients.share_member import ACCEPT, FENCED_MEMBER_EPOCH, RELEASE, UNKNOWN_MEMBER_ID, ShareMember
+from groupcoord.clients.share_member import (ACCEPT, FENCED_MEMBER_EPOCH, GROUP_ID_NOT_FOUND, RELEASE,
+                                              UNKNOWN_MEMBER_ID, ShareMember)
 from groupcoord.faults.worker import Reporter
 
 RATE = 50  # records a second per partition
@@ -69,7 +70,7 @@ class ShareWorker:
             if resp.error_code == 0:
                 interval_ms = int(self.member.heartbeat_interval_s * 1000)
                 self.lease_until = sent + lease_duration_s(self.session_timeout_ms, interval_ms)
-            elif resp.error_code in (FENCED_MEMBER_EPOCH, UNKNOWN_MEMBER_ID):
+            elif resp.error_code in (FENCED_MEMBER_EPOCH, UNKNOWN_MEMBER_ID, GROUP_ID_NOT_FOUND):
                 self.lease_until = -math.inf  # no longer a member: the coordinator released what we held
             time.sleep(self.member.heartbeat_interval_s)
 

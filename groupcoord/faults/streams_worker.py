@@ -31,7 +31,7 @@ from groupcoord.faults.worker import Reporter
 from groupcoord.wire.v1 import streams_pb2 as spb
 from groupcoord.wire.v1 import streams_pb2_grpc as spb_grpc
 
-FENCED_MEMBER_EPOCH, UNKNOWN_MEMBER_ID, STALE_MEMBER_EPOCH = 110, 25, 113
+FENCED_MEMBER_EPOCH, UNKNOWN_MEMBER_ID, STALE_MEMBER_EPOCH, GROUP_ID_NOT_FOUND = 110, 25, 113, 69
 
 log = logging.getLogger("groupcoord.faults.streams_worker")
 
@@ -87,7 +87,8 @@ class StreamsWorker:
         except grpc.RpcError as e:
             log.info("heartbeat failed: %s", e.code())
             return
-        if resp.error_code in (FENCED_MEMBER_EPOCH, UNKNOWN_MEMBER_ID, STALE_MEMBER_EPOCH):
+        # 69 to a member that had joined: the coordinator forgot the group (a restart without state)
+        if resp.error_code in (FENCED_MEMBER_EPOCH, UNKNOWN_MEMBER_ID, STALE_MEMBER_EPOCH, GROUP_ID_NOT_FOUND):
             self.drop("lost")
             self.epoch = 0
             return
