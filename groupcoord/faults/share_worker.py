@@ -32,8 +32,14 @@ import time
 import grpc
 
 from groupcoord.clients.lease import CHANNEL_OPTIONS, lease_duration_s
-from groupcoord.clients.share_member import (ACCEPT, FENCED_MEMBER_EPOCH, GROUP_ID_NOT_FOUND, RELEASE,
-                                              UNKNOWN_MEMBER_ID, ShareMember)
+from groupcoord.clients.share_member import (
+    ACCEPT,
+    FENCED_MEMBER_EPOCH,
+    GROUP_ID_NOT_FOUND,
+    RELEASE,
+    UNKNOWN_MEMBER_ID,
+    ShareMember,
+)
 from groupcoord.faults.worker import Reporter
 
 RATE = 50  # records a second per partition
