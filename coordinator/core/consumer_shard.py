@@ -129,10 +129,8 @@ def _replay_regex_tombstone(shard: GroupCoordinatorShard, r: records.ConsumerGro
 
 def _on_member_timer(shard: GroupCoordinatorShard, key: TimerKey, now: int) -> Result[None]:
     """Session expiry or rebalance timeout (a revoking member that did not revoke in time) fences the member,
-    unless the timer is stale: re-armed by a later heartbeat, or armed for an epoch the member has left."""
+    unless it was armed for an epoch the member has left (the shard's `on_timer` already dropped a stale one)."""
     result: Result[None] = Result(None)
-    if not shard._timer_due(key, now):
-        return result
     kind, group_id, member_id = key[0], key[1], key[2]
     group = shard.groups.get(group_id)
     if not isinstance(group, ConsumerGroup):

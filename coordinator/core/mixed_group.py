@@ -121,8 +121,6 @@ def _on_timer(shard: GroupCoordinatorShard, key: Any, now: int) -> Result[None]:
     """A classic member told to rejoin did not send JoinGroup, or one that joined did not send SyncGroup,
     within its rebalance timeout: fence it, as Kafka's join and sync timeouts do."""
     result: Result[None] = Result(None)
-    if not shard._timer_due(key, now):
-        return result
     group = shard.groups.get(key[1])
     if not isinstance(group, ConsumerGroup):
         return result

@@ -17,7 +17,7 @@ import zlib
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from groupcoord.coordinator.core.records import ConsumerGroupMetadataTombstone, GroupConfig, OffsetCommitTombstone
+from groupcoord.coordinator.core.group_state import forget_groups, known_group_ids
 from groupcoord.coordinator.core.results import Result
 from groupcoord.coordinator.core.snapshot import timers_after_load
 
@@ -37,33 +37,12 @@ def in_partitions(partitions: int, owned: frozenset[int] | set[int]) -> GroupPre
     return lambda group_id: state_partition(group_id, partitions) in owned
 
 
-def known_group_ids(shard: GroupCoordinatorShard) -> set[str]:
-    """Every group id the shard holds anything for: groups, committed offsets, config overrides."""
-    return set(shard.groups) | set(shard.offsets.group_ids()) | set(shard.group_configs)
-
-
 def drop_groups(shard: GroupCoordinatorShard, predicate: GroupPredicate) -> Result[list[str]]:
-    """Forget every group matching `predicate`: its group object, committed offsets and config overrides.
-
-    Applied through the shard's own deletion path (tombstones replayed in memory only, never written), so a
-    consumer group is marked deleted and an assignor run still in flight for it is discarded on completion.
-    The result cancels the timers of the dropped consumer groups' members (and of other group types, the
-    timers they would arm after a load); its response lists the dropped group ids.
-    """
+    """Forget every group matching `predicate`, of every type (`group_state.forget_groups`: nothing is written,
+    the records stay in the topic for the next owner). The result cancels their timers; its response lists
+    the dropped group ids."""
     dropped = sorted(g for g in known_group_ids(shard) if predicate(g))
-    result: Result[list[str]] = Result(dropped)
-    for group_id in dropped:
-        group = shard.groups.get(group_id)
-        if group is not None:
-            for op in group.forget_timers():
-                shard.cancel_timer(result, op.key)
-            shard.replay(ConsumerGroupMetadataTombstone(group_id))
-        for topic, partition in list(shard.offsets.committed(group_id)):
-            shard.replay(OffsetCommitTombstone(group_id, topic, partition))
-        shard.empty_since.pop(group_id, None)
-        if group_id in shard.group_configs:
-            shard.replay(GroupConfig(group_id, {}))
-    return result
+    return Result(dropped, timers=forget_groups(shard, dropped))
 
 
 def timers_after_partition_load(shard: GroupCoordinatorShard, predicate: GroupPredicate, now: int) -> Result[None]:

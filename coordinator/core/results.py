@@ -32,7 +32,9 @@ TimerOp = ScheduleTimer | CancelTimer
 
 @dataclass(slots=True)
 class Result(Generic[R]):
-    """`parked=True`: no response yet; the request (identified by the token the runtime passed in) is answered
+    """What an operation returns; the runtime appends `records` and applies nothing else on its own.
+
+    `parked=True`: no response yet; the request (identified by the token the runtime passed in) is answered
     later through another operation's `completions` (the classic protocol parks JoinGroup/SyncGroup)."""
 
     response: R
@@ -41,3 +43,7 @@ class Result(Generic[R]):
     tasks: list[Any] = field(default_factory=list)
     completions: list[tuple[int, Any]] = field(default_factory=list)  # (token of a parked request, response)
     parked: bool = False
+    # An operation that only brings memory in line with the log (a state partition's load replays what the
+    # log holds; a drop forgets groups another instance now serves): the runtime appends nothing and mirrors
+    # what it replayed into its committed image (runtime/committed_image.py).
+    from_log: bool = False

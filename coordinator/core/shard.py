@@ -16,7 +16,7 @@ and timer registries, timer deadlines, group configs, offsets, and one entry poi
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any, Protocol, TypeVar
 
 from groupcoord.coordinator.core import (
@@ -62,7 +62,7 @@ from groupcoord.coordinator.core.records import (
     OffsetCommit,
     OffsetCommitTombstone,
 )
-from groupcoord.coordinator.core.results import CancelTimer, Result, ScheduleTimer, TimerKey
+from groupcoord.coordinator.core.results import CancelTimer, Result, ScheduleTimer, TimerKey, TimerOp
 from groupcoord.coordinator.core.stats import CoreStats
 from groupcoord.coordinator.core.streams_group import StreamsGroups
 from groupcoord.coordinator.core.target_assignment import AssignorCompletion
@@ -107,6 +107,12 @@ class GroupCoordinatorShard:
         self.timer_deadlines: dict[TimerKey, int] = {}
         self.empty_since: dict[str, int] = {}  # group id -> when it last became empty (GroupEmptySince records)
         self.retention_pending: list[str] = []  # groups the running retention check has still to visit
+        # The running operation's journal, kept while the runtime runs one (None otherwise): the records it
+        # replayed and the groups it touched without a record (timers, in-flight runs). When the operation
+        # fails, or returns other records than it replayed, the runtime puts exactly these groups back to the
+        # committed state (runtime/committed_image.py), so a failed operation applies nothing.
+        self.applied: list[Any] | None = None
+        self.touched: set[str] = set()
         self._replayers: dict[type, Callable[[Any], None]] = {
             OffsetCommit: self.offsets.replay_commit,
             OffsetCommitTombstone: self.offsets.replay_tombstone,
@@ -130,7 +136,16 @@ class GroupCoordinatorShard:
         self._replayers[record_type] = fn
 
     def replay(self, record: Any) -> None:
+        """The only way state changes (loads, operations, rollbacks and partition moves all come here)."""
         self._replayers[type(record)](record)
+        if self.applied is not None:
+            self.applied.append(record)
+
+    def touch(self, group_id: str) -> None:
+        """Note a change to `group_id` that no record carries (an in-flight run, a timer deadline): if the
+        running operation fails, that group is put back too."""
+        if self.applied is not None:
+            self.touched.add(group_id)
 
     def _write(self, result: Result[Any], record: Any) -> None:
         if type(record) is ConsumerGroupMetadata:
@@ -156,6 +171,12 @@ class GroupCoordinatorShard:
         if group is None and group_id in self.streams.groups:
             return streams_admin.StreamsGroupView(self.streams, group_id)
         return group
+
+    def group_views(self) -> Iterator[GroupView]:
+        """Every group the shard holds, of every type (streams groups too), for listing and counting."""
+        yield from self.groups.values()
+        for group_id in list(self.streams.groups):
+            yield streams_admin.StreamsGroupView(self.streams, group_id)
 
     def offset_group(self, group_id: str) -> OffsetGroup | None:
         """The group whose offsets `group_id` names, of any type: what commits, fetches, OffsetDelete,
@@ -231,30 +252,43 @@ class GroupCoordinatorShard:
     def arm_timer(self, result: Result[Any], key: TimerKey, deadline_ms: int) -> None:
         self.timer_deadlines[key] = deadline_ms
         result.timers.append(ScheduleTimer(key, deadline_ms))
+        if len(key) > 1:
+            self.touch(key[1])
 
     def cancel_timer(self, result: Result[Any], key: TimerKey) -> None:
         self.timer_deadlines.pop(key, None)
         result.timers.append(CancelTimer(key))
+        if len(key) > 1:
+            self.touch(key[1])
 
-    def _timer_due(self, key: TimerKey, now: int) -> bool:
-        """True (and disarmed) if `key` is armed and its current deadline has passed; False for a stale timer
-        whose operation was queued before a heartbeat re-armed or a removal cancelled it."""
-        deadline = self.timer_deadlines.get(key)
-        if deadline is None or now < deadline:
-            return False
-        del self.timer_deadlines[key]
-        return True
+    def note_timers(self, timers: list[TimerOp]) -> None:
+        """Keep the deadline of every timer a result arms or cancels, of every group type, so that the one
+        stale check in `on_timer` knows them (types that build their timer list themselves, as streams and
+        classic groups and loads do, are noted here rather than through `arm_timer`)."""
+        deadlines = self.timer_deadlines
+        for t in timers:
+            if type(t) is ScheduleTimer:
+                deadlines[t.key] = t.deadline_ms
+            else:
+                deadlines.pop(t.key, None)
 
     def on_timer(self, key: TimerKey, now: int) -> Result[None]:
-        """A timer the runtime armed has fired: the retention check expires offsets; every other kind belongs
-        to a group type (registered by its install), and then the group may have become empty."""
+        """A timer the runtime armed has fired. One stale check for every kind, as Kafka's timer callbacks check
+        the current deadline: a timer whose operation was queued before a heartbeat re-armed it or a removal
+        cancelled it does nothing. Then the retention check expires offsets; every other kind belongs to a
+        group type (registered by its install), and then the group may have become empty."""
         result: Result[None] = Result(None)
+        deadline = self.timer_deadlines.get(key)
+        if deadline is None or now < deadline:
+            return result
+        del self.timer_deadlines[key]
         if key == retention.RETENTION_TIMER:
-            return retention.on_retention_timer(self, now) if self._timer_due(key, now) else result
+            return retention.on_retention_timer(self, now)
         handler = self._timer_handlers.get(key[0])
         if handler is None:
             return result
         result = handler(key, now)
+        self.note_timers(result.timers)
         if len(key) > 1:
             retention.note_membership(self, key[1], now, result)
         return result
@@ -273,6 +307,7 @@ class GroupCoordinatorShard:
         return result
 
     def _noting_membership(self, result: R, group_id: str, now: int) -> R:
+        self.note_timers(result.timers)
         retention.note_membership(self, group_id, now, result)
         return result
 

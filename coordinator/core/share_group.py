@@ -31,7 +31,7 @@ from groupcoord.coordinator.core.errors import CoordinatorError, Errors
 from groupcoord.coordinator.core.group import GroupDefaults
 from groupcoord.coordinator.core.messages import DescribedGroup, DescribedMember, ListedGroup
 from groupcoord.coordinator.core.metadata import MetadataImage
-from groupcoord.coordinator.core.results import CancelTimer, Result, ScheduleTimer, TimerKey, TimerOp
+from groupcoord.coordinator.core.results import CancelTimer, ScheduleTimer, TimerKey, TimerOp
 from groupcoord.coordinator.core.share_partition import Batch, RecordState, SharePartition
 from groupcoord.coordinator.core.share_records import (
     Partitions,
@@ -109,7 +109,6 @@ class ShareGroup(GroupDefaults):
     inflight: ShareInflightRun | None = None
     deleted: bool = False
     metadata_image_seen: object = None
-    timer_deadlines: dict[TimerKey, int] = field(default_factory=dict)
 
     group_type = GROUP_TYPE
 
@@ -130,22 +129,6 @@ class ShareGroup(GroupDefaults):
         for m in self.members.values():
             out.update(m.subscribed_topic_names)
         return out
-
-    # --- timers (deadlines kept here, so a stale fired timer is recognised) ------------------------------
-    def arm(self, result: Result[Any], key: TimerKey, deadline_ms: int) -> None:
-        self.timer_deadlines[key] = deadline_ms
-        result.timers.append(ScheduleTimer(key, deadline_ms))
-
-    def disarm(self, result: Result[Any], key: TimerKey) -> None:
-        if self.timer_deadlines.pop(key, None) is not None:
-            result.timers.append(CancelTimer(key))
-
-    def due(self, key: TimerKey, now: int) -> bool:
-        deadline = self.timer_deadlines.get(key)
-        if deadline is None or now < deadline:
-            return False
-        del self.timer_deadlines[key]
-        return True
 
     # --- the protocol the shard and admin use for every non-consumer group type --------------------------
     def describe(self) -> DescribedGroup:
@@ -204,15 +187,14 @@ class ShareGroup(GroupDefaults):
 
     def timers_after_load(self, now: int) -> list[TimerOp]:
         """Every member's session timer anew, and a lock-expiry timer per partition holding locks."""
-        result: Result[None] = Result(None)
         session_ms = self.owner.session_timeout_ms(self.group_id) if self.owner is not None else 45000
-        for mid in self.members:
-            self.arm(result, session_timer(self.group_id, mid), now + session_ms)
+        timers: list[TimerOp] = [ScheduleTimer(session_timer(self.group_id, mid), now + session_ms)
+                                 for mid in self.members]
         for (t, p), sp in self.partitions.items():
             deadline = sp.next_lock_deadline()
             if deadline is not None:
-                self.arm(result, lock_timer(self.group_id, t, p), deadline)
-        return result.timers
+                timers.append(ScheduleTimer(lock_timer(self.group_id, t, p), deadline))
+        return timers
 
     def forget_timers(self) -> list[TimerOp]:
         return [CancelTimer(t.key) for t in self.timers_after_load(0)]

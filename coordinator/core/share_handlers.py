@@ -224,7 +224,7 @@ def _heartbeat(shard: GroupCoordinatorShard, r: ShareGroupHeartbeatRequest,
             before.principal, epoch, before.member_epoch if before.member_epoch != epoch
             else before.previous_member_epoch, target)
         shard._write(result, assignment_record(gid, reconciled))
-    group.arm(result, session_timer(gid, member_id), now + configs.session_timeout_ms(gid))
+    shard.arm_timer(result, session_timer(gid, member_id), now + configs.session_timeout_ms(gid))
     after = group.members[member_id]
     result.response = ShareGroupHeartbeatResponse(
         member_id=member_id, member_epoch=after.member_epoch,
@@ -254,7 +254,7 @@ def remove_member(shard: GroupCoordinatorShard, group: ShareGroup, member_id: st
     if member_id in group.target_assignment:
         shard._write(result, ShareGroupTargetAssignmentMemberTombstone(gid, member_id))
     shard._write(result, ShareGroupMemberMetadataTombstone(gid, member_id))
-    group.disarm(result, session_timer(gid, member_id))
+    _disarm(shard, result, session_timer(gid, member_id))
     limit = shard.share_configs.delivery_count_limit(gid)
     for (t, p), sp in list(group.partitions.items()):
         released = sp.release_member(member_id, limit)
@@ -341,7 +341,7 @@ def _write_target(shard: GroupCoordinatorShard, group: ShareGroup, assignment: A
 def on_session_timer(shard: GroupCoordinatorShard, key: TimerKey, now: int) -> Result[None]:
     result: Result[None] = Result(None)
     group = shard.groups.get(key[1])
-    if not isinstance(group, ShareGroup) or not group.due(key, now) or key[2] not in group.members:
+    if not isinstance(group, ShareGroup) or key[2] not in group.members:
         return result
     shard.stats.members_fenced_session += 1
     remove_member(shard, group, key[2], now, result)
@@ -352,7 +352,7 @@ def on_lock_timer(shard: GroupCoordinatorShard, key: TimerKey, now: int) -> Resu
     """Acquisition locks expired: their records are available again (or archived at the delivery limit)."""
     result: Result[None] = Result(None)
     group = shard.groups.get(key[1])
-    if not isinstance(group, ShareGroup) or not group.due(key, now):
+    if not isinstance(group, ShareGroup):
         return result
     tp = (key[2], int(key[3]))
     sp = group.partitions.get(tp)
@@ -369,9 +369,14 @@ def _write_partition(shard: GroupCoordinatorShard, group: ShareGroup, topic_id: 
     key = lock_timer(group.group_id, topic_id, partition)
     deadline = sp.next_lock_deadline()
     if deadline is None:
-        group.disarm(result, key)
-    elif group.timer_deadlines.get(key) != deadline:
-        group.arm(result, key, deadline)
+        _disarm(shard, result, key)
+    elif shard.timer_deadlines.get(key) != deadline:
+        shard.arm_timer(result, key, deadline)
+
+
+def _disarm(shard: GroupCoordinatorShard, result: Result[Any], key: TimerKey) -> None:
+    if key in shard.timer_deadlines:
+        shard.cancel_timer(result, key)
 
 
 # =========================================================================================================

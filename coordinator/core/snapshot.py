@@ -32,19 +32,25 @@ def snapshot_records(shard: GroupCoordinatorShard) -> Iterator[Any]:
 
 def timers_after_load(shard: GroupCoordinatorShard, now: int, group_ids: frozenset[str] | None = None,
                       loaded: Callable[[str], bool] | None = None) -> Result[None]:
-    """The timers to arm after a load: every group's, plus the offset-retention check; with `group_ids`, only
-    those groups' (a rollback rebuilds a few groups while every other timer is armed already); with `loaded`,
-    the groups it accepts plus the retention check (a state partition's groups: partitioning.py)."""
+    """The timers to arm after a load, of every group type: every group's, plus the offset-retention check;
+    with `group_ids`, only those groups' (a rollback rebuilds a few groups while every other timer is armed
+    already); with `loaded`, the groups it accepts plus the retention check (a state partition's groups:
+    partitioning.py). Their deadlines are noted for the shard's stale-timer check."""
     from groupcoord.coordinator.core.retention import ensure_timer
 
     result: Result[None] = Result(None)
-    if group_ids is not None:
-        groups = [g for k, g in shard.groups.items() if k in group_ids]
-    else:
-        groups = [g for k, g in shard.groups.items() if loaded is None or loaded(k)]
+    if group_ids is None:
+        def wanted(group_id: str) -> bool:
+            return loaded is None or loaded(group_id)
+        groups = [g for k, g in shard.groups.items() if wanted(k)]
+        streams = frozenset(k for k in shard.streams.groups if wanted(k))
         if groups or shard.offsets:
             ensure_timer(shard, now, result)
+    else:
+        groups = [g for k, g in shard.groups.items() if k in group_ids]
+        streams = group_ids
     for group in groups:
         result.timers.extend(group.timers_after_load(now))
-    result.timers.extend(shard.streams.timers_after_load(now, group_ids))
+    result.timers.extend(shard.streams.timers_after_load(now, streams))
+    shard.note_timers(result.timers)
     return result

@@ -202,6 +202,7 @@ class StreamsGroups:
         self.groups: dict[str, StreamsGroup] = {}
         self.group_configs: dict[str, Mapping[str, object]] = {}
         self._next_run = 0
+        self._apply: Callable[[object], None] = self.replay  # the shard's replay, once installed in one
 
     # --- plumbing ---------------------------------------------------------------------------------------
     @property
@@ -216,8 +217,12 @@ class StreamsGroups:
     def follow_image(self, image_of: Callable[[], MetadataImage]) -> None:
         self._image_of = image_of
 
+    def apply_through(self, replay: Callable[[object], None]) -> None:
+        """Apply emitted records through `replay` (the shard's: its journal must see every record applied)."""
+        self._apply = replay
+
     def _emit(self, out: _Out, rec: object) -> None:
-        apply_record(self.groups, rec)
+        self._apply(rec)
         out.records.append(rec)
         if isinstance(rec, _ENDPOINT_INPUTS):
             g = self.groups.get(rec.group_id)
@@ -535,15 +540,33 @@ class StreamsGroups:
     def snapshot_records(self) -> list[object]:
         """Every group's state as records: replaying them into empty groups rebuilds the same state."""
         out: list[object] = []
-        for gid, g in self.groups.items():
-            out.append(StreamsGroupMetadata(gid, g.epoch, g.metadata_hash, g.first_assignment_not_before_ms))
-            if g.topology is not None:
-                out.append(StreamsGroupTopologyRecord(gid, g.topology))
-            out.extend(g.members.values())
-            out.extend(g.current.values())
-            out.extend(g.target.values())
-            if g.target_timestamp_ms is not None:
-                out.append(StreamsGroupTargetAssignmentMetadata(gid, g.target_epoch, g.target_timestamp_ms))
+        for gid in self.groups:
+            out.extend(self.group_records(gid))
+        return out
+
+    def group_records(self, gid: str) -> list[object]:
+        """One group's state as records (none for a group this shard does not hold)."""
+        g = self.groups.get(gid)
+        if g is None:
+            return []
+        out: list[object] = [StreamsGroupMetadata(gid, g.epoch, g.metadata_hash, g.first_assignment_not_before_ms)]
+        if g.topology is not None:
+            out.append(StreamsGroupTopologyRecord(gid, g.topology))
+        out.extend(g.members.values())
+        out.extend(g.current.values())
+        out.extend(g.target.values())
+        if g.target_timestamp_ms is not None:
+            out.append(StreamsGroupTargetAssignmentMetadata(gid, g.target_epoch, g.target_timestamp_ms))
+        return out
+
+    def forget_timers(self, gid: str) -> list[TimerOp]:
+        """Cancellations for every timer the group may have armed: it is being dropped."""
+        g = self.groups.get(gid)
+        if g is None:
+            return []
+        out: list[TimerOp] = [CancelTimer(assign_key(gid))]
+        for mid in g.members:
+            out += [CancelTimer(session_key(gid, mid)), CancelTimer(rebalance_key(gid, mid))]
         return out
 
     def timers_after_load(self, now: int, group_ids: frozenset[str] | None = None) -> list[TimerOp]:

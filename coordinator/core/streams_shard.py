@@ -46,11 +46,12 @@ def install(shard: GroupCoordinatorShard, config: StreamsGroupConfig | None = No
     # The same dict, not a copy: AlterGroupConfigs' records update what the streams groups read.
     groups.follow_group_configs(cast("dict[str, Mapping[str, object]]", shard.group_configs))
     shard.streams = groups
+    groups.apply_through(shard.replay)
     for t in RECORD_TYPES:
         shard.register_replayer(t, groups.replay)
 
     def on_timer(key: tuple[str, ...], now: int) -> Result[None]:
-        return note_empty(shard, key[1], now, groups.fire_timer(key, now))
+        return note_empty(shard, key[1], now, groups.fire_timer(key, now))  # the shard notes its timers
 
     for kind in TIMER_KINDS:
         shard.register_timer_handler(kind, on_timer)
@@ -64,23 +65,24 @@ def heartbeat(shard: GroupCoordinatorShard, req: StreamsHeartbeatRequest, now: i
     groups: StreamsGroups = shard.streams
     other = shard.groups.get(req.group_id)
     if other is None:
-        return note_empty(shard, req.group_id, now, groups.heartbeat(req, now))
+        return _noted(shard, note_empty(shard, req.group_id, now, groups.heartbeat(req, now)))
     if req.member_epoch != 0 or not _is_empty_classic(other):
         return Result(StreamsHeartbeatResponse(int(Errors.GROUP_ID_NOT_FOUND), not_this_type(req.group_id, "streams"),
                                                req.member_id[:ECHO_MAX_CHARS], req.member_epoch))
     tombstones: list[object] = list(other.deletion_records())
     if req.group_id in shard.empty_since:  # streams offsets expire from their commit time, not from this
         tombstones.append(GroupEmptySinceTombstone(req.group_id))
-    since = shard.empty_since.get(req.group_id)
     for rec in tombstones:
         shard.replay(rec)
     res = groups.heartbeat(req, now)
-    if res.response.error_code:  # refused: no record leaves, so the classic group stays as it was
-        shard.groups[req.group_id] = other
-        if since is not None:
-            shard.empty_since[req.group_id] = since
+    if res.response.error_code:  # refused: no record leaves, and the runtime puts the classic group back
         return res
-    return Result(res.response, tombstones + res.records, res.timers, res.tasks)
+    return _noted(shard, Result(res.response, tombstones + res.records, res.timers, res.tasks))
+
+
+def _noted(shard: GroupCoordinatorShard, result: R) -> R:
+    shard.note_timers(result.timers)
+    return result
 
 
 def note_empty(shard: GroupCoordinatorShard, group_id: str, now: int, result: R) -> R:
@@ -109,4 +111,4 @@ def _is_empty_classic(group: object) -> bool:
 
 def assignor_done(shard: GroupCoordinatorShard, done: StreamsAssignorCompletion, now: int) -> Result[None]:
     groups: StreamsGroups = shard.streams
-    return groups.complete_assignor(done, now)
+    return _noted(shard, groups.complete_assignor(done, now))

@@ -46,7 +46,6 @@ writer, so that is everything it committed, and nothing of an aborted or fenced 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import itertools
 import json
 import logging
@@ -432,22 +431,6 @@ class KafkaRecordLog:
         with self._outstanding_lock:
             out = list(self._outstanding)
         return out + self.pending_for(list(self._writers))
-
-    def durable_records(self, group_ids: frozenset[str], timeout_s: float = 30.0) -> list[Any]:
-        """The records of `group_ids` as the topic holds them, once every outstanding append is acknowledged
-        (the runtime rolls a refused operation's groups back to this). Blocking: reads their partitions."""
-        for future in self.pending():
-            with contextlib.suppress(Exception):  # a failed delivery fails the runtime on its own
-                future.result(timeout=timeout_s)
-        out: list[Any] = []
-
-        def keep(record: Any) -> None:
-            if getattr(record, "group_id", None) in group_ids:
-                out.append(record)
-
-        for partition in sorted({self.partition_of(g) for g in group_ids}):
-            self.load_partition(partition, keep, timeout_s)
-        return out
 
     # --- loading ----------------------------------------------------------------------------------------------
     def load_partition(self, partition: int, apply: Callable[[Any], None], timeout_s: float = 60.0) -> PartitionLoad:

@@ -57,6 +57,7 @@ _FIRST_BYTES = (record_codec.OPERATION_FORMAT, 0x08)  # an operation, or one rec
 
 
 Waiter = Future[None] | asyncio.Future[None] | None  # what an append's caller waits on, if anyone
+ROTATE = b""  # in the writer's queue, not a frame: start the next generation here (`rotate_async`)
 
 
 def _settle(batch: list[tuple[bytes, Waiter]], error: BaseException | None) -> None:
@@ -296,6 +297,9 @@ class FileLog:
         self._io_lock = threading.Lock()  # held while a batch is written; never taken before _lock
         self._pending: list[tuple[bytes, Waiter]] = []
         self._closed = False
+        # The first write error: the file may end in a torn frame now, so nothing more is written behind it (a
+        # load truncates a torn tail only when it is the last thing in the newest log). Fail-stop.
+        self.write_error: OSError | None = None
         self._writer: threading.Thread | None = None
         self._last_fsync = time.monotonic()
         self.records_since_snapshot = 0
@@ -406,8 +410,11 @@ class FileLog:
         with self._lock:
             if self._closed:
                 raise RuntimeError("log is closed")
-            self._pending.append((data, waiter))
-            self._lock.notify()
+            if self.write_error is not None:  # failed like the write that broke it: the caller's failure path runs
+                waiter.set_exception(self.write_error)
+            else:
+                self._pending.append((data, waiter))
+                self._lock.notify()
         self.records_since_snapshot += len(records)
         self.appended_records += len(records)
         return waiter if isinstance(waiter, asyncio.Future) else asyncio.wrap_future(waiter)
@@ -436,26 +443,51 @@ class FileLog:
                 batch, self._pending = self._pending, []
                 self._io_lock.acquire()
             try:
-                file = self._file
-                assert file is not None
+                if self.write_error is not None:
+                    _settle(batch, self.write_error)
+                    continue
                 started = time.perf_counter()
-                file.write(b"".join(d for d, _ in batch))
-                file.flush()
-                if self.fsync == "always":
-                    os.fsync(file.fileno())
-                    self.fsyncs += 1
-                elif self.fsync == "interval":
-                    self._maybe_interval_fsync()
+                frames: list[bytes] = []
+                for data, _ in batch:
+                    if data is ROTATE:
+                        self._write_frames(frames)
+                        frames = []
+                        self._next_generation()
+                    else:
+                        frames.append(data)
+                self._write_frames(frames)
                 self.batches += 1
                 if self.on_flush is not None:
                     self.on_flush(time.perf_counter() - started)
             except OSError as e:
-                log.error("log write failed: %s", e)
+                log.critical("log write failed: %s; nothing more is written to %s", e, self.dir)
+                self.write_error = e
                 _settle(batch, e)
                 continue
             finally:
                 self._io_lock.release()
             _settle(batch, None)
+
+    def _write_frames(self, frames: list[bytes]) -> None:
+        file = self._file
+        assert file is not None
+        if frames:
+            file.write(b"".join(frames))
+        file.flush()
+        if self.fsync == "always":
+            os.fsync(file.fileno())
+            self.fsyncs += 1
+        elif self.fsync == "interval":
+            self._maybe_interval_fsync()
+
+    def _next_generation(self) -> None:
+        """On the writer thread, at a rotation mark: everything before it is in the old file, made durable."""
+        assert self._file is not None
+        os.fsync(self._file.fileno())
+        self._file.close()
+        self.generation += 1
+        self._file = open(self._path(self.generation, ".log"), "ab")  # noqa: SIM115
+        self._fsync_dir()
 
     def _maybe_interval_fsync(self) -> None:
         now = time.monotonic()
@@ -464,38 +496,6 @@ class FileLog:
             os.fsync(self._file.fileno())
             self.fsyncs += 1
             self._last_fsync = now
-
-    def durable_records(self, group_ids: frozenset[str]) -> list[Any]:
-        """The records of `group_ids` as a load would replay them, once every queued append is written (the
-        runtime rolls a refused operation's groups back to this). Blocking."""
-        with self._lock:
-            while self._pending:
-                self._lock.wait(0.01)
-            with self._io_lock:
-                if self._file is not None:
-                    self._file.flush()
-        for attempt in range(3):  # a snapshot written meanwhile removes the logs it covers: read again
-            try:
-                return self._read_groups(group_ids)
-            except FileNotFoundError:
-                if attempt == 2:
-                    raise
-        raise AssertionError("unreachable")
-
-    def _read_groups(self, group_ids: frozenset[str]) -> list[Any]:
-        out: list[Any] = []
-
-        def keep(records: list[Any]) -> None:
-            out.extend(rec for rec in records if getattr(rec, "group_id", None) in group_ids)
-
-        snapshots = self._gens(".snapshot")
-        snapshot_gen = snapshots[-1] if snapshots else 0
-        if snapshots:
-            keep(read_snapshot(self._path(snapshot_gen, ".snapshot"), self._decode)[0])
-        for gen in self._gens(".log"):
-            if gen > snapshot_gen:
-                scan_file(self._path(gen, ".log"), self._decode_operation, keep)
-        return out
 
     # --- snapshots --------------------------------------------------------------------------------------------
     def rotate(self) -> int:
@@ -516,6 +516,21 @@ class FileLog:
                 self._fsync_dir()
             self.records_since_snapshot = 0
         return old
+
+    def rotate_async(self) -> tuple[int, asyncio.Future[None]]:
+        """Start a new log generation behind every append queued so far, without waiting for the writer (call on
+        the event loop, between operations). Returns the generation a snapshot must be written for, and a future
+        that completes once the writer has closed it: then every record of that generation is durable."""
+        waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        with self._lock:
+            old = self.generation + sum(1 for data, _ in self._pending if data is ROTATE)
+            if self.write_error is not None:
+                waiter.set_exception(self.write_error)
+            else:
+                self._pending.append((ROTATE, waiter))
+                self._lock.notify()
+            self.records_since_snapshot = 0
+        return old, waiter
 
     def write_snapshot(self, generation: int, records: Iterable[Any]) -> int:
         """Write the state as of the end of log `generation`, atomically; then drop what it supersedes."""

@@ -28,7 +28,7 @@ from groupcoord.coordinator.core.streams_group import StreamsAssignorCompletion,
 from groupcoord.coordinator.core.streams_messages import CreateInternalTopics
 from groupcoord.coordinator.core.target_assignment import AssignorCompletion, AssignorRun
 from groupcoord.coordinator.core.topic_regex import RegexResolution, RegexResolutionCompletion
-from groupcoord.coordinator.runtime import rollback
+from groupcoord.coordinator.runtime.committed_image import CommittedImage, record_group_ids
 from groupcoord.coordinator.runtime.executor import BackgroundExecutor
 from groupcoord.coordinator.runtime.metrics import CoordinatorMetrics
 from groupcoord.coordinator.runtime.record_codec import PartitionFenced, RecordTooLargeError
@@ -77,6 +77,12 @@ class _Op:
     enqueued: float
     future: asyncio.Future[Any] | None
     token: int = 0
+    group_ids: tuple[str, ...] = ()  # the groups it names (the request's): put back too if it fails
+
+
+def _same_records(applied: list[Any], returned: list[Any]) -> bool:
+    """Did the operation return exactly what it replayed (the same objects, in order)?"""
+    return len(applied) == len(returned) and all(a is b for a, b in zip(applied, returned, strict=True))
 
 
 class CoordinatorRuntime:
@@ -102,6 +108,11 @@ class CoordinatorRuntime:
         self._snapshot_task: asyncio.Future[None] | None = None
         self._tokens = itertools.count(1)
         self._parked: dict[int, asyncio.Future[Any]] = {}
+        self._parked_groups: dict[int, str] = {}
+        # The state as of the durable log, to put failed operations' groups back (committed_image.py).
+        self.image = CommittedImage(lambda: GroupCoordinatorShard(
+            shard.config, shard.member_id_factory, shard.metadata))
+        self._last_append: asyncio.Future[None] | None = None  # the newest append not known durable
         self.loaded = False
         self.advertised: tuple[str, int] = ("127.0.0.1", 0)
         # Several instances: answers (NOT_COORDINATOR | COORDINATOR_LOAD_IN_PROGRESS, message) for a group this
@@ -120,7 +131,13 @@ class CoordinatorRuntime:
         self._queue = asyncio.Queue()
         report = None
         if load is not None:
-            report = await asyncio.to_thread(load, self.shard.replay)
+            shard, image = self.shard, self.image
+
+            def both(record: Any) -> None:
+                shard.replay(record)
+                image.replay(record)
+
+            report = await asyncio.to_thread(load, both)
         self._apply(timers_after_load(self.shard, self.clock()))
         self._tasks.append(asyncio.create_task(self._process(), name="groupcoord-events"))
         if self.metadata_source is not None:
@@ -142,11 +159,12 @@ class CoordinatorRuntime:
         await asyncio.to_thread(self.executor.shutdown)
 
     # --- operations ------------------------------------------------------------------------------------------
-    async def submit(self, name: str, fn: Callable[[int], Result[Any]]) -> Any:
-        """Queue an operation and wait for its response (released after its records are durable)."""
+    async def submit(self, name: str, fn: Callable[[int], Result[Any]], group_ids: tuple[str, ...] = ()) -> Any:
+        """Queue an operation and wait for its response, released once its records and those of every operation
+        before it are durable. `group_ids`: the groups it names, put back with the rest if it fails."""
         assert self._loop is not None and self._queue is not None, "runtime not started"
         future: asyncio.Future[Any] = self._loop.create_future()
-        op = _Op(name, fn, time.perf_counter(), future)
+        op = _Op(name, fn, time.perf_counter(), future, 0, group_ids)
         try:
             if self._queue.empty():
                 # Nothing is waiting, so running it now keeps the order and saves the hop through the queue (the
@@ -158,18 +176,21 @@ class CoordinatorRuntime:
         finally:
             self.metrics.request_latency.observe(time.perf_counter() - op.enqueued, name)
 
-    async def submit_parkable(self, name: str, fn: Callable[[int, int], Result[Any]]) -> Any:
+    async def submit_parkable(self, name: str, fn: Callable[[int, int], Result[Any]], group_id: str = "") -> Any:
         """Like `submit`, for operations that may park (return `parked=True`): `fn(now, token)`; the response
-        arrives when a later operation lists `(token, response)` in its completions."""
+        arrives when a later operation lists `(token, response)` in its completions, or an error if `group_id`
+        is put back meanwhile (its parked requests are gone with its memory)."""
         assert self._loop is not None and self._queue is not None, "runtime not started"
         future: asyncio.Future[Any] = self._loop.create_future()
         token = next(self._tokens)
         enqueued = time.perf_counter()
-        self._queue.put_nowait(_Op(name, lambda now: fn(now, token), enqueued, future, token))
+        group_ids = (group_id,) if group_id else ()
+        self._queue.put_nowait(_Op(name, lambda now: fn(now, token), enqueued, future, token, group_ids))
         try:
             return await future
         finally:
             self._parked.pop(token, None)
+            self._parked_groups.pop(token, None)
             self.metrics.request_latency.observe(time.perf_counter() - enqueued, name)
 
     def _enqueue(self, name: str, fn: Callable[[int], Result[Any]]) -> None:
@@ -193,36 +214,96 @@ class CoordinatorRuntime:
                     op.future.set_exception(e)
 
     def _execute(self, op: _Op) -> Awaitable[None] | None:
-        """Run one operation on the shard and route its outcome: timers and tasks armed, records appended,
-        replies (its own and those of parked requests it completes) released once the records are durable.
-        Returns the append's awaitable (None when nothing needed to become durable). Raises what `fn` raised."""
+        """Run one operation atomically, as Kafka's runtime does: the handler's records are appended and its
+        timers and tasks armed only if it returned normally; if it raised, returned other records than it
+        replayed, or the log refused them, the groups it touched are put back to their committed state and
+        nothing of it stays. Replies (its own and those of parked requests it completes) are released once
+        its records and every earlier operation's are durable. Returns the append's awaitable (None when
+        nothing is pending). Raises what `fn` raised, after putting its groups back."""
+        if self.failed is not None:  # fail-stop: a failed log takes nothing more, not even a timer's records
+            if op.future is not None and not op.future.done():
+                op.future.set_exception(CoordinatorError(
+                    Errors.COORDINATOR_NOT_AVAILABLE, "The coordinator's record log failed; it must be restarted."))
+            return None
         metrics = self.metrics
         started = time.perf_counter()
         metrics.event_queue_time.record((started - op.enqueued) * 1000)
         now = self.clock()
-        result = op.fn(now)
-        refused: RecordTooLargeError | None = None
+        shard = self.shard
+        applied: list[Any] = []
+        shard.applied, shard.touched = applied, set()
         try:
-            pending = self.sink.append(result.records) if result.records else None
-        except RecordTooLargeError as e:  # nothing was written; every reply of this operation gets the error
-            pending, refused = None, e
-            self._roll_back(op.name, e)
-        else:
+            result = op.fn(now)
+        except BaseException:
+            shard.applied = None
+            self._put_back(op.name, record_group_ids(applied) | shard.touched | set(op.group_ids), now)
+            raise
+        shard.applied = None
+        if result.from_log:
+            self.image.discard(record_group_ids(applied))
+            for record in applied:
+                self.image.replay(record)
+        elif not _same_records(applied, result.records):
+            # It replayed records it does not return (a refusal after a partial change): put its groups back and
+            # apply what it returns, as Kafka's runtime replays the records a handler returns.
+            self._put_back(op.name, record_group_ids(applied) | shard.touched | set(op.group_ids), now)
+            for record in result.records:
+                shard.replay(record)
+        pending: asyncio.Future[None] | None = None
+        refused: RecordTooLargeError | None = None
+        if result.records and not result.from_log:
+            try:
+                appended = self.sink.append(result.records)
+            except RecordTooLargeError as e:  # nothing was written; every reply of this operation gets the error
+                refused = e
+                log.error("operation %s refused: %s (groups %s)", op.name, e, ", ".join(sorted(e.group_ids))[:200])
+                self._put_back(op.name, record_group_ids(result.records) | shard.touched | set(op.group_ids), now)
+            else:
+                seq = self.image.appended(result.records)
+                if appended is None:
+                    self.image.durable(seq)
+                else:
+                    pending = asyncio.ensure_future(appended)
+                    pending.add_done_callback(functools.partial(self._on_durable, seq))
+                    self._last_append = pending
+        if refused is None:
             self._apply(result)
             if result.records:
                 self._notify(op.name, result.records, now)
+        self._reply(op, result, refused, pending)
+        elapsed = time.perf_counter() - started
+        metrics.event_processing_time.record(elapsed * 1000)
+        metrics.event_idle.add_busy(elapsed)
+        if self.snapshot_every and getattr(self.sink, "records_since_snapshot", 0) >= self.snapshot_every \
+                and self._snapshot_task is None:
+            self._start_snapshot()
+        return pending
+
+    def _reply(self, op: _Op, result: Result[Any], refused: RecordTooLargeError | None,
+               pending: asyncio.Future[None] | None) -> None:
         replies: list[tuple[asyncio.Future[Any], Any]] = []
         if op.future is not None:
             if result.parked and refused is None:  # a refused operation's request is answered now, never parked
                 self._parked[op.token] = op.future
+                if op.group_ids:
+                    self._parked_groups[op.token] = op.group_ids[0]
             else:
                 replies.append((op.future, result.response))
         for token, response in result.completions:
             parked = self._parked.pop(token, None)
+            self._parked_groups.pop(token, None)
             if parked is not None:
                 replies.append((parked, response))
-        # the file log's own future (no task per reply), or one task for another sink's awaitable
-        durable = asyncio.ensure_future(pending) if pending is not None and replies else None
+        if not replies:
+            return
+        # Kafka's deferred read: a reply that wrote nothing still waits for the writes before it, so no client
+        # sees state that a crash could take back.
+        durable = pending
+        if durable is None and self._last_append is not None:
+            if self._last_append.done() and self._last_append.exception() is None:
+                self._last_append = None
+            else:
+                durable = self._last_append
         for future, response in replies:
             if refused is not None:
                 if not future.done():
@@ -232,13 +313,54 @@ class CoordinatorRuntime:
                     future.set_result(response)
             else:
                 durable.add_done_callback(functools.partial(self._respond_durable, future, response))
-        elapsed = time.perf_counter() - started
-        metrics.event_processing_time.record(elapsed * 1000)
-        metrics.event_idle.add_busy(elapsed)
-        if self.snapshot_every and getattr(self.sink, "records_since_snapshot", 0) >= self.snapshot_every \
-                and self._snapshot_task is None:
-            self._start_snapshot()
-        return pending
+
+    def _put_back(self, name: str, group_ids: set[str], now: int) -> None:
+        """Rebuild `group_ids` from the committed image plus the earlier operations still pending on them (a
+        failed operation changed nothing); parked requests of those groups are answered with an error."""
+        group_ids.discard("")
+        if not group_ids:
+            return
+        log.warning("operation %s applied nothing; groups %s put back to their committed state", name,
+                    ", ".join(sorted(group_ids))[:200])
+        self._restore(group_ids, now, keep_pending=True)
+
+    def _restore(self, group_ids: set[str], now: int, keep_pending: bool) -> None:
+        """Put groups back from the image. If that fails too (a bug in replay), memory cannot be trusted: stop."""
+        try:
+            self._apply(self.image.put_back(self.shard, group_ids, now, keep_pending))
+        except Exception as e:
+            log.exception("putting groups back failed")
+            self._fail(e)
+        self._release_parked(group_ids)
+
+    def _release_parked(self, group_ids: set[str]) -> None:
+        for token, gid in list(self._parked_groups.items()):
+            if gid in group_ids:
+                del self._parked_groups[token]
+                future = self._parked.pop(token, None)
+                if future is not None and not future.done():
+                    future.set_exception(CoordinatorError(
+                        Errors.COORDINATOR_NOT_AVAILABLE, "The group was reloaded while this request waited; retry."))
+
+    def _on_durable(self, seq: int, pending: asyncio.Future[None]) -> None:
+        """An append completed: its records join the committed image; if it failed, memory goes back to what
+        the log holds (the groups of every operation that can no longer become durable)."""
+        if pending.cancelled():  # only at shutdown
+            return
+        error = pending.exception()
+        if error is None:
+            self.image.durable(seq)
+            return
+        if isinstance(error, PartitionFenced):  # that partition's later appends fail too; others may not
+            groups = self.image.discard(self.image.groups_of(seq))
+        else:
+            groups = self.image.discard()
+            if isinstance(error, Exception):
+                self._fail(error)
+        if groups:
+            log.error("an append failed (%s): groups %s put back to what the log holds", error,
+                      ", ".join(sorted(groups))[:200])
+            self._restore(groups, self.clock(), keep_pending=False)
 
     def _notify(self, name: str, records: list[Any], now: int) -> None:
         """Observers (the web view's rebalance timeline) see each operation's records once they are applied; one
@@ -249,27 +371,22 @@ class CoordinatorRuntime:
             except Exception:
                 log.exception("observer %r failed on %s", observe, name)
 
-    def _roll_back(self, name: str, error: RecordTooLargeError) -> None:
-        """The log refused the operation: put the groups it touched back to what the log holds (their timers
-        and offloaded runs are not armed). Blocking: it reads the log; this happens only on a refusal."""
-        groups = ", ".join(sorted(error.group_ids))[:200]
-        log.error("operation %s refused: %s (groups %s); reloading them from the log", name, error, groups)
-        read = getattr(self.sink, "durable_records", None)
-        if read is None:
-            self._fail(error)
-            return
-        self._apply(rollback.reset_groups(self.shard, error.group_ids, read(error.group_ids), self.clock()))
-
     def _start_snapshot(self) -> None:
-        """Rotate the log and write the current state as a snapshot in the background (KIP-less compaction:
-        start-up then replays one snapshot plus a short log instead of the whole history)."""
+        """Rotate the log and write a snapshot of the committed image on a thread (start-up then replays one
+        snapshot plus a short log instead of the whole history). Nothing here waits on the event loop: the
+        rotation is a mark in the writer's queue, and once the writer passed it the image holds exactly what
+        the closed generation's logs hold; it is held still while the thread reads it."""
         sink: Any = self.sink
-        generation = sink.rotate()
-        records = list(snapshot_records(self.shard))  # consistent: taken between two operations
+        generation, rotated = sink.rotate_async()
 
         async def write() -> None:
             try:
-                await asyncio.to_thread(sink.write_snapshot, generation, records)
+                await rotated
+                self.image.freeze()
+                try:
+                    await asyncio.to_thread(sink.write_snapshot, generation, snapshot_records(self.image.shard))
+                finally:
+                    self.image.thaw()
             except Exception:
                 log.exception("snapshot %d failed; the log keeps everything", generation)
             finally:
@@ -278,7 +395,8 @@ class CoordinatorRuntime:
         self._snapshot_task = asyncio.ensure_future(write())
 
     def _respond_durable(self, future: asyncio.Future[Any], response: Any, pending: asyncio.Future[None]) -> None:
-        """Release a reply whose records are durable, or fail it (and the instance) when they could not be."""
+        """Release a reply whose records are durable, or fail it when they could not be (`_on_durable` has put
+        memory back and, unless only a partition was lost, stopped the instance)."""
         if pending.cancelled():  # only at shutdown
             future.cancel()
             return
@@ -289,8 +407,6 @@ class CoordinatorRuntime:
                     Errors.NOT_COORDINATOR, f"not written: {error.reason[:120]}; ask FindCoordinator."))
             return
         if error is not None:
-            if isinstance(error, Exception):
-                self._fail(error)
             if not future.done():
                 future.set_exception(error)
             return
@@ -388,7 +504,7 @@ class CoordinatorRuntime:
     def _snapshot_now(self) -> dict[str, Any]:
         groups: dict[tuple[str, str], int] = {}
         members = 0
-        for group in list(self.shard.groups.values()):
+        for group in list(self.shard.group_views()):  # every type: streams groups are counted too
             listed = group.listed()
             key = (listed.group_type, listed.group_state)
             members += group.member_count()

@@ -403,10 +403,12 @@ class PartitionOwnership:
             self.runtime.shard.replay(record)
         armed = timers_after_partition_load(self.runtime.shard, mine, now)
         self._state[p] = PartitionState.OWNED
-        return Result(True, timers=stale.timers + armed.timers)
+        return Result(True, timers=stale.timers + armed.timers, from_log=True)
 
     def _drop(self, partitions: list[int]) -> Result[list[str]]:
-        return drop_groups(self.runtime.shard, in_partitions(self.partitions, set(partitions)))
+        result = drop_groups(self.runtime.shard, in_partitions(self.partitions, set(partitions)))
+        result.from_log = True
+        return result
 
     async def _lose(self, partitions: list[int]) -> None:
         for p in partitions:

@@ -60,3 +60,25 @@ def test_a_popped_rebalance_timer_does_not_fence_a_member_revoking_again_at_a_ne
     assert ctx.member("a").state.value == "UNREVOKED_PARTITIONS" and ctx.timers[key] > ctx.now
     ctx.apply(ctx.shard.on_timer(key, ctx.now))  # the stale operation runs
     assert "a" in ctx.group().members and ctx.shard.stats.members_fenced_rebalance == 0
+
+
+def test_a_streams_session_timer_rearmed_by_a_heartbeat_does_not_remove_the_member() -> None:
+    """The one stale check covers streams groups too: the runtime popped the old session timer, a heartbeat
+    queued before its operation re-armed it, so the old timer's operation must do nothing."""
+    from groupcoord.coordinator.core import streams_shard
+    from groupcoord.coordinator.core.streams_group import StreamsHeartbeatRequest, session_key
+    from groupcoord.coordinator.core.streams_records import NO_TASKS
+    from tests.core.streams_context import READY, word_count
+
+    ctx = CoreContext(READY)
+    shard = ctx.shard
+    joined = streams_shard.heartbeat(shard, StreamsHeartbeatRequest(
+        "app", "s1", 0, topology=word_count(), process_id="p1", rebalance_timeout_ms=1000, active_tasks=NO_TASKS,
+        standby_tasks=NO_TASKS, warmup_tasks=NO_TASKS), ctx.now)
+    epoch = joined.response.member_epoch
+    first_deadline = shard.timer_deadlines[session_key("app", "s1")]
+    ctx.now = first_deadline - 1
+    streams_shard.heartbeat(shard, StreamsHeartbeatRequest("app", "s1", epoch), ctx.now)  # re-arms the session
+    fired = shard.on_timer(session_key("app", "s1"), first_deadline)  # the old timer's operation runs
+    assert fired.records == []
+    assert "s1" in shard.streams.groups["app"].members
