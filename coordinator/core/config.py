@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from groupcoord.assignors.registry import server_assignor_names
 from groupcoord.coordinator.core.errors import CoordinatorError, Errors
@@ -379,3 +379,36 @@ def render_value(value: Any) -> str:
     if isinstance(value, list):
         return ",".join(value)
     return str(value)
+
+
+class GroupConfigSource(Protocol):
+    config: BrokerConfig
+
+    def group_config(self, group_id: str, name: str) -> Any: ...
+
+
+class ModernGroupConfigs:
+    """One consumer or share group's settings: its override (`<type>.<name>`, AlterGroupConfigs) over the
+    broker's (`group.<type>.<name>`), -1 meaning unset, as Kafka's GroupConfigManager. One lookup for every
+    modern group type (streams groups validate theirs as a whole: `streams_config.StreamsGroupConfig`)."""
+
+    def __init__(self, source: GroupConfigSource, group_type: str) -> None:
+        self.source = source
+        self.group_type = group_type
+
+    def value(self, group_id: str, name: str) -> Any:
+        v = self.source.group_config(group_id, f"{self.group_type}.{name}")
+        return self.source.config[f"group.{self.group_type}.{name}"] if v is None or v == -1 else v
+
+    def session_timeout_ms(self, group_id: str) -> int:
+        return int(self.value(group_id, "session.timeout.ms"))
+
+    def heartbeat_interval_ms(self, group_id: str) -> int:
+        return int(self.value(group_id, "heartbeat.interval.ms"))
+
+    def assignment_interval_ms(self, group_id: str) -> int:
+        """KIP-1263: the group's assignment interval unless -1, else the broker's."""
+        return int(self.value(group_id, "assignment.interval.ms"))
+
+    def offload_enabled(self, group_id: str) -> bool:
+        return bool(self.value(group_id, "assignor.offload.enable"))

@@ -34,7 +34,7 @@ from groupcoord.coordinator.core import (
     streams_shard,
 )
 from groupcoord.coordinator.core import classic_messages as cm
-from groupcoord.coordinator.core.config import GROUP_CONFIG_DEFS, BrokerConfig
+from groupcoord.coordinator.core.config import GROUP_CONFIG_DEFS, BrokerConfig, ModernGroupConfigs
 from groupcoord.coordinator.core.consumer_assignment import LAG_AWARE_ASSIGNORS as LAG_AWARE_ASSIGNORS
 from groupcoord.coordinator.core.consumer_group import rebalance_timer as rebalance_timer
 from groupcoord.coordinator.core.consumer_group import session_timer as session_timer
@@ -98,6 +98,7 @@ class GroupCoordinatorShard:
         self.groups: dict[str, Group] = {}  # consumer, classic and share groups (group.py)
         self.offsets = OffsetStore()
         self.group_configs: dict[str, dict[str, Any]] = {}
+        self.consumer_configs = ModernGroupConfigs(self, "consumer")
         self.stats = CoreStats()
         self._run_ids = itertools.count(1)
         self.rebalance_timer_epochs: dict[tuple[str, str], int] = {}
@@ -197,23 +198,16 @@ class GroupCoordinatorShard:
         return GROUP_CONFIG_DEFS[name].default
 
     def session_timeout_ms(self, group_id: str) -> int:
-        v = self.group_config(group_id, "consumer.session.timeout.ms")
-        return int(v if v is not None else self.config["group.consumer.session.timeout.ms"])
+        return self.consumer_configs.session_timeout_ms(group_id)
 
     def heartbeat_interval_ms(self, group_id: str) -> int:
-        v = self.group_config(group_id, "consumer.heartbeat.interval.ms")
-        return int(v if v is not None else self.config["group.consumer.heartbeat.interval.ms"])
+        return self.consumer_configs.heartbeat_interval_ms(group_id)
 
     def assignment_interval_ms(self, group_id: str) -> int:
-        """KIP-1263: the group's consumer.assignment.interval.ms unless -1, else the broker's."""
-        v = self.group_config(group_id, "consumer.assignment.interval.ms")
-        if v is None or v == -1:
-            return int(self.config["group.consumer.assignment.interval.ms"])
-        return int(v)
+        return self.consumer_configs.assignment_interval_ms(group_id)
 
     def offload_enabled(self, group_id: str) -> bool:
-        v = self.group_config(group_id, "consumer.assignor.offload.enable")
-        return bool(self.config["group.consumer.assignor.offload.enable"] if v is None else v)
+        return self.consumer_configs.offload_enabled(group_id)
 
     # =====================================================================================================
     # Consumer groups (rules in consumer_heartbeat.py, consumer_assignment.py, regex_subscriptions.py)

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from groupcoord.assignors.api import AssignorError, GroupSpec, MemberSpec
 from groupcoord.assignors.simple_share import SimpleShareAssignor
+from groupcoord.coordinator.core.config import ModernGroupConfigs
 from groupcoord.coordinator.core.errors import CoordinatorError, Errors
 from groupcoord.coordinator.core.principals import check_member_principal
 from groupcoord.coordinator.core.results import Result, TimerKey
@@ -59,39 +60,23 @@ if TYPE_CHECKING:
 SIMPLE = SimpleShareAssignor()  # also registered by name in groupcoord.assignors.builtin, for offloaded runs
 
 
-class ShareConfigs:
-    """Group overrides (`share.*`) over the broker's `group.share.*`, as Kafka's GroupConfigManager."""
+class ShareConfigs(ModernGroupConfigs):
+    """Share groups' settings (`share.*` over `group.share.*`), with those only share groups have."""
 
     def __init__(self, shard: GroupCoordinatorShard) -> None:
-        self.shard = shard
-
-    def _value(self, group_id: str, group_name: str, broker_name: str) -> Any:
-        v = self.shard.group_config(group_id, group_name)
-        return self.shard.config[broker_name] if v is None or v == -1 else v
-
-    def session_timeout_ms(self, gid: str) -> int:
-        return int(self._value(gid, "share.session.timeout.ms", "group.share.session.timeout.ms"))
-
-    def heartbeat_interval_ms(self, gid: str) -> int:
-        return int(self._value(gid, "share.heartbeat.interval.ms", "group.share.heartbeat.interval.ms"))
-
-    def assignment_interval_ms(self, gid: str) -> int:
-        return int(self._value(gid, "share.assignment.interval.ms", "group.share.assignment.interval.ms"))
-
-    def offload_enabled(self, gid: str) -> bool:
-        return bool(self._value(gid, "share.assignor.offload.enable", "group.share.assignor.offload.enable"))
+        super().__init__(shard, "share")
 
     def record_lock_duration_ms(self, gid: str) -> int:
-        return int(self._value(gid, "share.record.lock.duration.ms", "group.share.record.lock.duration.ms"))
+        return int(self.value(gid, "record.lock.duration.ms"))
 
     def delivery_count_limit(self, gid: str) -> int:
-        return int(self._value(gid, "share.delivery.count.limit", "group.share.delivery.count.limit"))
+        return int(self.value(gid, "delivery.count.limit"))
 
     def max_record_locks(self, gid: str) -> int:
-        return int(self._value(gid, "share.partition.max.record.locks", "group.share.partition.max.record.locks"))
+        return int(self.value(gid, "partition.max.record.locks"))
 
     def auto_offset_reset(self, gid: str) -> str:
-        return str(self.shard.group_config(gid, "share.auto.offset.reset"))
+        return str(self.source.group_config(gid, "share.auto.offset.reset"))
 
 
 def install(shard: GroupCoordinatorShard) -> None:
