@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import time
 
+import pytest
+
 from groupcoord.clients.share_member import ShareMember
 from groupcoord.coordinator.core.config import BrokerConfig
 from groupcoord.coordinator.runtime.server import ServerOptions, ServerThread
@@ -23,6 +25,7 @@ def serve(listen: str) -> ServerThread:
     return ServerThread(options).start()
 
 
+@pytest.mark.integration
 def test_a_share_member_joins_again_when_a_restarted_coordinator_does_not_know_its_group() -> None:
     first = serve("127.0.0.1:0")
     address = first.address
