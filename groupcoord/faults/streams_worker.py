@@ -6,7 +6,9 @@ stateless subtopology "0" reading the topic, so task ("0", p) is partition p. It
 at the coordinator's interval, reporting the active tasks it runs; process its tasks every `--interval-ms`.
 It keeps a client-side lease (`clients/lease.py`): from when its last successful heartbeat was sent, for the
 session minus a margin; no RPC waits past it, and when it runs out the member stops every task before it acts
-again. A task it is told to give up it stops at once, then reports it released with its next heartbeat.
+again. A task it is told to give up it keeps running until it reports it released: it stops it just before
+the next heartbeat (sent 50 ms later), which omits it. So a coordinator that gives the task to another member
+before the owner reported it released shows as two owners at once.
 One JSON line per observation on stdout, flushed:
 
     {"ev": "assigned" | "revoked" | "lost", "t": MONOTONIC, "p": [TASK PARTITIONS]}
@@ -46,6 +48,7 @@ class StreamsWorker:
         self.epoch = 0
         self.heartbeat_interval_ms = 200
         self.active: set[int] = set()
+        self.releasing: set[int] = set()  # active tasks the coordinator asked back: stopped at the next heartbeat
         self.lease_until = -math.inf
         self.out = Reporter()
         self._channel = grpc.insecure_channel(target, options=CHANNEL_OPTIONS)
@@ -69,7 +72,7 @@ class StreamsWorker:
         """Stop every task at once (`why`: revoked or lost)."""
         if self.active:
             self.out.emit(ev=why, t=time.monotonic(), p=sorted(self.active))
-        self.active = set()
+        self.active, self.releasing = set(), set()
 
     def lose(self) -> None:
         """The lease ran out: stop every task and join again as a new member (the coordinator removes the old one
@@ -78,6 +81,10 @@ class StreamsWorker:
         self.member_id, self.epoch = str(uuid.uuid4()), 0
 
     def heartbeat(self) -> None:
+        if self.releasing:  # stop them now; this heartbeat reports them released
+            self.out.emit(ev="revoked", t=time.monotonic(), p=sorted(self.releasing))
+            self.active -= self.releasing
+            self.releasing = set()
         now = time.monotonic()
         deadline = self.rpc_timeout_s if self.lease_until < now else min(self.rpc_timeout_s,
                                                                           max(self.lease_until - now, 0.05))
@@ -103,10 +110,9 @@ class StreamsWorker:
         self.heartbeat_interval_ms = max(resp.heartbeat_interval_ms, 10)
         if resp.HasField("active_tasks"):
             target = {p for t in resp.active_tasks.tasks if t.subtopology_id == "0" for p in t.partitions}
-            gone, new = self.active - target, target - self.active
-            if gone:
-                self.out.emit(ev="revoked", t=time.monotonic(), p=sorted(gone))
-            self.active = target
+            new = target - self.active
+            self.releasing = self.active - target
+            self.active |= new
             if new:
                 self.out.emit(ev="assigned", t=time.monotonic(), p=sorted(new))
 
@@ -118,7 +124,7 @@ class StreamsWorker:
                 self.lose()
             if now >= next_beat:
                 self.heartbeat()
-                next_beat = time.monotonic() + self.heartbeat_interval_ms / 1000
+                next_beat = time.monotonic() + (0.05 if self.releasing else self.heartbeat_interval_ms / 1000)
             now = time.monotonic()
             if self.active and now < self.lease_until and now >= next_process:
                 self.out.emit(ev="process", t=now, p=sorted(self.active))
