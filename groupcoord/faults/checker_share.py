@@ -10,8 +10,9 @@ every lock and acknowledgement by design; what it forgot is counted, not reporte
     the deadline it computed itself (lock duration from when it *sent* the request, cut by its client-side
     membership lease), the sending of an acknowledgement of that range (it is done with the records then,
     whatever the answer), and its death. The
-    coordinator's lock outlives the client's deadline (it starts later), so two holds of one offset that
-    overlap by more than `MARGIN_S` mean the coordinator gave out a record still locked to someone.
+    coordinator's lock outlives the client's deadline (it starts later), so a hold of an offset that begins
+    more than `MARGIN_S` before another member's hold of it ends (whatever its own length) means the coordinator
+    gave out a record still locked to someone.
 ``share_redelivered``
     An offset whose ACCEPT was acknowledged (the reply arrived) is acquired again by a request sent after that.
 ``share_double_accept``
@@ -106,7 +107,9 @@ def _double_acquire(holds: dict[int, list[_Hold]]) -> list[Violation]:
         for h in sorted(hs, key=lambda h: h.start):
             active = [a for a in active if a.end - MARGIN_S > h.start]
             for a in active:
-                if a.first <= h.last and h.first <= a.last and min(a.end, h.end) - h.start > MARGIN_S:
+                # a started first and ends more than the margin after h started: h is not at a's boundary (however
+                # short h is: a member that acknowledges at once holds for milliseconds)
+                if a.first <= h.last and h.first <= a.last and h.end - a.start > MARGIN_S:
                     lo, hi = max(a.first, h.first), min(a.last, h.last)
                     both_ms = (min(a.end, h.end) - h.start) * 1000
                     found.append(Violation(

@@ -1,8 +1,9 @@
 """The cluster under test: one coordinator process with a state dir, N member processes, one proxy each.
 
 Members are of three kinds (roles): consumer-group members (`worker.py`), share-group members
-(`share_worker.py`) and streams-group members (`streams_worker.py`), each kind in a group of its own on the
-same topic; the nemesis picks its targets among all of them.
+(`share_worker.py`) and streams-group members (`streams_worker.py`), each kind in a group of its own; consumer
+and streams members read topic `t`, share members `t-queue` (fewer partitions than members, so that they share
+them); the nemesis picks its targets among all of them.
 
 Why processes and proxies: kill -9, SIGSTOP and a silent network path are only real against real processes
 and real sockets. Each member talks to the coordinator through its own `TcpProxy`, so the nemesis can cut
@@ -110,13 +111,18 @@ class Member:
 
 class Cluster:
     def __init__(self, workdir: Path, members: int, partitions: int, timing: Timing,
-                 group: str = "faults", topic: str = "t", share_members: int = 0, streams_members: int = 0) -> None:
+                 group: str = "faults", topic: str = "t", share_members: int = 0, streams_members: int = 0,
+                 share_partitions: int = 1) -> None:
         self.workdir = workdir
         self.state_dir = workdir / "state"
         self.partitions = partitions
         self.timing = timing
         self.group = group
         self.topic = topic
+        # Share members read a topic of their own with fewer partitions than members, so that they share
+        # partitions (a queue): records of one partition go to several members, one lock at a time.
+        self.share_topic = f"{topic}-queue"
+        self.share_partitions = share_partitions
         self.port = free_port()
         self.coordinator: subprocess.Popen[bytes] | None = None
         self.coordinator_stopped = False
@@ -131,7 +137,7 @@ class Cluster:
         roles = ["consumer"] * members + ["share"] * share_members + ["streams"] * streams_members
         self.members = [Member(i, TcpProxy(f"127.0.0.1:{self.port}").start(), role) for i, role in enumerate(roles)]
         self.groups = {"consumer": group, "share": f"{group}-share", "streams": f"{group}-streams"}
-        self.views = CoordinatorViews(f"127.0.0.1:{self.port}", self.groups, topic)
+        self.views = CoordinatorViews(f"127.0.0.1:{self.port}", self.groups, topic, self.share_topic)
         self._stub = self.views.stub
 
     # --- history -----------------------------------------------------------------------------------------
@@ -206,7 +212,8 @@ class Cluster:
         self.coordinator = subprocess.Popen(
             [sys.executable, "-m", "groupcoord", "--log-level", "WARNING", "serve",
              "--listen", f"127.0.0.1:{self.port}", "--state-dir", str(self.state_dir),
-             "--topic", f"{self.topic}:{self.partitions}", *self.timing.server_flags()],
+             "--topic", f"{self.topic}:{self.partitions}", "--topic", f"{self.share_topic}:{self.share_partitions}",
+             *self.timing.server_flags()],
             stdout=self._log_file, stderr=self._log_file)
         self.coordinator_stopped = False
         self.wait_serving()
@@ -261,7 +268,8 @@ class Cluster:
         m.incarnation += 1
         m.stopped = False
         interval_ms = self.timing.commit_interval_ms if m.role == "consumer" else self.timing.action_interval_ms
-        args = ["--target", m.proxy.address, "--group", self.groups[m.role], "--topic", self.topic,
+        topic = self.share_topic if m.role == "share" else self.topic
+        args = ["--target", m.proxy.address, "--group", self.groups[m.role], "--topic", topic,
                 "--interval-ms", str(interval_ms), "--rpc-timeout-ms", str(self.timing.rpc_timeout_ms)]
         if m.role != "consumer":
             args += ["--session-timeout-ms", str(self.timing.session_timeout_ms)]

@@ -41,6 +41,7 @@ class Options:
     share_members: int = 2
     streams_members: int = 2
     partitions: int = 12
+    share_partitions: int = 1
     timing: Timing = Timing()
     converge_timeout_s: float = 30.0
     pause_s: float = 0.5  # normal operation between steps
@@ -129,11 +130,11 @@ def run(opts: Options, out: TextIO = sys.stdout) -> Report:
     workdir = opts.workdir or Path(tempfile.mkdtemp(prefix="groupcoord-faults-"))
     report.workdir = str(workdir)
     cluster = Cluster(workdir, opts.members, opts.partitions, opts.timing, share_members=opts.share_members,
-                      streams_members=opts.streams_members)
+                      streams_members=opts.streams_members, share_partitions=opts.share_partitions)
     roles = [m.role for m in cluster.members]
     step_of = schedule(opts.seed, len(roles), opts.timing.session_timeout_ms / 1000, opts.faults, roles)
     say(f"seed {opts.seed}: {opts.members} consumer, {opts.share_members} share and {opts.streams_members} streams "
-        f"members, topic t:{opts.partitions}, session "
+        f"members, topics t:{opts.partitions} and t-queue:{opts.share_partitions} (share), session "
         f"{opts.timing.session_timeout_ms} ms, heartbeat {opts.timing.heartbeat_interval_ms} ms; workdir {workdir}")
     try:
         cluster.start()
@@ -230,6 +231,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--share-members", type=int, default=2, help="share-group member processes (default 2)")
     p.add_argument("--streams-members", type=int, default=2, help="streams-group member processes (default 2)")
     p.add_argument("--partitions", type=int, default=12, help="partitions of the topic (default 12)")
+    p.add_argument("--share-partitions", type=int, default=1,
+                   help="partitions of the share members' topic (default 1: every share member reads it)")
     p.add_argument("--session-timeout-ms", type=int, default=3000)
     p.add_argument("--heartbeat-interval-ms", type=int, default=200)
     p.add_argument("--converge-timeout-s", type=float, default=30.0)
@@ -239,7 +242,7 @@ def main(argv: list[str] | None = None) -> int:
                    help="comma-separated fault kinds to inject (default: all): " + ", ".join(f.value for f in Fault))
     args = p.parse_args(argv)
     if min(args.members, args.share_members, args.streams_members, args.steps) < 0 or args.partitions < 1 \
-            or args.members + args.share_members + args.streams_members < 1:
+            or args.share_partitions < 1 or args.members + args.share_members + args.streams_members < 1:
         p.error("--partitions and the sum of members must be positive; no count negative")
     try:
         faults = tuple(Fault(name.strip()) for name in args.faults.split(",") if name.strip())
@@ -250,6 +253,7 @@ def main(argv: list[str] | None = None) -> int:
     timing = Timing(session_timeout_ms=args.session_timeout_ms, heartbeat_interval_ms=args.heartbeat_interval_ms)
     opts = Options(seed=args.seed, minutes=args.minutes, steps=args.steps, members=args.members,
                    share_members=args.share_members, streams_members=args.streams_members,
+                   share_partitions=args.share_partitions,
                    partitions=args.partitions, timing=timing, converge_timeout_s=args.converge_timeout_s,
                    workdir=args.workdir, stop_on_violation=args.stop_on_violation, faults=faults)
     # SIGTERM stops the run like Ctrl-C does, so that the processes it started are killed on the way out.

@@ -6,8 +6,10 @@ so no Kafka is needed and every process sees the same log. The member heartbeats
 keeps a client-side membership lease (`clients/lease.py`): from when its last successful heartbeat was sent,
 for the session minus a margin. It holds an acquired range until the earlier of the lock deadline the client
 computed (from when it sent ShareAcquire) and that lease; it acknowledges only before that, ACCEPT mostly and
-RELEASE now and then (so records are redelivered, too). Once it sends an acknowledgement it is done with
-those records, whatever the answer (a reply lost on the way does not tell whether the coordinator applied it).
+RELEASE now and then (so records are redelivered, too). It processes most acquisitions quickly and one in ten
+for most of the lock duration, so that other members ask for records while those are still locked. Once it
+sends an acknowledgement it is done with those records, whatever the answer (a reply lost on the way does not
+tell whether the coordinator applied it).
 One JSON line per observation on stdout, flushed:
 
     {"ev": "acquired", "ts": SENT, "t": RECEIVED, "until": HELD_UNTIL, "r": [[P, FIRST, LAST], ...]}
@@ -44,6 +46,7 @@ from groupcoord.faults.worker import Reporter
 
 RATE = 50  # records a second per partition
 RELEASE_ONE_IN = 10  # acquisitions given back with RELEASE instead of ACCEPT
+SLOW_ONE_IN = 10  # acquisitions processed for most of the lock duration
 
 log = logging.getLogger("groupcoord.faults.share_worker")
 
@@ -80,6 +83,14 @@ class ShareWorker:
                 self.lease_until = -math.inf  # no longer a member: the coordinator released what we held
             time.sleep(self.member.heartbeat_interval_s)
 
+    def processing_s(self) -> float:
+        """Mostly quick; one time in `SLOW_ONE_IN` most of the lock duration, so that another member asks for
+        records while these are still locked (a coordinator that let a lock go early would hand them out)."""
+        lock_s = self.member.record_lock_duration_ms / 1000
+        if self.rng.randrange(SLOW_ONE_IN) == 0 and lock_s > 0:
+            return self.rng.uniform(0.4, 0.7) * lock_s
+        return self.rng.uniform(0, self.interval_s)
+
     def step(self) -> None:
         lease = self.lease_until
         sent = time.monotonic()
@@ -95,7 +106,7 @@ class ShareWorker:
         until = min(min(r.lock_deadline for r in got), lease)
         self.out.emit(ev="acquired", ts=sent, t=time.monotonic(), until=until,
                       r=[[r.partition, r.first_offset, r.last_offset] for r in got])
-        time.sleep(self.rng.uniform(0, self.interval_s))  # processing
+        time.sleep(self.processing_s())
         kind = RELEASE if self.rng.randrange(RELEASE_ONE_IN) == 0 else ACCEPT
         ack_sent = time.monotonic()
         if ack_sent >= until:

@@ -18,9 +18,10 @@ from groupcoord.wire.v1 import streams_pb2_grpc as stpb_grpc
 
 
 class CoordinatorViews:
-    def __init__(self, address: str, groups: dict[str, str], topic: str) -> None:
+    def __init__(self, address: str, groups: dict[str, str], topic: str, share_topic: str) -> None:
         self.groups = groups
         self.topic = topic
+        self.share_topic = share_topic
         self._channel = grpc.insecure_channel(address)
         self.stub = pb_grpc.GroupCoordinatorStub(self._channel)
         self._share = shpb_grpc.ShareGroupCoordinatorStub(self._channel)
@@ -77,7 +78,7 @@ class CoordinatorViews:
         if resp.error_code:
             return None
         return tuple(sorted((p.partition, p.start_offset, p.end_offset) for p in resp.partitions
-                            if p.topic_name == self.topic))
+                            if p.topic_name == self.share_topic))
 
     def close(self) -> None:
         self._channel.close()

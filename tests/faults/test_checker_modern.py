@@ -73,6 +73,12 @@ def test_a_record_acquired_again_after_the_first_lock_ran_out_or_was_acknowledge
     assert kinds(expired) == kinds(released) == kinds(died) == []
 
 
+def test_a_short_hold_inside_another_members_hold_is_a_double_acquire() -> None:
+    history = [acquired(1.00, 1.01, "s0.1", 3.00, (0, 0, 9)), ack_sent(2.5, "s0.1", (0, 0, 9)),
+               acquired(1.60, 1.61, "s1.1", 3.6, (0, 5, 5)), ack_sent(1.617, "s1.1", (0, 5, 5))]
+    assert kinds(history) == ["share_double_acquire"]
+
+
 def test_a_double_acquire_within_the_clock_margin_is_not_reported() -> None:
     history = [acquired(1.00, 1.01, "s0.1", 3.00, (0, 0, 9)), acquired(2.97, 2.98, "s1.1", 5.0, (0, 0, 9))]
     assert kinds(history) == []
