@@ -42,7 +42,6 @@ from typing import Any, Protocol
 import grpc
 
 from groupcoord.clients.heartbeat_batcher import HeartbeatBatcher
-from groupcoord.coordinator.runtime.aio_wakeups import coalesce_wakeups
 from groupcoord.wire.v1 import coordinator_pb2 as pb
 from groupcoord.wire.v1 import coordinator_pb2_grpc as pb_grpc
 
@@ -333,8 +332,6 @@ def worker_pids(server: subprocess.Popen[bytes], base: int, workers: int) -> dic
 async def run_case(port: int, args: argparse.Namespace, pids: dict[int, int]) -> dict[str, Any]:
     channel = grpc.aio.insecure_channel(f"127.0.0.1:{port}")
     await channel.channel_ready()
-    if not args.no_coalesce:
-        coalesce_wakeups()  # the load generator's own gRPC completions: one loop wake-up per batch
     stub = pb_grpc.GroupCoordinatorStub(channel)
     per_group = args.members // args.groups
     members = [Member(f"group-{g}", f"t{g}") for g in range(args.groups) for _ in range(per_group)]
@@ -547,8 +544,6 @@ def _big_group_main(conn: Any, port: int, args: argparse.Namespace) -> None:
         os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
 
     async def serve() -> None:
-        if not args.no_coalesce:
-            coalesce_wakeups()
         big = BigGroupTasks(port, args)
         conn.send(await big.join())
         loop = asyncio.get_running_loop()
@@ -686,9 +681,6 @@ def main(argv: list[str] | None = None) -> int:
                    help="comma-separated: process (offload to worker processes), thread (offload to threads), "
                    "off (assignor on the event loop)")
     p.add_argument("--workers", type=int, default=1, help="serve --workers N; the load routes by FindCoordinator")
-    p.add_argument("--no-coalesce", action="store_true",
-                   help="leave the load generator's gRPC wake-ups one per completion "
-                        "(groupcoord.coordinator.runtime.aio_wakeups)")
     args = p.parse_args(argv)
     pin_load(args)
     if args.quick:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import json
 import logging
 import signal
@@ -147,6 +148,22 @@ def _split_workers(args: argparse.Namespace) -> int | None:
     return None
 
 
+def tune_serving_process() -> None:
+    """Process-wide settings for a process that only serves (`groupcoord serve`, each of its workers): set here,
+    at the entry point, never by the library, so a server built in a test or an application changes nothing
+    for the rest of that process.
+
+    Most of what the coordinator allocates per request is acyclic and freed by reference counting; the default
+    GC thresholds make full collections (tens of ms with many members) frequent enough to show in p99 latency.
+    Collect less often, and never rescan what exists at start-up. Offloaded assignor runs are Python code on
+    executor threads: hand the GIL back to the event loop every 1 ms (default 5 ms) so heartbeats of other
+    groups wait less while an assignor runs."""
+    gc.collect()
+    gc.freeze()
+    gc.set_threshold(50_000, 50, 100)
+    sys.setswitchinterval(0.001)
+
+
 def cmd_serve(args: argparse.Namespace) -> int:
     from groupcoord.coordinator.core.config import BrokerConfig, ConfigError
     from groupcoord.coordinator.runtime.server import CoordinatorServer, ServerOptions
@@ -275,6 +292,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     async def main() -> None:
         server = CoordinatorServer(options)
+        tune_serving_process()
         await server.start()
         print(f"groupcoord serving on {args.listen} (port {server.port})"
               + (f", metrics on :{server.metrics_port}/metrics" if server.metrics_port else "")

@@ -193,13 +193,13 @@ class CoordinatorRuntime:
             self._parked_groups.pop(token, None)
             self.metrics.request_latency.observe(time.perf_counter() - enqueued, name)
 
-    def _enqueue(self, name: str, fn: Callable[[int], Result[Any]]) -> None:
+    def _enqueue(self, name: str, fn: Callable[[int], Result[Any]], group_ids: tuple[str, ...] = ()) -> None:
         assert self._queue is not None
-        self._queue.put_nowait(_Op(name, fn, time.perf_counter(), None))
+        self._queue.put_nowait(_Op(name, fn, time.perf_counter(), None, 0, group_ids))
 
-    def enqueue_threadsafe(self, name: str, fn: Callable[[int], Result[Any]]) -> None:
+    def enqueue_threadsafe(self, name: str, fn: Callable[[int], Result[Any]], group_ids: tuple[str, ...] = ()) -> None:
         assert self._loop is not None
-        self._loop.call_soon_threadsafe(self._enqueue, name, fn)
+        self._loop.call_soon_threadsafe(self._enqueue, name, fn, group_ids)
 
     async def _process(self) -> None:
         assert self._queue is not None
@@ -442,16 +442,17 @@ class CoordinatorRuntime:
                 self.topic_creator.create(task.topics, task.error_ttl_ms)
 
     def _on_assignor_done(self, completion: AssignorCompletion) -> None:
-        self.enqueue_threadsafe("assignor-complete",
-                                lambda now: self.shard.on_assignment_complete(completion, now))
+        self.enqueue_threadsafe("assignor-complete", lambda now: self.shard.on_assignment_complete(completion, now),
+                                (completion.group_id,))
 
     def _on_streams_assignor_done(self, completion: StreamsAssignorCompletion) -> None:
         self.enqueue_threadsafe("streams-assignor-complete",
-                                lambda now: streams_shard.assignor_done(self.shard, completion, now))
+                                lambda now: streams_shard.assignor_done(self.shard, completion, now),
+                                (completion.group_id,))
 
     def _on_regex_resolved(self, completion: RegexResolutionCompletion) -> None:
-        self.enqueue_threadsafe("regex-resolved",
-                                lambda now: self.shard.on_regex_resolution_complete(completion, now))
+        self.enqueue_threadsafe("regex-resolved", lambda now: self.shard.on_regex_resolution_complete(completion, now),
+                                (completion.group_id,))
 
     # --- timers ----------------------------------------------------------------------------------------------
     def _arm_wakeup(self) -> None:
@@ -471,7 +472,8 @@ class CoordinatorRuntime:
         self._timer_handle = None
         self._timer_at = None
         for key in self.timers.pop_due(self.clock()):
-            self._enqueue("timer", lambda now, key=key: self.shard.on_timer(key, now))  # type: ignore[misc]
+            group = key[1:2] if isinstance(key, tuple) else ()  # a group's timer names it second
+            self._enqueue("timer", lambda now, key=key: self.shard.on_timer(key, now), group)  # type: ignore[misc]
         self._arm_wakeup()
 
     # --- metadata --------------------------------------------------------------------------------------------
@@ -483,30 +485,3 @@ class CoordinatorRuntime:
                 await self.submit("metadata-update", lambda now, image=image: self.shard.on_metadata_update(
                     image, now))  # type: ignore[misc]
             await asyncio.sleep(self.metadata_poll_s)
-
-    # --- observation -----------------------------------------------------------------------------------------
-    def snapshot(self) -> dict[str, Any]:
-        """Counts for the metrics collector. Called from the scrape thread, it reads the shard on the event
-        loop so it never iterates a dict the loop is changing."""
-        loop = self._loop
-        if loop is not None and loop.is_running():
-            try:
-                running = asyncio.get_running_loop()
-            except RuntimeError:
-                running = None
-            if running is not loop:
-                async def on_loop() -> dict[str, Any]:
-                    return self._snapshot_now()
-
-                return asyncio.run_coroutine_threadsafe(on_loop(), loop).result(timeout=10)
-        return self._snapshot_now()
-
-    def _snapshot_now(self) -> dict[str, Any]:
-        groups: dict[tuple[str, str], int] = {}
-        members = 0
-        for group in list(self.shard.group_views()):  # every type: streams groups are counted too
-            listed = group.listed()
-            key = (listed.group_type, listed.group_state)
-            members += group.member_count()
-            groups[key] = groups.get(key, 0) + 1
-        return {"groups": groups, "members": members, "stats": self.shard.stats}

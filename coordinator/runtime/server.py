@@ -7,9 +7,8 @@ loop in a background thread, so synchronous code (tests, benchmarks, the demo) c
 from __future__ import annotations
 
 import asyncio
-import gc
+import functools
 import logging
-import sys
 import threading
 import uuid
 from collections.abc import Callable
@@ -25,15 +24,14 @@ from prometheus_client import start_http_server
 from groupcoord.coordinator.core.config import BrokerConfig
 from groupcoord.coordinator.core.shard import GroupCoordinatorShard, LagProvider
 from groupcoord.coordinator.runtime.acl import AclFileWatcher, Authorizer
-from groupcoord.coordinator.runtime.aio_wakeups import coalesce_wakeups
 from groupcoord.coordinator.runtime.auth import TlsOptions, TokenStore
+from groupcoord.coordinator.runtime.counts import shard_counts
 from groupcoord.coordinator.runtime.executor import BackgroundExecutor
 from groupcoord.coordinator.runtime.kafka_log import KafkaRecordLog
 from groupcoord.coordinator.runtime.log import FileLog
-from groupcoord.coordinator.runtime.malformed import add_guarded
 from groupcoord.coordinator.runtime.metrics import CoordinatorCollector, CoordinatorMetrics
+from groupcoord.coordinator.runtime.pipeline import Pipeline
 from groupcoord.coordinator.runtime.runtime import CoordinatorRuntime, MetadataSource, RecordSink
-from groupcoord.coordinator.runtime.secured_service import SecuredService, SecuredShareService
 from groupcoord.coordinator.runtime.service import GroupCoordinatorService
 from groupcoord.coordinator.runtime.sharding import KafkaStateOptions, PartitionOwnership, parse_host_port
 from groupcoord.coordinator.runtime.share_service import ShareGroupService
@@ -43,16 +41,16 @@ from groupcoord.coordinator.runtime.topic_creation import StaticTopicCreator
 from groupcoord.coordinator.runtime.web import WebView
 from groupcoord.coordinator.runtime.workers import StaticOwnership, WorkerLayout
 from groupcoord.wire.v1 import coordinator_pb2 as pb
-from groupcoord.wire.v1 import coordinator_pb2_grpc as pb_grpc
 from groupcoord.wire.v1 import share_pb2 as spb
-from groupcoord.wire.v1 import share_pb2_grpc as spb_grpc
-from groupcoord.wire.v1 import streams_pb2, streams_pb2_grpc
+from groupcoord.wire.v1 import streams_pb2
 
 log = logging.getLogger("groupcoord.server")
 
-SERVICE_NAME = pb.DESCRIPTOR.services_by_name["GroupCoordinator"].full_name
-SHARE_SERVICE_NAME = spb.DESCRIPTOR.services_by_name["ShareGroupCoordinator"].full_name
-STREAMS_SERVICE_NAME = streams_pb2.DESCRIPTOR.services_by_name["StreamsGroupCoordinator"].full_name
+SERVICE = pb.DESCRIPTOR.services_by_name["GroupCoordinator"]
+SHARE_SERVICE = spb.DESCRIPTOR.services_by_name["ShareGroupCoordinator"]
+STREAMS_SERVICE = streams_pb2.DESCRIPTOR.services_by_name["StreamsGroupCoordinator"]
+SERVICE_NAME, SHARE_SERVICE_NAME, STREAMS_SERVICE_NAME = (
+    SERVICE.full_name, SHARE_SERVICE.full_name, STREAMS_SERVICE.full_name)
 
 
 @dataclass
@@ -107,15 +105,8 @@ class CoordinatorServer:
         self.http_port: int | None = None
 
     async def start(self) -> None:
-        # Most of what the coordinator allocates per request is acyclic and freed by reference counting;
-        # the default GC thresholds make full collections (tens of ms with many members) frequent enough to
-        # show in p99 latency. Collect less often, and never rescan what exists at start-up.
-        gc.collect()
-        gc.freeze()
-        gc.set_threshold(50_000, 50, 100)
-        # Offloaded assignor runs are Python code on executor threads: hand the GIL back to the event loop
-        # every 1 ms (default 5 ms) so heartbeats of other groups wait less while an assignor runs.
-        sys.setswitchinterval(0.001)
+        """Process-wide settings (the GC's, the switch interval) are `groupcoord serve`'s (cli.py), not the
+        library's: a server built in a test or an application leaves them as they are."""
         o = self.options
         metrics = CoordinatorMetrics(o.config["group.coordinator.background.threads"])
         for assignor in o.config["group.consumer.assignors"]:
@@ -161,7 +152,7 @@ class CoordinatorServer:
             asyncio.ensure_future(self.health.set("", health_pb2.HealthCheckResponse.NOT_SERVING))
 
         runtime.on_failure.append(not_serving)
-        metrics.register(CoordinatorCollector(metrics, runtime.snapshot))
+        metrics.register(CoordinatorCollector(metrics, functools.partial(shard_counts, runtime)))
 
         # The transport's bounds come first: a request over socket.request.max.bytes is refused by gRPC
         # (RESOURCE_EXHAUSTED) before a byte of it is parsed; responses are bounded the same way.
@@ -170,7 +161,6 @@ class CoordinatorServer:
             ("grpc.max_receive_message_length", o.config["socket.request.max.bytes"]),
             ("grpc.max_send_message_length", o.config["groupcoord.response.max.bytes"]),
         ])
-        service = GroupCoordinatorService(runtime)
         if o.acl_file is not None:
             if o.tokens is None and (o.tls is None or o.tls.client_ca is None):
                 raise ValueError("an ACL file needs an authentication mode: client certificates or tokens")
@@ -178,17 +168,13 @@ class CoordinatorServer:
             self.acl_watcher = AclFileWatcher(o.acl_file, self.authorizer, o.acl_reload_interval_s)
             self.acl_watcher.start()
             log.info("authorization on: %d ACLs from %s", len(self.authorizer.acls), o.acl_file)
-            service = SecuredService(runtime, self.authorizer, o.tokens)
         if o.tokens is not None and o.tls is None:
             log.warning("bearer tokens over plaintext: anyone on the network path can read and replay them; "
                         "serve TLS (--tls-cert, --tls-key)")
-        add_guarded(pb_grpc.add_GroupCoordinatorServicer_to_server, service, server)
-        share_service = (ShareGroupService(runtime) if self.authorizer is None
-                         else SecuredShareService(runtime, self.authorizer, o.tokens))
-        add_guarded(spb_grpc.add_ShareGroupCoordinatorServicer_to_server, share_service, server)
-        guard = service._may if isinstance(service, SecuredService) else None
-        add_guarded(streams_pb2_grpc.add_StreamsGroupCoordinatorServicer_to_server,
-                    StreamsService(runtime, guard, service.principal_of), server)
+        pipeline = Pipeline(self.authorizer, o.tokens)
+        pipeline.add(server, GroupCoordinatorService(runtime), SERVICE)
+        pipeline.add(server, ShareGroupService(runtime), SHARE_SERVICE)
+        pipeline.add(server, StreamsService(runtime), STREAMS_SERVICE)
         health_pb2_grpc.add_HealthServicer_to_server(self.health, server)
         reflection.enable_server_reflection(
             (SERVICE_NAME, SHARE_SERVICE_NAME, STREAMS_SERVICE_NAME,
@@ -222,8 +208,6 @@ class CoordinatorServer:
                                authorizer=self.authorizer, tls=o.tls)
             self.http_port = await self.web.start()
         await server.start()  # serving already: requests get COORDINATOR_LOAD_IN_PROGRESS until loaded
-        if not coalesce_wakeups():
-            log.info("grpc.aio completion wake-ups not batched (unknown grpc internals): more CPU per request")
         self._server = server
         report = await runtime.start(self.log.load if self.log is not None else None)
         # Worker processes are started (warmed) only once the state loaded: a server that stops at load (a corrupt

@@ -1,7 +1,11 @@
-"""The gRPC servicer: translates protobuf to the core's messages and back, and queues the operation.
+"""The GroupCoordinator servicer: translates protobuf to the core's messages and back, and queues the operation.
 
-It decides nothing. Errors go back in-band with Kafka's codes; a request that cannot even be translated
-(or a bug) is answered with INVALID_REQUEST / UNKNOWN_SERVER_ERROR, never by killing the server.
+It decides nothing. Every RPC goes through the request pipeline (`pipeline.py`): the member RPCs need READ on
+the group (ConsumerGroupHeartbeat and its streams, JoinGroup, SyncGroup, Heartbeat, LeaveGroup, OffsetCommit),
+OffsetFetch DESCRIBE, as in Kafka. Errors go back in-band with Kafka's codes; a request that cannot even be
+translated (or a bug) is answered with INVALID_REQUEST / UNKNOWN_SERVER_ERROR, never by killing the server. The
+caller's principal travels into the core with each member request: a member joined by one principal cannot be
+heartbeated, committed for, synced or removed by another (core/principals.py).
 """
 
 from __future__ import annotations
@@ -9,8 +13,6 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator, Iterator, Sequence
 from typing import Any
-
-import grpc
 
 from groupcoord.coordinator.core import limits
 from groupcoord.coordinator.core.classic_group import ClassicGroup
@@ -21,7 +23,7 @@ from groupcoord.coordinator.core.classic_messages import (
     MemberIdentity,
     SyncGroupRequest,
 )
-from groupcoord.coordinator.core.errors import CoordinatorError, Errors
+from groupcoord.coordinator.core.errors import Errors
 from groupcoord.coordinator.core.messages import (
     CommitPartition,
     ConsumerGroupHeartbeatRequest,
@@ -29,9 +31,11 @@ from groupcoord.coordinator.core.messages import (
     OffsetFetchRequest,
 )
 from groupcoord.coordinator.runtime.admin_service import AdminService
+from groupcoord.coordinator.runtime.pipeline import DESCRIBE, READ, Caller, rpc, stream
+from groupcoord.coordinator.runtime.pipeline import echo as _echo
+from groupcoord.coordinator.runtime.runtime import CoordinatorRuntime
 from groupcoord.coordinator.runtime.service_base import (
     _check_ids,
-    _echo,
     _leader_error,
     _owned_count,
     _owned_from_pb,
@@ -60,31 +64,56 @@ def _in_messages(responses: list[pb.ConsumerGroupHeartbeatResponse],
     yield pb.ConsumerGroupHeartbeatBatchResponse(responses=responses[start:])
 
 
+def _leave_refused(request: pb.LeaveGroupRequest, code: Errors, message: str) -> pb.LeaveGroupResponse:
+    out = pb.LeaveGroupResponse(error_code=int(code), error_message=message)
+    for m in request.members[:limits.LEAVE_MAX_MEMBERS]:
+        member = out.members.add(member_id=_echo(m.member_id), error_code=int(code), error_message=message)
+        if m.HasField("group_instance_id"):
+            member.group_instance_id = _echo(m.group_instance_id)
+    return out
+
+
+def _commit_refused(request: pb.OffsetCommitRequest, code: Errors, message: str) -> pb.OffsetCommitResponse:
+    """Kafka answers every partition with the error, unless the request itself is at fault (do not echo what
+    may be huge)."""
+    out = pb.OffsetCommitResponse(error_code=int(code), error_message=message)
+    if code is Errors.INVALID_REQUEST or code is Errors.INVALID_GROUP_ID or \
+            sum(len(t.partitions) for t in request.topics) > limits.OFFSETS_MAX_PARTITIONS:
+        return out
+    for t in request.topics:
+        out.topics.add(name=_echo(t.name), partitions=[
+            pb.OffsetCommitResponsePartition(partition_index=p.partition_index, error_code=int(code),
+                                             error_message=message) for p in t.partitions])
+    return out
+
+
 class GroupCoordinatorService(AdminService):
+    def __init__(self, runtime: CoordinatorRuntime) -> None:
+        super().__init__(runtime)
+        self._owned_cap_for: tuple[object, int] = (None, limits.OWNED_MAX_PARTITIONS)
+        self._max_bytes: int = runtime.shard.config["message.max.bytes"]
+
     # --- ConsumerGroupHeartbeat -----------------------------------------------------------------------------
-    async def ConsumerGroupHeartbeat(self, request: pb.ConsumerGroupHeartbeatRequest,
-                                     context: grpc.aio.ServicerContext) -> pb.ConsumerGroupHeartbeatResponse:
-        return await self._heartbeat(request, context)
-
+    @stream
     async def ConsumerGroupHeartbeatStream(
-        self, request_iterator: AsyncIterator[pb.ConsumerGroupHeartbeatRequest], context: grpc.aio.ServicerContext
+        self, requests: AsyncIterator[pb.ConsumerGroupHeartbeatRequest], caller: Caller
     ) -> AsyncIterator[pb.ConsumerGroupHeartbeatResponse]:
-        async for request in request_iterator:
-            yield await self._heartbeat(request, context)
+        async for request in requests:
+            yield await self.ConsumerGroupHeartbeat(request, caller)
 
+    @stream
     async def ConsumerGroupHeartbeatBatchStream(
-        self, request_iterator: AsyncIterator[pb.ConsumerGroupHeartbeatBatchRequest],
-        context: grpc.aio.ServicerContext,
+        self, requests: AsyncIterator[pb.ConsumerGroupHeartbeatBatchRequest], caller: Caller
     ) -> AsyncIterator[pb.ConsumerGroupHeartbeatBatchResponse]:
         budget = self.runtime.shard.config["groupcoord.response.max.bytes"] - 1024  # room for the framing
-        async for batch in request_iterator:
-            for message in _in_messages(await self._heartbeat_batch(batch.heartbeats, context), budget):
+        async for batch in requests:
+            for message in _in_messages(await self._heartbeat_batch(batch.heartbeats, caller), budget):
                 yield message
 
     async def _heartbeat_batch(self, heartbeats: Sequence[pb.ConsumerGroupHeartbeatRequest],
-                               context: grpc.aio.ServicerContext) -> list[pb.ConsumerGroupHeartbeatResponse]:
-        """Every heartbeat of one batch message, handled as the unary call handles it (authorization included,
-        through `_heartbeat`), answered in order. They run concurrently: one that writes records waits for
+                               caller: Caller) -> list[pb.ConsumerGroupHeartbeatResponse]:
+        """Every heartbeat of one batch message, handled as the unary call handles it (authorization included),
+        answered in order. They run concurrently: one that writes records waits for
         them to be durable without holding back the others, as on separate streams. They start
         `HEARTBEAT_BATCH_SLICE` per pass of the event loop, so other streams' requests are read and handled
         between slices: a batch of a thousand heartbeats (a large group's, each following a new epoch) holds
@@ -96,13 +125,14 @@ class GroupCoordinatorService(AdminService):
                                                       member_id=_echo(h.member_id), member_epoch=h.member_epoch)
                     for h in heartbeats]
         if len(heartbeats) == 1:  # the common case under light load: no task to create for it
-            return [await self._heartbeat(heartbeats[0], context)]
+            return [await self.ConsumerGroupHeartbeat(heartbeats[0], caller)]
         step = limits.HEARTBEAT_BATCH_SLICE
         running: list[asyncio.Future[pb.ConsumerGroupHeartbeatResponse]] = []
         for start in range(0, len(heartbeats), step):
             if start:
                 await asyncio.sleep(0)  # the slice before runs in the next pass, with whatever I/O is ready
-            running.extend(asyncio.ensure_future(self._heartbeat(h, context)) for h in heartbeats[start:start + step])
+            running.extend(asyncio.ensure_future(self.ConsumerGroupHeartbeat(h, caller))
+                           for h in heartbeats[start:start + step])
         return list(await asyncio.gather(*running))
 
     def _owned_cap(self) -> int:
@@ -115,40 +145,29 @@ class GroupCoordinatorService(AdminService):
             self._owned_cap_for = (image, max(limits.OWNED_MAX_PARTITIONS, known))
         return self._owned_cap_for[1]
 
-    async def _heartbeat(self, request: pb.ConsumerGroupHeartbeatRequest,
-                         context: grpc.aio.ServicerContext) -> pb.ConsumerGroupHeartbeatResponse:
-        def error(code: Errors, message: str) -> pb.ConsumerGroupHeartbeatResponse:
-            return pb.ConsumerGroupHeartbeatResponse(error_code=int(code), error_message=message,
-                                                     member_id=_echo(request.member_id),
-                                                     member_epoch=request.member_epoch)
-
-        try:
-            # Kafka validates a ConsumerGroupHeartbeat's fields with INVALID_REQUEST, the group id included
-            limits.check_length("group_id", request.group_id)
-            _owned_count(request, self._owned_cap())
-            has = request.HasField  # each optional field is read once: this runs for every heartbeat
-            instance_id = request.instance_id if has("instance_id") else None
-            rack_id = request.rack_id if has("rack_id") else None
-            regex = request.subscribed_topic_regex if has("subscribed_topic_regex") else None
-            server_assignor = request.server_assignor if has("server_assignor") else None
-            names = tuple(request.subscribed_topic_names.values) if has("subscribed_topic_names") else None
-            member_epoch = request.member_epoch
-            limits.check_heartbeat(request.member_id, instance_id, rack_id, regex, server_assignor, names)
-            req = ConsumerGroupHeartbeatRequest(
-                group_id=request.group_id, member_id=request.member_id, member_epoch=member_epoch,
-                instance_id=instance_id, rack_id=rack_id,
-                rebalance_timeout_ms=request.rebalance_timeout_ms if has("rebalance_timeout_ms") else None,
-                subscribed_topic_names=names, subscribed_topic_regex=regex, server_assignor=server_assignor,
-                topic_partitions=_owned_from_pb(request) if has("topic_partitions") else None,
-                client_host=context.peer() if member_epoch == 0 else "",
-                principal=self.principal_of(context),
-            )
-        except CoordinatorError as e:
-            return error(e.code, e.message)
-        resp = await self._run("ConsumerGroupHeartbeat",
-                               lambda now: self.shard.consumer_group_heartbeat(req, now), error, [req.group_id])
-        if isinstance(resp, pb.ConsumerGroupHeartbeatResponse):
-            return resp
+    @rpc(READ, pb.ConsumerGroupHeartbeatResponse)
+    async def ConsumerGroupHeartbeat(self, request: pb.ConsumerGroupHeartbeatRequest,
+                                     caller: Caller) -> pb.ConsumerGroupHeartbeatResponse:
+        # Kafka validates a ConsumerGroupHeartbeat's fields with INVALID_REQUEST, the group id included
+        limits.check_length("group_id", request.group_id)
+        _owned_count(request, self._owned_cap())
+        has = request.HasField  # each optional field is read once: this runs for every heartbeat
+        instance_id = request.instance_id if has("instance_id") else None
+        rack_id = request.rack_id if has("rack_id") else None
+        regex = request.subscribed_topic_regex if has("subscribed_topic_regex") else None
+        server_assignor = request.server_assignor if has("server_assignor") else None
+        names = tuple(request.subscribed_topic_names.values) if has("subscribed_topic_names") else None
+        member_epoch = request.member_epoch
+        limits.check_heartbeat(request.member_id, instance_id, rack_id, regex, server_assignor, names)
+        req = ConsumerGroupHeartbeatRequest(
+            group_id=request.group_id, member_id=request.member_id, member_epoch=member_epoch,
+            instance_id=instance_id, rack_id=rack_id,
+            rebalance_timeout_ms=request.rebalance_timeout_ms if has("rebalance_timeout_ms") else None,
+            subscribed_topic_names=names, subscribed_topic_regex=regex, server_assignor=server_assignor,
+            topic_partitions=_owned_from_pb(request) if has("topic_partitions") else None,
+            client_host=caller.peer() if member_epoch == 0 else "", principal=caller.principal)
+        resp = await self.submit("ConsumerGroupHeartbeat", lambda now: self.shard.consumer_group_heartbeat(req, now),
+                                 req.group_id)
         out = pb.ConsumerGroupHeartbeatResponse(
             error_code=int(resp.error_code), error_message=resp.error_message, member_id=resp.member_id,
             member_epoch=resp.member_epoch, heartbeat_interval_ms=resp.heartbeat_interval_ms,
@@ -158,24 +177,17 @@ class GroupCoordinatorService(AdminService):
         return out
 
     # --- classic protocol ------------------------------------------------------------------------------------
-    async def JoinGroup(self, request: pb.JoinGroupRequest, context: grpc.aio.ServicerContext) -> pb.JoinGroupResponse:
-        def error(code: Errors, message: str) -> pb.JoinGroupResponse:
-            return pb.JoinGroupResponse(error_code=int(code), error_message=message, generation_id=-1,
-                                        member_id=_echo(request.member_id))
-
-        try:
-            _check_ids(request.group_id, request.member_id, request.group_instance_id)
-            limits.check_count("protocols", len(request.protocols), limits.CLASSIC_MAX_PROTOCOLS)
-            req = JoinGroupRequest(
-                group_id=request.group_id, member_id=request.member_id, protocol_type=request.protocol_type,
-                protocols=tuple((p.name, bytes(p.metadata)) for p in request.protocols),
-                session_timeout_ms=request.session_timeout_ms, rebalance_timeout_ms=request.rebalance_timeout_ms,
-                instance_id=request.group_instance_id if request.HasField("group_instance_id") else None,
-                reason=limits.truncate_reason(request.reason), client_host=context.peer(),
-                principal=self.principal_of(context))
-            limits.check_classic_protocols(req.protocol_type, req.protocols, self._max_bytes)
-        except CoordinatorError as e:
-            return error(e.code, e.message)
+    @rpc(READ, pb.JoinGroupResponse)
+    async def JoinGroup(self, request: pb.JoinGroupRequest, caller: Caller) -> pb.JoinGroupResponse:
+        _check_ids(request.group_id, request.member_id, request.group_instance_id)
+        limits.check_count("protocols", len(request.protocols), limits.CLASSIC_MAX_PROTOCOLS)
+        req = JoinGroupRequest(
+            group_id=request.group_id, member_id=request.member_id, protocol_type=request.protocol_type,
+            protocols=tuple((p.name, bytes(p.metadata)) for p in request.protocols),
+            session_timeout_ms=request.session_timeout_ms, rebalance_timeout_ms=request.rebalance_timeout_ms,
+            instance_id=request.group_instance_id if request.HasField("group_instance_id") else None,
+            reason=limits.truncate_reason(request.reason), client_host=caller.peer(), principal=caller.principal)
+        limits.check_classic_protocols(req.protocol_type, req.protocols, self._max_bytes)
 
         def join(now: int, token: int) -> Any:
             group = self.shard.groups.get(req.group_id)
@@ -183,9 +195,7 @@ class GroupCoordinatorService(AdminService):
                 limits.check_classic_group_metadata(group.members, req.member_id, req.protocols, self._max_bytes)
             return self.shard.classic_group_join(req, now, token)
 
-        resp = await self._run_parkable("JoinGroup", join, error, req.group_id)
-        if isinstance(resp, pb.JoinGroupResponse):
-            return resp
+        resp = await self.submit_parkable("JoinGroup", join, req.group_id)
         out = pb.JoinGroupResponse(error_code=int(resp.error_code), error_message=resp.error_message,
                                    generation_id=resp.generation_id, leader=resp.leader, member_id=resp.member_id,
                                    skip_assignment=resp.skip_assignment)
@@ -199,32 +209,25 @@ class GroupCoordinatorService(AdminService):
                 member.group_instance_id = m.instance_id
         return out
 
-    async def SyncGroup(self, request: pb.SyncGroupRequest, context: grpc.aio.ServicerContext) -> pb.SyncGroupResponse:
+    @rpc(READ, pb.SyncGroupResponse)
+    async def SyncGroup(self, request: pb.SyncGroupRequest, caller: Caller) -> pb.SyncGroupResponse:
         """The leader may report that it could not compute the assignment (the seed's "leader transmits an
         error") with the metadata key `groupcoord-assignment-error: <Kafka error code>`: the generation is then
         invalidated and the error goes to every member waiting in SyncGroup."""
-        def error(code: Errors, message: str) -> pb.SyncGroupResponse:
-            return pb.SyncGroupResponse(error_code=int(code), error_message=message)
-
-        try:
-            _check_ids(request.group_id, request.member_id, request.group_instance_id)
-            limits.check_length("protocol_type", request.protocol_type)
-            limits.check_length("protocol_name", request.protocol_name)
-            limits.check_count("assignments", len(request.assignments), limits.SYNC_MAX_ASSIGNMENTS)
-            req = SyncGroupRequest(
-                group_id=request.group_id, generation_id=request.generation_id, member_id=request.member_id,
-                instance_id=request.group_instance_id if request.HasField("group_instance_id") else None,
-                protocol_type=request.protocol_type if request.HasField("protocol_type") else None,
-                protocol_name=request.protocol_name if request.HasField("protocol_name") else None,
-                assignments={a.member_id: bytes(a.assignment) for a in request.assignments},
-                error_code=_leader_error(context), principal=self.principal_of(context))
-            limits.check_sync_assignments(req.assignments, self._max_bytes)
-        except CoordinatorError as e:
-            return error(e.code, e.message)
-        resp = await self._run_parkable(
-            "SyncGroup", lambda now, token: self.shard.classic_group_sync(req, now, token), error, req.group_id)
-        if isinstance(resp, pb.SyncGroupResponse):
-            return resp
+        _check_ids(request.group_id, request.member_id, request.group_instance_id)
+        limits.check_length("protocol_type", request.protocol_type)
+        limits.check_length("protocol_name", request.protocol_name)
+        limits.check_count("assignments", len(request.assignments), limits.SYNC_MAX_ASSIGNMENTS)
+        req = SyncGroupRequest(
+            group_id=request.group_id, generation_id=request.generation_id, member_id=request.member_id,
+            instance_id=request.group_instance_id if request.HasField("group_instance_id") else None,
+            protocol_type=request.protocol_type if request.HasField("protocol_type") else None,
+            protocol_name=request.protocol_name if request.HasField("protocol_name") else None,
+            assignments={a.member_id: bytes(a.assignment) for a in request.assignments},
+            error_code=_leader_error(caller.metadata()), principal=caller.principal)
+        limits.check_sync_assignments(req.assignments, self._max_bytes)
+        resp = await self.submit_parkable(
+            "SyncGroup", lambda now, token: self.shard.classic_group_sync(req, now, token), req.group_id)
         out = pb.SyncGroupResponse(error_code=int(resp.error_code), error_message=resp.error_message,
                                    assignment=resp.assignment)
         if resp.protocol_type is not None:
@@ -233,48 +236,26 @@ class GroupCoordinatorService(AdminService):
             out.protocol_name = resp.protocol_name
         return out
 
-    async def Heartbeat(self, request: pb.HeartbeatRequest, context: grpc.aio.ServicerContext) -> pb.HeartbeatResponse:
-        def error(code: Errors, message: str) -> pb.HeartbeatResponse:
-            return pb.HeartbeatResponse(error_code=int(code), error_message=message)
-
-        try:
-            _check_ids(request.group_id, request.member_id, request.group_instance_id)
-        except CoordinatorError as e:
-            return error(e.code, e.message)
+    @rpc(READ, pb.HeartbeatResponse)
+    async def Heartbeat(self, request: pb.HeartbeatRequest, caller: Caller) -> pb.HeartbeatResponse:
+        _check_ids(request.group_id, request.member_id, request.group_instance_id)
         req = HeartbeatRequest(request.group_id, request.generation_id, request.member_id,
                                request.group_instance_id if request.HasField("group_instance_id") else None,
-                               self.principal_of(context))
-        resp = await self._run("Heartbeat", lambda now: self.shard.classic_group_heartbeat(req, now), error,
-                               [req.group_id])
-        if isinstance(resp, pb.HeartbeatResponse):
-            return resp
+                               caller.principal)
+        resp = await self.submit("Heartbeat", lambda now: self.shard.classic_group_heartbeat(req, now), req.group_id)
         return pb.HeartbeatResponse(error_code=int(resp.error_code), error_message=resp.error_message)
 
-    async def LeaveGroup(self, request: pb.LeaveGroupRequest,
-                         context: grpc.aio.ServicerContext) -> pb.LeaveGroupResponse:
-        def error(code: Errors, message: str) -> pb.LeaveGroupResponse:
-            out = pb.LeaveGroupResponse(error_code=int(code), error_message=message)
-            for m in request.members[:limits.LEAVE_MAX_MEMBERS]:
-                member = out.members.add(member_id=_echo(m.member_id), error_code=int(code), error_message=message)
-                if m.HasField("group_instance_id"):
-                    member.group_instance_id = _echo(m.group_instance_id)
-            return out
-
-        try:
-            limits.check_group_id(request.group_id)
-            limits.check_count("members", len(request.members), limits.LEAVE_MAX_MEMBERS)
-            _check_ids(request.group_id, *(m.member_id for m in request.members),
-                       *(m.group_instance_id for m in request.members))
-        except CoordinatorError as e:
-            return error(e.code, e.message)
+    @rpc(READ, pb.LeaveGroupResponse, refuse=_leave_refused)
+    async def LeaveGroup(self, request: pb.LeaveGroupRequest, caller: Caller) -> pb.LeaveGroupResponse:
+        limits.check_group_id(request.group_id)
+        limits.check_count("members", len(request.members), limits.LEAVE_MAX_MEMBERS)
+        _check_ids(request.group_id, *(m.member_id for m in request.members),
+                   *(m.group_instance_id for m in request.members))
         req = LeaveGroupRequest(request.group_id, tuple(
             MemberIdentity(m.member_id, m.group_instance_id if m.HasField("group_instance_id") else None,
                            limits.truncate_reason(m.reason))
-            for m in request.members), self.principal_of(context))
-        resp = await self._run("LeaveGroup", lambda now: self.shard.classic_group_leave(req, now), error,
-                               [req.group_id])
-        if isinstance(resp, pb.LeaveGroupResponse):
-            return resp
+            for m in request.members), caller.principal)
+        resp = await self.submit("LeaveGroup", lambda now: self.shard.classic_group_leave(req, now), req.group_id)
         out = pb.LeaveGroupResponse(error_code=int(resp.error_code), error_message=resp.error_message)
         for m in resp.members:
             member = out.members.add(member_id=m.member_id, error_code=int(m.error_code),
@@ -284,64 +265,39 @@ class GroupCoordinatorService(AdminService):
         return out
 
     # --- offsets -------------------------------------------------------------------------------------------
-    async def OffsetCommit(self, request: pb.OffsetCommitRequest,
-                           context: grpc.aio.ServicerContext) -> pb.OffsetCommitResponse:
-        def error(code: Errors, message: str) -> pb.OffsetCommitResponse:
-            out = pb.OffsetCommitResponse(error_code=int(code), error_message=message)
-            if code is Errors.INVALID_REQUEST or code is Errors.INVALID_GROUP_ID:
-                return out  # the request itself is at fault: do not echo what may be huge
-            for t in request.topics:
-                out.topics.add(name=t.name, partitions=[
-                    pb.OffsetCommitResponsePartition(partition_index=p.partition_index, error_code=int(code),
-                                                     error_message=message) for p in t.partitions])
-            return out
-
-        try:
-            _check_ids(request.group_id, request.member_id,
-                       request.group_instance_id if request.HasField("group_instance_id") else None)
-            limits.check_count("partitions", sum(len(t.partitions) for t in request.topics),
-                               limits.OFFSETS_MAX_PARTITIONS)
-            limits.check_lengths("topic name", (t.name for t in request.topics), limits.TOPIC_NAME_MAX_CHARS)
-        except CoordinatorError as e:
-            return error(e.code, e.message)
+    @rpc(READ, pb.OffsetCommitResponse, refuse=_commit_refused)
+    async def OffsetCommit(self, request: pb.OffsetCommitRequest, caller: Caller) -> pb.OffsetCommitResponse:
+        instance_id = request.group_instance_id if request.HasField("group_instance_id") else None
+        _check_ids(request.group_id, request.member_id, instance_id)
+        limits.check_count("partitions", sum(len(t.partitions) for t in request.topics),
+                           limits.OFFSETS_MAX_PARTITIONS)
+        limits.check_lengths("topic name", (t.name for t in request.topics), limits.TOPIC_NAME_MAX_CHARS)
         partitions = [
             CommitPartition(t.name, p.partition_index, p.committed_offset, p.committed_leader_epoch,
                             p.committed_metadata if p.HasField("committed_metadata") else None)
             for t in request.topics for p in t.partitions
         ]
         req = OffsetCommitRequest(request.group_id, request.member_id, request.generation_id_or_member_epoch,
-                                  partitions,
-                                  request.group_instance_id if request.HasField("group_instance_id") else None,
-                                  self.principal_of(context))
-        resp = await self._run("OffsetCommit", lambda now: self.shard.offset_commit(req, now), error, [req.group_id])
-        if isinstance(resp, pb.OffsetCommitResponse):
-            return resp
+                                  partitions, instance_id, caller.principal)
+        resp = await self.submit("OffsetCommit", lambda now: self.shard.offset_commit(req, now), req.group_id)
         out = pb.OffsetCommitResponse(error_code=int(resp.error_code), error_message=resp.error_message)
         add_partition_errors(out.topics, resp.partitions)
         return out
 
-    async def OffsetFetch(self, request: pb.OffsetFetchRequest,
-                          context: grpc.aio.ServicerContext) -> pb.OffsetFetchResponse:
-        def error(code: Errors, message: str) -> pb.OffsetFetchResponse:
-            return pb.OffsetFetchResponse(error_code=int(code), error_message=message)
-
+    @rpc(DESCRIBE, pb.OffsetFetchResponse)
+    async def OffsetFetch(self, request: pb.OffsetFetchRequest, caller: Caller) -> pb.OffsetFetchResponse:
         topics: dict[str, list[int] | None] | None = None
-        try:
-            _check_ids(request.group_id, request.member_id)
-            if request.HasField("topics"):
-                wanted = request.topics.topics
-                limits.check_count("topics", len(wanted), limits.OFFSETS_MAX_PARTITIONS)
-                limits.check_count("partitions", sum(len(t.partition_indexes) for t in wanted),
-                                   limits.OFFSETS_MAX_PARTITIONS)
-                limits.check_lengths("topic name", (t.name for t in wanted), limits.TOPIC_NAME_MAX_CHARS)
-                topics = {t.name: list(t.partition_indexes) or None for t in wanted}
-        except CoordinatorError as e:
-            return error(e.code, e.message)
+        _check_ids(request.group_id, request.member_id)
+        if request.HasField("topics"):
+            wanted = request.topics.topics
+            limits.check_count("topics", len(wanted), limits.OFFSETS_MAX_PARTITIONS)
+            limits.check_count("partitions", sum(len(t.partition_indexes) for t in wanted),
+                               limits.OFFSETS_MAX_PARTITIONS)
+            limits.check_lengths("topic name", (t.name for t in wanted), limits.TOPIC_NAME_MAX_CHARS)
+            topics = {t.name: list(t.partition_indexes) or None for t in wanted}
         req = OffsetFetchRequest(request.group_id, request.member_id, request.member_epoch, topics,
                                  request.require_stable)
-        resp = await self._run("OffsetFetch", lambda now: self.shard.offset_fetch(req, now), error, [req.group_id])
-        if isinstance(resp, pb.OffsetFetchResponse):
-            return resp
+        resp = await self.submit("OffsetFetch", lambda now: self.shard.offset_fetch(req, now), req.group_id)
         out = pb.OffsetFetchResponse(error_code=int(resp.error_code), error_message=resp.error_message)
         by_topic: dict[str, pb.OffsetFetchResponseTopic] = {}
         for o in resp.offsets:

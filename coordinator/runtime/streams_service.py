@@ -1,17 +1,16 @@
 """The StreamsGroupCoordinator gRPC service: translates StreamsGroupHeartbeat / StreamsGroupDescribe between
-protobuf and the core's values and runs them on the shard's event loop. It decides nothing; like Kafka's
-KafkaApis it adds the topic creator's recent failures to a heartbeat's MISSING_INTERNAL_TOPICS status."""
+protobuf and the core's values and runs them on the shard's event loop, through the same request pipeline as
+every other RPC (`pipeline.py`). It decides nothing; like Kafka's KafkaApis it adds the topic creator's recent
+failures to a heartbeat's MISSING_INTERNAL_TOPICS status."""
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import replace
 from typing import Any
 
-import grpc
-
 from groupcoord.coordinator.core import limits, streams_shard
-from groupcoord.coordinator.core.errors import Errors
+from groupcoord.coordinator.core.errors import CoordinatorError, Errors
 from groupcoord.coordinator.core.results import Result
 from groupcoord.coordinator.core.streams_group import (
     StreamsGroupState,
@@ -22,13 +21,10 @@ from groupcoord.coordinator.core.streams_internal_topics import with_creation_er
 from groupcoord.coordinator.core.streams_messages import CreateInternalTopics
 from groupcoord.coordinator.core.streams_records import Tasks
 from groupcoord.coordinator.core.streams_topology import CopartitionGroup, StreamsTopology, Subtopology, TopicInfo
-from groupcoord.coordinator.runtime.runtime import CoordinatorRuntime
+from groupcoord.coordinator.runtime.pipeline import DESCRIBE, READ, Caller, Service, rpc
 from groupcoord.wire.v1 import streams_pb2 as spb
-from groupcoord.wire.v1 import streams_pb2_grpc as spb_grpc
 
 MAX_TASK_IDS = 100_000  # per list in one request: bounds the work one heartbeat can ask for
-
-Guard = Callable[[grpc.aio.ServicerContext, str, str], Awaitable[bool]]
 
 
 def tasks_from_pb(msg: spb.StreamsTaskIdList) -> Tasks:
@@ -136,44 +132,20 @@ def response_to_pb(resp: StreamsHeartbeatResponse) -> spb.StreamsGroupHeartbeatR
     return out
 
 
-class StreamsService(spb_grpc.StreamsGroupCoordinatorServicer):
-    """`guard(context, operation, group_id)`: the authorizer's check when ACLs are on (READ for the
-    heartbeat, DESCRIBE for describe, as Kafka's StreamsGroupHeartbeat and StreamsGroupDescribe)."""
+class StreamsService(Service):
+    """StreamsGroupHeartbeat needs READ on the group and StreamsGroupDescribe DESCRIBE, as Kafka's; with ACLs on,
+    StreamsGroupDescribe shows no member hosts (stricter than DescribeGroups)."""
 
-    def __init__(self, runtime: CoordinatorRuntime, guard: Guard | None = None,
-                 principal_of: Callable[[grpc.aio.ServicerContext], str | None] | None = None) -> None:
-        self.runtime = runtime
-        self.guard = guard
-        self.principal_of = principal_of
-
-    def _unavailable(self) -> tuple[Errors, str] | None:
-        if not self.runtime.loaded:
-            return Errors.COORDINATOR_LOAD_IN_PROGRESS, "The coordinator is loading its state; retry."
-        if self.runtime.failed is not None:
-            return Errors.COORDINATOR_NOT_AVAILABLE, "The coordinator's record log failed; it must be restarted."
-        return None
-
+    @rpc(READ, spb.StreamsGroupHeartbeatResponse)
     async def StreamsGroupHeartbeat(self, request: spb.StreamsGroupHeartbeatRequest,
-                                    context: grpc.aio.ServicerContext) -> spb.StreamsGroupHeartbeatResponse:
-        def error(code: Errors, message: str) -> spb.StreamsGroupHeartbeatResponse:
-            return spb.StreamsGroupHeartbeatResponse(error_code=int(code), error_message=message,
-                                                     member_id=request.member_id[:limits.ECHO_MAX_CHARS],
-                                                     member_epoch=request.member_epoch)
-
-        if self.guard is not None and not await self.guard(context, "READ", request.group_id):
-            return error(Errors.GROUP_AUTHORIZATION_FAILED, "Not authorized to READ the group.")
-        refusal = self._unavailable() or (self.runtime.router(request.group_id)
-                                          if self.runtime.router is not None else None)
-        if refusal is not None:
-            return error(*refusal)
+                                    caller: Caller) -> spb.StreamsGroupHeartbeatResponse:
         if len(request.group_id) > limits.ID_MAX_CHARS or len(request.member_id) > limits.ID_MAX_CHARS:
-            return error(Errors.INVALID_REQUEST, "GroupId or MemberId is too long.")
+            raise CoordinatorError(Errors.INVALID_REQUEST, "GroupId or MemberId is too long.")
         try:
-            principal = self.principal_of(context) if self.principal_of is not None else None
-            req = request_from_pb(request, context.peer(), principal)
+            req = request_from_pb(request, caller.peer(), caller.principal)
         except ValueError as e:
-            return error(Errors.INVALID_REQUEST, str(e))
-        shard = self.runtime.shard
+            raise CoordinatorError(Errors.INVALID_REQUEST, str(e)) from None
+        shard = self.shard
         asked: list[str] = []  # the internal topics this heartbeat asks the topic creator for
 
         def op(now: int) -> Result[StreamsHeartbeatResponse]:
@@ -181,26 +153,29 @@ class StreamsService(spb_grpc.StreamsGroupCoordinatorServicer):
             asked.extend(t.name for task in res.tasks if isinstance(task, CreateInternalTopics) for t in task.topics)
             return res
 
-        resp = await self.runtime.submit("StreamsGroupHeartbeat", op)
+        resp = await self.submit("StreamsGroupHeartbeat", op, req.group_id)
         creator = self.runtime.topic_creator
         if asked and resp.status and creator is not None:
             resp = replace(resp, status=with_creation_errors(resp.status, creator.errors(asked)))
         return response_to_pb(resp)
 
+    @rpc(DESCRIBE, spb.StreamsGroupDescribeResponse, per_group=True)
     async def StreamsGroupDescribe(self, request: spb.StreamsGroupDescribeRequest,
-                                   context: grpc.aio.ServicerContext) -> spb.StreamsGroupDescribeResponse:
+                                   caller: Caller) -> spb.StreamsGroupDescribeResponse:
+        def invalid(group_id: str, code: Errors, message: str) -> spb.StreamsDescribedGroup:
+            return spb.StreamsDescribedGroup(group_id=group_id, error_code=int(code), error_message=message)
+
+        def hosts_hidden(described: list[spb.StreamsDescribedGroup]) -> list[spb.StreamsDescribedGroup]:
+            if caller.secured:
+                for g in described:
+                    for m in g.members:
+                        m.client_host = ""
+            return described
+
         out = spb.StreamsGroupDescribeResponse()
-        for gid in list(request.group_ids)[:1000]:
-            if self.guard is not None and not await self.guard(context, "DESCRIBE", gid):
-                out.groups.add(group_id=gid[:limits.ECHO_MAX_CHARS],
-                               error_code=int(Errors.GROUP_AUTHORIZATION_FAILED))
-                continue
-            described = await self.runtime.submit(
-                "StreamsGroupDescribe", lambda now, gid=gid: Result(describe(self.runtime.shard, gid)))  # type: ignore[misc]
-            if self.guard is not None:  # ACLs on: no member hosts (stricter than DescribeGroups)
-                for m in described.members:
-                    m.client_host = ""
-            out.groups.append(described)
+        await self.submit_each("StreamsGroupDescribe", list(request.group_ids),
+                               lambda ids, now: Result([describe(self.shard, g) for g in ids]), invalid, hosts_hidden,
+                               out.groups, caller, DESCRIBE)
         return out
 
 
