@@ -6,9 +6,11 @@ stateless subtopology "0" reading the topic, so task ("0", p) is partition p. It
 at the coordinator's interval, reporting the active tasks it runs; process its tasks every `--interval-ms`.
 It keeps a client-side lease (`clients/lease.py`): from when its last successful heartbeat was sent, for the
 session minus a margin; no RPC waits past it, and when it runs out the member stops every task before it acts
-again. A task it is told to give up it keeps running until it reports it released: it stops it just before
-the next heartbeat (sent 50 ms later), which omits it. So a coordinator that gives the task to another member
-before the owner reported it released shows as two owners at once.
+again; it then joins again only one lease later (so does a member answered 69, the group unknown: a coordinator
+restarted without state would otherwise give it tasks that others still run under their leases). A task it
+is told to give up it keeps running until it reports it released: it stops it just before the next heartbeat
+(sent 50 ms later), which omits it. So a coordinator that gives the task to another member before the owner
+reported it released shows as two owners at once.
 One JSON line per observation on stdout, flushed:
 
     {"ev": "assigned" | "revoked" | "lost", "t": MONOTONIC, "p": [TASK PARTITIONS]}
@@ -49,6 +51,7 @@ class StreamsWorker:
         self.heartbeat_interval_ms = 200
         self.active: set[int] = set()
         self.releasing: set[int] = set()  # active tasks the coordinator asked back: stopped at the next heartbeat
+        self.rejoin_not_before = 0.0
         self.lease_until = -math.inf
         self.out = Reporter()
         self._channel = grpc.insecure_channel(target, options=CHANNEL_OPTIONS)
@@ -76,9 +79,17 @@ class StreamsWorker:
 
     def lose(self) -> None:
         """The lease ran out: stop every task and join again as a new member (the coordinator removes the old one
-        when its session runs out, if it has not already)."""
+        when its session runs out, if it has not already), once the other members' leases that began before
+        ours ran out have run out too (`wait_for_leases`)."""
         self.drop("lost")
         self.member_id, self.epoch = str(uuid.uuid4()), 0
+        self.wait_for_leases()
+
+    def wait_for_leases(self) -> None:
+        """Join again only one lease from now: a coordinator that forgot the group (restarted without state)
+        would give this member tasks that others still run under their leases, as `GroupMember` does after 69."""
+        self.rejoin_not_before = time.monotonic() + lease_duration_s(self.session_timeout_ms,
+                                                                     self.heartbeat_interval_ms)
 
     def heartbeat(self) -> None:
         if self.releasing:  # stop them now; this heartbeat reports them released
@@ -86,6 +97,9 @@ class StreamsWorker:
             self.active -= self.releasing
             self.releasing = set()
         now = time.monotonic()
+        if self.epoch == 0 and now < self.rejoin_not_before:
+            return
+        joined = self.epoch > 0
         deadline = self.rpc_timeout_s if self.lease_until < now else min(self.rpc_timeout_s,
                                                                           max(self.lease_until - now, 0.05))
         sent = time.monotonic()
@@ -98,6 +112,8 @@ class StreamsWorker:
         if resp.error_code in (FENCED_MEMBER_EPOCH, UNKNOWN_MEMBER_ID, STALE_MEMBER_EPOCH, GROUP_ID_NOT_FOUND):
             self.drop("lost")
             self.epoch = 0
+            if resp.error_code == GROUP_ID_NOT_FOUND and joined:
+                self.wait_for_leases()
             return
         if resp.error_code:
             log.warning("heartbeat error %d: %s", resp.error_code, resp.error_message)
