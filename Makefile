@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint proto proto-check bench clean serve kafka-broker
+.PHONY: demo test lint proto proto-go proto-check bench clean serve kafka-broker
 
 $(STAMP): pyproject.toml
 	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "needs $(PYTHON) on PATH"; exit 1; }
@@ -35,6 +35,10 @@ kafka-broker:
 # Regenerate groupcoord/wire/v1/*_pb2*.py from proto/ (tests/test_proto_drift.py checks they match).
 proto: $(STAMP)
 	$(PY) -m groupcoord.protogen
+
+# Regenerate the Go load generator's stubs (bench/go/heartbeat/gcpb) from proto/ (needs Go; tests/test_go_proto_drift.py).
+proto-go: $(STAMP)
+	$(PY) -m groupcoord.protogen --go
 
 bench: $(STAMP)
 	$(PY) -m bench

@@ -6,6 +6,10 @@ BENCHMARKS = {
     "bench.core_bench": "steady heartbeats through the sans-I/O core alone (target >= 50,000/s on one core)",
     "bench.target_bench": "target assignments: bytes per partition at 1,000,000 partitions; one member joining a "
                           "1,000-member x 50,000-partition group through the core",
+    "bench.heartbeat_cost": "server CPU per heartbeat: groupcoord vs a bare gRPC echo server vs Kafka 4.4's own "
+                            "coordinator, driven by the Go load generator of bench/go/heartbeat (issue 30)",
+    "bench.heartbeat_profile": "py-spy --native on groupcoord serve under the Go load: where a unary heartbeat's "
+                               "time goes",
     "bench.heartbeat_bench": "heartbeats over real gRPC: 5,000 members in 50 groups, a 1,000-member group "
                              "rebalancing, offload on vs off (targets: >= 3,000/s, p99 <= 25 ms, <= 2x quiet p99)",
     "bench.offload_loop_bench": "event-loop CPU of one offloaded assignor run on a 10,000-member group, piece by "

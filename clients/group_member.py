@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import random
 import threading
 import time
 import uuid
@@ -400,15 +401,19 @@ class GroupMember(LeaseTimers):
                 if self._stopping.is_set():
                     break  # close() cancelled the heartbeat in flight
                 self._failures += 1
-                log.info("heartbeat to group %s failed: %s; retrying", self.group_id, e.code())
                 with self._lock:
                     self._send_full = True
                 moved = False
-                if e.code() in TRANSPORT_ERRORS:
-                    self._reconnect(route)
-                    several = len(self._known) > 1 or route.address not in self._known
-                    moved = several and self._find_coordinator(self._route)
-                delay = 0.0 if moved else self._retry_delay()
+                if e.code() == grpc.StatusCode.RESOURCE_EXHAUSTED:  # overloaded: same channel, longer backoff
+                    delay = self._overload_delay()
+                else:
+                    if e.code() in TRANSPORT_ERRORS:
+                        self._reconnect(route)
+                        several = len(self._known) > 1 or route.address not in self._known
+                        moved = several and self._find_coordinator(self._route)
+                    delay = 0.0 if moved else self._retry_delay()
+                log.info("heartbeat to group %s failed: %s; retrying in %.3f s", self.group_id, e.code().name,
+                         delay)
             except GroupMemberError as e:
                 self._drop_stream()
                 self._fail(e)
@@ -628,8 +633,13 @@ class GroupMember(LeaseTimers):
                     raise GroupMemberClosedError(self.group_id) from None
                 raise
             except grpc.RpcError as e:
-                if e.code() not in TRANSPORT_ERRORS or time.monotonic() >= deadline:
+                overloaded = e.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+                if (e.code() not in TRANSPORT_ERRORS and not overloaded) or time.monotonic() >= deadline:
                     raise
+                if overloaded:  # the same coordinator, later: jittered, so refused callers spread out
+                    time.sleep(max(0.0, min(random.uniform(backoff, 2 * backoff), deadline - time.monotonic())))
+                    backoff = min(backoff * 2, 1.0)
+                    continue
             else:
                 if getattr(resp, "error_code", NONE) not in RETRIABLE or time.monotonic() >= deadline:
                     return resp

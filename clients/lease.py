@@ -30,6 +30,10 @@ MIN_HEARTBEAT_DEADLINE_S = 0.5
 # Backoff after failures: jittered, doubling from 50 ms; rejoins after an error back off to at most 2 s.
 BACKOFF_BASE_S = 0.05
 BACKOFF_MAX_S = 2.0
+# A coordinator that refuses calls (RESOURCE_EXHAUSTED: groupcoord.max.concurrent.requests reached) is
+# overloaded, not gone: retry on the same channel, doubling from Kafka's retry.backoff.ms (100 ms) to 2 s,
+# jittered so that members refused together do not come back together (KIP-580).
+OVERLOAD_BACKOFF_BASE_S = 0.1
 
 CHANNEL_OPTIONS: list[tuple[str, int]] = [
     ("grpc.initial_reconnect_backoff_ms", 100),
@@ -76,6 +80,11 @@ class LeaseTimers(ABC):
         """Unreachable coordinator or 14/15/16: retry within one heartbeat interval (at most 1 s)."""
         cap = min(max(self.heartbeat_interval_ms / 1000, BACKOFF_BASE_S), 1.0)
         return jittered_backoff_s(self._failures, BACKOFF_BASE_S, cap)
+
+    def _overload_delay(self) -> float:
+        """RESOURCE_EXHAUSTED: back off exponentially, past the heartbeat interval if need be (cut at the lease's
+        end by the caller), rather than retry into the coordinator's backlog."""
+        return jittered_backoff_s(self._failures, OVERLOAD_BACKOFF_BASE_S, BACKOFF_MAX_S)
 
     def _heartbeat_deadline(self) -> float:
         """Per-RPC deadline: about a heartbeat interval, and never past the lease."""

@@ -538,7 +538,9 @@ def build_parser() -> argparse.ArgumentParser:
                         "--auth-tokens, with --tls-cert it is HTTPS)")
     s.add_argument("--config", help="TOML file with [config] (Kafka config names), [topics], [kafka] tables")
     s.add_argument("--set", action="append", metavar="KEY=VALUE",
-                   help="a broker config, e.g. group.consumer.heartbeat.interval.ms=5000 (repeatable)")
+                   help="a broker config, e.g. group.consumer.heartbeat.interval.ms=5000 (repeatable); "
+                        "queued.max.requests (default 20000) sizes gRPC's queue of calls not yet taken up, which "
+                        "must hold every member rejoining at once after a restart")
     s.add_argument("--topic", action="append", metavar="NAME:PARTITIONS",
                    help="a topic for the static metadata source, or to create in the embedded Kafka (repeatable)")
     s.add_argument("--bootstrap-servers", help="read topic metadata and lag from this Kafka cluster")

@@ -39,7 +39,7 @@ from types import TracebackType
 from confluent_kafka import TopicPartition
 from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic
 
-__all__ = ["KAFKA_VERSION", "KafkaBroker", "KafkaBrokerError", "install", "main"]
+__all__ = ["KAFKA_VERSION", "PRODUCTION_JVM_OPTIONS", "KafkaBroker", "KafkaBrokerError", "install", "main"]
 
 KAFKA_VERSION = "4.4.0"
 _CHECKOUT = Path(__file__).resolve().parents[1]
@@ -64,6 +64,12 @@ TEST_BROKER_CONFIG: Mapping[str, str] = {
     "auto.create.topics.enable": "false",
     "num.partitions": "1",
 }
+
+
+# What Kafka's own kafka-server-start.sh and kafka-run-class.sh give a broker (KAFKA_HEAP_OPTS and
+# KAFKA_JVM_PERFORMANCE_OPTS): for benchmarks that compare with Kafka as it runs in production.
+PRODUCTION_JVM_OPTIONS = ("-Xmx1G", "-Xms1G", "-server", "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20",
+                          "-XX:InitiatingHeapOccupancyPercent=35", "-XX:+ExplicitGCInvokesConcurrent")
 
 
 class KafkaBrokerError(RuntimeError):
@@ -111,18 +117,21 @@ class KafkaBroker:
     """A running Kafka cluster of `brokers` nodes; use as a context manager or call `close()`.
 
     Node ids are 1..brokers. `config` applies to every node, `node_config` to one (e.g. `broker.rack`). The
-    data lives in a fresh temporary folder removed on close.
+    data lives in a fresh temporary folder removed on close. `jvm_options` replaces the test flags (heap, C1
+    only, serial GC) of the broker JVMs, e.g. with `PRODUCTION_JVM_OPTIONS` for a benchmark.
     """
 
     def __init__(self, brokers: int = 1, *, config: Mapping[str, str | int] | None = None,
                  node_config: Mapping[int, Mapping[str, str | int]] | None = None,
-                 topics: Mapping[str, int] | None = None, heap: str = "384m") -> None:
+                 topics: Mapping[str, int] | None = None, heap: str = "384m",
+                 jvm_options: Sequence[str] | None = None) -> None:
         if brokers < 1:
             raise ValueError(f"brokers must be >= 1, got {brokers}")
         self.brokers = brokers
         self.libs = install()
         self._dir = Path(tempfile.mkdtemp(prefix="kafka-"))
         self._procs: list[subprocess.Popen[bytes]] = []
+        self._jvm_options = list(jvm_options) if jvm_options is not None else None
         self._lock = threading.Lock()
         ports = _free_ports(2 * brokers)
         self._broker_ports, self._controller_ports = ports[:brokers], ports[brokers:]
@@ -174,10 +183,10 @@ class KafkaBroker:
         path.write_text("".join(f"{k}={v}\n" for k, v in props.items()))
         return path
 
-    def _java(self, main_class: str, *args: str, heap: str = "256m") -> list[str]:
+    def _java(self, main_class: str, *args: str, heap: str = "256m", jvm: Sequence[str] | None = None) -> list[str]:
         # C1 only and serial GC: a test broker starts faster and shares 2 cores with everything else.
-        return ["java", f"-Xmx{heap}", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
-                "-Djava.awt.headless=true", "-cp", f"{self.libs}/*", main_class, *args]
+        flags = [f"-Xmx{heap}", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1"] if jvm is None else list(jvm)
+        return ["java", *flags, "-Djava.awt.headless=true", "-cp", f"{self.libs}/*", main_class, *args]
 
     def _run_java(self, main_class: str, *args: str) -> None:
         done = subprocess.run(self._java(main_class, *args), capture_output=True, text=True, check=False)
@@ -189,7 +198,8 @@ class KafkaBroker:
         log = open(self._dir / f"node-{node}" / "stdout.log", "wb")  # noqa: SIM115 - the child owns it
         try:
             props = str(self._dir / f"node-{node}" / "server.properties")
-            return subprocess.Popen(_die_with_parent(self._java("kafka.Kafka", props, heap=heap)), stdout=log,
+            command = self._java("kafka.Kafka", props, heap=heap, jvm=self._jvm_options)
+            return subprocess.Popen(_die_with_parent(command), stdout=log,
                                     stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
         finally:
             log.close()
@@ -239,6 +249,11 @@ class KafkaBroker:
         for proc in procs:
             proc.wait()
         shutil.rmtree(self._dir, ignore_errors=True)
+
+    @property
+    def pids(self) -> list[int]:
+        """The nodes' JVM process ids (`setpriv` execs the JVM, so the child is the JVM)."""
+        return [p.pid for p in self._procs]
 
     @property
     def bootstrap_servers(self) -> str:

@@ -190,6 +190,21 @@ BROKER_CONFIG_DEFS: dict[str, ConfigDef] = {
                   1024, INT32_MAX),
         ConfigDef("groupcoord.response.max.bytes", int, 4 * 1024 * 1024,
                   "The largest gRPC response the server sends.", 1024, INT32_MAX),
+        # Bursts (a restart: every member rejoins at once) wait in gRPC's queue of calls not yet taken up.
+        ConfigDef("queued.max.requests", int, 20_000,
+                  "Calls gRPC may hold before the coordinator takes them up (gRPC's grpc.server.max_pending_requests "
+                  "and its hard limit), beyond which they fail; size it for the members that may rejoin at once, "
+                  "as after a restart. gRPC's default is 1,000 (refusing at random from there to 3,000); Kafka's "
+                  "queued.max.requests, 500, bounds its own request queue.", 1, INT32_MAX),
+        ConfigDef("groupcoord.max.concurrent.requests", int, 0,
+                  "Load shedding: the most calls the coordinator works on at once (a stream counts for its life); "
+                  "a call beyond it is refused at once with RESOURCE_EXHAUSTED, on which groupcoord's clients back "
+                  "off (jittered, exponential). 0: no limit, calls wait in the queued.max.requests queue.",
+                  0, INT32_MAX),
+        ConfigDef("groupcoord.grpc.max.concurrent.streams", int, 0,
+                  "HTTP/2 flow control: the most calls one client connection may have open at once; the client "
+                  "queues the rest itself (gRPC's grpc.max_concurrent_streams). 0: no limit (gRPC's default). A "
+                  "long-lived heartbeat stream holds one for its life.", 0, INT32_MAX),
         # The local state log (`serve --state-dir`); groupcoord's own names.
         ConfigDef("groupcoord.log.fsync", str, "always",
                   "When an append is acknowledged: always (after fsync, group-committed), interval (after write; "

@@ -84,6 +84,17 @@ class ServerOptions:
     topic_creator: Any = None
 
 
+def transport_queue_options(config: BrokerConfig) -> list[tuple[str, int]]:
+    """gRPC's queue of calls not yet taken up, sized by queued.max.requests: a burst of joins (every member of
+    a restarted coordinator at once) waits there instead of being refused. Soft and hard limit alike, so no
+    call is refused at random below the size (gRPC refuses with a rising probability between the two)."""
+    queued = config["queued.max.requests"]
+    options = [("grpc.server.max_pending_requests", queued), ("grpc.server.max_pending_requests_hard_limit", queued)]
+    if config["groupcoord.grpc.max.concurrent.streams"]:
+        options.append(("grpc.max_concurrent_streams", config["groupcoord.grpc.max.concurrent.streams"]))
+    return options
+
+
 class CoordinatorServer:
     def __init__(self, options: ServerOptions) -> None:
         self.options = options
@@ -160,7 +171,8 @@ class CoordinatorServer:
             ("grpc.so_reuseport", 0),
             ("grpc.max_receive_message_length", o.config["socket.request.max.bytes"]),
             ("grpc.max_send_message_length", o.config["groupcoord.response.max.bytes"]),
-        ])
+            *transport_queue_options(o.config),
+        ], maximum_concurrent_rpcs=o.config["groupcoord.max.concurrent.requests"] or None)
         if o.acl_file is not None:
             if o.tokens is None and (o.tls is None or o.tls.client_ca is None):
                 raise ValueError("an ACL file needs an authentication mode: client certificates or tokens")
