@@ -1,10 +1,14 @@
 # The two set-up commands of the README are `make demo` and `make test`; both create .venv on first use.
+# `make test` installs what else it needs as its visible `setup` step; `make test-fast` is the in-process loop.
 PYTHON ?= python3.11
 VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint proto proto-go proto-check bench clean serve kafka-broker
+# `make test-fast` leaves out every test these markers select (set by folder in tests/conftest.py, HEAVY).
+FAST := not integration and not kafka and not spark and not browser
+
+.PHONY: demo test test-fast setup docs lint proto proto-go proto-check bench clean serve kafka-broker
 
 $(STAMP): pyproject.toml
 	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "needs $(PYTHON) on PATH"; exit 1; }
@@ -16,12 +20,30 @@ $(STAMP): pyproject.toml
 demo: $(STAMP)
 	$(VENV)/bin/groupcoord demo
 
-test: $(STAMP)
+# What the tests need beyond PyPI: Debian's docker-compose and chromium, Java 17 and Maven (scripts/ci-setup.sh
+# apt-installs the missing ones and says which), then Kafka 4.4.0's jars from Maven Central into .cache/.
+setup: $(STAMP)
+	bash scripts/ci-setup.sh
+	bash scripts/kafka-broker.sh
+	$(PY) -c "from groupcoord.spark_kafka_jars import kafka_source_jars as j; print('spark-sql-kafka', j().version)"
+
+# Everything: lint, types, import contracts, the docs site (--strict: broken links fail), the whole suite.
+test: setup
 	$(PY) -m ruff check .
 	$(PY) -m mypy groupcoord
 	$(VENV)/bin/lint-imports
-	bash scripts/kafka-broker.sh >/dev/null
-	$(PY) -m pytest -q $(PYTEST_ARGS)
+	$(PY) -m groupcoord.docsgen --check
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --site-dir .cache/site
+	$(PY) -m pytest -q --durations=25 $(PYTEST_ARGS)
+
+# The in-process tests only (core, assignors, conformance, tools): no server, broker, JVM, Spark or browser.
+test-fast: $(STAMP)
+	$(PY) -m pytest -q -m "$(FAST)" --durations=10 $(PYTEST_ARGS)
+
+# The documentation site: regenerate docs/reference/ from the code, then build it into site/.
+docs: $(STAMP)
+	$(PY) -m groupcoord.docsgen
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict
 
 lint: $(STAMP)
 	$(PY) -m ruff check .
@@ -47,4 +69,4 @@ serve: $(STAMP)
 	$(VENV)/bin/groupcoord serve --topic demo:24
 
 clean:
-	rm -rf $(VENV) build *.egg-info .pytest_cache .mypy_cache .ruff_cache demo-output
+	rm -rf $(VENV) build site *.egg-info .pytest_cache .mypy_cache .ruff_cache demo-output

@@ -17,6 +17,10 @@ BENCHMARKS = {
     "bench.assignors_bench": "assignor times and quality (uniform, range, lag, lag-sticky, cooperative-sticky)",
     "bench.classic_rebalance_bench": "a 1,000-member classic group completing a rebalance over real gRPC",
     "bench.spark_source_bench": "records/s through one Spark driver vs a plain confluent-kafka loop",
+    "bench.spark_vs_kafka_source": "Spark's own Kafka source vs groupcoord's, alternated on a standalone cluster: "
+                                   "records/s, latency p50/p99, driver and executor CPU, time to the first batch",
+    "bench.spark_shared_topic": "two Spark applications on one topic: a consumer group and a share group through "
+                                "groupcoord vs Spark's Kafka source (records per application, duplicates, lag)",
     "bench.durability_bench": "commits/s with fsync, start-up replay with and without snapshot",
     "bench.share_bench": "share groups: acquire/acknowledge records/s in ranges of 500 (core, gRPC), memory per "
                          "million in-flight offsets",

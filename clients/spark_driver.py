@@ -66,7 +66,13 @@ TopicPartition = tuple[str, int]
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m groupcoord.clients.spark_driver", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--coordinator", required=True, help="groupcoord address HOST:PORT")
+    p.add_argument("--coordinator", default=None, help="groupcoord address HOST:PORT (required but with "
+                   "--source kafka)")
+    p.add_argument("--source", choices=["groupcoord", "kafka"], default="groupcoord",
+                   help="kafka: Spark's own Kafka source instead (spark-sql-kafka-0-10, its jars in --jars), for "
+                        "comparisons: every driver reads every partition, its batches are written at once "
+                        "(at-least-once), and --group and the group options are ignored")
+    p.add_argument("--jars", default="", help="spark.jars, comma-separated (Spark's Kafka source for --source kafka)")
     p.add_argument("--tls-ca", default=None, help="reach the coordinator over TLS, trusting this CA file (PEM); "
                    "a bearer token comes from $GROUPCOORD_TOKEN")
     p.add_argument("--tls-cert", default=None, help="client certificate (PEM) for mTLS, with --tls-key")
@@ -106,6 +112,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help="seconds to wait for the source to commit and leave before stopping anyway (default 60)")
     p.add_argument("--master", default="local[1]", help="Spark master (default local[1])")
     p.add_argument("--driver-memory", default="512m", help="spark.driver.memory (default 512m)")
+    p.add_argument("--executor-memory", default="512m",
+                   help="spark.executor.memory on a cluster (--master spark://...; default 512m)")
+    p.add_argument("--cores-max", type=int, default=None,
+                   help="spark.cores.max on a cluster: executor cores this application takes at most "
+                        "(default: Spark's, all the cluster offers)")
     p.add_argument("--tasks-per-batch", type=int, default=None,
                    help="Spark tasks per micro-batch (default: the cores of a local[N] master, else 2)")
     p.add_argument("--shuffle-partitions", type=int, default=1, help="spark.sql.shuffle.partitions (default 1)")
@@ -133,7 +144,10 @@ class _Progress:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.source == "groupcoord" and not args.coordinator:
+        parser.error("--coordinator is required (but with --source kafka)")
     logging.basicConfig(level=getattr(logging, str(args.log_level).upper(), logging.INFO),
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     output = Path(args.output).resolve()
@@ -197,6 +211,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             except StreamingQueryException:
                 break  # the query failed: reported below, from query.exception()
         rc = 0
+        if query.isActive and args.source == "kafka":  # no group to leave: a batch is written whole or not
+            query.stop()
         if query.isActive:
             progress.state = "draining"
             progress.save(output)
@@ -221,11 +237,23 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _spark_session(args: argparse.Namespace, name: str) -> Any:
-    return spark_session(args.master, f"groupcoord-{name}", args.driver_memory, args.shuffle_partitions)
+    return spark_session(args.master, f"groupcoord-{name}", args.driver_memory, args.shuffle_partitions,
+                         executor_memory=args.executor_memory, cores_max=args.cores_max,
+                         jars=[j for j in args.jars.split(",") if j])
 
 
-def spark_session(master: str, app_name: str, driver_memory: str, shuffle_partitions: int) -> Any:
-    """A local Spark session set up to run this project's source (the drivers and `bench.spark_source_bench`)."""
+def spark_session(master: str, app_name: str, driver_memory: str, shuffle_partitions: int, *,
+                  executor_memory: str = "512m", cores_max: int | None = None, jars: Sequence[str] = (),
+                  extra: Mapping[str, str] | None = None) -> Any:
+    """A Spark session set up to run this project's source (the drivers, the benchmarks, the parity tests).
+
+    On a cluster (``spark://...``) executors are JVMs a worker starts, with the worker's environment and a
+    working directory of their own; their Python workers get only what the driver ships: the interpreter
+    (``spark.pyspark.python``) and ``spark.executorEnv.*``. So the project's root goes to them as PYTHONPATH,
+    as it goes to the local-mode Python workers through this process's environment. `jars` are added with
+    ``spark.jars`` (e.g. Spark's own Kafka source, `groupcoord.spark_kafka_jars`); the driver serves them to
+    the executors.
+    """
     from pyspark.sql import SparkSession
 
     # Spark's Python workers and the source's reader process import this project; make sure they find it
@@ -233,18 +261,33 @@ def spark_session(master: str, app_name: str, driver_memory: str, shuffle_partit
     root = str(Path(__file__).resolve().parent.parent)
     os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH", "")) if p)
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    return (SparkSession.builder.master(master).appName(app_name)
-            .config("spark.driver.memory", driver_memory)
-            .config("spark.ui.enabled", "false")
-            .config("spark.ui.showConsoleProgress", "false")
-            .config("spark.sql.shuffle.partitions", str(shuffle_partitions))
-            .config("spark.sql.adaptive.enabled", "false")
-            .config("spark.log.level", "WARN")
-            # Python workers connect back over a Unix socket, not a loopback TCP port: Spark's listener
-            # accepts the first connection only, and a stray one (any client retrying a port the kernel has
-            # since handed to Spark) failed the query with "Authentication failed".
-            .config("spark.python.unix.domain.socket.enabled", "true")
-            .getOrCreate())
+    builder = (SparkSession.builder.master(master).appName(app_name)
+               .config("spark.driver.memory", driver_memory)
+               .config("spark.ui.enabled", "false")
+               .config("spark.ui.showConsoleProgress", "false")
+               .config("spark.sql.shuffle.partitions", str(shuffle_partitions))
+               .config("spark.sql.adaptive.enabled", "false")
+               .config("spark.log.level", "WARN")
+               # Python workers connect back over a Unix socket, not a loopback TCP port: Spark's listener
+               # accepts the first connection only, and a stray one (any client retrying a port the kernel has
+               # since handed to Spark) failed the query with "Authentication failed".
+               .config("spark.python.unix.domain.socket.enabled", "true"))
+    if master.startswith("spark://"):
+        builder = (builder.config("spark.pyspark.python", os.environ["PYSPARK_PYTHON"])
+                   .config("spark.executorEnv.PYTHONPATH", root)
+                   .config("spark.executor.memory", executor_memory)
+                   .config("spark.executor.cores", "1"))
+        if cores_max is not None:
+            builder = builder.config("spark.cores.max", str(cores_max))
+        host = master[len("spark://"):].split(",")[0].rpartition(":")[0]
+        if host in ("127.0.0.1", "localhost"):  # a loopback cluster: executors call the driver back there
+            builder = builder.config("spark.driver.host", "127.0.0.1").config("spark.driver.bindAddress",
+                                                                              "127.0.0.1")
+    if jars:
+        builder = builder.config("spark.jars", ",".join(jars))
+    for key, value in (extra or {}).items():
+        builder = builder.config(key, value)
+    return builder.getOrCreate()
 
 
 def _discard_old_staging(root: Path, name: str) -> None:
@@ -261,6 +304,8 @@ def _discard_old_staging(root: Path, name: str) -> None:
 def _load(spark: Any, args: argparse.Namespace, output: Path, drain_file: Path, staging: Path) -> Any:
     """The source's DataFrame; nothing joins the group before the query starts. The sink writes each batch into
     `staging`; the source moves it to OUTPUT/batches once the batch's offsets are committed."""
+    if args.source == "kafka":
+        return _load_spark_kafka(spark, args)
     from groupcoord.clients.spark_source import GroupcoordDataSource
 
     spark.dataSource.register(GroupcoordDataSource)
@@ -296,11 +341,27 @@ def _load(spark: Any, args: argparse.Namespace, output: Path, drain_file: Path, 
     return reader.load()
 
 
+def _load_spark_kafka(spark: Any, args: argparse.Namespace) -> Any:
+    """Spark's own Kafka source with the same topics, start and batch size: the application reads every
+    partition itself (positions in its checkpoint), whatever other applications read."""
+    reader = (spark.readStream.format("kafka").option("kafka.bootstrap.servers", args.bootstrap_servers)
+              .option("startingOffsets", args.starting_offsets))
+    if args.topic:
+        reader = reader.option("subscribe", ",".join(args.topic))
+    if args.max_offsets_per_trigger is not None:
+        reader = reader.option("maxOffsetsPerTrigger", str(args.max_offsets_per_trigger))
+    for item in args.option:
+        key, _, value = item.partition("=")
+        reader = reader.option(key.strip(), value)
+    return reader.load()
+
+
 def _start_query(df: Any, args: argparse.Namespace, output: Path, run: str, checkpoint: Path,
                  progress: _Progress) -> Any:
     from pyspark.sql import functions as F
 
-    staging = output / "staging" / run
+    # Spark's source publishes nothing: its sink writes straight into OUTPUT/batches
+    staging = output / "batches" if args.source == "kafka" else output / "staging" / run
 
     def write_batch(batch: Any, batch_id: int) -> None:
         if args.sink == "rows":

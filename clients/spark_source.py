@@ -154,6 +154,20 @@ SCHEMA_WITH_HEADERS = StructType([*SCHEMA.fields, StructField("headers", ArrayTy
     StructField("key", StringType(), True), StructField("value", BinaryType(), True)])), True)])
 
 TopicPartition = tuple[str, int]
+# kafka.* options naming files. Executors read Kafka in a working directory of their own (a worker's
+# work/app-.../N): a relative path given to the driver is made absolute where the source loads, in the driver's.
+_KAFKA_FILE_OPTIONS = frozenset({"ssl.ca.location", "ssl.certificate.location", "ssl.key.location",
+                                 "ssl.keystore.location", "ssl.crl.location", "ssl.engine.location",
+                                 "sasl.kerberos.keytab", "sasl.oauthbearer.assertion.private.key.file"})
+
+
+def _absolute(path: str) -> str:
+    """`path` made absolute against this process's directory (librdkafka's ``probe`` is not a path)."""
+    if not path or path == "probe" or os.path.isabs(path):
+        return path
+    return os.path.abspath(path)
+
+
 Ranges = dict[TopicPartition, tuple[int, int]]  # (from, to): records from <= offset < to
 
 
@@ -212,7 +226,8 @@ class SourceOptions:
         spark = SparkKafkaOptions.parse(opts, max_offsets)
         if not opts.get("bootstrap.servers") and opts.get("kafka.bootstrap.servers"):
             opts["bootstrap.servers"] = opts["kafka.bootstrap.servers"]  # Spark's name for it
-        kafka = tuple(sorted((k[len("kafka."):], v) for k, v in opts.items() if k.startswith("kafka.")))
+        kafka = tuple(sorted((k[len("kafka."):], _absolute(v) if k[len("kafka."):] in _KAFKA_FILE_OPTIONS else v)
+                             for k, v in opts.items() if k.startswith("kafka.")))
         staging_dir, publish_dir = opts.get("staging.dir") or None, opts.get("publish.dir") or None
         if (staging_dir is None) != (publish_dir is None):
             raise ValueError("groupcoord source: options 'staging.dir' and 'publish.dir' go together")

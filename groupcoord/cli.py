@@ -306,7 +306,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         await server.stop(grace_s=5.0)
 
     from groupcoord.coordinator.runtime.kafka_log import StateTopicError
-    from groupcoord.coordinator.runtime.log import LogCorruptError
+    from groupcoord.coordinator.runtime.log_frames import LogCorruptError
 
     try:
         asyncio.run(main())
@@ -494,7 +494,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
 def cmd_log(args: argparse.Namespace) -> int:
     """Exit 0: intact (or repaired); 1: damaged (check) or not repaired; 2: not a state directory."""
     from groupcoord.coordinator.runtime import log_check
-    from groupcoord.coordinator.runtime.log import LogCorruptError
+    from groupcoord.coordinator.runtime.log_frames import LogCorruptError
 
     try:
         check = log_check.check_directory(Path(args.dir))
@@ -519,8 +519,9 @@ def cmd_log(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="groupcoord", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    from groupcoord import cli_help
+
+    p = cli_help.Parser(prog="groupcoord", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--log-level", default="INFO", help="DEBUG, INFO, WARNING, ERROR (default INFO)")
     sub = p.add_subparsers(dest="cmd", required=True)
 
@@ -582,7 +583,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--worker-index", type=int, default=None, help=argparse.SUPPRESS)
     s.set_defaults(fn=cmd_serve)
 
-    server = argparse.ArgumentParser(add_help=False)
+    server = cli_help.Parser(add_help=False)
     server.add_argument("--server", default=DEFAULT_SERVER, help=f"coordinator address (default {DEFAULT_SERVER})")
     server.add_argument("--tls-ca", help="connect with TLS, trusting this CA file (PEM)")
     server.add_argument("--tls-cert", help="client certificate (PEM) for mTLS; with --tls-key")
@@ -643,7 +644,7 @@ def build_parser() -> argparse.ArgumentParser:
     from groupcoord import acls_cli
 
     acls_cli.add_parser(sub)
-    return p
+    return cli_help.add_examples(p)
 
 
 PASS_THROUGH = {"simulate": "groupcoord.coordinator.simulation", "demo": "groupcoord.demo",
@@ -665,6 +666,11 @@ def _subcommand_index(argv: list[str]) -> int | None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv:  # a newcomer's first call: the commands and the first thing to try
+        from groupcoord.cli_help import overview
+
+        print(overview(build_parser()))
+        return 0
     i = _subcommand_index(argv)
     if i is not None and argv[i] in PASS_THROUGH:
         # `simulate` and `demo` own their flags (and --help): hand them everything after the subcommand.

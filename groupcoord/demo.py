@@ -33,7 +33,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
@@ -311,6 +311,7 @@ class Plan:
     max_offsets_per_trigger: int = 4000
     trigger_ms: int = 1000
     driver_memory: str = "512m"
+    spark_master: str = "local[1]"  # or spark://HOST:PORT, or "standalone" (a cluster started for the run)
 
     @staticmethod
     def quick() -> Plan:
@@ -464,7 +465,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="groupcoord demo", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog="Needs Java 17 (Spark) and pyspark + pyarrow (the 'spark' or 'dev' extras). The default run takes "
-               "about 3-4 minutes on 2 cores, --quick about 2.")
+               "about 3-4 minutes on 2 cores, --quick about 2.\n\nexample:\n  groupcoord demo --quick")
     p.add_argument("--quick", action="store_true", help="shorter phases and a lower rate (about 2 minutes)")
     p.add_argument("--output", default="demo-output",
                    help="directory for Parquet outputs and logs (default demo-output; replaced on each run)")
@@ -473,6 +474,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help="run only the share-group act (three drivers on two partitions; about a minute)")
     p.add_argument("--steady", type=float, default=None,
                    help="seconds to run between membership changes (default 30, quick 8)")
+    p.add_argument("--spark-master", default="local[1]", metavar="MASTER",
+                   help="where the drivers run: local[1] (default: each driver is one JVM), spark://HOST:PORT (a "
+                        "Spark standalone cluster: each driver takes one executor core, --cores-max 1) or "
+                        "standalone (start a master and two 2-core workers on 127.0.0.1 for the run, from the "
+                        "installed PySpark: groupcoord.spark_cluster)")
     return p
 
 
@@ -483,6 +489,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         plan = Plan(**{**_asdict(plan), "rate": args.rate})
     if args.steady is not None:
         plan = Plan(**{**_asdict(plan), "steady_s": args.steady})
+    if not (args.spark_master.startswith(("local", "spark://")) or args.spark_master == "standalone"):
+        print(f"groupcoord demo: --spark-master {args.spark_master!r}: give local[N], spark://HOST:PORT or "
+              "standalone", file=sys.stderr)
+        return 2
+    plan = Plan(**{**_asdict(plan), "spark_master": args.spark_master})
+    if not args.spark_master.startswith("local"):  # a driver on a cluster also waits for its executor to start
+        plan = Plan(**{**_asdict(plan), "start_timeout_s": plan.start_timeout_s + 90})
     missing = _missing_prerequisites()
     if missing:
         print(f"groupcoord demo: {missing}", file=sys.stderr)
@@ -502,11 +515,14 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     previous = signal.signal(signal.SIGTERM, on_sigterm)
     try:
-        if args.share_only:
-            from groupcoord.demo_share import run_alone
+        with _spark_master(plan.spark_master, output) as (master, cluster_pids):
+            plan = Plan(**{**_asdict(plan), "spark_master": master})
+            if args.share_only:
+                from groupcoord.demo_share import run_alone
 
-            return run_alone(output, plan.driver_memory, plan.start_timeout_s, lambda line: print(line, flush=True))
-        return _run(plan, output)
+                return run_alone(output, plan.driver_memory, plan.start_timeout_s,
+                                 lambda line: print(line, flush=True), _driver_spark_args(plan))
+            return _run(plan, output, keep=cluster_pids)
     except RuntimeError as e:
         print(f"groupcoord demo: {e}", file=sys.stderr)
         return 1
@@ -515,6 +531,27 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     finally:
         signal.signal(signal.SIGTERM, previous)
+
+
+@contextlib.contextmanager
+def _spark_master(master: str, output: Path) -> Iterator[tuple[str, tuple[int, ...]]]:
+    """The master the drivers get, and the processes of a cluster started for the run (`master` "standalone")."""
+    if master != "standalone":
+        yield master, ()
+        return
+    from groupcoord.spark_cluster import SparkStandaloneCluster
+
+    with SparkStandaloneCluster(2, cores=2, memory="1g", work_dir=output / "spark-cluster") as cluster:
+        print(f"Spark standalone cluster at {cluster.master_url}: a master and two workers of 2 cores "
+              f"(started in {cluster.start_seconds:.0f} s; executors' logs in {cluster.work_dir})", flush=True)
+        yield cluster.master_url, cluster.pids
+
+
+def _driver_spark_args(plan: Plan) -> tuple[str, ...]:
+    """A driver's Spark flags: local mode, or one executor core of the cluster (so every driver gets one)."""
+    if plan.spark_master.startswith("spark://"):
+        return ("--master", plan.spark_master, "--cores-max", "1", "--executor-memory", "512m")
+    return ("--master", plan.spark_master)
 
 
 def _missing_prerequisites() -> str:
@@ -535,7 +572,8 @@ def _asdict(plan: Plan) -> dict[str, Any]:
     return {f: getattr(plan, f) for f in plan.__dataclass_fields__}
 
 
-def _run(plan: Plan, output: Path) -> int:
+def _run(plan: Plan, output: Path, keep: tuple[int, ...] = ()) -> int:
+    """The demo; `keep`: processes of ours that outlive it (a Spark cluster started for it, stopped after)."""
     from groupcoord.clients.spark_driver import DriverProcess, batch_ranges, coverage, process_tree
     from groupcoord.demo_share import SHARE_SETTINGS, ShareAct
     from groupcoord.embedded_kafka import EmbeddedKafka
@@ -577,7 +615,7 @@ def _run(plan: Plan, output: Path) -> int:
                 "--coordinator", coordinator.address if coordinator else "", "--group", GROUP, "--topic", topic,
                 "--bootstrap-servers", kafka.bootstrap_servers, "--starting-offsets", "earliest",
                 "--server-assignor", "lag-sticky", "--sink", "aggregate", "--trigger-ms", str(plan.trigger_ms),
-                "--max-offsets-per-trigger", str(plan.max_offsets_per_trigger), "--master", "local[1]",
+                "--max-offsets-per-trigger", str(plan.max_offsets_per_trigger), *_driver_spark_args(plan),
                 "--driver-memory", plan.driver_memory]).start()
             demo.drivers[name] = d
             return d
@@ -593,7 +631,7 @@ def _run(plan: Plan, output: Path) -> int:
                 return all(demo.drivers[n].progress().get("records", 0) > 0 for n in names)
             return check
 
-        demo.say("starting Spark drivers d1, d2 and d3 (local[1], spark.driver.memory "
+        demo.say(f"starting Spark drivers d1, d2 and d3 ({plan.spark_master}, spark.driver.memory "
                  f"{plan.driver_memory}); d1 and d2 join when Spark is up, d3 waits to be added")
         go = output / "d3-go"
         driver("d1")
@@ -628,7 +666,8 @@ def _run(plan: Plan, output: Path) -> int:
         for t in stoppers:
             t.start()
         # the share act's drivers start their Spark while d2 and d3 stop and the summary is drawn
-        share = ShareAct(kafka, coordinator.address, output, demo.say, out).prepare(plan.driver_memory)
+        share = ShareAct(kafka, coordinator.address, output, demo.say, out).prepare(plan.driver_memory,
+                                                                                   _driver_spark_args(plan))
         for t in stoppers:
             t.join(90)
         _summary(demo, monitor, batch_ranges, coverage, output)
@@ -654,7 +693,8 @@ def _run(plan: Plan, output: Path) -> int:
             monitor.close()
         if coordinator is not None:
             coordinator.stop()
-        leftovers = [p for p in process_tree(os.getpid()) if p != os.getpid() and _alive(p)]
+        kept = {p for k in keep for p in process_tree(k)}
+        leftovers = [p for p in process_tree(os.getpid()) if p != os.getpid() and p not in kept and _alive(p)]
         for pid in leftovers:  # none expected; never leave anything running
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.kill(pid, signal.SIGKILL)

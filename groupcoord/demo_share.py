@@ -51,7 +51,8 @@ class ShareAct:
         self.go = self.output / "go"
         self.drivers: dict[str, Any] = {}
 
-    def prepare(self, driver_memory: str) -> ShareAct:
+    def prepare(self, driver_memory: str, spark_args: tuple[str, ...] = ()) -> ShareAct:
+        """`spark_args` go to every driver last (e.g. ``--master spark://... --cores-max 1``)."""
         from groupcoord.clients.spark_driver import DriverProcess
 
         self.kafka.create_topic(TOPIC, PARTITIONS)
@@ -62,10 +63,10 @@ class ShareAct:
                 "--coordinator", self.coordinator, "--group", GROUP, "--group-type", "share", "--topic", TOPIC,
                 "--bootstrap-servers", self.kafka.bootstrap_servers, "--sink", "rows", "--trigger-ms", "500",
                 "--max-offsets-per-trigger", "500", "--batch-delay-ms", "300", "--master", "local[1]",
-                "--driver-memory", driver_memory, "--wait-for", str(self.go)]).start()
+                "--driver-memory", driver_memory, "--wait-for", str(self.go), *spark_args]).start()
         return self
 
-    def run(self, start_timeout_s: float) -> dict[str, Any]:
+    def run(self, start_timeout_s: float, catch_up_s: float = 60.0) -> dict[str, Any]:
         from groupcoord.demo import SkewedProducer
 
         self.say(f"share-group act: {len(DRIVERS)} Spark drivers on a {PARTITIONS}-partition topic {TOPIC} as share "
@@ -84,7 +85,8 @@ class ShareAct:
         finally:
             producer.stop()
         ends = _end_offsets(self.kafka.bootstrap_servers)
-        self._wait(60, lambda: all(_start_offsets(self.coordinator).get(p, -1) >= e for p, e in ends.items()),
+        self._wait(catch_up_s, lambda: all(_start_offsets(self.coordinator).get(p, -1) >= e
+                                           for p, e in ends.items()),
                    "the share drivers to acknowledge every record")
         for d in self.drivers.values():
             d.terminate(60)
@@ -170,7 +172,8 @@ def _end_offsets(bootstrap_servers: str) -> dict[int, int]:
     return {tp.partition: f.result(timeout=10).offset for tp, f in futures.items()}
 
 
-def run_alone(output: Path, driver_memory: str, start_timeout_s: float, out: Callable[[str], None]) -> int:
+def run_alone(output: Path, driver_memory: str, start_timeout_s: float, out: Callable[[str], None],
+              spark_args: tuple[str, ...] = ()) -> int:
     """``groupcoord demo --share-only``: the share act by itself (embedded Kafka, coordinator, three drivers),
     for a look at queue semantics without the consumer-group acts (about a minute on a quiet machine)."""
     from groupcoord.demo import CoordinatorProcess
@@ -188,7 +191,7 @@ def run_alone(output: Path, driver_memory: str, start_timeout_s: float, out: Cal
         coordinator = CoordinatorProcess(kafka.bootstrap_servers, output / "coordinator.log", SHARE_SETTINGS)
         coordinator.wait_ready()
         say(f"embedded Kafka at {kafka.bootstrap_servers}; coordinator serving on {coordinator.address}")
-        act = ShareAct(kafka, coordinator.address, output, say, out).prepare(driver_memory)
+        act = ShareAct(kafka, coordinator.address, output, say, out).prepare(driver_memory, spark_args)
         result = act.run(start_timeout_s)
         return 0 if result["missing"] == 0 else 1
     finally:

@@ -82,6 +82,9 @@ def install(version: str = KAFKA_VERSION) -> Path:
     libs = Path(home) / "libs" if home else _CHECKOUT / ".cache" / f"kafka-{version}" / "libs"
     if (libs.parent / "installed").is_file():
         return libs
+    if os.environ.get("GROUPCOORD_NO_INSTALL"):  # the test suite: installing is `make test`'s visible step
+        raise KafkaBrokerError(f"Kafka {version} is not installed in {libs}: run `make kafka-broker` (Java 17 and "
+                               "Maven fetch it from Maven Central), or `make test`, which runs it first")
     if not _INSTALL_SCRIPT.is_file():
         raise KafkaBrokerError(f"Kafka {version} is not installed in {libs} and {_INSTALL_SCRIPT} is missing")
     done = subprocess.run(["bash", str(_INSTALL_SCRIPT)], env={**os.environ, "KAFKA_VERSION": version},
@@ -111,6 +114,15 @@ def _die_with_parent(command: list[str]) -> list[str]:
     (a node that exited with SIGABRT, once in a suite run). Without `setpriv`, the command as it is."""
     setpriv = shutil.which("setpriv")
     return [setpriv, "--pdeathsig", "KILL", "--", *command] if setpriv else command
+
+
+def new_cluster_id() -> str:
+    """A KRaft cluster id: a random UUID in URL-safe base64, never starting with "-" (Kafka's Uuid.randomUuid
+    rule: the storage tool's argument parser would take such an id for an option and refuse to format)."""
+    while True:
+        cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not cluster_id.startswith("-"):
+            return cluster_id
 
 
 class KafkaBroker:
@@ -326,14 +338,5 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
-if __name__ == "__main__":
+if __name__ == "__main__":  # last: it uses every definition above
     raise SystemExit(main())
-
-
-def new_cluster_id() -> str:
-    """A KRaft cluster id: a random UUID in URL-safe base64, never starting with "-" (Kafka's Uuid.randomUuid
-    rule: the storage tool's argument parser would take such an id for an option and refuse to format)."""
-    while True:
-        cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
-        if not cluster_id.startswith("-"):
-            return cluster_id

@@ -15,7 +15,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from groupcoord.coordinator.runtime.log import FileScan, LogCorruptError, fsync_dir, read_snapshot, scan_file
+from groupcoord.coordinator.runtime.log_frames import FileScan, LogCorruptError, fsync_dir, read_snapshot, scan_file
 
 
 @dataclass

@@ -236,7 +236,7 @@ class CoordinatorRuntime:
             result = op.fn(now)
         except BaseException:
             shard.applied = None
-            self._put_back(op.name, record_group_ids(applied) | shard.touched | set(op.group_ids), now)
+            self._put_back(op, applied, now)
             raise
         shard.applied = None
         if result.from_log:
@@ -246,7 +246,7 @@ class CoordinatorRuntime:
         elif not _same_records(applied, result.records):
             # It replayed records it does not return (a refusal after a partial change): put its groups back and
             # apply what it returns, as Kafka's runtime replays the records a handler returns.
-            self._put_back(op.name, record_group_ids(applied) | shard.touched | set(op.group_ids), now)
+            self._put_back(op, applied, now)
             for record in result.records:
                 shard.replay(record)
         pending: asyncio.Future[None] | None = None
@@ -257,7 +257,7 @@ class CoordinatorRuntime:
             except RecordTooLargeError as e:  # nothing was written; every reply of this operation gets the error
                 refused = e
                 log.error("operation %s refused: %s (groups %s)", op.name, e, ", ".join(sorted(e.group_ids))[:200])
-                self._put_back(op.name, record_group_ids(result.records) | shard.touched | set(op.group_ids), now)
+                self._put_back(op, result.records, now)
             else:
                 seq = self.image.appended(result.records)
                 if appended is None:
@@ -314,13 +314,15 @@ class CoordinatorRuntime:
             else:
                 durable.add_done_callback(functools.partial(self._respond_durable, future, response))
 
-    def _put_back(self, name: str, group_ids: set[str], now: int) -> None:
-        """Rebuild `group_ids` from the committed image plus the earlier operations still pending on them (a
-        failed operation changed nothing); parked requests of those groups are answered with an error."""
+    def _put_back(self, op: _Op, records: list[Any], now: int) -> None:
+        """Rebuild the groups a failed operation touched (those its records name, those it changed without a record,
+        those it names) from the committed image plus the earlier operations still pending on them: it changed
+        nothing. Parked requests of those groups are answered with an error."""
+        group_ids = record_group_ids(records) | self.shard.touched | set(op.group_ids)
         group_ids.discard("")
         if not group_ids:
             return
-        log.warning("operation %s applied nothing; groups %s put back to their committed state", name,
+        log.warning("operation %s applied nothing; groups %s put back to their committed state", op.name,
                     ", ".join(sorted(group_ids))[:200])
         self._restore(group_ids, now, keep_pending=True)
 

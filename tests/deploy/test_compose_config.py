@@ -11,19 +11,13 @@ import yaml
 from groupcoord.kafka_broker import KAFKA_VERSION
 from tests.deploy.files import COMPOSE_FILE, REPO, compose
 
-SETUP = REPO / "scripts" / "ci-setup.sh"
-
 
 def docker_compose() -> str:
-    """The docker-compose binary, installed by scripts/ci-setup.sh when missing."""
+    """Debian's docker-compose binary. `make test` installs it first (its `setup` step runs scripts/ci-setup.sh);
+    a test never installs anything itself."""
     found = shutil.which("docker-compose")
-    if found is None:
-        result = subprocess.run(["bash", str(SETUP)], capture_output=True, text=True, timeout=600)
-        found = shutil.which("docker-compose")
-        assert found is not None, (
-            "docker-compose is not installed and scripts/ci-setup.sh could not install it "
-            f"(exit {result.returncode}): {result.stderr.strip()[-2000:]}\n"
-            "Run scripts/ci-setup.sh as root (it runs apt-get install docker-compose) before the tests.")
+    assert found is not None, ("docker-compose is not installed: run `make setup` (scripts/ci-setup.sh apt-installs "
+                               "Debian's docker-compose; `make test` runs it first)")
     return found
 
 

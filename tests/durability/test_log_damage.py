@@ -12,7 +12,8 @@ import pytest
 
 from groupcoord.coordinator.core import records as r
 from groupcoord.coordinator.runtime import record_codec
-from groupcoord.coordinator.runtime.log import FileLog, LogCorruptError, frame
+from groupcoord.coordinator.runtime.log import FileLog
+from groupcoord.coordinator.runtime.log_frames import LogCorruptError, frame
 from groupcoord.coordinator.runtime.record_codec import RecordTooLargeError
 
 

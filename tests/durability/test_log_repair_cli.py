@@ -15,7 +15,8 @@ import grpc
 import pytest
 
 from groupcoord.coordinator.runtime import record_codec
-from groupcoord.coordinator.runtime.log import FileLog, frame
+from groupcoord.coordinator.runtime.log import FileLog
+from groupcoord.coordinator.runtime.log_frames import frame
 from groupcoord.wire.v1 import coordinator_pb2 as pb
 from groupcoord.wire.v1 import coordinator_pb2_grpc as pb_grpc
 from tests.durability.test_kill9 import free_port, wait_serving

@@ -9,7 +9,8 @@ import pytest
 
 from groupcoord.coordinator.core import records as r
 from groupcoord.coordinator.runtime import record_codec, snapshot_codec
-from groupcoord.coordinator.runtime.log import FileLog, LogCorruptError, frame, read_snapshot
+from groupcoord.coordinator.runtime.log import FileLog
+from groupcoord.coordinator.runtime.log_frames import LogCorruptError, frame, read_snapshot
 
 
 def offsets(group: str, n: int, topics: int = 3) -> list[r.OffsetCommit]:

@@ -1,42 +1,22 @@
-"""Exactly-once publication, counted on real Spark drivers.
+"""Exactly-once publication, counted on real Spark drivers in local mode (the scenario: counting.py).
 
-Two Spark driver processes share a topic through the coordinator while a producer writes to it; one driver
-leaves cleanly (SIGTERM) while a third starts, and then one crashes (SIGKILL of its whole process tree) in
-the middle of the stream, between writing a batch and committing it. Every produced record must be published
-once: the crashed driver's last batch was staged but never committed, so it was never published, and the
-driver that took its partitions over re-read it from the last commit.
-
-It runs twice: on the embedded Kafka (librdkafka's mock) and on the real Kafka 4.4 broker.
+It runs twice: on the embedded Kafka (librdkafka's mock) and on the real Kafka 4.4 broker. The same scenario
+on a Spark standalone cluster is in test_standalone_cluster.py.
 """
 
 from __future__ import annotations
 
-import threading
-import uuid
-from collections import Counter
 from collections.abc import Iterator
-from pathlib import Path
 
-import pyarrow.parquet as pq
 import pytest
-from confluent_kafka import TopicPartition
-from confluent_kafka.admin import AdminClient, OffsetSpec
 
-from groupcoord.clients.spark_driver import DriverProcess, batch_ranges, coverage
-from groupcoord.demo import SkewedProducer
 from groupcoord.embedded_kafka import EmbeddedKafka
 from groupcoord.kafka_broker import KafkaBroker
 
-from .conftest import LaunchDriver, wait_until
+from .conftest import LaunchDriver
+from .counting import count_through_a_clean_leave_and_a_crash
 
 pytestmark = [pytest.mark.spark, pytest.mark.timeout(420)]
-
-TOPIC = "counted"
-PARTITIONS = 6
-GROUP = "counting"
-CRASH_WINDOW_MS = 3000  # driver a sleeps this long between writing a batch and finishing it
-DRIVER_ARGS = ("--sink", "rows", "--starting-offsets", "earliest", "--trigger-ms", "500",
-               "--max-offsets-per-trigger", "4000")
 
 
 @pytest.fixture(scope="module", params=["embedded", "real-broker"])
@@ -49,76 +29,6 @@ def kafka(request: pytest.FixtureRequest) -> Iterator[EmbeddedKafka | KafkaBroke
         yield request.getfixturevalue("kafka_broker")
 
 
-def _end_offsets(kafka: EmbeddedKafka | KafkaBroker, topic: str) -> dict[tuple[str, int], tuple[int, int]]:
-    admin = AdminClient({"bootstrap.servers": kafka.bootstrap_servers})
-    ends = admin.list_offsets({TopicPartition(topic, p): OffsetSpec.latest() for p in range(PARTITIONS)})
-    return {(tp.topic, tp.partition): (0, f.result(timeout=10).offset) for tp, f in ends.items()}
-
-
-def _owns(driver: DriverProcess) -> set[str]:
-    return set(driver.status().get("assignment", []))
-
-
-def _rows(outputs: list[Path]) -> list[tuple[str, str, int, int]]:
-    """(driver, batch file, partition, offset) of every record written."""
-    out = []
-    for output in outputs:
-        for path in sorted((output / "batches").glob("*.parquet")):
-            table = pq.read_table(path, columns=["partition", "offset"])
-            out += [(output.name, path.name, p, o) for p, o in zip(table.column("partition").to_pylist(),
-                                                                  table.column("offset").to_pylist(), strict=True)]
-    return out
-
-
 def test_every_record_is_published_once_through_a_clean_leave_and_a_crash_between_write_and_commit(
         kafka: EmbeddedKafka | KafkaBroker, launch_driver: LaunchDriver) -> None:
-    run = uuid.uuid4().hex[:8]  # the real broker serves the whole session
-    topic, group = f"{TOPIC}-{run}", f"{GROUP}-{run}"
-    kafka.create_topic(topic, PARTITIONS)
-    producer = SkewedProducer(kafka.bootstrap_servers, topic, PARTITIONS, rate=600, keys=20).start()
-    try:
-        a = launch_driver("a", group, topic, *DRIVER_ARGS, "--batch-delay-ms", str(CRASH_WINDOW_MS))
-        b = launch_driver("b", group, topic, *DRIVER_ARGS)
-        wait_until(lambda: all(_owns(d) and d.progress().get("records", 0) > 0 for d in (a, b)), 240,
-                   "drivers a and b to share the topic and process records", (a, b))
-
-        # b leaves cleanly while c starts: a takes b's partitions, then gives some to c (cooperatively).
-        leaving = threading.Thread(target=b.terminate, name="stop-b")
-        leaving.start()
-        c = launch_driver("c", group, topic, *DRIVER_ARGS)
-        leaving.join(90)
-        assert b.proc is not None and b.proc.returncode == 0, "b did not stop cleanly"
-        assert b.progress().get("state") == "stopped"
-        wait_until(lambda: bool(_owns(a)) and bool(_owns(c)) and c.progress().get("records", 0) > 0, 240,
-                   "drivers a and c to share the topic and process records", (a, c))
-
-        # a crashes mid-stream: it has written a batch and sleeps before the batch counts as done (and would be
-        # committed); it is killed in that window, so its last batch is written but not committed.
-        seen = a.progress().get("nonempty_batches", 0)
-        wait_until(lambda: a.progress().get("nonempty_batches", 0) > seen, 60, "a to write another batch", (a, c))
-        a.kill()
-        wait_until(lambda: len(_owns(c)) == PARTITIONS, 60, "c to own every partition after a's session timed out",
-                   (c,))
-    finally:
-        producer.stop()
-
-    produced = _end_offsets(kafka, topic)
-    wait_until(lambda: all(c.status().get("committed", {}).get(f"{t}:{p}", -1) >= end
-                           for (t, p), (_, end) in produced.items()), 240, "c to commit every record", (c,))
-    assert c.terminate() == 0
-
-    outputs = [a.output, b.output, c.output]
-    cov = coverage(batch_ranges(outputs), produced)
-    copies = Counter((p, o) for _, _, p, o in _rows(outputs))
-    staged = [f for f in (a.output / "staging").glob("*/*.parquet") if not f.name.startswith(".")]
-    a_last = {(p, o) for f in staged for p, o in zip(*pq.read_table(f, columns=["partition", "offset"])
-                                                     .to_pydict().values(), strict=True)}
-    print(f"\nproduced {cov.produced}, published {cov.processed}, missing {cov.missing}, "
-          f"duplicates {cov.duplicates} (a's last batch, staged and never published: {len(a_last)} records)")
-
-    assert cov.produced > 0 and cov.missing == 0, cov.gaps
-    assert cov.duplicates == 0, cov.duplicate_batches
-    assert len(copies) == cov.produced  # nothing outside what was produced
-    # a was killed inside its window: its last batch was written (staged), never published, and re-read by c
-    assert a_last and all(copies[r] == 1 for r in a_last)
-    assert all(d.progress().get("records", 0) > 0 for d in (a, b, c))
+    count_through_a_clean_leave_and_a_crash(kafka, launch_driver)

@@ -77,6 +77,22 @@ def test_options_are_validated_when_the_source_loads() -> None:
         SourceOptions.parse({**OPTIONS, "staging.dir": "/tmp/staged"})
 
 
+def test_relative_kafka_file_options_become_absolute_where_the_source_loads_so_executors_find_them(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An executor reads Kafka in its worker's directory (work/app-.../N), not the driver's."""
+    monkeypatch.chdir(tmp_path)
+    options = SourceOptions.parse({**OPTIONS, "kafka.ssl.ca.location": "certs/ca.pem",
+                                   "kafka.ssl.key.location": "/etc/key.pem", "kafka.client.id": "certs/x"})
+    kafka = dict(options.kafka)
+    assert kafka["ssl.ca.location"] == str(tmp_path / "certs" / "ca.pem")
+    assert kafka["ssl.key.location"] == "/etc/key.pem"
+    assert kafka["client.id"] == "certs/x"  # not a file option: as given
+    assert dict(SourceOptions.parse({**OPTIONS, "kafka.ssl.ca.location": "probe"}).kafka)["ssl.ca.location"] == "probe"
+    # what executors get is the pickled reader: the absolute path travels with it
+    reader = pickle.loads(pickle.dumps(GroupcoordStreamReader(options, SCHEMA)))
+    assert dict(reader.options.kafka)["ssl.ca.location"] == str(tmp_path / "certs" / "ca.pem")
+
+
 def test_the_reader_pickles_without_starting_a_member() -> None:
     reader = GroupcoordStreamReader(SourceOptions.parse(OPTIONS), SCHEMA)
     copy = pickle.loads(pickle.dumps(reader))

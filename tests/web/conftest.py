@@ -115,5 +115,6 @@ def artifacts(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Path]:
 
 def chromium_path() -> str:
     path = shutil.which("chromium") or shutil.which("chromium-browser")
-    assert path, "Debian's chromium is missing: run scripts/ci-setup.sh (it apt-installs it)"
+    assert path, ("Debian's chromium is missing: run `make setup` (scripts/ci-setup.sh apt-installs it; `make test` "
+                  "runs it first)")
     return path

@@ -1,0 +1,46 @@
+"""The exactly-once counting scenario (counting.py) on a Spark standalone cluster: a master and two workers
+started from the installed PySpark (groupcoord.spark_cluster), drivers with ``--master spark://...``, so each
+driver's reads run in executors: JVMs of their own, started by a worker, in the worker's working directory,
+with Python workers that know only what the driver shipped them (the source's options and tasks, the
+interpreter, ``spark.executorEnv.PYTHONPATH``).
+
+One cluster serves the module. Each worker offers 2 cores and each driver takes 1 (``--cores-max 1``), so the
+three drivers of the scenario each get an executor. c starts its Spark with a and b and joins the group when b
+is asked to leave (``prestart_c``): the scenario is the same, with one Spark start-up less to wait for.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from groupcoord.embedded_kafka import EmbeddedKafka
+from groupcoord.spark_cluster import SparkStandaloneCluster
+
+from .conftest import LaunchDriver
+from .counting import count_through_a_clean_leave_and_a_crash
+
+pytestmark = [pytest.mark.spark, pytest.mark.timeout(480)]
+
+
+@pytest.fixture(scope="module")
+def spark_cluster() -> Iterator[SparkStandaloneCluster]:
+    with SparkStandaloneCluster(2, cores=2, memory="1g") as cluster:
+        yield cluster
+
+
+def test_every_record_is_published_once_on_a_standalone_cluster_through_a_clean_leave_and_a_crash(
+        kafka: EmbeddedKafka, launch_driver: LaunchDriver, spark_cluster: SparkStandaloneCluster) -> None:
+    counted = count_through_a_clean_leave_and_a_crash(
+        kafka, launch_driver, "--master", spark_cluster.master_url, "--cores-max", "1", "--executor-memory", "512m",
+        prestart_c=True)
+
+    apps = [*spark_cluster.state().get("activeapps", []), *spark_cluster.state().get("completedapps", [])]
+    names = sorted(app["name"] for app in apps)
+    executors = {path.parent.parent.name for path in spark_cluster.executor_logs()}
+    print(f"cluster: {len(apps)} applications {names}, executors in {len(executors)} of them; "
+          f"the crashed driver's staged batch: {counted.crashed_batch} records")
+    # every driver ran as an application of the cluster, with executors of its own (they read the records)
+    assert {"groupcoord-a", "groupcoord-b", "groupcoord-c"} <= set(names)
+    assert len(executors) >= 3
