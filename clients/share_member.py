@@ -14,6 +14,8 @@ held lock by the lock duration, for processing that takes longer.
 
 `acquire()` and `acknowledge_ranges()` are the same steps on offset ranges without reading the records, for a
 caller that reads them elsewhere (the Spark source's share mode: executors read the ranges the driver holds).
+Such a caller may also say where the watermarks come from (`watermarks`, then no Kafka consumer is opened and
+`poll()` is not available): the fault suite's share members acquire from a log whose end grows with the clock.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ import logging
 import threading
 import time
 import uuid
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -39,6 +41,7 @@ ACCEPT, RELEASE, REJECT, RENEW = 1, 2, 3, 4
 INVALID_RECORD_STATE = 121
 FENCED_MEMBER_EPOCH = 110
 UNKNOWN_MEMBER_ID = 25
+GROUP_ID_NOT_FOUND = 69
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,7 +93,8 @@ class AckResult:
 class ShareMember:
     def __init__(self, target: str, group_id: str, topics: Iterable[str], bootstrap_servers: str,
                  member_id: str | None = None, credentials: grpc.ChannelCredentials | None = None,
-                 kafka_config: dict[str, Any] | None = None, channel: grpc.Channel | None = None) -> None:
+                 kafka_config: dict[str, Any] | None = None, channel: grpc.Channel | None = None,
+                 watermarks: Callable[[str, int], tuple[int, int]] | None = None, rpc_timeout_s: float = 10.0) -> None:
         self.group_id = group_id
         self.topics = tuple(sorted(set(topics)))
         self.member_id = member_id or str(uuid.uuid4())
@@ -108,9 +112,12 @@ class ShareMember:
         self._thread: threading.Thread | None = None
         self.last_error: tuple[int, str] | None = None
         self.record_lock_duration_ms = 0  # as the coordinator last reported it
-        self._consumer = Consumer({"bootstrap.servers": bootstrap_servers, "group.id": f"share-reader-{group_id}",
-                                   "enable.auto.commit": False, "enable.partition.eof": True,
-                                   **(kafka_config or {})})
+        self.rpc_timeout_s = rpc_timeout_s
+        # `watermarks(topic, partition) -> (log start, log end)`: given, no Kafka consumer is opened
+        self._watermarks = watermarks
+        self._consumer = None if watermarks is not None else Consumer(
+            {"bootstrap.servers": bootstrap_servers, "group.id": f"share-reader-{group_id}",
+             "enable.auto.commit": False, "enable.partition.eof": True, **(kafka_config or {})})
 
     # --- membership -----------------------------------------------------------------------------------------
     def start(self) -> ShareMember:
@@ -125,9 +132,10 @@ class ShareMember:
                                              member_epoch=self.member_epoch)
         if self.member_epoch == 0:
             req.subscribed_topic_names.values.extend(self.topics)
-        resp = self._stub.ShareGroupHeartbeat(req, timeout=10)
+        resp = self._stub.ShareGroupHeartbeat(req, timeout=self.rpc_timeout_s)
         with self._lock:
-            if resp.error_code in (FENCED_MEMBER_EPOCH, UNKNOWN_MEMBER_ID):
+            forgotten = resp.error_code == GROUP_ID_NOT_FOUND and req.member_epoch > 0  # e.g. restarted without state
+            if resp.error_code in (FENCED_MEMBER_EPOCH, UNKNOWN_MEMBER_ID) or forgotten:
                 self.member_epoch = 0  # rejoin on the next beat; the coordinator released our locks
                 self._assignment = {}
             elif resp.error_code:
@@ -171,11 +179,15 @@ class ShareMember:
             return []
         req = spb.ShareAcquireRequest(group_id=self.group_id, member_id=self.member_id, max_records=max_records)
         for (name, p), topic_id in sorted(assigned.items()):
-            low, high = self._consumer.get_watermark_offsets(TopicPartition(name, p), timeout=timeout)
+            if self._watermarks is not None:
+                low, high = self._watermarks(name, p)
+            else:
+                assert self._consumer is not None
+                low, high = self._consumer.get_watermark_offsets(TopicPartition(name, p), timeout=timeout)
             req.partitions.add(topic_id=topic_id, partition=p, log_start_offset=max(low, 0),
                                log_end_offset=max(high, 0))
         sent = time.monotonic()
-        resp = self._stub.ShareAcquire(req, timeout=10)
+        resp = self._stub.ShareAcquire(req, timeout=self.rpc_timeout_s)
         if resp.error_code:
             self.last_error = (resp.error_code, resp.error_message)
             return []
@@ -191,6 +203,8 @@ class ShareMember:
         first = min(r[0] for r in ranges)
         last = max(r[1] for r in ranges)
         counts = {o: c for f, la, c in ranges for o in range(f, la + 1)}
+        if self._consumer is None:
+            raise RuntimeError("poll() reads from Kafka: this member was made with `watermarks`, use acquire()")
         self._consumer.assign([TopicPartition(topic, partition, first)])
         out: list[ShareRecord] = []
         end = time.monotonic() + timeout
@@ -225,7 +239,7 @@ class ShareMember:
                                 acknowledge_type=acknowledge_type)
         if not req.batches:
             return []
-        resp = self._stub.ShareAcknowledge(req, timeout=10)
+        resp = self._stub.ShareAcknowledge(req, timeout=self.rpc_timeout_s)
         if resp.error_code:
             self.last_error = (resp.error_code, resp.error_message)
         return [AckResult(self._names.get(r.topic_id, r.topic_id), r.partition, r.first_offset, r.last_offset,
@@ -241,7 +255,7 @@ class ShareMember:
                             last_offset=r.last_offset, acknowledge_type=acknowledge_type)
         if not req.batches:
             return []
-        resp = self._stub.ShareAcknowledge(req, timeout=10)
+        resp = self._stub.ShareAcknowledge(req, timeout=self.rpc_timeout_s)
         if resp.error_code:
             self.last_error = (resp.error_code, resp.error_message)
             return [AckResult(r.topic, r.partition, r.first_offset, r.last_offset, resp.error_code,
@@ -257,7 +271,8 @@ class ShareMember:
             with contextlib.suppress(grpc.RpcError):
                 self._stub.ShareGroupHeartbeat(spb.ShareGroupHeartbeatRequest(
                     group_id=self.group_id, member_id=self.member_id, member_epoch=-1), timeout=5)
-        self._consumer.close()
+        if self._consumer is not None:
+            self._consumer.close()
         self._channel.close()
 
 

@@ -67,6 +67,7 @@ HEAVY: dict[str, tuple[str, ...]] = {
     "durability/test_file_log.py": (),
     "durability/test_snapshot_offsets.py": (),
     "faults/test_checker.py": (),
+    "faults/test_checker_modern.py": (),
     "faults/test_nemesis.py": (),
     "web/test_rebalance_timeline.py": (),
 }

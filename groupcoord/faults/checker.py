@@ -24,6 +24,13 @@ after the latest restart without state (``state_wiped``, timestamped at the kill
 that a stateless restart forgot are counted as ``lost_by_design`` and are not violations; a missing
 acknowledged commit of the current era is a ``lost_commit`` violation, reported once per (partition, offset).
 
+*Streams tasks* are owned the same way: a streams member owns an active task from the heartbeat that gave it
+until it stops processing it (before the heartbeat that reports it released), its client-side lease runs out,
+or it dies; its processing steps are its actions. Events of role ``streams`` carry task partitions (one
+subtopology), and two incarnations owning a task at overlapping times is a ``streams_double_active`` violation.
+
+*Share records* (``checker_share.py``): acquisition locks, acknowledgements and the share-partition offsets.
+
 *Convergence* is judged online by the harness with `OwnershipState` (every partition owned by exactly one
 live member); the harness records a ``not_converged`` event when it times out, which counts as a violation.
 """
@@ -31,52 +38,13 @@ live member); the harness records a ``not_converged`` event when it times out, w
 from __future__ import annotations
 
 import math
-from collections import Counter
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
-from enum import StrEnum
+from dataclasses import dataclass
 
+from groupcoord.faults.checker_share import check_share
+from groupcoord.faults.history import Event, Findings, Kind, Violation
 
-class Kind(StrEnum):
-    ASSIGNED = "assigned"
-    REVOKED = "revoked"
-    LOST = "lost"
-    COMMIT = "commit"  # attempted commit: `partitions` tried, `offsets` acknowledged, `t_sent`..`t`
-    DIED = "died"
-    STOPPED = "stopped"
-    RESUMED = "resumed"
-    STATE_WIPED = "state_wiped"
-    OFFSETS_FETCHED = "offsets_fetched"  # `offsets`: committed per partition (-1: none); `t`: before sending
-    NOT_CONVERGED = "not_converged"
-
-
-@dataclass(frozen=True, slots=True)
-class Event:
-    t: float
-    kind: Kind
-    member: str = ""
-    partitions: tuple[int, ...] = ()
-    offsets: tuple[tuple[int, int], ...] = ()
-    t_sent: float = 0.0
-    detail: str = ""
-
-
-@dataclass(frozen=True, slots=True)
-class Violation:
-    kind: str  # double_ownership, lost_commit, not_converged
-    t: float
-    detail: str
-
-
-@dataclass(slots=True)
-class Findings:
-    violations: list[Violation] = field(default_factory=list)
-    lost_by_design: int = 0
-    acknowledged_commits: int = 0
-    ownership_intervals: int = 0
-
-    def by_kind(self) -> Counter[str]:
-        return Counter(v.kind for v in self.violations)
+__all__ = ["Event", "Findings", "Kind", "OwnershipState", "Violation", "check", "ownership_segments"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,7 +99,8 @@ def ownership_segments(events: Sequence[Event]) -> dict[int, list[_Segment]]:
     return out
 
 
-def _overlaps(segments: dict[int, list[_Segment]]) -> list[Violation]:
+def _overlaps(segments: dict[int, list[_Segment]], kind: str = "double_ownership",
+              what: str = "partition") -> list[Violation]:
     found: list[Violation] = []
     for p, segs in sorted(segments.items()):
         active: list[_Segment] = []
@@ -141,8 +110,8 @@ def _overlaps(segments: dict[int, list[_Segment]]) -> list[Violation]:
                 if a.member != s.member:
                     until = min(a.end, s.end)
                     span = "until the end" if math.isinf(until) else f"{(until - s.start) * 1000:.0f} ms"
-                    found.append(Violation("double_ownership", s.start,
-                                           f"partition {p}: {a.member} and {s.member} both own it ({span})"))
+                    detail = f"{what} {p}: {a.member} and {s.member} both own it ({span})"
+                    found.append(Violation(kind, s.start, detail))
             active.append(s)
     return found
 
@@ -178,10 +147,15 @@ def _durability(events: Sequence[Event], findings: Findings) -> None:
 def check(events: Sequence[Event]) -> Findings:
     """Every violation the history shows, plus the counts the report prints."""
     findings = Findings()
-    segments = ownership_segments(events)
+    consumer = [e for e in events if e.role == "consumer"]
+    segments = ownership_segments(consumer)
     findings.ownership_intervals = sum(len(s) for s in segments.values())
     findings.violations.extend(_overlaps(segments))
-    _durability(events, findings)
+    tasks = ownership_segments([e for e in events if e.role == "streams"])
+    findings.task_intervals = sum(len(s) for s in tasks.values())
+    findings.violations.extend(_overlaps(tasks, "streams_double_active", "task"))
+    _durability(consumer, findings)
+    check_share(events, findings)
     findings.violations.extend(Violation("not_converged", e.t, e.detail) for e in events
                                if e.kind is Kind.NOT_CONVERGED)
     findings.violations.sort(key=lambda v: v.t)

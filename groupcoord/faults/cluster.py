@@ -1,5 +1,10 @@
 """The cluster under test: one coordinator process with a state dir, N member processes, one proxy each.
 
+Members are of three kinds (roles): consumer-group members (`worker.py`), share-group members
+(`share_worker.py`) and streams-group members (`streams_worker.py`), each kind in a group of its own; consumer
+and streams members read topic `t`, share members `t-queue` (fewer partitions than members, so that they share
+them); the nemesis picks its targets among all of them.
+
 Why processes and proxies: kill -9, SIGSTOP and a silent network path are only real against real processes
 and real sockets. Each member talks to the coordinator through its own `TcpProxy`, so the nemesis can cut
 one member off while the others keep talking. The coordinator keeps its port across restarts, so the
@@ -14,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import shutil
 import signal
 import socket
@@ -23,14 +29,19 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 import grpc
 
 from groupcoord.faults.checker import Event, Kind, OwnershipState
 from groupcoord.faults.tcp_proxy import TcpProxy
+from groupcoord.faults.views import CoordinatorViews
 from groupcoord.wire.v1 import coordinator_pb2 as pb
-from groupcoord.wire.v1 import coordinator_pb2_grpc as pb_grpc
+
+ROLES = ("consumer", "share", "streams")
+_PREFIX = {"consumer": "m", "share": "s", "streams": "k"}
+_WORKER = {"consumer": "groupcoord.faults.worker", "share": "groupcoord.faults.share_worker",
+           "streams": "groupcoord.faults.streams_worker"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,6 +52,8 @@ class Timing:
     heartbeat_interval_ms: int = 200
     commit_interval_ms: int = 50
     rpc_timeout_ms: int = 1000
+    action_interval_ms: int = 100  # share and streams members: between acquisitions, between processing steps
+    record_lock_duration_ms: int = 2000  # share groups: shorter than the session, as a fault outlasts both
 
     def server_flags(self) -> list[str]:
         sets = {
@@ -49,6 +62,17 @@ class Timing:
             "group.consumer.min.heartbeat.interval.ms": 10,
             "group.consumer.heartbeat.interval.ms": self.heartbeat_interval_ms,
             "group.consumer.assignment.interval.ms": 0,
+            "group.share.min.session.timeout.ms": 100,
+            "group.share.session.timeout.ms": self.session_timeout_ms,
+            "group.share.min.heartbeat.interval.ms": 10,
+            "group.share.heartbeat.interval.ms": self.heartbeat_interval_ms,
+            "group.share.assignment.interval.ms": 0,
+            "group.share.min.record.lock.duration.ms": 1000,
+            "group.share.record.lock.duration.ms": self.record_lock_duration_ms,
+            "group.streams.session.timeout.ms": self.session_timeout_ms,
+            "group.streams.heartbeat.interval.ms": self.heartbeat_interval_ms,
+            "group.streams.initial.rebalance.delay.ms": 0,
+            "group.streams.assignment.interval.ms": 0,
             "groupcoord.log.snapshot.records": 2000,
         }
         return [arg for k, v in sets.items() for arg in ("--set", f"{k}={v}")]
@@ -71,8 +95,9 @@ def _stop_process(proc: subprocess.Popen[bytes]) -> None:
 class Member:
     """A member slot: its proxy stays; its process (an incarnation, named `m<slot>.<n>`) may be replaced."""
 
-    def __init__(self, slot: int, proxy: TcpProxy) -> None:
+    def __init__(self, slot: int, proxy: TcpProxy, role: str = "consumer") -> None:
         self.slot = slot
+        self.role = role
         self.proxy = proxy
         self.incarnation = 0
         self.proc: subprocess.Popen[bytes] | None = None
@@ -81,79 +106,114 @@ class Member:
 
     @property
     def name(self) -> str:
-        return f"m{self.slot}.{self.incarnation}"
+        return f"{_PREFIX[self.role]}{self.slot}.{self.incarnation}"
 
 
 class Cluster:
     def __init__(self, workdir: Path, members: int, partitions: int, timing: Timing,
-                 group: str = "faults", topic: str = "t") -> None:
+                 group: str = "faults", topic: str = "t", share_members: int = 0, streams_members: int = 0,
+                 share_partitions: int = 1) -> None:
         self.workdir = workdir
         self.state_dir = workdir / "state"
         self.partitions = partitions
         self.timing = timing
         self.group = group
         self.topic = topic
+        # Share members read a topic of their own with fewer partitions than members, so that they share
+        # partitions (a queue): records of one partition go to several members, one lock at a time.
+        self.share_topic = f"{topic}-queue"
+        self.share_partitions = share_partitions
         self.port = free_port()
         self.coordinator: subprocess.Popen[bytes] | None = None
         self.coordinator_stopped = False
         self._lock = threading.Lock()
         workdir.mkdir(parents=True, exist_ok=True)
         self.history: list[Event] = []
-        self.state = OwnershipState()
+        self.state = OwnershipState()  # consumer partitions
+        self.tasks = OwnershipState()  # streams tasks
+        self.last_accept: dict[str, float] = {}  # share member -> when its last ACCEPT was acknowledged
         self._history_file: IO[str] = (workdir / "history.jsonl").open("w")
         self._log_file: IO[bytes] = (workdir / "processes.log").open("ab")
-        self.members = [Member(i, TcpProxy(f"127.0.0.1:{self.port}").start()) for i in range(members)]
-        self._channel = grpc.insecure_channel(f"127.0.0.1:{self.port}")
-        self._stub = pb_grpc.GroupCoordinatorStub(self._channel)
+        roles = ["consumer"] * members + ["share"] * share_members + ["streams"] * streams_members
+        self.members = [Member(i, TcpProxy(f"127.0.0.1:{self.port}").start(), role) for i, role in enumerate(roles)]
+        self.groups = {"consumer": group, "share": f"{group}-share", "streams": f"{group}-streams"}
+        self.views = CoordinatorViews(f"127.0.0.1:{self.port}", self.groups, topic, self.share_topic)
+        self._stub = self.views.stub
 
     # --- history -----------------------------------------------------------------------------------------
     def record(self, event: Event) -> None:
         with self._lock:
             self.history.append(event)
-            self.state.apply(event)
-            self._history_file.write(json.dumps({"t": event.t, "kind": event.kind.value, "member": event.member,
-                                                 "p": list(event.partitions), "offsets": list(event.offsets),
-                                                 "ts": event.t_sent, "detail": event.detail}) + "\n")
+            if event.role == "consumer":
+                self.state.apply(event)
+            elif event.role == "streams":
+                self.tasks.apply(event)
+            elif event.kind is Kind.ACKED and event.detail == "accept":
+                self.last_accept[event.member] = event.t
+            self._history_file.write(json.dumps({
+                "t": event.t, "kind": event.kind.value, "role": event.role, "member": event.member,
+                "p": list(event.partitions), "offsets": list(event.offsets), "ranges": list(event.ranges),
+                "ts": event.t_sent, "until": event.until, "detail": event.detail}) + "\n")
 
     def snapshot(self) -> list[Event]:
         with self._lock:
             return list(self.history)
 
-    def live_members(self) -> list[str]:
-        return [m.name for m in self.members if m.proc is not None and m.proc.poll() is None and not m.stopped]
+    def live_members(self, role: str | None = None) -> list[str]:
+        return [m.name for m in self.members if m.proc is not None and m.proc.poll() is None and not m.stopped
+                and role in (None, m.role)]
 
-    def converged(self) -> bool:
-        """Every member live, every partition claimed by exactly one of them, and the coordinator agrees: its
-        group has one stable member per process with exactly the partitions the processes claim (a member whose
-        client stopped silently still claims partitions the coordinator no longer gives it)."""
-        live = self.live_members()
+    def of_role(self, role: str) -> list[Member]:
+        return [m for m in self.members if m.role == role]
+
+    def converged(self, healed: float) -> bool:
+        """Every member live; every partition claimed by exactly one consumer and every task by exactly one
+        streams member, with the coordinator agreeing (its groups have one stable member per process with exactly
+        what the processes claim: a member whose client stopped silently still claims what it no longer has);
+        and every share member has had an ACCEPT acknowledged since `healed` (it makes progress again)."""
+        if len(self.live_members()) != len(self.members):
+            return False
+        if not self.not_converged_kinds(healed, ask_coordinator=False):
+            return all(self._coordinator_agrees(role) for role in ("consumer", "streams"))
+        return False
+
+    def not_converged_kinds(self, healed: float, ask_coordinator: bool = True) -> list[str]:
+        """The member kinds that have not converged yet (by the members' claims, and by the coordinator's view)."""
+        out = []
+        for role, state in (("consumer", self.state), ("streams", self.tasks)):
+            live = self.live_members(role)
+            if not live:
+                continue
+            with self._lock:
+                ok = state.converged(live, self.partitions)
+            if not ok or (ask_coordinator and not self._coordinator_agrees(role)):
+                out.append(role)
         with self._lock:
-            if len(live) != len(self.members) or not self.state.converged(live, self.partitions):
-                return False
-            claimed = sorted(sorted(self.state.owned.get(m, ())) for m in live)
-        seen = self.coordinator_assignment()
-        return seen is not None and sorted(seen) == claimed
+            if any(self.last_accept.get(m, -math.inf) < healed for m in self.live_members("share")):
+                out.append("share")
+        return out
 
-    def coordinator_assignment(self) -> list[list[int]] | None:
-        """Per member of the group as the coordinator describes it, its partitions; None unless all are STABLE."""
-        try:
-            group = self._stub.DescribeGroups(pb.DescribeGroupsRequest(group_ids=[self.group]), timeout=2).groups[0]
-        except (grpc.RpcError, IndexError):
-            return None
-        if group.error_code or any(m.state != "STABLE" for m in group.members):
-            return None
-        return [sorted(p for tp in m.assignment for p in tp.partitions) for m in group.members]
+    def _coordinator_agrees(self, role: str) -> bool:
+        live = self.live_members(role)
+        if not live:
+            return True
+        state = self.state if role == "consumer" else self.tasks
+        with self._lock:
+            claimed = sorted(sorted(state.owned.get(m, ())) for m in live)
+        seen = self.views.consumer_assignment() if role == "consumer" else self.views.streams_assignment()
+        return seen is not None and sorted(seen) == claimed
 
     def quiet_since(self) -> float:
         with self._lock:
-            return self.state.last_change
+            return max(self.state.last_change, self.tasks.last_change)
 
     # --- the coordinator ---------------------------------------------------------------------------------
     def start_coordinator(self) -> None:
         self.coordinator = subprocess.Popen(
             [sys.executable, "-m", "groupcoord", "--log-level", "WARNING", "serve",
              "--listen", f"127.0.0.1:{self.port}", "--state-dir", str(self.state_dir),
-             "--topic", f"{self.topic}:{self.partitions}", *self.timing.server_flags()],
+             "--topic", f"{self.topic}:{self.partitions}", "--topic", f"{self.share_topic}:{self.share_partitions}",
+             *self.timing.server_flags()],
             stdout=self._log_file, stderr=self._log_file)
         self.coordinator_stopped = False
         self.wait_serving()
@@ -187,28 +247,34 @@ class Cluster:
         self.coordinator_stopped = sig == signal.SIGSTOP
 
     def fetch_offsets(self) -> bool:
-        """OffsetFetch of the whole group straight from the coordinator (no proxy); recorded for the checker."""
-        t = time.monotonic()
-        try:
-            resp = self._stub.OffsetFetch(pb.OffsetFetchRequest(group_id=self.group, member_epoch=-1), timeout=10)
-        except grpc.RpcError:
-            return False
-        if resp.error_code:
-            return False
-        offsets = tuple(sorted((p.partition_index, p.committed_offset) for tp in resp.topics if tp.name == self.topic
-                               for p in tp.partitions))
-        self.record(Event(t, Kind.OFFSETS_FETCHED, offsets=offsets))
+        """The read-backs straight from the coordinator (no proxy), recorded for the checker: the consumer
+        group's committed offsets, and the share group's offsets (when it has share members)."""
+        if self.of_role("consumer"):
+            t = time.monotonic()
+            offsets = self.views.committed_offsets()
+            if offsets is None:
+                return False
+            self.record(Event(t, Kind.OFFSETS_FETCHED, offsets=offsets))
+        if self.of_role("share"):
+            t = time.monotonic()
+            share = self.views.share_offsets()
+            if share is None:
+                return False
+            self.record(Event(t, Kind.SHARE_OFFSETS, role="share", ranges=share))
         return True
 
     # --- members -----------------------------------------------------------------------------------------
     def start_member(self, m: Member) -> None:
         m.incarnation += 1
         m.stopped = False
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "groupcoord.faults.worker", "--target", m.proxy.address, "--group", self.group,
-             "--topic", self.topic, "--interval-ms", str(self.timing.commit_interval_ms),
-             "--rpc-timeout-ms", str(self.timing.rpc_timeout_ms)],
-            stdout=subprocess.PIPE, stderr=self._log_file)
+        interval_ms = self.timing.commit_interval_ms if m.role == "consumer" else self.timing.action_interval_ms
+        topic = self.share_topic if m.role == "share" else self.topic
+        args = ["--target", m.proxy.address, "--group", self.groups[m.role], "--topic", topic,
+                "--interval-ms", str(interval_ms), "--rpc-timeout-ms", str(self.timing.rpc_timeout_ms)]
+        if m.role != "consumer":
+            args += ["--session-timeout-ms", str(self.timing.session_timeout_ms)]
+        proc = subprocess.Popen([sys.executable, "-m", _WORKER[m.role], *args],
+                                stdout=subprocess.PIPE, stderr=self._log_file)
         m.proc = proc
         threading.Thread(target=self._read_member, args=(m, m.name, proc), daemon=True,
                          name=f"faults-reader-{m.name}").start()
@@ -220,7 +286,7 @@ class Cluster:
                 msg = json.loads(raw)
             except ValueError:
                 continue
-            event = _member_event(name, msg)
+            event = member_event(name, m.role, msg)
             if event is not None:
                 self.record(event)
             elif msg.get("ev") == "fatal":
@@ -232,17 +298,17 @@ class Cluster:
         t = time.monotonic()
         m.proc.wait()
         m.stopped = False
-        self.record(Event(t, Kind.DIED, m.name))
+        self.record(Event(t, Kind.DIED, m.name, role=m.role))
 
     def stop_member(self, m: Member) -> None:
         assert m.proc is not None
         m.proc.send_signal(signal.SIGSTOP)
         m.stopped = True
-        self.record(Event(time.monotonic(), Kind.STOPPED, m.name))
+        self.record(Event(time.monotonic(), Kind.STOPPED, m.name, role=m.role))
 
     def resume_member(self, m: Member) -> None:
         assert m.proc is not None
-        self.record(Event(time.monotonic(), Kind.RESUMED, m.name))
+        self.record(Event(time.monotonic(), Kind.RESUMED, m.name, role=m.role))
         m.proc.send_signal(signal.SIGCONT)
         m.stopped = False
 
@@ -260,22 +326,26 @@ class Cluster:
             m.proxy.close()
         if self.coordinator is not None:
             _stop_process(self.coordinator)
-        self._channel.close()
+        self.views.close()
         with self._lock:
             self._history_file.close()
         self._log_file.close()
 
 
-def _member_event(name: str, msg: dict[str, object]) -> Event | None:
+def member_event(name: str, role: str, msg: dict[str, Any]) -> Event | None:
+    """The history event of one line a member process wrote (see the workers' docstrings), or None."""
     ev = msg.get("ev")
-    t = float(msg.get("t", 0.0))  # type: ignore[arg-type]
+    t = float(msg.get("t", 0.0))
     if ev in ("assigned", "revoked", "lost"):
-        ps = tuple(int(p) for p in msg.get("p", ()))  # type: ignore[attr-defined]
-        return Event(t, Kind(str(ev)), name, ps)
+        return Event(t, Kind(str(ev)), name, tuple(int(p) for p in msg.get("p", ())), role=role)
     if ev == "commit":
-        tried = tuple(int(p) for p in msg.get("try", ()))  # type: ignore[attr-defined]
-        ok = msg.get("ok", {})
-        offsets = tuple(sorted((int(p), int(o)) for p, o in ok.items()))  # type: ignore[attr-defined]
-        return Event(t, Kind.COMMIT, name, tried, offsets, float(msg.get("ts", t)))  # type: ignore[arg-type]
+        tried = tuple(int(p) for p in msg.get("try", ()))
+        offsets = tuple(sorted((int(p), int(o)) for p, o in msg.get("ok", {}).items()))
+        return Event(t, Kind.COMMIT, name, tried, offsets, float(msg.get("ts", t)))
+    if ev == "process":  # a streams member acted on its tasks: an action, like an attempted commit
+        return Event(t, Kind.COMMIT, name, tuple(int(p) for p in msg.get("p", ())), t_sent=t, role=role)
+    if ev in ("acquired", "ack_sent", "acked"):
+        ranges = tuple((int(p), int(a), int(b)) for p, a, b in msg.get("r", ()))
+        return Event(t, Kind(str(ev)), name, t_sent=float(msg.get("ts", t)),
+                     detail=str(msg.get("type", "")), role=role, ranges=ranges, until=float(msg.get("until", 0.0)))
     return None
-

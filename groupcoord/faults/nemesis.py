@@ -2,7 +2,9 @@
 
 Why a schedule drawn up front from ``--seed``: two runs with the same seed inject the same faults, on the
 same targets, for the same durations, in the same order (the timing of the processes still varies). The
-first faults cycle through every kind once, in a seeded order, so even a short run injects each kind.
+first faults cycle through every kind once, in a seeded order, so even a short run injects each kind; in that
+first cycle the faults aimed at one member take their targets from each member kind (consumer, share,
+streams) in turn, so a short run also hits every kind of member.
 """
 
 from __future__ import annotations
@@ -43,16 +45,21 @@ class Step:
     duration_s: float  # how long the fault holds
     delay_s: float = 0.0  # PROXY_DELAY: per chunk
 
-    def describe(self) -> str:
-        who = "" if self.fault.startswith("coordinator") else f" m{self.target}"
+    def describe(self, member: str = "") -> str:
+        """`member`: the target's name (default m<slot>)."""
+        who = "" if self.fault.startswith("coordinator") else f" {member or f'm{self.target}'}"
         extra = f" delay {self.delay_s * 1000:.0f} ms" if self.fault is Fault.PROXY_DELAY else ""
         return f"{self.fault}{who} for {self.duration_s:.1f} s{extra}"
 
 
-def schedule(seed: int, members: int, session_s: float,
-             faults: Sequence[Fault] = tuple(Fault)) -> Callable[[int], Step]:
-    """`step(n)` for n = 1, 2, ...; the same seed (and `faults`) gives the same steps."""
+def schedule(seed: int, members: int, session_s: float, faults: Sequence[Fault] = tuple(Fault),
+             roles: Sequence[str] = ()) -> Callable[[int], Step]:
+    """`step(n)` for n = 1, 2, ...; the same seed (and `faults`) gives the same steps. `roles`: each member
+    slot's kind (default: all one kind)."""
     rng = random.Random(seed)
+    roles = list(roles) or ["consumer"] * members
+    kinds_of_member = sorted(set(roles))
+    member_faults_seen = [0]
     first = [f for f in Fault if f in faults]
     if not first:
         raise ValueError("no fault kind to inject")
@@ -64,6 +71,11 @@ def schedule(seed: int, members: int, session_s: float,
     def draw(n: int) -> Step:
         fault = first[n - 1] if n <= len(first) else rng.choices(kinds, weights)[0]
         target = rng.randrange(members)
+        if n <= len(first) and not fault.startswith("coordinator"):
+            role = kinds_of_member[member_faults_seen[0] % len(kinds_of_member)]
+            member_faults_seen[0] += 1
+            slots = [i for i, r in enumerate(roles) if r == role]
+            target = slots[target % len(slots)]
         past_session = session_s * rng.uniform(1.3, 2.0)
         if fault in (Fault.COORDINATOR_PAUSE, Fault.MEMBER_PAUSE, Fault.PROXY_SILENCE):
             return Step(n, fault, target, past_session)

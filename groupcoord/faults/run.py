@@ -2,11 +2,16 @@
 
     groupcoord faults --minutes 30 --seed 1          # the long run quoted in the README
     groupcoord faults --steps 8 --seed 7             # each fault kind once (the suite's short run)
+    groupcoord faults --members 4 --share-members 0 --streams-members 0   # consumer members only
 
-Each step injects one fault from the seeded schedule (`nemesis.py`), holds it, heals it, waits until the
-group converges (every partition owned by exactly one live member, with no ownership change for a settle
-window), fetches the committed offsets, and checks the whole history so far (`checker.py`). A progress
-line per step; the figures at the end. Exit status 1 when any violation was found.
+Members of three kinds run side by side, each kind in its own group on one topic: consumer-group members
+(`--members`), share-group members (`--share-members`) and streams-group members (`--streams-members`).
+Each step injects one fault from the seeded schedule (`nemesis.py`), holds it, heals it, waits until every
+group converges (every partition owned by exactly one live consumer, every task by exactly one live streams
+member, the coordinator agreeing, every share member acknowledging again, with no ownership change for a
+settle window), reads back the committed offsets and share-partition offsets, and checks the whole history
+so far (`checker.py`, `checker_share.py`). A progress line per step; the figures per member kind at the end.
+Exit status 1 when any violation was found.
 """
 
 from __future__ import annotations
@@ -33,7 +38,10 @@ class Options:
     minutes: float = 0.0
     steps: int = 0  # 0: as many as fit in `minutes`
     members: int = 4
+    share_members: int = 2
+    streams_members: int = 2
     partitions: int = 12
+    share_partitions: int = 1
     timing: Timing = Timing()
     converge_timeout_s: float = 30.0
     pause_s: float = 0.5  # normal operation between steps
@@ -46,6 +54,7 @@ class Options:
 class Report:
     steps: int = 0
     faults: Counter[str] = field(default_factory=Counter)
+    member_faults: Counter[str] = field(default_factory=Counter)  # member kind -> faults aimed at one of them
     convergence_s: list[tuple[float, str]] = field(default_factory=list)
     step_starts: list[tuple[float, str]] = field(default_factory=list)  # (monotonic time, fault kind)
     findings: Findings = field(default_factory=Findings)
@@ -77,19 +86,20 @@ def wait_converged(cluster: Cluster, healed: float, timeout_s: float, settle_s: 
     """Seconds from `healed` until the group converged and stayed so for `settle_s`; None on timeout."""
     deadline = healed + timeout_s
     while time.monotonic() < deadline:
-        if cluster.converged() and time.monotonic() - cluster.quiet_since() >= settle_s:
+        if cluster.converged(healed) and time.monotonic() - cluster.quiet_since() >= settle_s:
             return max(healed, cluster.quiet_since()) - healed
         time.sleep(0.05)
     return None
 
 
-def _not_converged_detail(cluster: Cluster) -> str:
+def _not_converged_detail(cluster: Cluster, healed: float) -> str:
     live = cluster.live_members()
-    owners = cluster.state.owners(live)
-    unowned = cluster.partitions - len(owners)
+    owners = cluster.state.owners(cluster.live_members("consumer"))
+    unowned = cluster.partitions - len(owners) if cluster.of_role("consumer") else 0
     shared = sum(1 for v in owners.values() if len(v) > 1)
     fatal = sum(m.fatal for m in cluster.members)
-    return (f"{unowned} partition(s) unowned, {shared} claimed by several members, "
+    kinds = ", ".join(cluster.not_converged_kinds(healed)) or "none"
+    return (f"not converged: {kinds}; {unowned} partition(s) unowned, {shared} claimed by several consumers, "
             f"{len(live)}/{len(cluster.members)} members live, {fatal} member(s) stopped on a fatal client error")
 
 
@@ -97,7 +107,8 @@ def _settle_then_check(cluster: Cluster, label: str, healed: float, opts: Option
     settle_s = max(1.0, 5 * opts.timing.heartbeat_interval_ms / 1000)
     took = wait_converged(cluster, healed, opts.converge_timeout_s, settle_s)
     if took is None:
-        cluster.record(Event(time.monotonic(), Kind.NOT_CONVERGED, detail=f"{label}: {_not_converged_detail(cluster)}"))
+        detail = f"{label}: {_not_converged_detail(cluster, healed)}"
+        cluster.record(Event(time.monotonic(), Kind.NOT_CONVERGED, detail=detail))
         outcome = f"NOT converged within {opts.converge_timeout_s:.0f} s"
     else:
         report.convergence_s.append((took, label))
@@ -118,9 +129,12 @@ def run(opts: Options, out: TextIO = sys.stdout) -> Report:
     report = Report()
     workdir = opts.workdir or Path(tempfile.mkdtemp(prefix="groupcoord-faults-"))
     report.workdir = str(workdir)
-    cluster = Cluster(workdir, opts.members, opts.partitions, opts.timing)
-    step_of = schedule(opts.seed, opts.members, opts.timing.session_timeout_ms / 1000, opts.faults)
-    say(f"seed {opts.seed}: {opts.members} members, topic t:{opts.partitions}, session "
+    cluster = Cluster(workdir, opts.members, opts.partitions, opts.timing, share_members=opts.share_members,
+                      streams_members=opts.streams_members, share_partitions=opts.share_partitions)
+    roles = [m.role for m in cluster.members]
+    step_of = schedule(opts.seed, len(roles), opts.timing.session_timeout_ms / 1000, opts.faults, roles)
+    say(f"seed {opts.seed}: {opts.members} consumer, {opts.share_members} share and {opts.streams_members} streams "
+        f"members, topics t:{opts.partitions} and t-queue:{opts.share_partitions} (share), session "
         f"{opts.timing.session_timeout_ms} ms, heartbeat {opts.timing.heartbeat_interval_ms} ms; workdir {workdir}")
     try:
         cluster.start()
@@ -134,9 +148,12 @@ def run(opts: Options, out: TextIO = sys.stdout) -> Report:
             inject(cluster, step)
             report.steps = n
             report.faults[step.fault.value] += 1
+            target = cluster.members[step.target]
+            if not step.fault.startswith("coordinator"):
+                report.member_faults[target.role] += 1
             outcome = _settle_then_check(cluster, f"step {n} {step.fault}", time.monotonic(), opts, report)
             kinds = ", ".join(f"{k}={v}" for k, v in sorted(report.findings.by_kind().items())) or "none"
-            say(f"step {n}: {step.describe()}: {outcome}; violations so far: {kinds}")
+            say(f"step {n}: {step.describe(target.name.split('.')[0])}: {outcome}; violations so far: {kinds}")
             if opts.stop_on_violation and report.violations:
                 say("stopping at the first violation (--stop-on-violation)")
                 break
@@ -152,19 +169,41 @@ def run(opts: Options, out: TextIO = sys.stdout) -> Report:
     return report
 
 
+VIOLATIONS_BY_KIND = {
+    "consumer": ("double_ownership", "lost_commit"),
+    "share": ("share_double_acquire", "share_redelivered", "share_double_accept", "share_lost_ack"),
+    "streams": ("streams_double_active",),
+    "all kinds": ("not_converged",),
+}
+
+
 def figures(report: Report) -> str:
     f = report.findings
     worst, where = report.worst_convergence()
+    by_kind = f.by_kind()
     lines = [
         "fault suite figures",
         f"  elapsed                        {report.elapsed_s:.0f} s",
         f"  steps (faults injected)        {report.steps}",
         *(f"    {k:<28} {report.faults.get(k.value, 0)}" for k in Fault),
-        f"  acknowledged commits           {f.acknowledged_commits}",
-        f"  ownership intervals            {f.ownership_intervals}",
+        "  member faults by member kind   " + (", ".join(f"{k} {n}" for k, n in sorted(report.member_faults.items()))
+                                             or "none"),
+        "  consumer members",
+        f"    acknowledged commits         {f.acknowledged_commits}",
+        f"    ownership intervals          {f.ownership_intervals}",
+        f"    lost by design (stateless restart; not violations) {f.lost_by_design} partition offsets",
+        "  share members",
+        f"    records acquired             {f.records_acquired}",
+        f"    records accepted (acked)     {f.records_accepted}",
+        f"    accepted, forgotten by design (stateless restart; not violations) {f.share_lost_by_design}",
+        "  streams members",
+        f"    active-task intervals        {f.task_intervals}",
         f"  violations                     {len(f.violations)}",
-        *(f"    {k:<28} {f.by_kind().get(k, 0)}" for k in ("double_ownership", "lost_commit", "not_converged")),
-        f"  lost by design (stateless restart; not violations) {f.lost_by_design} partition offsets",
+    ]
+    for kind, names in VIOLATIONS_BY_KIND.items():
+        lines.append(f"    {kind}")
+        lines.extend(f"      {k:<26} {by_kind.get(k, 0)}" for k in names)
+    lines += [
         f"  worst time to converge         {worst:.2f} s ({where}); {report.not_converged} step(s) did not converge",
         f"  members stopped on a fatal client error {report.fatal_member_errors}",
     ]
@@ -188,8 +227,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--minutes", type=float, default=1.0, help="how long to inject faults (default 1)")
     p.add_argument("--steps", type=int, default=0, help="inject exactly this many faults instead of --minutes")
     p.add_argument("--seed", type=int, default=1, help="the fault schedule's seed (default 1)")
-    p.add_argument("--members", type=int, default=4, help="member processes (default 4)")
+    p.add_argument("--members", type=int, default=4, help="consumer-group member processes (default 4)")
+    p.add_argument("--share-members", type=int, default=2, help="share-group member processes (default 2)")
+    p.add_argument("--streams-members", type=int, default=2, help="streams-group member processes (default 2)")
     p.add_argument("--partitions", type=int, default=12, help="partitions of the topic (default 12)")
+    p.add_argument("--share-partitions", type=int, default=1,
+                   help="partitions of the share members' topic (default 1: every share member reads it)")
     p.add_argument("--session-timeout-ms", type=int, default=3000)
     p.add_argument("--heartbeat-interval-ms", type=int, default=200)
     p.add_argument("--converge-timeout-s", type=float, default=30.0)
@@ -198,8 +241,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--faults", default=",".join(f.value for f in Fault),
                    help="comma-separated fault kinds to inject (default: all): " + ", ".join(f.value for f in Fault))
     args = p.parse_args(argv)
-    if args.members < 1 or args.partitions < 1 or args.steps < 0:
-        p.error("--members and --partitions must be positive, --steps not negative")
+    if min(args.members, args.share_members, args.streams_members, args.steps) < 0 or args.partitions < 1 \
+            or args.share_partitions < 1 or args.members + args.share_members + args.streams_members < 1:
+        p.error("--partitions and the sum of members must be positive; no count negative")
     try:
         faults = tuple(Fault(name.strip()) for name in args.faults.split(",") if name.strip())
     except ValueError:
@@ -208,6 +252,8 @@ def main(argv: list[str] | None = None) -> int:
         p.error("--faults names no fault kind")
     timing = Timing(session_timeout_ms=args.session_timeout_ms, heartbeat_interval_ms=args.heartbeat_interval_ms)
     opts = Options(seed=args.seed, minutes=args.minutes, steps=args.steps, members=args.members,
+                   share_members=args.share_members, streams_members=args.streams_members,
+                   share_partitions=args.share_partitions,
                    partitions=args.partitions, timing=timing, converge_timeout_s=args.converge_timeout_s,
                    workdir=args.workdir, stop_on_violation=args.stop_on_violation, faults=faults)
     # SIGTERM stops the run like Ctrl-C does, so that the processes it started are killed on the way out.

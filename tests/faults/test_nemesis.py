@@ -29,3 +29,11 @@ def test_a_restricted_schedule_injects_only_the_kinds_asked_for() -> None:
     kinds = (Fault.PROXY_DROP, Fault.MEMBER_KILL)
     step = schedule(2, 4, 3.0, kinds)
     assert {step(n).fault for n in range(1, 50)} == set(kinds)
+
+
+def test_the_first_cycle_aims_its_member_faults_at_every_member_kind() -> None:
+    roles = ["consumer"] * 4 + ["share"] * 2 + ["streams"] * 2
+    step = schedule(7, len(roles), 3.0, roles=roles)
+    first = [step(n) for n in range(1, len(Fault) + 1)]
+    hit = {roles[s.target] for s in first if not s.fault.startswith("coordinator")}
+    assert hit == {"consumer", "share", "streams"}
