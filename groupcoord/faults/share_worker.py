@@ -23,7 +23,6 @@ One JSON line per observation on stdout, flushed:
 
 from __future__ import annotations
 
-import argparse
 import logging
 import math
 import random
@@ -43,6 +42,7 @@ from groupcoord.clients.share_member import (
     ShareMember,
 )
 from groupcoord.faults.worker import Reporter
+from groupcoord.faults.worker_cli import run_worker
 
 RATE = 50  # records a second per partition
 RELEASE_ONE_IN = 10  # acquisitions given back with RELEASE instead of ACCEPT
@@ -131,19 +131,7 @@ class ShareWorker:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="groupcoord.faults.share_worker")
-    p.add_argument("--target", required=True)
-    p.add_argument("--group", required=True)
-    p.add_argument("--topic", required=True)
-    p.add_argument("--interval-ms", type=int, default=100)
-    p.add_argument("--rpc-timeout-ms", type=int, default=1000)
-    p.add_argument("--session-timeout-ms", type=int, required=True)
-    args = p.parse_args(argv)
-    logging.basicConfig(level=logging.WARNING, stream=sys.stderr,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    ShareWorker(args.target, args.group, args.topic, args.interval_ms / 1000, args.rpc_timeout_ms / 1000,
-                args.session_timeout_ms).run()
-    return 0
+    return run_worker("groupcoord.faults.share_worker", ShareWorker, argv)
 
 
 if __name__ == "__main__":

@@ -21,7 +21,6 @@ One JSON line per observation on stdout, flushed:
 
 from __future__ import annotations
 
-import argparse
 import logging
 import math
 import sys
@@ -32,6 +31,7 @@ import grpc
 
 from groupcoord.clients.lease import CHANNEL_OPTIONS, lease_duration_s
 from groupcoord.faults.worker import Reporter
+from groupcoord.faults.worker_cli import run_worker
 from groupcoord.wire.v1 import streams_pb2 as spb
 from groupcoord.wire.v1 import streams_pb2_grpc as spb_grpc
 
@@ -149,19 +149,7 @@ class StreamsWorker:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="groupcoord.faults.streams_worker")
-    p.add_argument("--target", required=True)
-    p.add_argument("--group", required=True)
-    p.add_argument("--topic", required=True)
-    p.add_argument("--interval-ms", type=int, default=100)
-    p.add_argument("--rpc-timeout-ms", type=int, default=1000)
-    p.add_argument("--session-timeout-ms", type=int, required=True)
-    args = p.parse_args(argv)
-    logging.basicConfig(level=logging.WARNING, stream=sys.stderr,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    StreamsWorker(args.target, args.group, args.topic, args.interval_ms / 1000, args.rpc_timeout_ms / 1000,
-                  args.session_timeout_ms).run()
-    return 0
+    return run_worker("groupcoord.faults.streams_worker", StreamsWorker, argv)
 
 
 if __name__ == "__main__":

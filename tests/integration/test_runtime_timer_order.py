@@ -14,15 +14,7 @@ from groupcoord.coordinator.runtime.executor import BackgroundExecutor
 from groupcoord.coordinator.runtime.metrics import CoordinatorMetrics
 from groupcoord.coordinator.runtime.runtime import CoordinatorRuntime
 from tests.core.context import image_of
-
-CONFIG = {
-    "group.consumer.min.session.timeout.ms": 100,
-    "group.consumer.session.timeout.ms": 1000,
-    "group.consumer.min.heartbeat.interval.ms": 10,
-    "group.consumer.heartbeat.interval.ms": 100,
-    "group.consumer.assignment.interval.ms": 0,
-    "group.consumer.assignor.offload.enable": False,
-}
+from tests.durability.runtime_harness import CONFIG
 
 
 def test_heartbeat_queued_before_a_popped_session_timer_keeps_the_member() -> None:
