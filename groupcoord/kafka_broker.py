@@ -25,7 +25,6 @@ import base64
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -38,6 +37,8 @@ from types import TracebackType
 
 from confluent_kafka import TopicPartition
 from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic
+
+from groupcoord.child_processes import die_with_parent, free_ports
 
 __all__ = ["KAFKA_VERSION", "PRODUCTION_JVM_OPTIONS", "KafkaBroker", "KafkaBrokerError", "install", "main"]
 
@@ -94,28 +95,6 @@ def install(version: str = KAFKA_VERSION) -> Path:
     return Path(done.stdout.strip().splitlines()[-1])
 
 
-def _free_ports(n: int) -> list[int]:
-    """n distinct free loopback ports (held open together so none repeats)."""
-    sockets = [socket.socket() for _ in range(n)]
-    try:
-        for s in sockets:
-            s.bind(("127.0.0.1", 0))
-        return [int(s.getsockname()[1]) for s in sockets]
-    finally:
-        for s in sockets:
-            s.close()
-
-
-def _die_with_parent(command: list[str]) -> list[str]:
-    """`command` run so that the JVM gets SIGKILL when this process dies (Linux's PR_SET_PDEATHSIG, set by
-    util-linux's `setpriv` before it execs the JVM), so no broker outlives a killed pytest. Not by a
-    `preexec_fn`: that makes Python fork rather than vfork, and in a process with gRPC's threads the fork ran
-    gRPC's fork handlers in the child, whose restarted poller died on a closed descriptor before the exec
-    (a node that exited with SIGABRT, once in a suite run). Without `setpriv`, the command as it is."""
-    setpriv = shutil.which("setpriv")
-    return [setpriv, "--pdeathsig", "KILL", "--", *command] if setpriv else command
-
-
 def new_cluster_id() -> str:
     """A KRaft cluster id: a random UUID in URL-safe base64, never starting with "-" (Kafka's Uuid.randomUuid
     rule: the storage tool's argument parser would take such an id for an option and refuse to format)."""
@@ -145,7 +124,7 @@ class KafkaBroker:
         self._procs: list[subprocess.Popen[bytes]] = []
         self._jvm_options = list(jvm_options) if jvm_options is not None else None
         self._lock = threading.Lock()
-        ports = _free_ports(2 * brokers)
+        ports = free_ports(2 * brokers)
         self._broker_ports, self._controller_ports = ports[:brokers], ports[brokers:]
         voters = ",".join(f"{i + 1}@127.0.0.1:{p}" for i, p in enumerate(self._controller_ports))
         overrides = {k: str(v) for k, v in (config or {}).items()}
@@ -211,7 +190,7 @@ class KafkaBroker:
         try:
             props = str(self._dir / f"node-{node}" / "server.properties")
             command = self._java("kafka.Kafka", props, heap=heap, jvm=self._jvm_options)
-            return subprocess.Popen(_die_with_parent(command), stdout=log,
+            return subprocess.Popen(die_with_parent(command), stdout=log,
                                     stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
         finally:
             log.close()

@@ -32,7 +32,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -41,6 +40,8 @@ import urllib.request
 from pathlib import Path
 from types import TracebackType
 from typing import Any
+
+from groupcoord.child_processes import die_with_parent, free_ports
 
 __all__ = ["SparkClusterError", "SparkStandaloneCluster", "main", "spark_class"]
 
@@ -65,23 +66,6 @@ def spark_class() -> Path:
     return path
 
 
-def _free_ports(n: int) -> list[int]:
-    sockets = [socket.socket() for _ in range(n)]
-    try:
-        for s in sockets:
-            s.bind(("127.0.0.1", 0))
-        return [int(s.getsockname()[1]) for s in sockets]
-    finally:
-        for s in sockets:
-            s.close()
-
-
-def _die_with_parent(command: list[str]) -> list[str]:
-    """SIGKILL the daemon when this process dies (see groupcoord.kafka_broker for why not a preexec_fn)."""
-    setpriv = shutil.which("setpriv")
-    return [setpriv, "--pdeathsig", "KILL", "--", *command] if setpriv else command
-
-
 class SparkStandaloneCluster:
     """A master and `workers` workers of `cores` cores and `memory` each; a context manager, or call `close()`.
 
@@ -100,7 +84,7 @@ class SparkStandaloneCluster:
         self._procs: list[subprocess.Popen[bytes]] = []
         self.workers = workers
         started = time.monotonic()
-        master_port, web_port, *worker_ports = _free_ports(2 + 2 * workers)
+        master_port, web_port, *worker_ports = free_ports(2 + 2 * workers)
         self.master_url = f"spark://127.0.0.1:{master_port}"
         self.web_url = f"http://127.0.0.1:{web_port}"
         env = {k: v for k, v in os.environ.items() if k not in _SCRUBBED}
@@ -124,7 +108,7 @@ class SparkStandaloneCluster:
         log = open(self.dir / f"{name}.log", "wb")  # noqa: SIM115 - the child owns it
         try:
             self._procs.append(subprocess.Popen(
-                _die_with_parent([str(spark_class()), main_class, *args]), stdout=log, stderr=subprocess.STDOUT,
+                die_with_parent([str(spark_class()), main_class, *args]), stdout=log, stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL, env=env, cwd=str(self.dir)))
         finally:
             log.close()
