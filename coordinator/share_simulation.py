@@ -17,11 +17,11 @@ from typing import Any
 from groupcoord.assignors.registry import get_server_assignor
 from groupcoord.coordinator.core.config import BrokerConfig
 from groupcoord.coordinator.core.metadata import MetadataImage, TopicMetadata, topic_id_for_name
+from groupcoord.coordinator.core.modern.target_assignment import AssignorCompletion, AssignorRun
 from groupcoord.coordinator.core.shard import GroupCoordinatorShard
-from groupcoord.coordinator.core.share_group import ShareGroup
-from groupcoord.coordinator.core.share_handlers import heartbeat, on_assignment_complete
-from groupcoord.coordinator.core.share_records import ShareGroupHeartbeatRequest
-from groupcoord.coordinator.core.target_assignment import AssignorCompletion, AssignorRun
+from groupcoord.coordinator.core.share.group import ShareGroup
+from groupcoord.coordinator.core.share.handlers import heartbeat, on_assignment_complete
+from groupcoord.coordinator.core.share.records import ShareGroupHeartbeatRequest
 
 BASE_MS = 1_000_000_000
 GROUP_ID = "share-scale-up"

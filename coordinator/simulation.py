@@ -25,13 +25,13 @@ from typing import Any
 
 from groupcoord.assignors.registry import get_server_assignor
 from groupcoord.coordinator.core.config import BrokerConfig
-from groupcoord.coordinator.core.consumer_group import ConsumerGroup, ConsumerGroupState
+from groupcoord.coordinator.core.consumer.group import ConsumerGroup, ConsumerGroupState
 from groupcoord.coordinator.core.errors import Errors
 from groupcoord.coordinator.core.messages import ConsumerGroupHeartbeatRequest
 from groupcoord.coordinator.core.metadata import MetadataImage, TopicMetadata, topic_id_for_name
+from groupcoord.coordinator.core.modern.target_assignment import AssignorCompletion, AssignorRun
 from groupcoord.coordinator.core.results import Result
 from groupcoord.coordinator.core.shard import GroupCoordinatorShard
-from groupcoord.coordinator.core.target_assignment import AssignorCompletion, AssignorRun
 
 __all__ = ["Event", "Timeline", "main", "simulate_scale_up"]
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from groupcoord.coordinator.core import streams_admin
 from groupcoord.coordinator.core.config import GROUP_CONFIG_DEFS, render_value, validate_group_configs
 from groupcoord.coordinator.core.errors import CoordinatorError, Errors
 from groupcoord.coordinator.core.group import OffsetGroup
@@ -23,6 +22,7 @@ from groupcoord.coordinator.core.messages import (
 )
 from groupcoord.coordinator.core.records import GroupConfig, GroupEmptySinceTombstone, OffsetCommitTombstone
 from groupcoord.coordinator.core.results import Result
+from groupcoord.coordinator.core.streams import admin as streams_admin
 
 if TYPE_CHECKING:
     from groupcoord.coordinator.core.shard import GroupCoordinatorShard

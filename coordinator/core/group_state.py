@@ -23,7 +23,7 @@ from groupcoord.coordinator.core.records import (
 )
 from groupcoord.coordinator.core.results import CancelTimer, Result, TimerOp
 from groupcoord.coordinator.core.snapshot import timers_after_load
-from groupcoord.coordinator.core.streams_records import StreamsGroupMetadataTombstone
+from groupcoord.coordinator.core.streams.records import StreamsGroupMetadataTombstone
 
 if TYPE_CHECKING:
     from groupcoord.coordinator.core.shard import GroupCoordinatorShard
@@ -62,7 +62,7 @@ def forget_groups(shard: GroupCoordinatorShard, group_ids: Iterable[str]) -> lis
         group = shard.groups.get(gid)
         if group is not None:
             cancels.extend(group.forget_timers())
-            shard.replay(ConsumerGroupMetadataTombstone(gid))  # drops a group of any type (consumer_shard.py)
+            shard.replay(ConsumerGroupMetadataTombstone(gid))  # drops a group of any type (consumer/replay.py)
         if gid in shard.streams.groups:
             cancels.extend(shard.streams.forget_timers(gid))
             shard.replay(StreamsGroupMetadataTombstone(gid))  # drops the whole streams group

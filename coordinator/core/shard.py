@@ -19,25 +19,18 @@ import itertools
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any, Protocol, TypeVar
 
-from groupcoord.coordinator.core import (
-    admin,
-    classic_handlers,
-    consumer_assignment,
-    consumer_heartbeat,
-    consumer_shard,
-    mixed_group,
-    offsets,
-    regex_subscriptions,
-    retention,
-    share_handlers,
-    streams_admin,
-    streams_shard,
-)
-from groupcoord.coordinator.core import classic_messages as cm
+from groupcoord.coordinator.core import admin, offsets, retention
+from groupcoord.coordinator.core.classic import handlers as classic_handlers
+from groupcoord.coordinator.core.classic import messages as cm
 from groupcoord.coordinator.core.config import GROUP_CONFIG_DEFS, BrokerConfig, ModernGroupConfigs
-from groupcoord.coordinator.core.consumer_assignment import LAG_AWARE_ASSIGNORS as LAG_AWARE_ASSIGNORS
-from groupcoord.coordinator.core.consumer_group import rebalance_timer as rebalance_timer
-from groupcoord.coordinator.core.consumer_group import session_timer as session_timer
+from groupcoord.coordinator.core.consumer import assignment as consumer_assignment
+from groupcoord.coordinator.core.consumer import heartbeat as consumer_heartbeat
+from groupcoord.coordinator.core.consumer import regex_subscriptions as regex_subscriptions
+from groupcoord.coordinator.core.consumer import replay as consumer_shard
+from groupcoord.coordinator.core.consumer.assignment import LAG_AWARE_ASSIGNORS as LAG_AWARE_ASSIGNORS
+from groupcoord.coordinator.core.consumer.group import rebalance_timer as rebalance_timer
+from groupcoord.coordinator.core.consumer.group import session_timer as session_timer
+from groupcoord.coordinator.core.consumer.topic_regex import RegexResolutionCompletion
 from groupcoord.coordinator.core.group import Group, GroupView, OffsetGroup
 from groupcoord.coordinator.core.messages import (
     ConsumerGroupHeartbeatRequest,
@@ -53,6 +46,8 @@ from groupcoord.coordinator.core.messages import (
     PartitionError,
 )
 from groupcoord.coordinator.core.metadata import EMPTY_IMAGE, MetadataImage
+from groupcoord.coordinator.core.mixed import group as mixed_group
+from groupcoord.coordinator.core.modern.target_assignment import AssignorCompletion
 from groupcoord.coordinator.core.offsets import OffsetStore
 from groupcoord.coordinator.core.records import (
     ConsumerGroupMetadata,
@@ -63,10 +58,11 @@ from groupcoord.coordinator.core.records import (
     OffsetCommitTombstone,
 )
 from groupcoord.coordinator.core.results import CancelTimer, Result, ScheduleTimer, TimerKey, TimerOp
+from groupcoord.coordinator.core.share import handlers as share_handlers
 from groupcoord.coordinator.core.stats import CoreStats
-from groupcoord.coordinator.core.streams_group import StreamsGroups
-from groupcoord.coordinator.core.target_assignment import AssignorCompletion
-from groupcoord.coordinator.core.topic_regex import RegexResolutionCompletion
+from groupcoord.coordinator.core.streams import admin as streams_admin
+from groupcoord.coordinator.core.streams import handlers as streams_shard
+from groupcoord.coordinator.core.streams.group import StreamsGroups
 
 R = TypeVar("R", bound=Result[Any])
 
@@ -210,7 +206,7 @@ class GroupCoordinatorShard:
         return self.consumer_configs.offload_enabled(group_id)
 
     # =====================================================================================================
-    # Consumer groups (rules in consumer_heartbeat.py, consumer_assignment.py, regex_subscriptions.py)
+    # Consumer groups (rules in consumer/heartbeat.py, consumer/assignment.py, consumer/regex_subscriptions.py)
     # =====================================================================================================
     def consumer_group_heartbeat(self, request: ConsumerGroupHeartbeatRequest,
                                  now: int) -> Result[ConsumerGroupHeartbeatResponse]:
@@ -329,7 +325,7 @@ class GroupCoordinatorShard:
         return admin.alter_group_configs(self, group_id, updates, validate_only)
 
     # =====================================================================================================
-    # Classic protocol (rules in classic_group.py / classic_handlers.py)
+    # Classic protocol (rules in classic/group.py / classic/handlers.py)
     # =====================================================================================================
     def classic_group_join(self, request: cm.JoinGroupRequest, now: int,
                            token: int) -> Result[cm.JoinGroupResponse | None]:

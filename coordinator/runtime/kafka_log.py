@@ -62,14 +62,14 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaExcepti
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from groupcoord.coordinator.core import records as r
-from groupcoord.coordinator.core import share_records as sr
-from groupcoord.coordinator.core import streams_records as st
-from groupcoord.coordinator.core.classic_group import ClassicGroupMetadata, ClassicGroupMetadataTombstone
-from groupcoord.coordinator.core.mixed_group import (
+from groupcoord.coordinator.core.classic.group import ClassicGroupMetadata, ClassicGroupMetadataTombstone
+from groupcoord.coordinator.core.mixed.group import (
     ConsumerGroupClassicMemberMetadata,
     ConsumerGroupClassicMemberMetadataTombstone,
 )
 from groupcoord.coordinator.core.partitioning import state_partition
+from groupcoord.coordinator.core.share import records as sr
+from groupcoord.coordinator.core.streams import records as st
 from groupcoord.coordinator.runtime import record_codec
 from groupcoord.coordinator.runtime.kafka_tombstones import deleted_keys
 from groupcoord.coordinator.runtime.kafka_txn import PartitionWriter

@@ -19,10 +19,10 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from groupcoord.coordinator.core import records as r
-from groupcoord.coordinator.core import share_records as sr
-from groupcoord.coordinator.core import streams_records as st
-from groupcoord.coordinator.core.classic_group import ClassicGroupMetadataTombstone
-from groupcoord.coordinator.core.mixed_group import ConsumerGroupClassicMemberMetadataTombstone
+from groupcoord.coordinator.core.classic.group import ClassicGroupMetadataTombstone
+from groupcoord.coordinator.core.mixed.group import ConsumerGroupClassicMemberMetadataTombstone
+from groupcoord.coordinator.core.share import records as sr
+from groupcoord.coordinator.core.streams import records as st
 
 __all__ = ["deleted_keys", "deletes"]
 

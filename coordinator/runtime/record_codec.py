@@ -24,12 +24,12 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from groupcoord.coordinator.core import records as r
-from groupcoord.coordinator.core.classic_group import CLASSIC_RECORD_TYPES
+from groupcoord.coordinator.core.classic.group import CLASSIC_RECORD_TYPES
 from groupcoord.coordinator.core.config import GROUP_CONFIG_DEFS, render_value
 from groupcoord.coordinator.core.config import _coerce as coerce_config_value
-from groupcoord.coordinator.core.mixed_group import MIXED_RECORD_TYPES
-from groupcoord.coordinator.core.share_records import SHARE_RECORD_TYPES
-from groupcoord.coordinator.core.streams_shard import RECORD_TYPES as STREAMS_RECORD_TYPES
+from groupcoord.coordinator.core.mixed.group import MIXED_RECORD_TYPES
+from groupcoord.coordinator.core.share.records import SHARE_RECORD_TYPES
+from groupcoord.coordinator.core.streams.handlers import RECORD_TYPES as STREAMS_RECORD_TYPES
 from groupcoord.wire.records.v1 import records_pb2 as pb
 
 VERSION = 1

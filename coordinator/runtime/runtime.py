@@ -18,16 +18,16 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from groupcoord.coordinator.core import streams_shard
+from groupcoord.coordinator.core.consumer.topic_regex import RegexResolution, RegexResolutionCompletion
 from groupcoord.coordinator.core.errors import CoordinatorError, Errors
 from groupcoord.coordinator.core.metadata import MetadataImage
+from groupcoord.coordinator.core.modern.target_assignment import AssignorCompletion, AssignorRun
 from groupcoord.coordinator.core.results import CancelTimer, Result, ScheduleTimer
 from groupcoord.coordinator.core.shard import GroupCoordinatorShard
 from groupcoord.coordinator.core.snapshot import snapshot_records, timers_after_load
-from groupcoord.coordinator.core.streams_group import StreamsAssignorCompletion, StreamsAssignorRun
-from groupcoord.coordinator.core.streams_messages import CreateInternalTopics
-from groupcoord.coordinator.core.target_assignment import AssignorCompletion, AssignorRun
-from groupcoord.coordinator.core.topic_regex import RegexResolution, RegexResolutionCompletion
+from groupcoord.coordinator.core.streams import handlers as streams_shard
+from groupcoord.coordinator.core.streams.group import StreamsAssignorCompletion, StreamsAssignorRun
+from groupcoord.coordinator.core.streams.messages import CreateInternalTopics
 from groupcoord.coordinator.runtime.committed_image import CommittedImage, record_group_ids
 from groupcoord.coordinator.runtime.executor import BackgroundExecutor
 from groupcoord.coordinator.runtime.metrics import CoordinatorMetrics

@@ -15,8 +15,8 @@ from collections.abc import AsyncIterator, Iterator, Sequence
 from typing import Any
 
 from groupcoord.coordinator.core import limits
-from groupcoord.coordinator.core.classic_group import ClassicGroup
-from groupcoord.coordinator.core.classic_messages import (
+from groupcoord.coordinator.core.classic.group import ClassicGroup
+from groupcoord.coordinator.core.classic.messages import (
     HeartbeatRequest,
     JoinGroupRequest,
     LeaveGroupRequest,

@@ -10,10 +10,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from groupcoord.coordinator.core import limits, share_handlers
+from groupcoord.coordinator.core import limits
 from groupcoord.coordinator.core.errors import CoordinatorError
 from groupcoord.coordinator.core.results import Result
-from groupcoord.coordinator.core.share_records import (
+from groupcoord.coordinator.core.share import handlers as share_handlers
+from groupcoord.coordinator.core.share.records import (
     AcknowledgeRange,
     AcquirePartition,
     ShareAcknowledgeRequest,

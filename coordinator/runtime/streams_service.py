@@ -9,18 +9,19 @@ from collections.abc import Iterable, Mapping
 from dataclasses import replace
 from typing import Any
 
-from groupcoord.coordinator.core import limits, streams_shard
+from groupcoord.coordinator.core import limits
 from groupcoord.coordinator.core.errors import CoordinatorError, Errors
 from groupcoord.coordinator.core.results import Result
-from groupcoord.coordinator.core.streams_group import (
+from groupcoord.coordinator.core.streams import handlers as streams_shard
+from groupcoord.coordinator.core.streams.group import (
     StreamsGroupState,
     StreamsHeartbeatRequest,
     StreamsHeartbeatResponse,
 )
-from groupcoord.coordinator.core.streams_internal_topics import with_creation_errors
-from groupcoord.coordinator.core.streams_messages import CreateInternalTopics
-from groupcoord.coordinator.core.streams_records import Tasks
-from groupcoord.coordinator.core.streams_topology import CopartitionGroup, StreamsTopology, Subtopology, TopicInfo
+from groupcoord.coordinator.core.streams.internal_topics import with_creation_errors
+from groupcoord.coordinator.core.streams.messages import CreateInternalTopics
+from groupcoord.coordinator.core.streams.records import Tasks
+from groupcoord.coordinator.core.streams.topology import CopartitionGroup, StreamsTopology, Subtopology, TopicInfo
 from groupcoord.coordinator.runtime.pipeline import DESCRIBE, READ, Caller, Service, rpc
 from groupcoord.wire.v1 import streams_pb2 as spb
 

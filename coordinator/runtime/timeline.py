@@ -20,7 +20,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from groupcoord.coordinator.core import admin
-from groupcoord.coordinator.core.consumer_group import ConsumerGroup
+from groupcoord.coordinator.core.consumer.group import ConsumerGroup
 
 EVENTS_PER_GROUP = 64
 # Records that change who is in a consumer group: only then is its member set compared (O(members)).

@@ -27,7 +27,7 @@ from typing import Any, Protocol
 from confluent_kafka import KafkaError
 from confluent_kafka.admin import NewTopic
 
-from groupcoord.coordinator.core.streams_topology import TopicInfo
+from groupcoord.coordinator.core.streams.topology import TopicInfo
 from groupcoord.coordinator.runtime.kafka_common import admin_client
 from groupcoord.coordinator.runtime.static_metadata import StaticMetadataSource
 

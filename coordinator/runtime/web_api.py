@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from groupcoord.coordinator.core import admin
-from groupcoord.coordinator.core.consumer_group import ConsumerGroup
+from groupcoord.coordinator.core.consumer.group import ConsumerGroup
 from groupcoord.coordinator.core.messages import DescribedGroup, DescribedMember
 from groupcoord.coordinator.runtime.timeline import RebalanceTimeline
 

@@ -12,8 +12,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from groupcoord.coordinator.core.classic_group import ClassicGroup, ClassicGroupState
-from groupcoord.coordinator.core.classic_messages import (
+from groupcoord.coordinator.core.classic.group import ClassicGroup, ClassicGroupState
+from groupcoord.coordinator.core.classic.messages import (
     HeartbeatRequest,
     HeartbeatResponse,
     JoinGroupRequest,

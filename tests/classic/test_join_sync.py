@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from groupcoord.coordinator.core.classic_group import NEW_MEMBER_JOIN_TIMEOUT_MS, ClassicGroupState
+from groupcoord.coordinator.core.classic.group import NEW_MEMBER_JOIN_TIMEOUT_MS, ClassicGroupState
 from groupcoord.coordinator.core.errors import Errors
 from tests.classic.context import INITIAL_DELAY_MS, REBALANCE_MS, SESSION_MS, ClassicContext
 

@@ -3,7 +3,7 @@ consumer, and what administration shows of a classic group."""
 
 from __future__ import annotations
 
-from groupcoord.coordinator.core.classic_group import KAFKA_STATE_NAMES, ClassicGroupState
+from groupcoord.coordinator.core.classic.group import KAFKA_STATE_NAMES, ClassicGroupState
 from groupcoord.coordinator.core.errors import Errors
 from groupcoord.coordinator.core.messages import CommitPartition, ConsumerGroupHeartbeatRequest, OffsetCommitRequest
 from tests.classic.context import ClassicContext
@@ -84,7 +84,7 @@ def test_an_empty_classic_group_becomes_a_consumer_group_on_its_first_consumer_g
 
 
 def test_classic_requests_to_a_consumer_group_with_members_are_judged_as_kafka_4_does() -> None:
-    """Kafka 4.x takes classic members into a consumer group (mixed_group.py): a JoinGroup without a member id
+    """Kafka 4.x takes classic members into a consumer group (mixed/group.py): a JoinGroup without a member id
     is asked for one first (MEMBER_ID_REQUIRED, as Kafka 4.4 answers in the differential suite); with one, metadata
     that is not a ConsumerProtocol subscription, or another protocol type, is INCONSISTENT_GROUP_PROTOCOL;
     requests of a member the group does not know are UNKNOWN_MEMBER_ID."""

@@ -1,4 +1,4 @@
-"""Kafka's CurrentAssignmentBuilderTest, ported against `reconcile` (coordinator/core/reconciliation.py).
+"""Kafka's CurrentAssignmentBuilderTest, ported against `reconcile` (coordinator/core/consumer/reconciliation.py).
 
 Kafka's `withCurrentPartitionEpoch((t, p) -> e)` says who holds a partition: -1 is free, anything else is
 another member. Assigned partitions here carry the epoch they were granted at; the comparison looks at the
@@ -12,10 +12,10 @@ from collections.abc import Mapping
 
 import pytest
 
-from groupcoord.coordinator.core.consumer_group import ConsumerGroupMember, MemberState
+from groupcoord.coordinator.core.consumer.group import ConsumerGroupMember, MemberState
+from groupcoord.coordinator.core.consumer.reconciliation import OwnerLookup, reconcile
 from groupcoord.coordinator.core.errors import CoordinatorError, Errors
-from groupcoord.coordinator.core.reconciliation import OwnerLookup, reconcile
-from groupcoord.coordinator.core.target_assignment import subscribed_topic_ids
+from groupcoord.coordinator.core.modern.target_assignment import subscribed_topic_ids
 from tests.core.context import image_of, tid
 
 T1, T2 = "topic-1", "topic-2"

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from groupcoord.coordinator.core.consumer_group import FIRST_GROUP_EPOCH, MemberState
+from groupcoord.coordinator.core.consumer.group import FIRST_GROUP_EPOCH, MemberState
 from groupcoord.coordinator.core.errors import Errors
 from groupcoord.coordinator.core.results import ScheduleTimer
 from groupcoord.coordinator.core.shard import rebalance_timer, session_timer

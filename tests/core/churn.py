@@ -20,7 +20,7 @@ import random
 from dataclasses import dataclass
 from typing import Any
 
-from groupcoord.coordinator.core.consumer_group import ConsumerGroup, ConsumerGroupState, MemberState
+from groupcoord.coordinator.core.consumer.group import ConsumerGroup, ConsumerGroupState, MemberState
 from groupcoord.coordinator.core.errors import Errors
 from groupcoord.coordinator.core.messages import CommitPartition, OffsetCommitRequest
 from groupcoord.coordinator.core.metadata import MetadataImage, TopicMetadata, topic_id_for_name

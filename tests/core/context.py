@@ -17,13 +17,13 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from groupcoord.coordinator.core.config import BrokerConfig
-from groupcoord.coordinator.core.consumer_group import ConsumerGroup, ConsumerGroupMember, MemberState
+from groupcoord.coordinator.core.consumer.group import ConsumerGroup, ConsumerGroupMember, MemberState
+from groupcoord.coordinator.core.consumer.topic_regex import RegexResolution
 from groupcoord.coordinator.core.messages import ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse
 from groupcoord.coordinator.core.metadata import MetadataImage, TopicMetadata, topic_id_for_name
+from groupcoord.coordinator.core.modern.target_assignment import AssignorCompletion, AssignorRun
 from groupcoord.coordinator.core.results import Result, TimerKey
 from groupcoord.coordinator.core.shard import GroupCoordinatorShard
-from groupcoord.coordinator.core.target_assignment import AssignorCompletion, AssignorRun
-from groupcoord.coordinator.core.topic_regex import RegexResolution
 from groupcoord.coordinator.runtime.executor import compact_run, load_outcome, run_sliced
 from groupcoord.coordinator.runtime.sliced_run import slice_run
 from tests.virtual_clock import VirtualClock

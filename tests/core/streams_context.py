@@ -8,17 +8,17 @@ from typing import Any
 
 from groupcoord.coordinator.core.metadata import MetadataImage, TopicMetadata, topic_id_for_name
 from groupcoord.coordinator.core.results import CancelTimer, Result, ScheduleTimer
-from groupcoord.coordinator.core.streams_config import StreamsGroupConfig
-from groupcoord.coordinator.core.streams_group import (
+from groupcoord.coordinator.core.streams.config import StreamsGroupConfig
+from groupcoord.coordinator.core.streams.group import (
     StreamsAssignorRun,
     StreamsGroups,
     StreamsHeartbeatRequest,
     StreamsHeartbeatResponse,
     apply_record,
 )
-from groupcoord.coordinator.core.streams_messages import CreateInternalTopics
-from groupcoord.coordinator.core.streams_records import NO_TASKS, Tasks
-from groupcoord.coordinator.core.streams_topology import StreamsTopology, Subtopology, TopicInfo
+from groupcoord.coordinator.core.streams.messages import CreateInternalTopics
+from groupcoord.coordinator.core.streams.records import NO_TASKS, Tasks
+from groupcoord.coordinator.core.streams.topology import StreamsTopology, Subtopology, TopicInfo
 
 GROUP = "app"
 

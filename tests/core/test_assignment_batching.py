@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from groupcoord.coordinator.core.consumer_group import ConsumerGroupState
+from groupcoord.coordinator.core.consumer.group import ConsumerGroupState
 from groupcoord.coordinator.core.errors import Errors
 from groupcoord.coordinator.core.records import ConsumerGroupTargetAssignmentMetadata
 from tests.core.context import CoreContext

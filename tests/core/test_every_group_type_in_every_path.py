@@ -9,18 +9,18 @@ from collections.abc import Callable
 
 import pytest
 
-from groupcoord.coordinator.core import streams_shard
-from groupcoord.coordinator.core.classic_messages import JoinGroupRequest
+from groupcoord.coordinator.core.classic.messages import JoinGroupRequest
 from groupcoord.coordinator.core.group_state import forget_groups, group_records, known_group_ids, restore_groups
 from groupcoord.coordinator.core.messages import CommitPartition, OffsetCommitRequest
 from groupcoord.coordinator.core.partitioning import drop_groups, timers_after_partition_load
 from groupcoord.coordinator.core.results import CancelTimer, ScheduleTimer
 from groupcoord.coordinator.core.shard import GroupCoordinatorShard
-from groupcoord.coordinator.core.share_handlers import heartbeat as share_heartbeat
-from groupcoord.coordinator.core.share_records import ShareGroupHeartbeatRequest
+from groupcoord.coordinator.core.share.handlers import heartbeat as share_heartbeat
+from groupcoord.coordinator.core.share.records import ShareGroupHeartbeatRequest
 from groupcoord.coordinator.core.snapshot import snapshot_records
-from groupcoord.coordinator.core.streams_group import StreamsHeartbeatRequest
-from groupcoord.coordinator.core.streams_records import NO_TASKS
+from groupcoord.coordinator.core.streams import handlers as streams_shard
+from groupcoord.coordinator.core.streams.group import StreamsHeartbeatRequest
+from groupcoord.coordinator.core.streams.records import NO_TASKS
 from tests.core.context import CoreContext
 from tests.core.streams_context import word_count
 

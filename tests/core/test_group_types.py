@@ -3,13 +3,13 @@ they live apart from the shard's `groups`), and the generic admin paths see each
 
 from __future__ import annotations
 
-from groupcoord.coordinator.core import streams_shard
-from groupcoord.coordinator.core.classic_messages import HeartbeatRequest, JoinGroupRequest
+from groupcoord.coordinator.core.classic.messages import HeartbeatRequest, JoinGroupRequest
 from groupcoord.coordinator.core.errors import Errors
-from groupcoord.coordinator.core.share_handlers import heartbeat as share_heartbeat
-from groupcoord.coordinator.core.share_records import ShareGroupHeartbeatRequest
-from groupcoord.coordinator.core.streams_group import StreamsHeartbeatRequest
-from groupcoord.coordinator.core.streams_records import NO_TASKS
+from groupcoord.coordinator.core.share.handlers import heartbeat as share_heartbeat
+from groupcoord.coordinator.core.share.records import ShareGroupHeartbeatRequest
+from groupcoord.coordinator.core.streams import handlers as streams_shard
+from groupcoord.coordinator.core.streams.group import StreamsHeartbeatRequest
+from groupcoord.coordinator.core.streams.records import NO_TASKS
 from tests.core.context import CoreContext
 from tests.core.streams_context import word_count
 

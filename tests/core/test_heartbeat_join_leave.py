@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from groupcoord.coordinator.core.consumer_group import ConsumerGroupState, MemberState
+from groupcoord.coordinator.core.consumer.group import ConsumerGroupState, MemberState
 from groupcoord.coordinator.core.errors import Errors
 from groupcoord.coordinator.core.records import (
     ConsumerGroupCurrentMemberAssignmentTombstone,

@@ -20,15 +20,15 @@ from groupcoord.assignors.consumer_protocol import (
     encode_subscription,
 )
 from groupcoord.assignors.registry import get_server_assignor
-from groupcoord.coordinator.core.classic_group import ClassicGroup, ClassicGroupState
-from groupcoord.coordinator.core.classic_messages import JoinGroupResponse, SyncGroupResponse
+from groupcoord.coordinator.core.classic.group import ClassicGroup, ClassicGroupState
+from groupcoord.coordinator.core.classic.messages import JoinGroupResponse, SyncGroupResponse
 from groupcoord.coordinator.core.config import BrokerConfig, ConfigError
-from groupcoord.coordinator.core.consumer_group import ConsumerGroup, MemberState
+from groupcoord.coordinator.core.consumer.group import ConsumerGroup, MemberState
 from groupcoord.coordinator.core.errors import Errors
 from groupcoord.coordinator.core.messages import ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse
+from groupcoord.coordinator.core.modern.target_assignment import AssignorCompletion, AssignorRun
 from groupcoord.coordinator.core.results import Result
 from groupcoord.coordinator.core.shard import GroupCoordinatorShard
-from groupcoord.coordinator.core.target_assignment import AssignorCompletion, AssignorRun
 from tests.classic.context import ClassicContext
 from tests.core.context import check_group_invariants, image_of, shard_state, tid
 

@@ -8,9 +8,9 @@ epoch when the group's subscribed topics change. Resolutions are refreshed every
 
 from __future__ import annotations
 
+from groupcoord.coordinator.core.consumer.topic_regex import RegexResolution, resolve_topic_regexes
 from groupcoord.coordinator.core.errors import Errors
 from groupcoord.coordinator.core.records import ConsumerGroupRegularExpression, ConsumerGroupRegularExpressionTombstone
-from groupcoord.coordinator.core.topic_regex import RegexResolution, resolve_topic_regexes
 from tests.core.context import CoreContext, image_of, shard_state
 
 HOSTILE = "(.?.?.?)*X"  # catastrophic backtracking for Python's `re` against a 14-character name

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from groupcoord.coordinator.core import reconciliation
+from groupcoord.coordinator.core.consumer import reconciliation as reconciliation
 from tests.core.churn import SUBSCRIPTIONS, ChurnSimulation, run_churn
 from tests.core.clients import ModelClient
 from tests.core.context import shard_state

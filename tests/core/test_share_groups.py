@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from groupcoord.coordinator.core.classic_messages import JoinGroupRequest
+from groupcoord.coordinator.core.classic.messages import JoinGroupRequest
 from groupcoord.coordinator.core.errors import Errors
 from groupcoord.coordinator.core.shard import GroupCoordinatorShard
-from groupcoord.coordinator.core.share_group import ShareGroup
-from groupcoord.coordinator.core.share_handlers import acknowledge, acquire, heartbeat
-from groupcoord.coordinator.core.share_records import (
+from groupcoord.coordinator.core.share.group import ShareGroup
+from groupcoord.coordinator.core.share.handlers import acknowledge, acquire, heartbeat
+from groupcoord.coordinator.core.share.records import (
     AcknowledgeRange,
     AcquirePartition,
     ShareAcknowledgeRequest,

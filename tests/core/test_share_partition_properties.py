@@ -6,7 +6,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from groupcoord.coordinator.core.share_partition import AcknowledgeType, RecordState, SharePartition
+from groupcoord.coordinator.core.share.partition import AcknowledgeType, RecordState, SharePartition
 
 MEMBERS = ("a", "b", "c")
 LIMIT = 3

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from groupcoord.coordinator.core.consumer_group import MemberState
+from groupcoord.coordinator.core.consumer.group import MemberState
 from groupcoord.coordinator.core.errors import Errors
 from tests.core.context import CoreContext, check_group_invariants, shard_state
 

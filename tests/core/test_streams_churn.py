@@ -8,7 +8,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from groupcoord.coordinator.core.streams_config import StreamsGroupConfig
+from groupcoord.coordinator.core.streams.config import StreamsGroupConfig
 from tests.core.streams_context import GROUP, READY, Ctx, image
 
 MEMBERS = ["a", "b", "c", "d"]

@@ -13,9 +13,8 @@ Kafka (GroupMetadataManager, 4.4):
 
 from __future__ import annotations
 
-from groupcoord.coordinator.core import share_handlers, streams_shard
-from groupcoord.coordinator.core.classic_group import ClassicGroup
-from groupcoord.coordinator.core.classic_messages import (
+from groupcoord.coordinator.core.classic.group import ClassicGroup
+from groupcoord.coordinator.core.classic.messages import (
     HeartbeatRequest,
     JoinGroupRequest,
     LeaveGroupRequest,
@@ -26,9 +25,11 @@ from groupcoord.coordinator.core.config import BrokerConfig
 from groupcoord.coordinator.core.errors import Errors
 from groupcoord.coordinator.core.messages import ConsumerGroupHeartbeatRequest
 from groupcoord.coordinator.core.shard import GroupCoordinatorShard
-from groupcoord.coordinator.core.share_records import ShareGroupHeartbeatRequest
-from groupcoord.coordinator.core.streams_group import StreamsHeartbeatRequest
-from groupcoord.coordinator.core.streams_records import NO_TASKS
+from groupcoord.coordinator.core.share import handlers as share_handlers
+from groupcoord.coordinator.core.share.records import ShareGroupHeartbeatRequest
+from groupcoord.coordinator.core.streams import handlers as streams_shard
+from groupcoord.coordinator.core.streams.group import StreamsHeartbeatRequest
+from groupcoord.coordinator.core.streams.records import NO_TASKS
 from tests.core.streams_context import READY, image, word_count
 
 GID = "app"

@@ -8,9 +8,9 @@ from dataclasses import replace
 import pytest
 
 from groupcoord.coordinator.core.errors import CoordinatorError, Errors
-from groupcoord.coordinator.core.streams_config import StreamsGroupConfig
-from groupcoord.coordinator.core.streams_records import NO_TASKS
-from groupcoord.coordinator.core.streams_topology import StreamsStatus, StreamsTopology, Subtopology, TopicInfo
+from groupcoord.coordinator.core.streams.config import StreamsGroupConfig
+from groupcoord.coordinator.core.streams.records import NO_TASKS
+from groupcoord.coordinator.core.streams.topology import StreamsStatus, StreamsTopology, Subtopology, TopicInfo
 from tests.core.streams_context import GROUP, READY, Ctx, image, word_count
 
 SYNC = StreamsGroupConfig(assignor_offload_enable=False, initial_rebalance_delay_ms=0, assignment_interval_ms=0,
@@ -298,10 +298,10 @@ def test_snapshot_records_rebuild_the_same_groups_and_load_rearms_session_timers
 
 
 def test_alter_group_configs_override_reaches_the_streams_group_in_a_shard() -> None:
-    from groupcoord.coordinator.core import streams_shard
     from groupcoord.coordinator.core.config import BrokerConfig
     from groupcoord.coordinator.core.shard import GroupCoordinatorShard
-    from groupcoord.coordinator.core.streams_group import StreamsHeartbeatRequest
+    from groupcoord.coordinator.core.streams import handlers as streams_shard
+    from groupcoord.coordinator.core.streams.group import StreamsHeartbeatRequest
 
     shard = GroupCoordinatorShard(BrokerConfig.from_mapping({
         "group.streams.initial.rebalance.delay.ms": 0, "group.streams.assignor.offload.enable": False,
@@ -322,12 +322,12 @@ def test_alter_group_configs_override_reaches_the_streams_group_in_a_shard() -> 
 
 
 def test_a_refused_operation_is_rolled_back_to_the_streams_group_the_log_holds() -> None:
-    from groupcoord.coordinator.core import streams_shard
     from groupcoord.coordinator.core.config import BrokerConfig
     from groupcoord.coordinator.core.group_state import restore_groups
     from groupcoord.coordinator.core.results import ScheduleTimer
     from groupcoord.coordinator.core.shard import GroupCoordinatorShard
-    from groupcoord.coordinator.core.streams_group import StreamsHeartbeatRequest
+    from groupcoord.coordinator.core.streams import handlers as streams_shard
+    from groupcoord.coordinator.core.streams.group import StreamsHeartbeatRequest
 
     shard = GroupCoordinatorShard(BrokerConfig.from_mapping({
         "group.streams.initial.rebalance.delay.ms": 0, "group.streams.assignor.offload.enable": False,

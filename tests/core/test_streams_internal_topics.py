@@ -5,9 +5,9 @@ group NotReady with Kafka's status detail until they exist with the right counts
 from __future__ import annotations
 
 from groupcoord.coordinator.core.errors import Errors
-from groupcoord.coordinator.core.streams_config import StreamsGroupConfig
-from groupcoord.coordinator.core.streams_records import NO_TASKS
-from groupcoord.coordinator.core.streams_topology import (
+from groupcoord.coordinator.core.streams.config import StreamsGroupConfig
+from groupcoord.coordinator.core.streams.records import NO_TASKS
+from groupcoord.coordinator.core.streams.topology import (
     CopartitionGroup,
     StreamsStatus,
     StreamsTopology,
@@ -144,8 +144,8 @@ def test_topologies_whose_counts_cannot_be_decided_are_invalid() -> None:
 
 
 def test_creation_failures_are_appended_to_the_missing_internal_topics_status_only() -> None:
-    from groupcoord.coordinator.core.streams_internal_topics import with_creation_errors
-    from groupcoord.coordinator.core.streams_topology import StatusEntry, StreamsStatus
+    from groupcoord.coordinator.core.streams.internal_topics import with_creation_errors
+    from groupcoord.coordinator.core.streams.topology import StatusEntry, StreamsStatus
 
     statuses = (StatusEntry(StreamsStatus.STALE_TOPOLOGY, "stale"),
                 StatusEntry(StreamsStatus.MISSING_INTERNAL_TOPICS, "Internal topics are missing: a, b, c, d"))

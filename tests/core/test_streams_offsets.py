@@ -5,15 +5,15 @@ an empty group, and offset retention expires offsets from their commit time (off
 
 from __future__ import annotations
 
-from groupcoord.coordinator.core import streams_shard
 from groupcoord.coordinator.core.config import BrokerConfig
 from groupcoord.coordinator.core.errors import Errors
 from groupcoord.coordinator.core.messages import CommitPartition, OffsetCommitRequest, OffsetFetchRequest
 from groupcoord.coordinator.core.records import OffsetCommit, OffsetCommitTombstone
 from groupcoord.coordinator.core.retention import RETENTION_TIMER
 from groupcoord.coordinator.core.shard import GroupCoordinatorShard
-from groupcoord.coordinator.core.streams_group import StreamsHeartbeatRequest
-from groupcoord.coordinator.core.streams_records import NO_TASKS, StreamsGroupMetadataTombstone
+from groupcoord.coordinator.core.streams import handlers as streams_shard
+from groupcoord.coordinator.core.streams.group import StreamsHeartbeatRequest
+from groupcoord.coordinator.core.streams.records import NO_TASKS, StreamsGroupMetadataTombstone
 from tests.core.streams_context import GROUP, READY, image, word_count
 
 RETENTION_MS = 60 * 60_000

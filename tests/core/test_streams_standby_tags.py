@@ -4,7 +4,7 @@ streams assignor with the members' client tags: standbys go to the other zone.""
 from __future__ import annotations
 
 from groupcoord.coordinator.core.errors import CoordinatorError, Errors
-from groupcoord.coordinator.core.streams_config import StreamsGroupConfig
+from groupcoord.coordinator.core.streams.config import StreamsGroupConfig
 from tests.core.streams_context import GROUP, Ctx
 
 BASE = dict(assignor_offload_enable=False, initial_rebalance_delay_ms=0, assignment_interval_ms=0,
@@ -57,7 +57,7 @@ def test_a_repeated_tag_key_is_an_invalid_config() -> None:
 
 
 def test_a_member_without_a_configured_tag_key_gets_missing_client_tags_last() -> None:
-    from groupcoord.coordinator.core.streams_topology import StreamsStatus
+    from groupcoord.coordinator.core.streams.topology import StreamsStatus
 
     ctx = Ctx(StreamsGroupConfig(**BASE, rack_aware_assignment_tags=("zone", "rack")))  # type: ignore[arg-type]
     r = ctx.join("a", client_tags=(("zone", "z1"),))

@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from groupcoord.coordinator.core.errors import Errors
-from groupcoord.coordinator.core.streams_config import StreamsGroupConfig
+from groupcoord.coordinator.core.streams.config import StreamsGroupConfig
 from tests.core.streams_context import GROUP, READY, Ctx, image
 from tests.core.test_streams_churn import no_task_held_twice
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 from groupcoord.coordinator.core.errors import Errors
-from groupcoord.coordinator.core.streams_config import StreamsGroupConfig
-from groupcoord.coordinator.core.streams_records import NO_TASKS
+from groupcoord.coordinator.core.streams.config import StreamsGroupConfig
+from groupcoord.coordinator.core.streams.records import NO_TASKS
 from tests.core.streams_context import GROUP, Ctx
 
 SYNC = StreamsGroupConfig(assignor_offload_enable=False, initial_rebalance_delay_ms=0, assignment_interval_ms=0,

@@ -6,8 +6,8 @@ from __future__ import annotations
 import random
 
 from groupcoord.assignors.compact import CompactAssignment
+from groupcoord.coordinator.core.modern.target_store import TargetAssignment
 from groupcoord.coordinator.core.records import ConsumerGroupTargetAssignmentMember
-from groupcoord.coordinator.core.target_store import TargetAssignment
 from tests.core.context import CoreContext, check_group_invariants, shard_state, tid
 
 FOO = tid("foo")

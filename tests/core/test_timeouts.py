@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from groupcoord.coordinator.core.consumer_group import MemberState
+from groupcoord.coordinator.core.consumer.group import MemberState
 from groupcoord.coordinator.core.errors import Errors
 from groupcoord.coordinator.core.results import ScheduleTimer
 from tests.core.context import CoreContext, tid

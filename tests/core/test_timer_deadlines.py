@@ -65,9 +65,9 @@ def test_a_popped_rebalance_timer_does_not_fence_a_member_revoking_again_at_a_ne
 def test_a_streams_session_timer_rearmed_by_a_heartbeat_does_not_remove_the_member() -> None:
     """The one stale check covers streams groups too: the runtime popped the old session timer, a heartbeat
     queued before its operation re-armed it, so the old timer's operation must do nothing."""
-    from groupcoord.coordinator.core import streams_shard
-    from groupcoord.coordinator.core.streams_group import StreamsHeartbeatRequest, session_key
-    from groupcoord.coordinator.core.streams_records import NO_TASKS
+    from groupcoord.coordinator.core.streams import handlers as streams_shard
+    from groupcoord.coordinator.core.streams.group import StreamsHeartbeatRequest, session_key
+    from groupcoord.coordinator.core.streams.records import NO_TASKS
     from tests.core.streams_context import READY, word_count
 
     ctx = CoreContext(READY)

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from groupcoord.coordinator.core.consumer_group import MemberState
+from groupcoord.coordinator.core.consumer.group import MemberState
 from groupcoord.coordinator.core.errors import Errors
 from groupcoord.coordinator.core.messages import ConsumerGroupHeartbeatRequest
 from tests.core.context import CoreContext, shard_state, tid

@@ -15,8 +15,7 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from groupcoord.coordinator.core import streams_shard
-from groupcoord.coordinator.core.classic_messages import JoinGroupRequest
+from groupcoord.coordinator.core.classic.messages import JoinGroupRequest
 from groupcoord.coordinator.core.errors import CoordinatorError
 from groupcoord.coordinator.core.messages import (
     CommitPartition,
@@ -24,11 +23,12 @@ from groupcoord.coordinator.core.messages import (
     OffsetCommitRequest,
 )
 from groupcoord.coordinator.core.shard import GroupCoordinatorShard
-from groupcoord.coordinator.core.share_handlers import heartbeat as share_heartbeat
-from groupcoord.coordinator.core.share_records import ShareGroupHeartbeatRequest
-from groupcoord.coordinator.core.streams_messages import StreamsHeartbeatRequest
-from groupcoord.coordinator.core.streams_records import NO_TASKS
-from groupcoord.coordinator.core.streams_topology import StreamsTopology, Subtopology
+from groupcoord.coordinator.core.share.handlers import heartbeat as share_heartbeat
+from groupcoord.coordinator.core.share.records import ShareGroupHeartbeatRequest
+from groupcoord.coordinator.core.streams import handlers as streams_shard
+from groupcoord.coordinator.core.streams.messages import StreamsHeartbeatRequest
+from groupcoord.coordinator.core.streams.records import NO_TASKS
+from groupcoord.coordinator.core.streams.topology import StreamsTopology, Subtopology
 from tests.durability.runtime_harness import RuntimeHarness
 
 GROUPS = ("g1", "g2", "g3")

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import time
 
-from groupcoord.coordinator.core.streams_topology import TopicInfo
+from groupcoord.coordinator.core.streams.topology import TopicInfo
 from groupcoord.coordinator.runtime.kafka_metadata import KafkaMetadataSource
 from groupcoord.coordinator.runtime.topic_creation import FunctionTopicCreator
 from groupcoord.embedded_kafka import EmbeddedKafka

@@ -11,8 +11,8 @@ import typing
 from typing import Any
 
 from groupcoord.coordinator.core import records as r
-from groupcoord.coordinator.core.classic_group import CLASSIC_RECORD_TYPES
-from groupcoord.coordinator.core.mixed_group import MIXED_RECORD_TYPES
+from groupcoord.coordinator.core.classic.group import CLASSIC_RECORD_TYPES
+from groupcoord.coordinator.core.mixed.group import MIXED_RECORD_TYPES
 from groupcoord.coordinator.runtime import record_codec
 from groupcoord.coordinator.runtime.kafka_log import _KEY_KIND, record_key
 from groupcoord.coordinator.runtime.kafka_tombstones import deleted_keys, deletes

@@ -6,7 +6,7 @@ Kafka's `GroupMetadataManager.convertToConsumerGroup` / `ConsumerGroup.fromClass
 
 - **Upgrade.** The first consumer-protocol heartbeat to a non-empty classic group converts it, keeping every
   member and its assignment: each classic member becomes a consumer-group member (with its classic metadata,
-  so it goes on speaking JoinGroup/SyncGroup/Heartbeat, see `mixed_group.py`) at member epoch = the classic
+  so it goes on speaking JoinGroup/SyncGroup/Heartbeat, see `mixed/group.py`) at member epoch = the classic
   generation, STABLE, owning what its last SyncGroup gave it, and that assignment is the target at epoch =
   generation. The joining member then bumps the group epoch and the server assignor moves partitions through
   the usual revoke-then-assign reconciliation. Refused (GROUP_ID_NOT_FOUND, as Kafka) when the policy forbids
@@ -35,10 +35,10 @@ from groupcoord.assignors.consumer_protocol import (
     decode_subscription,
     decode_version,
 )
-from groupcoord.coordinator.core import classic_group as cg
-from groupcoord.coordinator.core import consumer_assignment, mixed_group
-from groupcoord.coordinator.core.classic_messages import JoinGroupResponse, SyncGroupResponse
-from groupcoord.coordinator.core.consumer_group import (
+from groupcoord.coordinator.core.classic import group as cg
+from groupcoord.coordinator.core.classic.messages import JoinGroupResponse, SyncGroupResponse
+from groupcoord.coordinator.core.consumer import assignment as consumer_assignment
+from groupcoord.coordinator.core.consumer.group import (
     ConsumerGroup,
     MemberState,
     join_timer,
@@ -48,6 +48,7 @@ from groupcoord.coordinator.core.consumer_group import (
 )
 from groupcoord.coordinator.core.errors import CoordinatorError, Errors
 from groupcoord.coordinator.core.messages import ConsumerGroupHeartbeatRequest
+from groupcoord.coordinator.core.mixed import group as mixed_group
 from groupcoord.coordinator.core.records import (
     ConsumerGroupCurrentMemberAssignment,
     ConsumerGroupCurrentMemberAssignmentTombstone,

@@ -6,8 +6,8 @@ from __future__ import annotations
 from dataclasses import replace
 
 from groupcoord.assignors.sticky_task import TaskId
-from groupcoord.coordinator.core.streams_messages import StreamsHeartbeatRequest
-from groupcoord.coordinator.core.streams_records import StreamsGroupCurrentMemberAssignment, StreamsGroupMemberMetadata
+from groupcoord.coordinator.core.streams.messages import StreamsHeartbeatRequest
+from groupcoord.coordinator.core.streams.records import StreamsGroupCurrentMemberAssignment, StreamsGroupMemberMetadata
 
 
 def member_metadata(

@@ -1,10 +1,10 @@
 """ConsumerGroupHeartbeat (KIP-848): join, heartbeat, leave and static membership of consumer groups.
 
 The rules are Kafka's GroupMetadataManager.consumerGroupHeartbeat: validate once at the edge; find or create
-the group (converting an empty classic group, or upgrading a classic one: `group_conversion.py`); fence stale
+the group (converting an empty classic group, or upgrading a classic one: `mixed/conversion.py`); fence stale
 epochs and foreign instance ids; write the member's records when its subscription or metadata changed and
-bump the group epoch; compute the target (KIP-1263 batching and offload: `consumer_assignment.py`); reconcile
-the member towards it (`reconciliation.py`) and arm its session and rebalance timers. Records go through
+bump the group epoch; compute the target (KIP-1263 batching and offload: `consumer/assignment.py`); reconcile
+the member towards it (`consumer/reconciliation.py`) and arm its session and rebalance timers. Records go through
 `shard._write`, so state changes only by replay.
 """
 
@@ -13,16 +13,11 @@ from __future__ import annotations
 import dataclasses
 from typing import TYPE_CHECKING, Any
 
-from groupcoord.coordinator.core import (
-    consumer_assignment,
-    group_conversion,
-    mixed_group,
-    regex_subscriptions,
-    retention,
-    streams_shard,
-)
-from groupcoord.coordinator.core.classic_group import GROUP_TYPE as CLASSIC_GROUP_TYPE
-from groupcoord.coordinator.core.consumer_group import (
+from groupcoord.coordinator.core import retention
+from groupcoord.coordinator.core.classic.group import GROUP_TYPE as CLASSIC_GROUP_TYPE
+from groupcoord.coordinator.core.consumer import assignment as consumer_assignment
+from groupcoord.coordinator.core.consumer import regex_subscriptions as regex_subscriptions
+from groupcoord.coordinator.core.consumer.group import (
     FIRST_GROUP_EPOCH,
     LEAVE_GROUP_MEMBER_EPOCH,
     LEAVE_GROUP_STATIC_MEMBER_EPOCH,
@@ -36,11 +31,15 @@ from groupcoord.coordinator.core.consumer_group import (
     session_timer,
     sync_timer,
 )
+from groupcoord.coordinator.core.consumer.reconciliation import reconcile
+from groupcoord.coordinator.core.consumer.topic_regex import compile_topic_regex
 from groupcoord.coordinator.core.errors import CoordinatorError, Errors
 from groupcoord.coordinator.core.group import GroupView
 from groupcoord.coordinator.core.messages import ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse
+from groupcoord.coordinator.core.mixed import conversion as group_conversion
+from groupcoord.coordinator.core.mixed import group as mixed_group
+from groupcoord.coordinator.core.modern.target_assignment import cached_subscribed_topic_ids
 from groupcoord.coordinator.core.principals import check_member_principal
-from groupcoord.coordinator.core.reconciliation import reconcile
 from groupcoord.coordinator.core.records import (
     ConsumerGroupCurrentMemberAssignmentTombstone,
     ConsumerGroupMemberMetadataTombstone,
@@ -49,8 +48,7 @@ from groupcoord.coordinator.core.records import (
     ConsumerGroupTargetAssignmentMemberTombstone,
 )
 from groupcoord.coordinator.core.results import Result
-from groupcoord.coordinator.core.target_assignment import cached_subscribed_topic_ids
-from groupcoord.coordinator.core.topic_regex import compile_topic_regex
+from groupcoord.coordinator.core.streams import handlers as streams_shard
 
 if TYPE_CHECKING:
     from groupcoord.coordinator.core.shard import GroupCoordinatorShard
@@ -145,7 +143,7 @@ def _get_or_create_group(shard: GroupCoordinatorShard, group_id: str, create: bo
         shard.groups[group_id] = group
         return group
     if not isinstance(group, ConsumerGroup):
-        if create:  # Kafka's online upgrade (group_conversion.py); raises when refused
+        if create:  # Kafka's online upgrade (mixed/conversion.py); raises when refused
             return group_conversion.upgrade(shard, group, request, result, now)
         raise CoordinatorError(Errors.GROUP_ID_NOT_FOUND,
                                f"Group {group_id} is a {group.group_type} group"

@@ -11,16 +11,16 @@ from dataclasses import dataclass
 
 from groupcoord.assignors.api import GroupAssignment, GroupSpec, LagSnapshot, MemberSpec, SubscriptionType
 from groupcoord.assignors.compact import CompactAssignment
-from groupcoord.coordinator.core.consumer_group import ConsumerGroup, ConsumerGroupMember, count_into
+from groupcoord.coordinator.core.consumer.group import ConsumerGroup, ConsumerGroupMember, count_into
 from groupcoord.coordinator.core.metadata import MetadataImage
+from groupcoord.coordinator.core.modern.spec_members import Row, RowEvent, SpecLineage, SpecMembers
+from groupcoord.coordinator.core.modern.target_delta import TargetDelta
+from groupcoord.coordinator.core.modern.target_store import MAX_LINEAGE_EVENTS, SERIALS
 from groupcoord.coordinator.core.records import (
     ConsumerGroupTargetAssignmentMember,
     ConsumerGroupTargetAssignmentMetadata,
     Partitions,
 )
-from groupcoord.coordinator.core.spec_members import Row, RowEvent, SpecLineage, SpecMembers
-from groupcoord.coordinator.core.target_delta import TargetDelta
-from groupcoord.coordinator.core.target_store import MAX_LINEAGE_EVENTS, SERIALS
 
 
 @dataclass(frozen=True, slots=True)

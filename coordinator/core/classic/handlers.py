@@ -1,27 +1,26 @@
 """The classic group protocol's handlers (JoinGroup, SyncGroup, Heartbeat, LeaveGroup), taking the shard.
 
 Each validates its request once, at the edge, finds the classic group (creating it on a first JoinGroup),
-and drives the state machine of `classic_group.py`. Records go through `shard._write` (replayed at once,
+and drives the state machine of `classic/group.py`. Records go through `shard._write` (replayed at once,
 appended by the runtime); JoinGroup and SyncGroup may park (`Result.parked`) and be answered later through
 another operation's `completions`.
 
 A group id is either classic or consumer (KIP-848), as in Kafka before mixed groups:
 
 - a consumer group with no members is converted by a first JoinGroup (Kafka's online downgrade), as the shard
-  converts an empty classic group for a ConsumerGroupHeartbeat (a non-empty one: `group_conversion.py`).
+  converts an empty classic group for a ConsumerGroupHeartbeat (a non-empty one: `mixed/conversion.py`).
 - classic requests for a group that does not exist get UNKNOWN_MEMBER_ID (the client drops its member id
   and joins afresh), except a first JoinGroup, which creates it.
 
 A consumer group *with members* takes classic requests itself (Kafka 4.x's mixed groups): each handler hands
-them to `mixed_group.py` first, and `_group_for_join` only sees empty consumer groups.
+them to `mixed/group.py` first, and `_group_for_join` only sees empty consumer groups.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from groupcoord.coordinator.core import mixed_group, streams_shard
-from groupcoord.coordinator.core.classic_group import (
+from groupcoord.coordinator.core.classic.group import (
     JOIN_TIMER,
     SESSION_TIMER,
     SYNC_TIMER,
@@ -32,7 +31,7 @@ from groupcoord.coordinator.core.classic_group import (
     ClassicGroupState,
     Effects,
 )
-from groupcoord.coordinator.core.classic_messages import (
+from groupcoord.coordinator.core.classic.messages import (
     UNKNOWN_MEMBER_ID,
     HeartbeatRequest,
     HeartbeatResponse,
@@ -44,12 +43,14 @@ from groupcoord.coordinator.core.classic_messages import (
     SyncGroupRequest,
     SyncGroupResponse,
 )
-from groupcoord.coordinator.core.consumer_group import ConsumerGroup
+from groupcoord.coordinator.core.consumer.group import ConsumerGroup
 from groupcoord.coordinator.core.errors import CoordinatorError, Errors
 from groupcoord.coordinator.core.limits import ECHO_MAX_CHARS
+from groupcoord.coordinator.core.mixed import group as mixed_group
 from groupcoord.coordinator.core.principals import check_member_principal
 from groupcoord.coordinator.core.records import ConsumerGroupMetadataTombstone
 from groupcoord.coordinator.core.results import Result, TimerKey
+from groupcoord.coordinator.core.streams import handlers as streams_shard
 
 if TYPE_CHECKING:
     from groupcoord.coordinator.core.shard import GroupCoordinatorShard

@@ -13,15 +13,15 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from groupcoord.coordinator.core import consumer_assignment
-from groupcoord.coordinator.core.consumer_group import FIRST_GROUP_EPOCH, ConsumerGroup, RegexResolutionInflight
+from groupcoord.coordinator.core.consumer import assignment as consumer_assignment
+from groupcoord.coordinator.core.consumer.group import FIRST_GROUP_EPOCH, ConsumerGroup, RegexResolutionInflight
+from groupcoord.coordinator.core.consumer.topic_regex import RegexResolution, RegexResolutionCompletion
 from groupcoord.coordinator.core.records import (
     ConsumerGroupMetadata,
     ConsumerGroupRegularExpression,
     ConsumerGroupRegularExpressionTombstone,
 )
 from groupcoord.coordinator.core.results import Result
-from groupcoord.coordinator.core.topic_regex import RegexResolution, RegexResolutionCompletion
 
 if TYPE_CHECKING:
     from groupcoord.coordinator.core.shard import GroupCoordinatorShard

@@ -22,7 +22,7 @@ from dataclasses import replace
 
 from groupcoord.assignors.sticky_task import SubtopologySpec
 from groupcoord.coordinator.core.metadata import MetadataImage
-from groupcoord.coordinator.core.streams_topology import (
+from groupcoord.coordinator.core.streams.topology import (
     ConfiguredTopology,
     StatusEntry,
     StreamsStatus,

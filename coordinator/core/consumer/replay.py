@@ -1,5 +1,5 @@
 """Plugs consumer groups into the shard: their records into replay, their member timers (session, rebalance)
-into the timer path, and their offloaded assignor runs' completions; as `streams_shard.py` does for streams
+into the timer path, and their offloaded assignor runs' completions; as `streams/handlers.py` does for streams
 groups and `share_handlers.install` for share groups."""
 
 from __future__ import annotations
@@ -8,8 +8,11 @@ import dataclasses
 from functools import partial
 from typing import TYPE_CHECKING
 
-from groupcoord.coordinator.core import consumer_assignment, consumer_heartbeat, group_conversion, records
-from groupcoord.coordinator.core.consumer_group import GROUP_TYPE, ConsumerGroup, ConsumerGroupMember, MemberState
+from groupcoord.coordinator.core import records
+from groupcoord.coordinator.core.consumer import assignment as consumer_assignment
+from groupcoord.coordinator.core.consumer import heartbeat as consumer_heartbeat
+from groupcoord.coordinator.core.consumer.group import GROUP_TYPE, ConsumerGroup, ConsumerGroupMember, MemberState
+from groupcoord.coordinator.core.mixed import conversion as group_conversion
 from groupcoord.coordinator.core.results import Result, TimerKey
 
 if TYPE_CHECKING:

@@ -80,7 +80,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from groupcoord.coordinator.core.classic_messages import (
+from groupcoord.coordinator.core.classic.messages import (
     JoinGroupResponse,
     JoinGroupResponseMember,
     MemberIdentity,

@@ -10,7 +10,7 @@ and before the first computation the target is the empty assignment at epoch 1 (
 group epoch 2). Each member's *member epoch* is the target epoch it has reconciled to. Always
 member epoch <= target assignment epoch <= group epoch.
 
-A member reconciles towards its target in steps (see `reconciliation.py`): it first revokes the partitions
+A member reconciles towards its target in steps (see `consumer/reconciliation.py`): it first revokes the partitions
 it must give up (UNREVOKED_PARTITIONS, still at its old epoch); only when the client reports they are gone
 does it move to the target epoch, receiving the target partitions that are free; partitions still owned by
 another member are withheld (UNRELEASED_PARTITIONS) until that member revokes them. `partition_owner` maps
@@ -36,6 +36,7 @@ from groupcoord.coordinator.core.errors import CoordinatorError, Errors
 from groupcoord.coordinator.core.group import GroupDefaults
 from groupcoord.coordinator.core.messages import DescribedGroup, DescribedMember, ListedGroup
 from groupcoord.coordinator.core.metadata import MetadataImage
+from groupcoord.coordinator.core.modern.target_store import TargetAssignment
 from groupcoord.coordinator.core.records import (
     ConsumerGroupCurrentMemberAssignment,
     ConsumerGroupCurrentMemberAssignmentTombstone,
@@ -52,7 +53,6 @@ from groupcoord.coordinator.core.records import (
     Partitions,
 )
 from groupcoord.coordinator.core.results import CancelTimer, Result, TimerKey, TimerOp
-from groupcoord.coordinator.core.target_store import TargetAssignment
 
 EMPTY_ASSIGNMENT_EPOCH = 1  # KIP-1263: epoch 1 is reserved for the empty target assignment
 FIRST_GROUP_EPOCH = 2
@@ -76,7 +76,7 @@ class ConsumerGroupState(enum.StrEnum):
 LEAVE_GROUP_MEMBER_EPOCH = -1
 LEAVE_GROUP_STATIC_MEMBER_EPOCH = -2
 GROUP_TYPE = "consumer"
-JOIN_TIMER = "classic-member-join"  # Kafka's consumer-group join timeout of a classic member (mixed_group.py)
+JOIN_TIMER = "classic-member-join"  # Kafka's consumer-group join timeout of a classic member (mixed/group.py)
 SYNC_TIMER = "classic-member-sync"  # ... and its sync timeout
 
 
@@ -192,7 +192,7 @@ class ConsumerGroup(GroupDefaults):
     regex_image_seen: object = None  # the metadata image the last resolution ran against
     regex_refreshed_ms: int = 0  # when the last resolution finished (not persisted: refresh after a load)
     regex_subscribers: dict[str, int] = field(default_factory=dict)  # regex -> members subscribed to it
-    # Mixed groups: member id -> its ConsumerGroupClassicMemberMetadata (see mixed_group.py), for the members
+    # Mixed groups: member id -> its ConsumerGroupClassicMemberMetadata (see mixed/group.py), for the members
     # that speak the classic protocol (JoinGroup/SyncGroup/Heartbeat) in this consumer group.
     classic_members: dict[str, Any] = field(default_factory=dict)
     timers: ConsumerTimers | None = field(default=None, repr=False, compare=False)

@@ -4,7 +4,7 @@ Theory of operation
 -------------------
 A share group is a queue over Kafka topics: every member subscribed to a topic may be assigned the same
 partitions (the `simple` assignor balances members over partitions as well), and the records of a partition
-are handed out one range at a time under an acquisition lock (`share_partition.py`).
+are handed out one range at a time under an acquisition lock (`share/partition.py`).
 
 Epochs work as in consumer groups, without revocation: the *group epoch* bumps when a member joins, leaves,
 is fenced, or changes its subscription or rack, or when the subscribed topics' metadata changes. The
@@ -16,7 +16,7 @@ several members anyway, so a member moves to the target epoch and its target par
 heartbeat, minus the topics it no longer subscribes to (KIP-1263's reconciliation rule).
 
 States: EMPTY (no members), STABLE (members), DEAD (deleted). Nothing changes except by replaying records
-(`share_records.py`), so replaying the log (or a snapshot) rebuilds the same state.
+(`share/records.py`), so replaying the log (or a snapshot) rebuilds the same state.
 """
 
 from __future__ import annotations
@@ -32,8 +32,8 @@ from groupcoord.coordinator.core.group import GroupDefaults
 from groupcoord.coordinator.core.messages import DescribedGroup, DescribedMember, ListedGroup
 from groupcoord.coordinator.core.metadata import MetadataImage
 from groupcoord.coordinator.core.results import CancelTimer, ScheduleTimer, TimerKey, TimerOp
-from groupcoord.coordinator.core.share_partition import Batch, RecordState, SharePartition
-from groupcoord.coordinator.core.share_records import (
+from groupcoord.coordinator.core.share.partition import Batch, RecordState, SharePartition
+from groupcoord.coordinator.core.share.records import (
     Partitions,
     ShareGroupCurrentMemberAssignment,
     ShareGroupCurrentMemberAssignmentTombstone,

@@ -7,14 +7,14 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from groupcoord.coordinator.core import retention
-from groupcoord.coordinator.core import streams_records as sr
-from groupcoord.coordinator.core.classic_group import ClassicGroup
+from groupcoord.coordinator.core.classic.group import ClassicGroup
 from groupcoord.coordinator.core.errors import Errors
 from groupcoord.coordinator.core.limits import ECHO_MAX_CHARS
 from groupcoord.coordinator.core.records import GroupEmptySinceTombstone
 from groupcoord.coordinator.core.results import Result
-from groupcoord.coordinator.core.streams_config import StreamsGroupConfig
-from groupcoord.coordinator.core.streams_group import (
+from groupcoord.coordinator.core.streams import records as sr
+from groupcoord.coordinator.core.streams.config import StreamsGroupConfig
+from groupcoord.coordinator.core.streams.group import (
     StreamsAssignorCompletion,
     StreamsGroups,
     StreamsHeartbeatRequest,

@@ -5,13 +5,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from groupcoord.coordinator.core.metadata import MetadataImage
-from groupcoord.coordinator.core.streams_messages import EndpointPartitions
-from groupcoord.coordinator.core.streams_records import (
+from groupcoord.coordinator.core.streams.messages import EndpointPartitions
+from groupcoord.coordinator.core.streams.records import (
     StreamsGroupCurrentMemberAssignment,
     StreamsGroupMemberMetadata,
     Tasks,
 )
-from groupcoord.coordinator.core.streams_topology import StreamsTopology
+from groupcoord.coordinator.core.streams.topology import StreamsTopology
 
 
 def partitions_by_endpoint(

@@ -43,11 +43,11 @@ from groupcoord.coordinator.core.limits import ECHO_MAX_CHARS
 from groupcoord.coordinator.core.metadata import EMPTY_IMAGE, MetadataImage
 from groupcoord.coordinator.core.principals import check_member_principal
 from groupcoord.coordinator.core.results import CancelTimer, Result, ScheduleTimer, TimerOp
-from groupcoord.coordinator.core.streams_config import StreamsGroupConfig
-from groupcoord.coordinator.core.streams_endpoints import partitions_by_endpoint
-from groupcoord.coordinator.core.streams_internal_topics import configure_topology
-from groupcoord.coordinator.core.streams_members import member_metadata, warmup_caught_up
-from groupcoord.coordinator.core.streams_messages import (
+from groupcoord.coordinator.core.streams.config import StreamsGroupConfig
+from groupcoord.coordinator.core.streams.endpoints import partitions_by_endpoint
+from groupcoord.coordinator.core.streams.internal_topics import configure_topology
+from groupcoord.coordinator.core.streams.members import member_metadata, warmup_caught_up
+from groupcoord.coordinator.core.streams.messages import (
     CreateInternalTopics,
     StreamsAssignorCompletion,
     StreamsAssignorRun,
@@ -55,7 +55,7 @@ from groupcoord.coordinator.core.streams_messages import (
     StreamsHeartbeatResponse,
     validate_request,
 )
-from groupcoord.coordinator.core.streams_records import (
+from groupcoord.coordinator.core.streams.records import (
     NO_TASKS,
     StreamsGroupCurrentMemberAssignment,
     StreamsGroupCurrentMemberAssignmentTombstone,
@@ -70,14 +70,14 @@ from groupcoord.coordinator.core.streams_records import (
     StreamsGroupTopologyTombstone,
     Tasks,
 )
-from groupcoord.coordinator.core.streams_static import (
+from groupcoord.coordinator.core.streams.static_members import (
     LEAVE_STATIC_EPOCH,
     remap_replaced,
     replace_member,
     static_leave,
     static_member,
 )
-from groupcoord.coordinator.core.streams_topology import (
+from groupcoord.coordinator.core.streams.topology import (
     ConfiguredTopology,
     StatusEntry,
     StreamsStatus,

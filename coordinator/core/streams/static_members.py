@@ -23,8 +23,8 @@ from typing import TYPE_CHECKING
 
 from groupcoord.coordinator.core.errors import CoordinatorError, Errors
 from groupcoord.coordinator.core.limits import ECHO_MAX_CHARS
-from groupcoord.coordinator.core.streams_messages import StreamsHeartbeatRequest
-from groupcoord.coordinator.core.streams_records import (
+from groupcoord.coordinator.core.streams.messages import StreamsHeartbeatRequest
+from groupcoord.coordinator.core.streams.records import (
     NO_TASKS,
     StreamsGroupCurrentMemberAssignment,
     StreamsGroupCurrentMemberAssignmentTombstone,
@@ -35,7 +35,7 @@ from groupcoord.coordinator.core.streams_records import (
 )
 
 if TYPE_CHECKING:
-    from groupcoord.coordinator.core.streams_group import StreamsGroup
+    from groupcoord.coordinator.core.streams.group import StreamsGroup
 
 LEAVE_STATIC_EPOCH = -2
 

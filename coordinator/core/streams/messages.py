@@ -10,8 +10,8 @@ from dataclasses import dataclass
 
 from groupcoord.assignors.sticky_task import StreamsMemberSpec, TaskId, assign_tasks
 from groupcoord.coordinator.core.errors import CoordinatorError, Errors
-from groupcoord.coordinator.core.streams_records import Tasks
-from groupcoord.coordinator.core.streams_topology import StatusEntry, StreamsTopology, TopicInfo
+from groupcoord.coordinator.core.streams.records import Tasks
+from groupcoord.coordinator.core.streams.topology import StatusEntry, StreamsTopology, TopicInfo
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,9 +14,10 @@ from groupcoord.assignors.api import AssignorError, GroupSpec, MemberSpec
 from groupcoord.assignors.simple_share import SimpleShareAssignor
 from groupcoord.coordinator.core.config import ModernGroupConfigs
 from groupcoord.coordinator.core.errors import CoordinatorError, Errors
+from groupcoord.coordinator.core.modern.target_assignment import AssignorCompletion, AssignorRun
 from groupcoord.coordinator.core.principals import check_member_principal
 from groupcoord.coordinator.core.results import Result, TimerKey
-from groupcoord.coordinator.core.share_group import (
+from groupcoord.coordinator.core.share.group import (
     ASSIGNOR_NAME,
     FIRST_GROUP_EPOCH,
     GROUP_TYPE,
@@ -33,8 +34,8 @@ from groupcoord.coordinator.core.share_group import (
     partition_record,
     session_timer,
 )
-from groupcoord.coordinator.core.share_partition import AcknowledgeType, SharePartition
-from groupcoord.coordinator.core.share_records import (
+from groupcoord.coordinator.core.share.partition import AcknowledgeType, SharePartition
+from groupcoord.coordinator.core.share.records import (
     AcknowledgeResult,
     AcquiredPartition,
     AcquirePartition,
@@ -52,7 +53,6 @@ from groupcoord.coordinator.core.share_records import (
     ShareGroupTargetAssignmentMemberTombstone,
     ShareGroupTargetAssignmentMetadata,
 )
-from groupcoord.coordinator.core.target_assignment import AssignorCompletion, AssignorRun
 
 if TYPE_CHECKING:
     from groupcoord.coordinator.core.shard import GroupCoordinatorShard

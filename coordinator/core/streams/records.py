@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from groupcoord.assignors.sticky_task import TaskId
-from groupcoord.coordinator.core.streams_topology import StreamsTopology
+from groupcoord.coordinator.core.streams.topology import StreamsTopology
 
 Tasks = frozenset[TaskId]
 NO_TASKS: Tasks = frozenset()

@@ -20,7 +20,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Mapping
 
-from groupcoord.coordinator.core.consumer_group import ConsumerGroupMember, MemberState
+from groupcoord.coordinator.core.consumer.group import ConsumerGroupMember, MemberState
 from groupcoord.coordinator.core.errors import CoordinatorError, Errors
 from groupcoord.coordinator.core.records import Partitions
 

@@ -13,7 +13,7 @@ from groupcoord.coordinator.core.limits import ECHO_MAX_CHARS
 from groupcoord.coordinator.core.messages import DescribedGroup, DescribedMember, GroupResult, ListedGroup
 from groupcoord.coordinator.core.metadata import MetadataImage
 from groupcoord.coordinator.core.results import Result
-from groupcoord.coordinator.core.streams_group import StreamsGroups
+from groupcoord.coordinator.core.streams.group import StreamsGroups
 
 if TYPE_CHECKING:
     from groupcoord.coordinator.core.shard import GroupCoordinatorShard

@@ -7,12 +7,10 @@ from typing import TYPE_CHECKING, Any
 
 from groupcoord.assignors.api import AssignorError, LagSnapshot, PartitionOffsets
 from groupcoord.assignors.registry import get_server_assignor
-from groupcoord.coordinator.core import regex_subscriptions
-from groupcoord.coordinator.core.consumer_group import FIRST_GROUP_EPOCH, ConsumerGroup, InflightAssignment
-from groupcoord.coordinator.core.records import ConsumerGroupMetadata
-from groupcoord.coordinator.core.results import Result
-from groupcoord.coordinator.core.spec_members import SpecMembers
-from groupcoord.coordinator.core.target_assignment import (
+from groupcoord.coordinator.core.consumer import regex_subscriptions as regex_subscriptions
+from groupcoord.coordinator.core.consumer.group import FIRST_GROUP_EPOCH, ConsumerGroup, InflightAssignment
+from groupcoord.coordinator.core.modern.spec_members import SpecMembers
+from groupcoord.coordinator.core.modern.target_assignment import (
     AssignorCompletion,
     AssignorRun,
     build_spec,
@@ -20,7 +18,9 @@ from groupcoord.coordinator.core.target_assignment import (
     reconcile_result_with_group,
     target_records,
 )
-from groupcoord.coordinator.core.target_delta import as_delta
+from groupcoord.coordinator.core.modern.target_delta import as_delta
+from groupcoord.coordinator.core.records import ConsumerGroupMetadata
+from groupcoord.coordinator.core.results import Result
 
 if TYPE_CHECKING:
     from groupcoord.coordinator.core.shard import GroupCoordinatorShard

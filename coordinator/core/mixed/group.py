@@ -2,7 +2,7 @@
 
 Theory of operation
 -------------------
-A consumer group (see `consumer_group.py`) may hold members that speak the classic protocol (JoinGroup,
+A consumer group (see `consumer/group.py`) may hold members that speak the classic protocol (JoinGroup,
 SyncGroup, Heartbeat, LeaveGroup with protocol type "consumer"): Kafka's `classicGroupJoinToConsumerGroup`,
 `classicGroupSyncToConsumerGroup`, `classicGroupHeartbeatToConsumerGroup`, `classicGroupLeaveToConsumerGroup`.
 Such a member is an ordinary `ConsumerGroupMember` plus a `ConsumerGroupClassicMemberMetadata` record (Kafka's
@@ -31,7 +31,7 @@ the member's current assignment as ConsumerProtocol assignment bytes (in the mem
   and one that joined must send SyncGroup, within its rebalance timeout, or it is fenced.
 
 Online upgrade and downgrade (turning a classic group into a consumer group and back) live in
-`group_conversion.py`.
+`mixed/conversion.py`.
 """
 
 from __future__ import annotations
@@ -50,8 +50,7 @@ from groupcoord.assignors.consumer_protocol import (
     decode_version,
     encode_assignment,
 )
-from groupcoord.coordinator.core import consumer_assignment, consumer_heartbeat, consumer_shard
-from groupcoord.coordinator.core.classic_messages import (
+from groupcoord.coordinator.core.classic.messages import (
     UNKNOWN_MEMBER_ID,
     HeartbeatRequest,
     HeartbeatResponse,
@@ -64,7 +63,10 @@ from groupcoord.coordinator.core.classic_messages import (
     SyncGroupRequest,
     SyncGroupResponse,
 )
-from groupcoord.coordinator.core.consumer_group import (
+from groupcoord.coordinator.core.consumer import assignment as consumer_assignment
+from groupcoord.coordinator.core.consumer import heartbeat as consumer_heartbeat
+from groupcoord.coordinator.core.consumer import replay as consumer_shard
+from groupcoord.coordinator.core.consumer.group import (
     JOIN_TIMER,
     SYNC_TIMER,
     ConsumerGroup,
@@ -76,12 +78,12 @@ from groupcoord.coordinator.core.consumer_group import (
     session_timer,
     sync_timer,
 )
+from groupcoord.coordinator.core.consumer.reconciliation import reconcile
 from groupcoord.coordinator.core.errors import CoordinatorError, Errors
 from groupcoord.coordinator.core.metadata import MetadataImage
-from groupcoord.coordinator.core.reconciliation import reconcile
+from groupcoord.coordinator.core.modern.target_assignment import subscribed_topic_ids
 from groupcoord.coordinator.core.records import ConsumerGroupTargetAssignmentMember
 from groupcoord.coordinator.core.results import Result
-from groupcoord.coordinator.core.target_assignment import subscribed_topic_ids
 
 if TYPE_CHECKING:
     from groupcoord.coordinator.core.shard import GroupCoordinatorShard
@@ -127,7 +129,7 @@ def _on_timer(shard: GroupCoordinatorShard, key: Any, now: int) -> Result[None]:
     member = group.members.get(key[2])
     if member is None or key[2] not in group.classic_members:
         return result
-    from groupcoord.coordinator.core import group_conversion
+    from groupcoord.coordinator.core.mixed import conversion as group_conversion
 
     shard.stats.members_fenced_rebalance += 1
     if not group_conversion.maybe_downgrade(shard, group, member.member_id, result, now):
