@@ -29,7 +29,7 @@ from typing import Any
 from bench.target_bench import GID, stable_group
 from groupcoord.coordinator.core.config import BrokerConfig
 from groupcoord.coordinator.core.messages import ConsumerGroupHeartbeatRequest
-from groupcoord.coordinator.core.modern.target_assignment import AssignorCompletion, AssignorRun
+from groupcoord.coordinator.core.modern.assignor_runs import AssignorCompletion, AssignorRun
 from groupcoord.coordinator.core.shard import GroupCoordinatorShard
 from groupcoord.coordinator.runtime.executor import compact_run, load_outcome, run_compact, run_sliced
 from groupcoord.coordinator.runtime.run_cache import Holdings, Keep, RunCache, keep_for

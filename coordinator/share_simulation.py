@@ -17,7 +17,7 @@ from typing import Any
 from groupcoord.assignors.registry import get_server_assignor
 from groupcoord.coordinator.core.config import BrokerConfig
 from groupcoord.coordinator.core.metadata import MetadataImage, TopicMetadata, topic_id_for_name
-from groupcoord.coordinator.core.modern.target_assignment import AssignorCompletion, AssignorRun
+from groupcoord.coordinator.core.modern.assignor_runs import AssignorCompletion, AssignorRun
 from groupcoord.coordinator.core.shard import GroupCoordinatorShard
 from groupcoord.coordinator.core.share.group import ShareGroup
 from groupcoord.coordinator.core.share.handlers import heartbeat, on_assignment_complete

@@ -29,7 +29,7 @@ from groupcoord.coordinator.core.consumer.group import ConsumerGroup, ConsumerGr
 from groupcoord.coordinator.core.errors import Errors
 from groupcoord.coordinator.core.messages import ConsumerGroupHeartbeatRequest
 from groupcoord.coordinator.core.metadata import MetadataImage, TopicMetadata, topic_id_for_name
-from groupcoord.coordinator.core.modern.target_assignment import AssignorCompletion, AssignorRun
+from groupcoord.coordinator.core.modern.assignor_runs import AssignorCompletion, AssignorRun
 from groupcoord.coordinator.core.results import Result
 from groupcoord.coordinator.core.shard import GroupCoordinatorShard
 

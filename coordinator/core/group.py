@@ -17,9 +17,21 @@ from collections.abc import Iterator, Mapping
 from typing import Any, Protocol
 
 from groupcoord.coordinator.core.errors import Errors
+from groupcoord.coordinator.core.limits import ECHO_MAX_CHARS
 from groupcoord.coordinator.core.messages import DescribedGroup, ListedGroup
 from groupcoord.coordinator.core.metadata import MetadataImage
 from groupcoord.coordinator.core.results import TimerOp
+
+# The group types, as `group_type` names them: a group id has exactly one.
+CONSUMER = "consumer"
+CLASSIC = "classic"
+SHARE = "share"
+STREAMS = "streams"
+
+
+def not_this_type(group_id: str, group_type: str) -> str:
+    """Kafka's message for a request of one group type naming a group of another."""
+    return f"Group {group_id[:ECHO_MAX_CHARS]} is not a {group_type} group."
 
 
 class GroupView(Protocol):

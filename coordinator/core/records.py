@@ -146,4 +146,21 @@ class GroupConfig:
     configs: Mapping[str, Any]
 
 
+@dataclass(frozen=True, slots=True)
+class ConsumerGroupClassicMemberMetadata:
+    """Kafka's ConsumerGroupMemberMetadataValue.ClassicMemberMetadata, as its own record (keyed like the member):
+    a member that speaks the classic protocol, its JoinGroup session timeout and protocols."""
+
+    group_id: str
+    member_id: str
+    session_timeout_ms: int
+    protocols: tuple[tuple[str, bytes], ...]  # (name, metadata) in preference order
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerGroupClassicMemberMetadataTombstone:
+    group_id: str
+    member_id: str
+
+
 Record = Any  # any of the dataclasses above, or the classic group's records

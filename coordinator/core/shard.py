@@ -19,7 +19,7 @@ import itertools
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any, Protocol, TypeVar
 
-from groupcoord.coordinator.core import admin, offsets, retention
+from groupcoord.coordinator.core import admin, offsets, retention, retention_check
 from groupcoord.coordinator.core.classic import handlers as classic_handlers
 from groupcoord.coordinator.core.classic import messages as cm
 from groupcoord.coordinator.core.config import GROUP_CONFIG_DEFS, BrokerConfig, ModernGroupConfigs
@@ -28,6 +28,7 @@ from groupcoord.coordinator.core.consumer import heartbeat as consumer_heartbeat
 from groupcoord.coordinator.core.consumer import regex_subscriptions as regex_subscriptions
 from groupcoord.coordinator.core.consumer import replay as consumer_shard
 from groupcoord.coordinator.core.consumer.assignment import LAG_AWARE_ASSIGNORS as LAG_AWARE_ASSIGNORS
+from groupcoord.coordinator.core.consumer.group import ConsumerGroup
 from groupcoord.coordinator.core.consumer.group import rebalance_timer as rebalance_timer
 from groupcoord.coordinator.core.consumer.group import session_timer as session_timer
 from groupcoord.coordinator.core.consumer.topic_regex import RegexResolutionCompletion
@@ -46,8 +47,10 @@ from groupcoord.coordinator.core.messages import (
     PartitionError,
 )
 from groupcoord.coordinator.core.metadata import EMPTY_IMAGE, MetadataImage
+from groupcoord.coordinator.core.mixed import classic_requests
+from groupcoord.coordinator.core.mixed import conversion as group_conversion
 from groupcoord.coordinator.core.mixed import group as mixed_group
-from groupcoord.coordinator.core.modern.target_assignment import AssignorCompletion
+from groupcoord.coordinator.core.modern.assignor_runs import AssignorCompletion
 from groupcoord.coordinator.core.offsets import OffsetStore
 from groupcoord.coordinator.core.records import (
     ConsumerGroupMetadata,
@@ -162,6 +165,21 @@ class GroupCoordinatorShard:
         else:
             self.group_configs.pop(r.group_id, None)
 
+    def holds_streams_group(self, group_id: str) -> bool:
+        """True when a streams group (even an empty one) holds `group_id`: no other group type may take it."""
+        return group_id in self.streams.groups
+
+    def upgrade_classic_group(self, classic: GroupView, request: ConsumerGroupHeartbeatRequest, result: Result[Any],
+                              now: int) -> ConsumerGroup:
+        """Kafka's online upgrade, for a consumer-protocol member joining a non-empty classic group: the conversion
+        sits above both types (`mixed/conversion.py`), so the consumer heartbeat reaches it through the shard."""
+        return group_conversion.upgrade(self, classic, request, result, now)
+
+    def maybe_downgrade(self, group: ConsumerGroup, leaving_member_id: str, result: Result[Any], now: int) -> bool:
+        """Kafka's online downgrade when the last consumer-protocol member leaves a mixed group: True when the group
+        became classic without `leaving_member_id` (`mixed/conversion.py`)."""
+        return group_conversion.maybe_downgrade(self, group, leaving_member_id, result, now)
+
     def find_group(self, group_id: str) -> GroupView | None:
         """The group `group_id` names, of any type (streams groups live apart, in `self.streams`)."""
         group = self.groups.get(group_id)
@@ -273,7 +291,7 @@ class GroupCoordinatorShard:
             return result
         del self.timer_deadlines[key]
         if key == retention.RETENTION_TIMER:
-            return retention.on_retention_timer(self, now)
+            return retention_check.on_retention_timer(self, now)
         handler = self._timer_handlers.get(key[0])
         if handler is None:
             return result
@@ -329,14 +347,14 @@ class GroupCoordinatorShard:
     # =====================================================================================================
     def classic_group_join(self, request: cm.JoinGroupRequest, now: int,
                            token: int) -> Result[cm.JoinGroupResponse | None]:
-        return self._noting_membership(classic_handlers.join_group(self, request, now, token), request.group_id, now)
+        return self._noting_membership(classic_requests.join(self, request, now, token), request.group_id, now)
 
     def classic_group_sync(self, request: cm.SyncGroupRequest, now: int,
                            token: int) -> Result[cm.SyncGroupResponse | None]:
-        return self._noting_membership(classic_handlers.sync_group(self, request, now, token), request.group_id, now)
+        return self._noting_membership(classic_requests.sync(self, request, now, token), request.group_id, now)
 
     def classic_group_heartbeat(self, request: cm.HeartbeatRequest, now: int) -> Result[cm.HeartbeatResponse]:
-        return self._noting_membership(classic_handlers.heartbeat(self, request, now), request.group_id, now)
+        return self._noting_membership(classic_requests.heartbeat(self, request, now), request.group_id, now)
 
     def classic_group_leave(self, request: cm.LeaveGroupRequest, now: int) -> Result[cm.LeaveGroupResponse]:
-        return self._noting_membership(classic_handlers.leave_group(self, request, now), request.group_id, now)
+        return self._noting_membership(classic_requests.leave(self, request, now), request.group_id, now)

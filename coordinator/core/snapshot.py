@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from groupcoord.coordinator.core.records import GroupConfig, GroupEmptySince
 from groupcoord.coordinator.core.results import Result
+from groupcoord.coordinator.core.retention import ensure_timer
 
 if TYPE_CHECKING:
     from groupcoord.coordinator.core.shard import GroupCoordinatorShard
@@ -36,7 +37,6 @@ def timers_after_load(shard: GroupCoordinatorShard, now: int, group_ids: frozens
     with `group_ids`, only those groups' (a rollback rebuilds a few groups while every other timer is armed
     already); with `loaded`, the groups it accepts plus the retention check (a state partition's groups:
     partitioning.py). Their deadlines are noted for the shard's stale-timer check."""
-    from groupcoord.coordinator.core.retention import ensure_timer
 
     result: Result[None] = Result(None)
     if group_ids is None:

@@ -40,15 +40,15 @@ from groupcoord.assignors.api import (
 )
 from groupcoord.assignors.compact import CompactAssignment
 from groupcoord.assignors.registry import get_server_assignor, server_assignor_names
+from groupcoord.coordinator.core.consumer.spec_members import SpecMembers
+from groupcoord.coordinator.core.consumer.target_delta import TargetDelta, as_delta, assignment_changes
 from groupcoord.coordinator.core.consumer.topic_regex import (
     RegexResolution,
     RegexResolutionCompletion,
     resolve_topic_regexes,
 )
 from groupcoord.coordinator.core.metadata import MetadataImage
-from groupcoord.coordinator.core.modern.spec_members import SpecMembers
-from groupcoord.coordinator.core.modern.target_assignment import AssignorCompletion, AssignorRun
-from groupcoord.coordinator.core.modern.target_delta import TargetDelta, as_delta, assignment_changes
+from groupcoord.coordinator.core.modern.assignor_runs import AssignorCompletion, AssignorRun
 from groupcoord.coordinator.runtime.metrics import CoordinatorMetrics
 from groupcoord.coordinator.runtime.process_pool import ProcessPool, lower_priority, serve_jobs
 from groupcoord.coordinator.runtime.run_cache import CACHE_MISS, CacheMiss, Holdings, Keep, RunCache, keep_for

@@ -20,7 +20,7 @@ from typing import Any
 
 from groupcoord.coordinator.core import records as r
 from groupcoord.coordinator.core.classic.group import ClassicGroupMetadataTombstone
-from groupcoord.coordinator.core.mixed.group import ConsumerGroupClassicMemberMetadataTombstone
+from groupcoord.coordinator.core.records import ConsumerGroupClassicMemberMetadataTombstone
 from groupcoord.coordinator.core.share import records as sr
 from groupcoord.coordinator.core.streams import records as st
 

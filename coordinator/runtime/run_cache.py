@@ -20,8 +20,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from groupcoord.coordinator.core.modern.spec_members import Row, RowEvent, SpecLineage, SpecMembers, apply_row_events
-from groupcoord.coordinator.core.modern.target_store import MemberEvent
+from groupcoord.coordinator.core.consumer.spec_members import Row, RowEvent, SpecLineage, SpecMembers, apply_row_events
+from groupcoord.coordinator.core.consumer.target_store import MemberEvent
 from groupcoord.coordinator.runtime.sliced_run import SlicedRun, hollow_run, unslice
 
 if TYPE_CHECKING:  # the executor imports this module

@@ -21,7 +21,7 @@ from typing import Any, Protocol
 from groupcoord.coordinator.core.consumer.topic_regex import RegexResolution, RegexResolutionCompletion
 from groupcoord.coordinator.core.errors import CoordinatorError, Errors
 from groupcoord.coordinator.core.metadata import MetadataImage
-from groupcoord.coordinator.core.modern.target_assignment import AssignorCompletion, AssignorRun
+from groupcoord.coordinator.core.modern.assignor_runs import AssignorCompletion, AssignorRun
 from groupcoord.coordinator.core.results import CancelTimer, Result, ScheduleTimer
 from groupcoord.coordinator.core.shard import GroupCoordinatorShard
 from groupcoord.coordinator.core.snapshot import snapshot_records, timers_after_load

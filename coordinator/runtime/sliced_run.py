@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypeVar
 
 from groupcoord.assignors.compact import CompactAssignment
-from groupcoord.coordinator.core.modern.spec_members import Row, SpecMembers
+from groupcoord.coordinator.core.consumer.spec_members import Row, SpecMembers
 
 if TYPE_CHECKING:  # the executor imports this module
     from groupcoord.coordinator.runtime.executor import CompactRun

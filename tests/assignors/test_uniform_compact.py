@@ -28,8 +28,8 @@ from groupcoord.assignors.overlay import OverlayAssignment
 from groupcoord.assignors.uniform import UniformAssignor
 from groupcoord.assignors.uniform_compact import assign_homogeneous_compact
 from groupcoord.assignors.uniform_homogeneous import Quotas, assign_homogeneous
-from groupcoord.coordinator.core.modern.spec_members import SpecMembers
-from groupcoord.coordinator.core.modern.target_delta import assignment_changes
+from groupcoord.coordinator.core.consumer.spec_members import SpecMembers
+from groupcoord.coordinator.core.consumer.target_delta import assignment_changes
 
 UNIFORM = UniformAssignor()
 # topic ids as the coordinator has them: Kafka's `HashSet` and member-map orders of 3 or more of them differ

@@ -14,8 +14,8 @@ import pytest
 
 from groupcoord.coordinator.core.consumer.group import ConsumerGroupMember, MemberState
 from groupcoord.coordinator.core.consumer.reconciliation import OwnerLookup, reconcile
+from groupcoord.coordinator.core.consumer.target_assignment import subscribed_topic_ids
 from groupcoord.coordinator.core.errors import CoordinatorError, Errors
-from groupcoord.coordinator.core.modern.target_assignment import subscribed_topic_ids
 from tests.core.context import image_of, tid
 
 T1, T2 = "topic-1", "topic-2"

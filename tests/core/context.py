@@ -21,7 +21,7 @@ from groupcoord.coordinator.core.consumer.group import ConsumerGroup, ConsumerGr
 from groupcoord.coordinator.core.consumer.topic_regex import RegexResolution
 from groupcoord.coordinator.core.messages import ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse
 from groupcoord.coordinator.core.metadata import MetadataImage, TopicMetadata, topic_id_for_name
-from groupcoord.coordinator.core.modern.target_assignment import AssignorCompletion, AssignorRun
+from groupcoord.coordinator.core.modern.assignor_runs import AssignorCompletion, AssignorRun
 from groupcoord.coordinator.core.results import Result, TimerKey
 from groupcoord.coordinator.core.shard import GroupCoordinatorShard
 from groupcoord.coordinator.runtime.executor import compact_run, load_outcome, run_sliced

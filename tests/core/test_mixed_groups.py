@@ -26,7 +26,7 @@ from groupcoord.coordinator.core.config import BrokerConfig, ConfigError
 from groupcoord.coordinator.core.consumer.group import ConsumerGroup, MemberState
 from groupcoord.coordinator.core.errors import Errors
 from groupcoord.coordinator.core.messages import ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse
-from groupcoord.coordinator.core.modern.target_assignment import AssignorCompletion, AssignorRun
+from groupcoord.coordinator.core.modern.assignor_runs import AssignorCompletion, AssignorRun
 from groupcoord.coordinator.core.results import Result
 from groupcoord.coordinator.core.shard import GroupCoordinatorShard
 from tests.classic.context import ClassicContext

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from groupcoord.coordinator.core.errors import Errors
-from groupcoord.coordinator.core.modern.target_assignment import AssignorCompletion
+from groupcoord.coordinator.core.modern.assignor_runs import AssignorCompletion
 from groupcoord.coordinator.core.records import ConsumerGroupTargetAssignmentMetadata
 from tests.core.context import CoreContext, check_group_invariants, tid
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 import pickle
 
-from groupcoord.coordinator.core.modern.spec_members import SpecMembers
+from groupcoord.coordinator.core.consumer.spec_members import SpecMembers
 from groupcoord.coordinator.runtime.executor import compact_run, run_compact, run_sliced
 from groupcoord.coordinator.runtime.sliced_run import SlicedRun, slice_run, unslice
 from tests.core.context import CoreContext

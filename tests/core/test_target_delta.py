@@ -16,9 +16,10 @@ from groupcoord.assignors.api import GroupSpec
 from groupcoord.assignors.overlay import OverlayAssignment
 from groupcoord.assignors.registry import get_server_assignor
 from groupcoord.coordinator.core.consumer.group import ConsumerGroup
-from groupcoord.coordinator.core.modern.spec_members import SpecMembers
-from groupcoord.coordinator.core.modern.target_assignment import AssignorCompletion, build_spec
-from groupcoord.coordinator.core.modern.target_delta import TargetDelta, assignment_changes
+from groupcoord.coordinator.core.consumer.spec_members import SpecMembers
+from groupcoord.coordinator.core.consumer.target_assignment import build_spec
+from groupcoord.coordinator.core.consumer.target_delta import TargetDelta, assignment_changes
+from groupcoord.coordinator.core.modern.assignor_runs import AssignorCompletion
 from groupcoord.coordinator.core.records import ConsumerGroupTargetAssignmentMember
 from groupcoord.coordinator.runtime.executor import compact_run, run_compact
 from tests.core.context import CoreContext, as_in_a_worker_process, check_group_invariants, shard_state

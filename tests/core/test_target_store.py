@@ -6,7 +6,7 @@ from __future__ import annotations
 import random
 
 from groupcoord.assignors.compact import CompactAssignment
-from groupcoord.coordinator.core.modern.target_store import TargetAssignment
+from groupcoord.coordinator.core.consumer.target_store import TargetAssignment
 from groupcoord.coordinator.core.records import ConsumerGroupTargetAssignmentMember
 from tests.core.context import CoreContext, check_group_invariants, shard_state, tid
 

@@ -18,7 +18,7 @@ import pytest
 from groupcoord.assignors.api import GroupSpec, MemberSpec
 from groupcoord.clients.group_member import GroupMember
 from groupcoord.coordinator.core.metadata import MetadataImage, TopicMetadata
-from groupcoord.coordinator.core.modern.target_assignment import AssignorCompletion, AssignorRun
+from groupcoord.coordinator.core.modern.assignor_runs import AssignorCompletion, AssignorRun
 from groupcoord.coordinator.runtime.executor import BackgroundExecutor
 from groupcoord.coordinator.runtime.metrics import CoordinatorMetrics
 from tests.integration.conftest import start_server

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from groupcoord.coordinator.core.modern.target_assignment import AssignorCompletion, AssignorRun
+from groupcoord.coordinator.core.modern.assignor_runs import AssignorCompletion, AssignorRun
 from groupcoord.coordinator.runtime.executor import BackgroundExecutor, RunOutcome
 from groupcoord.coordinator.runtime.metrics import CoordinatorMetrics
 from groupcoord.coordinator.runtime.run_cache import CACHE_MIN_MEMBERS, CachedRun, CacheMiss, RunCache

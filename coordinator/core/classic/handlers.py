@@ -12,12 +12,14 @@ A group id is either classic or consumer (KIP-848), as in Kafka before mixed gro
 - classic requests for a group that does not exist get UNKNOWN_MEMBER_ID (the client drops its member id
   and joins afresh), except a first JoinGroup, which creates it.
 
-A consumer group *with members* takes classic requests itself (Kafka 4.x's mixed groups): each handler hands
-them to `mixed/group.py` first, and `_group_for_join` only sees empty consumer groups.
+A consumer group *with members* takes classic requests itself (Kafka 4.x's mixed groups): the requests are routed
+to `mixed/group.py` first (`mixed/classic_requests.py`), and `_group_for_join` only sees empty consumer groups.
+This package imports no other group type: it learns another type's groups by `group_type` alone.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from groupcoord.coordinator.core.classic.group import (
@@ -43,19 +45,18 @@ from groupcoord.coordinator.core.classic.messages import (
     SyncGroupRequest,
     SyncGroupResponse,
 )
-from groupcoord.coordinator.core.consumer.group import ConsumerGroup
 from groupcoord.coordinator.core.errors import CoordinatorError, Errors
+from groupcoord.coordinator.core.group import CONSUMER
 from groupcoord.coordinator.core.limits import ECHO_MAX_CHARS
-from groupcoord.coordinator.core.mixed import group as mixed_group
 from groupcoord.coordinator.core.principals import check_member_principal
 from groupcoord.coordinator.core.records import ConsumerGroupMetadataTombstone
 from groupcoord.coordinator.core.results import Result, TimerKey
-from groupcoord.coordinator.core.streams import handlers as streams_shard
 
 if TYPE_CHECKING:
     from groupcoord.coordinator.core.shard import GroupCoordinatorShard
 
 CONSUMER_PROTOCOL_TYPE = "consumer"
+MixedJoin = Callable[["GroupCoordinatorShard", JoinGroupRequest, int], "Result[JoinGroupResponse | None] | None"]
 
 
 def install(shard: GroupCoordinatorShard) -> None:
@@ -107,7 +108,7 @@ _NOT_CLASSIC = "The group is a streams group; classic members cannot join it."
 
 def _refuse_streams(shard: GroupCoordinatorShard, group_id: str) -> None:
     """Kafka's classicGroupSync/Heartbeat/Leave treat a group of another type (streams) as not found."""
-    if streams_shard.holds(shard, group_id):
+    if shard.holds_streams_group(group_id):
         raise CoordinatorError(Errors.UNKNOWN_MEMBER_ID, f"Group {group_id[:ECHO_MAX_CHARS]} not found.")
 
 
@@ -122,11 +123,11 @@ def _group_for_join(shard: GroupCoordinatorShard, r: JoinGroupRequest, result: R
     if isinstance(group, ClassicGroup):
         _check_loaded(group)
         return group
-    if group is not None and not isinstance(group, ConsumerGroup):
+    if group is not None and group.group_type != CONSUMER:
         raise CoordinatorError(Errors.INCONSISTENT_GROUP_PROTOCOL,
                                f"Group {r.group_id} is a {group.group_type} group; classic "
                                "members cannot join it.")
-    if isinstance(group, ConsumerGroup):  # empty: a consumer group with members went to mixed_group.join
+    if group is not None:  # an empty consumer group (one with members went to mixed/group.py's join)
         if r.member_id != UNKNOWN_MEMBER_ID:
             raise CoordinatorError(Errors.GROUP_ID_NOT_FOUND,
                                    f"Group {r.group_id} is an empty consumer group; join without a member id.")
@@ -142,17 +143,19 @@ def _group_for_join(shard: GroupCoordinatorShard, r: JoinGroupRequest, result: R
 
 
 # --- JoinGroup -----------------------------------------------------------------------------------------------------
-def join_group(shard: GroupCoordinatorShard, request: JoinGroupRequest, now: int,
-               token: int) -> Result[JoinGroupResponse | None]:
+def join_group(shard: GroupCoordinatorShard, request: JoinGroupRequest, now: int, token: int,
+               mixed_join: MixedJoin) -> Result[JoinGroupResponse | None]:
+    """`mixed_join` takes the request first when a consumer group with members holds the id (mixed groups sit
+    above both types: `mixed/classic_requests.py`), after the checks every JoinGroup gets."""
     result: Result[JoinGroupResponse | None] = Result(None)
     try:
         _validate_join(shard, request)
-        if streams_shard.holds(shard, request.group_id):  # Kafka: "Group exists but it's not a consumer group"
+        if shard.holds_streams_group(request.group_id):  # Kafka: "Group exists but it's not a consumer group"
             result.response = JoinGroupResponse(Errors.INCONSISTENT_GROUP_PROTOCOL, _NOT_CLASSIC, member_id="")
             return result
-        mixed = shard.groups.get(request.group_id)
-        if mixed_group.takes_classic_requests(mixed):
-            return mixed_group.join(shard, mixed, request, now)
+        mixed = mixed_join(shard, request, now)
+        if mixed is not None:
+            return mixed
         group = _group_for_join(shard, request, result)
         response = _join(shard, group, request, token, _effects(shard, result, now))
     except CoordinatorError as e:
@@ -234,9 +237,6 @@ def _new_member(r: JoinGroupRequest, member_id: str, rebalance_timeout_ms: int) 
 def sync_group(shard: GroupCoordinatorShard, request: SyncGroupRequest, now: int,
                token: int) -> Result[SyncGroupResponse | None]:
     result: Result[SyncGroupResponse | None] = Result(None)
-    mixed = shard.groups.get(request.group_id)
-    if mixed_group.takes_classic_requests(mixed):
-        return mixed_group.sync(shard, mixed, request, now)
     try:
         _refuse_streams(shard, request.group_id)
         group = _existing_group(shard, request.group_id)
@@ -268,9 +268,6 @@ def _inconsistent(sent: str | None, group_value: str | None) -> bool:
 # --- Heartbeat -----------------------------------------------------------------------------------------------------
 def heartbeat(shard: GroupCoordinatorShard, request: HeartbeatRequest, now: int) -> Result[HeartbeatResponse]:
     result: Result[HeartbeatResponse] = Result(HeartbeatResponse())
-    mixed = shard.groups.get(request.group_id)
-    if mixed_group.takes_classic_requests(mixed):
-        return mixed_group.heartbeat(shard, mixed, request, now)
     try:
         _refuse_streams(shard, request.group_id)
         group = _existing_group(shard, request.group_id)
@@ -294,9 +291,6 @@ def leave_group(shard: GroupCoordinatorShard, request: LeaveGroupRequest, now: i
     try:
         if not request.members:
             raise CoordinatorError(Errors.INVALID_REQUEST, "LeaveGroup needs at least one member.")
-        mixed = shard.groups.get(request.group_id)
-        if mixed_group.takes_classic_requests(mixed):
-            return mixed_group.leave(shard, mixed, request, now)
         _refuse_streams(shard, request.group_id)
         group = _existing_group(shard, request.group_id)
     except CoordinatorError as e:

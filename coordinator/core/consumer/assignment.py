@@ -9,16 +9,15 @@ from groupcoord.assignors.api import AssignorError, LagSnapshot, PartitionOffset
 from groupcoord.assignors.registry import get_server_assignor
 from groupcoord.coordinator.core.consumer import regex_subscriptions as regex_subscriptions
 from groupcoord.coordinator.core.consumer.group import FIRST_GROUP_EPOCH, ConsumerGroup, InflightAssignment
-from groupcoord.coordinator.core.modern.spec_members import SpecMembers
-from groupcoord.coordinator.core.modern.target_assignment import (
-    AssignorCompletion,
-    AssignorRun,
+from groupcoord.coordinator.core.consumer.spec_members import SpecMembers
+from groupcoord.coordinator.core.consumer.target_assignment import (
     build_spec,
     choose_assignor,
     reconcile_result_with_group,
     target_records,
 )
-from groupcoord.coordinator.core.modern.target_delta import as_delta
+from groupcoord.coordinator.core.consumer.target_delta import as_delta
+from groupcoord.coordinator.core.modern.assignor_runs import AssignorCompletion, AssignorRun
 from groupcoord.coordinator.core.records import ConsumerGroupMetadata
 from groupcoord.coordinator.core.results import Result
 

@@ -32,11 +32,11 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from groupcoord.coordinator.core.consumer.target_store import TargetAssignment
 from groupcoord.coordinator.core.errors import CoordinatorError, Errors
 from groupcoord.coordinator.core.group import GroupDefaults
 from groupcoord.coordinator.core.messages import DescribedGroup, DescribedMember, ListedGroup
 from groupcoord.coordinator.core.metadata import MetadataImage
-from groupcoord.coordinator.core.modern.target_store import TargetAssignment
 from groupcoord.coordinator.core.records import (
     ConsumerGroupCurrentMemberAssignment,
     ConsumerGroupCurrentMemberAssignmentTombstone,

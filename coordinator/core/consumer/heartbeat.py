@@ -14,7 +14,6 @@ import dataclasses
 from typing import TYPE_CHECKING, Any
 
 from groupcoord.coordinator.core import retention
-from groupcoord.coordinator.core.classic.group import GROUP_TYPE as CLASSIC_GROUP_TYPE
 from groupcoord.coordinator.core.consumer import assignment as consumer_assignment
 from groupcoord.coordinator.core.consumer import regex_subscriptions as regex_subscriptions
 from groupcoord.coordinator.core.consumer.group import (
@@ -32,15 +31,14 @@ from groupcoord.coordinator.core.consumer.group import (
     sync_timer,
 )
 from groupcoord.coordinator.core.consumer.reconciliation import reconcile
+from groupcoord.coordinator.core.consumer.target_assignment import cached_subscribed_topic_ids
 from groupcoord.coordinator.core.consumer.topic_regex import compile_topic_regex
 from groupcoord.coordinator.core.errors import CoordinatorError, Errors
-from groupcoord.coordinator.core.group import GroupView
+from groupcoord.coordinator.core.group import CLASSIC, CONSUMER, GroupView, not_this_type
 from groupcoord.coordinator.core.messages import ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse
-from groupcoord.coordinator.core.mixed import conversion as group_conversion
-from groupcoord.coordinator.core.mixed import group as mixed_group
-from groupcoord.coordinator.core.modern.target_assignment import cached_subscribed_topic_ids
 from groupcoord.coordinator.core.principals import check_member_principal
 from groupcoord.coordinator.core.records import (
+    ConsumerGroupClassicMemberMetadataTombstone,
     ConsumerGroupCurrentMemberAssignmentTombstone,
     ConsumerGroupMemberMetadataTombstone,
     ConsumerGroupMetadata,
@@ -48,7 +46,6 @@ from groupcoord.coordinator.core.records import (
     ConsumerGroupTargetAssignmentMemberTombstone,
 )
 from groupcoord.coordinator.core.results import Result
-from groupcoord.coordinator.core.streams import handlers as streams_shard
 
 if TYPE_CHECKING:
     from groupcoord.coordinator.core.shard import GroupCoordinatorShard
@@ -58,8 +55,8 @@ def heartbeat(shard: GroupCoordinatorShard, request: ConsumerGroupHeartbeatReque
               now: int) -> Result[ConsumerGroupHeartbeatResponse]:
     try:
         _validate(shard, request)
-        if streams_shard.holds(shard, request.group_id):  # Kafka's getOrMaybeCreateConsumerGroup
-            raise CoordinatorError(Errors.GROUP_ID_NOT_FOUND, streams_shard.not_this_type(request.group_id, "consumer"))
+        if shard.holds_streams_group(request.group_id):  # Kafka's getOrMaybeCreateConsumerGroup
+            raise CoordinatorError(Errors.GROUP_ID_NOT_FOUND, not_this_type(request.group_id, CONSUMER))
         if request.member_epoch in (LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH):
             result = _leave(shard, request, now)
         else:
@@ -144,7 +141,7 @@ def _get_or_create_group(shard: GroupCoordinatorShard, group_id: str, create: bo
         return group
     if not isinstance(group, ConsumerGroup):
         if create:  # Kafka's online upgrade (mixed/conversion.py); raises when refused
-            return group_conversion.upgrade(shard, group, request, result, now)
+            return shard.upgrade_classic_group(group, request, result, now)
         raise CoordinatorError(Errors.GROUP_ID_NOT_FOUND,
                                f"Group {group_id} is a {group.group_type} group"
                                f"{' with members' if not _is_empty_classic(group) else ''}, not a consumer group.")
@@ -168,7 +165,7 @@ def _heartbeat(shard: GroupCoordinatorShard, r: ConsumerGroupHeartbeatRequest,
             member = None
         member = _join_member(shard, group, r, member_id, member, result, now)
         if member_id in group.classic_members:  # a classic member moving to the consumer protocol
-            shard._write(result, mixed_group.ConsumerGroupClassicMemberMetadataTombstone(group.group_id, member_id))
+            shard._write(result, ConsumerGroupClassicMemberMetadataTombstone(group.group_id, member_id))
     else:
         if r.instance_id is not None:  # as Kafka: the instance is checked before the member id
             holder_id = group.static_members.get(r.instance_id)
@@ -358,7 +355,7 @@ def _leave(shard: GroupCoordinatorShard, r: ConsumerGroupHeartbeatRequest,
                        now + shard.session_timeout_ms(group.group_id))
         shard.cancel_timer(result, rebalance_timer(group.group_id, member.member_id))
     else:
-        if not group_conversion.maybe_downgrade(shard, group, member.member_id, result, now):
+        if not shard.maybe_downgrade(group, member.member_id, result, now):
             remove_member_records(shard, group, member, result, bump_epoch=True)
         shard.stats.members_left += 1
     result.response = ConsumerGroupHeartbeatResponse(member_id=member.member_id, member_epoch=r.member_epoch,
@@ -372,7 +369,7 @@ def remove_member_records(shard: GroupCoordinatorShard, group: ConsumerGroup, me
     cancelled; with `bump_epoch` the group epoch moves so the target is recomputed without it."""
     gid, mid = group.group_id, member.member_id
     if mid in group.classic_members:
-        shard._write(result, mixed_group.ConsumerGroupClassicMemberMetadataTombstone(gid, mid))
+        shard._write(result, ConsumerGroupClassicMemberMetadataTombstone(gid, mid))
         shard.cancel_timer(result, join_timer(gid, mid))
         shard.cancel_timer(result, sync_timer(gid, mid))
     shard._write(result, ConsumerGroupCurrentMemberAssignmentTombstone(gid, mid))
@@ -391,7 +388,7 @@ def remove_member_records(shard: GroupCoordinatorShard, group: ConsumerGroup, me
 def _is_empty_classic(group: GroupView) -> bool:
     """An empty classic group is converted by a first heartbeat; a share group never is (Kafka: one type per
     group id)."""
-    return group.group_type == CLASSIC_GROUP_TYPE and group.is_empty()
+    return group.group_type == CLASSIC and group.is_empty()
 
 
 def _is_full_request(r: ConsumerGroupHeartbeatRequest) -> bool:

@@ -12,7 +12,6 @@ from groupcoord.coordinator.core import records
 from groupcoord.coordinator.core.consumer import assignment as consumer_assignment
 from groupcoord.coordinator.core.consumer import heartbeat as consumer_heartbeat
 from groupcoord.coordinator.core.consumer.group import GROUP_TYPE, ConsumerGroup, ConsumerGroupMember, MemberState
-from groupcoord.coordinator.core.mixed import conversion as group_conversion
 from groupcoord.coordinator.core.results import Result, TimerKey
 
 if TYPE_CHECKING:
@@ -148,6 +147,6 @@ def _on_member_timer(shard: GroupCoordinatorShard, key: TimerKey, now: int) -> R
         shard.stats.members_fenced_rebalance += 1
     else:
         shard.stats.members_fenced_session += 1
-    if not group_conversion.maybe_downgrade(shard, group, member_id, result, now):
+    if not shard.maybe_downgrade(group, member_id, result, now):
         consumer_heartbeat.remove_member_records(shard, group, member, result, bump_epoch=True)
     return result

@@ -50,6 +50,8 @@ from groupcoord.coordinator.core.errors import CoordinatorError, Errors
 from groupcoord.coordinator.core.messages import ConsumerGroupHeartbeatRequest
 from groupcoord.coordinator.core.mixed import group as mixed_group
 from groupcoord.coordinator.core.records import (
+    ConsumerGroupClassicMemberMetadata,
+    ConsumerGroupClassicMemberMetadataTombstone,
     ConsumerGroupCurrentMemberAssignment,
     ConsumerGroupCurrentMemberAssignmentTombstone,
     ConsumerGroupMemberMetadata,
@@ -99,7 +101,7 @@ def upgrade(shard: GroupCoordinatorShard, classic: Any, request: ConsumerGroupHe
         shard._write(result, ConsumerGroupMemberMetadata(
             gid, m.member_id, m.instance_id, subscription.rack_id or None, m.client_id, m.client_host,
             tuple(sorted(set(subscription.topics))), None, None, m.rebalance_timeout_ms))
-        shard._write(result, mixed_group.ConsumerGroupClassicMemberMetadata(gid, m.member_id, m.session_timeout_ms,
+        shard._write(result, ConsumerGroupClassicMemberMetadata(gid, m.member_id, m.session_timeout_ms,
                                                                             m.protocols))
         shard._write(result, ConsumerGroupTargetAssignmentMember(gid, m.member_id, owned))
         shard._write(result, ConsumerGroupCurrentMemberAssignment(
@@ -197,7 +199,7 @@ def _write_consumer_group_tombstones(shard: GroupCoordinatorShard, group: Consum
     gid = group.group_id
     for mid in list(group.members):
         if mid in group.classic_members:
-            shard._write(result, mixed_group.ConsumerGroupClassicMemberMetadataTombstone(gid, mid))
+            shard._write(result, ConsumerGroupClassicMemberMetadataTombstone(gid, mid))
             shard.cancel_timer(result, join_timer(gid, mid))
             shard.cancel_timer(result, sync_timer(gid, mid))
         if mid in group.target_assignment:

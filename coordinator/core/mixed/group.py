@@ -37,7 +37,6 @@ Online upgrade and downgrade (turning a classic group into a consumer group and 
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeGuard
 
 from groupcoord.assignors.consumer_protocol import (
@@ -79,31 +78,18 @@ from groupcoord.coordinator.core.consumer.group import (
     sync_timer,
 )
 from groupcoord.coordinator.core.consumer.reconciliation import reconcile
+from groupcoord.coordinator.core.consumer.target_assignment import subscribed_topic_ids
 from groupcoord.coordinator.core.errors import CoordinatorError, Errors
 from groupcoord.coordinator.core.metadata import MetadataImage
-from groupcoord.coordinator.core.modern.target_assignment import subscribed_topic_ids
-from groupcoord.coordinator.core.records import ConsumerGroupTargetAssignmentMember
+from groupcoord.coordinator.core.records import (
+    ConsumerGroupClassicMemberMetadata,
+    ConsumerGroupClassicMemberMetadataTombstone,
+    ConsumerGroupTargetAssignmentMember,
+)
 from groupcoord.coordinator.core.results import Result
 
 if TYPE_CHECKING:
     from groupcoord.coordinator.core.shard import GroupCoordinatorShard
-
-
-@dataclass(frozen=True, slots=True)
-class ConsumerGroupClassicMemberMetadata:
-    """Kafka's ConsumerGroupMemberMetadataValue.ClassicMemberMetadata, as its own record (keyed like the member):
-    a member that speaks the classic protocol, its JoinGroup session timeout and protocols."""
-
-    group_id: str
-    member_id: str
-    session_timeout_ms: int
-    protocols: Protocols
-
-
-@dataclass(frozen=True, slots=True)
-class ConsumerGroupClassicMemberMetadataTombstone:
-    group_id: str
-    member_id: str
 
 
 MIXED_RECORD_TYPES: tuple[type, ...] = (ConsumerGroupClassicMemberMetadata,
@@ -129,10 +115,8 @@ def _on_timer(shard: GroupCoordinatorShard, key: Any, now: int) -> Result[None]:
     member = group.members.get(key[2])
     if member is None or key[2] not in group.classic_members:
         return result
-    from groupcoord.coordinator.core.mixed import conversion as group_conversion
-
     shard.stats.members_fenced_rebalance += 1
-    if not group_conversion.maybe_downgrade(shard, group, member.member_id, result, now):
+    if not shard.maybe_downgrade(group, member.member_id, result, now):
         consumer_heartbeat.remove_member_records(shard, group, member, result, bump_epoch=True)
     return result
 

@@ -12,9 +12,10 @@ from typing import TYPE_CHECKING, Any
 
 from groupcoord.assignors.api import AssignorError, GroupSpec, MemberSpec
 from groupcoord.assignors.simple_share import SimpleShareAssignor
+from groupcoord.coordinator.core import retention
 from groupcoord.coordinator.core.config import ModernGroupConfigs
 from groupcoord.coordinator.core.errors import CoordinatorError, Errors
-from groupcoord.coordinator.core.modern.target_assignment import AssignorCompletion, AssignorRun
+from groupcoord.coordinator.core.modern.assignor_runs import AssignorCompletion, AssignorRun
 from groupcoord.coordinator.core.principals import check_member_principal
 from groupcoord.coordinator.core.results import Result, TimerKey
 from groupcoord.coordinator.core.share.group import (
@@ -121,8 +122,6 @@ def _member(shard: GroupCoordinatorShard, group_id: str, member_id: str,
 # =========================================================================================================
 def heartbeat(shard: GroupCoordinatorShard, r: ShareGroupHeartbeatRequest,
               now: int) -> Result[ShareGroupHeartbeatResponse]:
-    from groupcoord.coordinator.core import retention
-
     try:
         _validate(r)
         result = _leave(shard, r, now) if r.member_epoch == LEAVE_GROUP_MEMBER_EPOCH else _heartbeat(shard, r, now)

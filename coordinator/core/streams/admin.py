@@ -12,6 +12,7 @@ from groupcoord.coordinator.core.group import GroupMember
 from groupcoord.coordinator.core.limits import ECHO_MAX_CHARS
 from groupcoord.coordinator.core.messages import DescribedGroup, DescribedMember, GroupResult, ListedGroup
 from groupcoord.coordinator.core.metadata import MetadataImage
+from groupcoord.coordinator.core.records import OffsetCommitTombstone
 from groupcoord.coordinator.core.results import Result
 from groupcoord.coordinator.core.streams.group import StreamsGroups
 
@@ -125,8 +126,6 @@ def delete(shard: GroupCoordinatorShard, group_id: str, result: Result[Any]) -> 
     if res.response == Errors.NON_EMPTY_GROUP:
         return GroupResult(group_id, Errors.NON_EMPTY_GROUP, f"Group {group_id[:64]} still has members.")
     result.records.extend(res.records)
-    from groupcoord.coordinator.core.records import OffsetCommitTombstone
-
     for (topic, p) in list(shard.offsets.committed(group_id)):
         shard._write(result, OffsetCommitTombstone(group_id, topic, p))
     return GroupResult(group_id)

@@ -7,8 +7,8 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from groupcoord.coordinator.core import retention
-from groupcoord.coordinator.core.classic.group import ClassicGroup
 from groupcoord.coordinator.core.errors import Errors
+from groupcoord.coordinator.core.group import CLASSIC, GroupView, not_this_type
 from groupcoord.coordinator.core.limits import ECHO_MAX_CHARS
 from groupcoord.coordinator.core.records import GroupEmptySinceTombstone
 from groupcoord.coordinator.core.results import Result
@@ -95,18 +95,8 @@ def note_empty(shard: GroupCoordinatorShard, group_id: str, now: int, result: R)
     return result
 
 
-def not_this_type(group_id: str, group_type: str) -> str:
-    """Kafka's message for a request of one group type naming a group of another."""
-    return f"Group {group_id[:ECHO_MAX_CHARS]} is not a {group_type} group."
-
-
-def holds(shard: GroupCoordinatorShard, group_id: str) -> bool:
-    """True when a streams group (even an empty one) holds `group_id`: no other group type may take it."""
-    return group_id in shard.streams.groups
-
-
-def _is_empty_classic(group: object) -> bool:
-    return isinstance(group, ClassicGroup) and group.is_empty()
+def _is_empty_classic(group: GroupView | None) -> bool:
+    return group is not None and group.group_type == CLASSIC and group.is_empty()
 
 
 def assignor_done(shard: GroupCoordinatorShard, done: StreamsAssignorCompletion, now: int) -> Result[None]:

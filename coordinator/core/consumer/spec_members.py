@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from groupcoord.assignors.api import MemberSpec
 from groupcoord.assignors.compact import CompactAssignment
-from groupcoord.coordinator.core.modern.target_store import IdsLineage
+from groupcoord.coordinator.core.consumer.target_store import IdsLineage
 
 _EMPTY: Mapping[str, frozenset[int]] = {}
 

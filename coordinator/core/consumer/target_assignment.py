@@ -7,43 +7,19 @@ into an immutable `GroupSpec`, call the assignor, diff the result against the cu
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
 
-from groupcoord.assignors.api import GroupAssignment, GroupSpec, LagSnapshot, MemberSpec, SubscriptionType
+from groupcoord.assignors.api import GroupAssignment, GroupSpec, MemberSpec, SubscriptionType
 from groupcoord.assignors.compact import CompactAssignment
 from groupcoord.coordinator.core.consumer.group import ConsumerGroup, ConsumerGroupMember, count_into
+from groupcoord.coordinator.core.consumer.spec_members import Row, RowEvent, SpecLineage, SpecMembers
+from groupcoord.coordinator.core.consumer.target_delta import TargetDelta
+from groupcoord.coordinator.core.consumer.target_store import MAX_LINEAGE_EVENTS, SERIALS
 from groupcoord.coordinator.core.metadata import MetadataImage
-from groupcoord.coordinator.core.modern.spec_members import Row, RowEvent, SpecLineage, SpecMembers
-from groupcoord.coordinator.core.modern.target_delta import TargetDelta
-from groupcoord.coordinator.core.modern.target_store import MAX_LINEAGE_EVENTS, SERIALS
 from groupcoord.coordinator.core.records import (
     ConsumerGroupTargetAssignmentMember,
     ConsumerGroupTargetAssignmentMetadata,
     Partitions,
 )
-
-
-@dataclass(frozen=True, slots=True)
-class AssignorRun:
-    """A task for the background executor: everything the assignor needs, immutable."""
-
-    group_id: str
-    run_id: int
-    assignor_name: str
-    assignment_epoch: int
-    spec: GroupSpec
-    topics: MetadataImage
-    lag: LagSnapshot | None
-
-
-@dataclass(frozen=True, slots=True)
-class AssignorCompletion:
-    """What the runtime hands back to the core when an offloaded run ends."""
-
-    group_id: str
-    run_id: int
-    assignment: GroupAssignment | None
-    error: str | None = None
 
 
 def choose_assignor(group: ConsumerGroup, configured: list[str]) -> str:

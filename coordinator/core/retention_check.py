@@ -1,0 +1,60 @@
+"""The offset-retention check (KIP-211; Kafka's OffsetMetadataManager.cleanupExpiredOffsets and
+GroupMetadataManager.maybeDeleteGroup): what the retention timer runs, in batches, over every group type.
+
+The rules are in `retention.py`'s docstring; this half sits above the group types because it deletes groups
+(`admin.write_group_deletion`) and reads streams groups, while the half every type calls stays below them.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from groupcoord.coordinator.core import admin
+from groupcoord.coordinator.core.records import OffsetCommitTombstone
+from groupcoord.coordinator.core.results import Result
+from groupcoord.coordinator.core.retention import RETENTION_TIMER
+
+if TYPE_CHECKING:
+    from groupcoord.coordinator.core.shard import GroupCoordinatorShard
+
+BATCH_GROUPS = 500  # groups per timer operation; the rest continue in the next operation
+
+
+def on_retention_timer(shard: GroupCoordinatorShard, now: int) -> Result[None]:
+    result: Result[None] = Result(None)
+    pending: list[str] = shard.retention_pending
+    if not pending:
+        # The groups as of now, visited from the end (a group in both lists is visited twice: harmless).
+        pending.extend(shard.offsets.group_ids())
+        pending.extend(shard.groups)
+        pending.extend(shard.streams.groups)
+    for _ in range(min(BATCH_GROUPS, len(pending))):
+        cleanup_group(shard, pending.pop(), now, result)
+    if pending:
+        shard.arm_timer(result, RETENTION_TIMER, now)  # continue after the operations queued meanwhile
+    elif shard.groups or shard.offsets or shard.streams.groups:
+        shard.arm_timer(result, RETENTION_TIMER, now + int(shard.config["offsets.retention.check.interval.ms"]))
+    return result
+
+
+def cleanup_group(shard: GroupCoordinatorShard, group_id: str, now: int, result: Result[Any]) -> None:
+    group = shard.offset_group(group_id)
+    retention_ms = int(shard.config["offsets.retention.minutes"]) * 60_000
+    empty = group is None or group.is_empty()
+    subscribed: set[str] | None = set()
+    since: int | None = None
+    if group is not None and empty:
+        since = shard.empty_since.get(group_id)
+    elif group is not None:
+        subscribed = group.topics_in_use()
+    if subscribed is None:
+        return  # a group with members whose subscriptions are opaque (classic, share) keeps its offsets
+    all_expired = True
+    for (topic, partition), c in list(shard.offsets.committed(group_id).items()):
+        base = c.commit_timestamp_ms if since is None else max(since, c.commit_timestamp_ms)
+        if topic not in subscribed and now - base >= retention_ms:
+            shard._write(result, OffsetCommitTombstone(group_id, topic, partition))
+        else:
+            all_expired = False
+    if all_expired and group is not None and empty and group.should_expire():
+        admin.write_group_deletion(shard, group_id, group, result)
