@@ -7,20 +7,21 @@ answers: consumer groups with their mixed members (`consumer/group.py`), classic
 `OffsetGroup`). The shard only routes, so a new group type implements this protocol instead of adding an
 isinstance branch to every generic path.
 
-Records and timers are registered per type on the shard (`register_replayer`, `register_timer_handler`):
-a record may create a group, and a fired timer names its kind before it names a group.
+Records, timers and offloaded runs' completions are plugged in per type (`GroupTypeHooks`, built once by the
+shard's constructor): a record may create a group, and a fired timer names its kind before it names a group.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from groupcoord.coordinator.core.errors import Errors
 from groupcoord.coordinator.core.limits import ECHO_MAX_CHARS
 from groupcoord.coordinator.core.messages import DescribedGroup, ListedGroup
 from groupcoord.coordinator.core.metadata import MetadataImage
-from groupcoord.coordinator.core.results import TimerOp
+from groupcoord.coordinator.core.results import Result, TimerKey, TimerOp
 
 # The group types, as `group_type` names them: a group id has exactly one.
 CONSUMER = "consumer"
@@ -142,3 +143,14 @@ class GroupDefaults:
 
     def validate_offset_delete(self) -> None:
         """Per-partition checks only (`topics_in_use`)."""
+
+
+@dataclass(frozen=True, slots=True)
+class GroupTypeHooks:
+    """What one group type plugs into the shard, returned by its package and read once by the shard's
+    constructor: the replayer of each of its record types, the handler of each of its timer kinds, and the
+    handler of its offloaded assignor runs' completions (by group type)."""
+
+    replayers: Mapping[type, Callable[[Any], None]] = field(default_factory=dict)
+    timers: Mapping[str, Callable[[TimerKey, int], Result[None]]] = field(default_factory=dict)
+    completions: Mapping[str, Callable[[Any, int], Result[None]]] = field(default_factory=dict)

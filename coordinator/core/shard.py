@@ -6,10 +6,12 @@ the runtime must persist before answering, timers to arm or cancel, and assignor
 The shard never reads a clock, opens a socket or starts a thread: `now` is a parameter, member ids come
 from an injected factory, and lag comes from an injected non-blocking provider.
 
-The shard routes; the group types decide. Each type plugs its records, timer kinds and offloaded runs' completions
-in at construction (`consumer_shard.install`, `classic_handlers.install`, `mixed_group.install`,
-`share_handlers.install`, `streams_shard.install`) and answers the generic paths (admin, offsets, retention,
-snapshots) through the `Group` protocol (`group.py`). What stays here is what every type shares: the replay
+The shard routes; the group types decide. Each type's package (consumer/, classic/, mixed/, share/, streams/)
+returns its records' replayers, its timer kinds' handlers and its offloaded runs' completion handlers
+(`GroupTypeHooks`), read once by the constructor, and answers the generic paths (admin, offsets, retention,
+snapshots) through the `Group` protocol (`group.py`). The types import none of each other (pyproject.toml's
+import contracts); what crosses types (classic requests to mixed groups, online upgrade and downgrade) is
+routed from above them, through the shard. What stays here is what every type shares: the replay
 and timer registries, timer deadlines, group configs, offsets, and one entry point per operation.
 """
 
@@ -79,8 +81,6 @@ class LagProvider(Protocol):
 class GroupCoordinatorShard:
     """All groups of one coordinator shard. Not thread-safe by design: the runtime feeds it one op at a time."""
 
-    streams: StreamsGroups  # set by streams_shard.install: streams groups keep their own state
-    share_configs: share_handlers.ShareConfigs  # set by share_handlers.install
     last_assignor_error: str = ""  # the last assignor failure, for the runtime's log
 
     def __init__(
@@ -122,19 +122,17 @@ class GroupCoordinatorShard:
         }
         self._timer_handlers: dict[str, Callable[[TimerKey, int], Result[None]]] = {}
         self._assignment_handlers: dict[str, Callable[[AssignorCompletion, int], Result[None]]] = {}
-        consumer_shard.install(self)
-        classic_handlers.install(self)
-        mixed_group.install(self)
-        share_handlers.install(self)
-        streams_shard.install(self)
+        self.share_configs = share_handlers.ShareConfigs(self)
+        self.streams: StreamsGroups = streams_shard.new_groups(self)  # streams groups keep their own state
+        for hooks in (consumer_shard.hooks(self), classic_handlers.hooks(self), mixed_group.hooks(self),
+                      share_handlers.hooks(self), streams_shard.hooks(self)):
+            self._replayers.update(hooks.replayers)
+            self._timer_handlers.update(hooks.timers)
+            self._assignment_handlers.update(hooks.completions)
 
     # =====================================================================================================
     # Records
     # =====================================================================================================
-    def register_replayer(self, record_type: type, fn: Callable[[Any], None]) -> None:
-        """Lets a group type plug its records into the replay path (at construction, by its install)."""
-        self._replayers[record_type] = fn
-
     def replay(self, record: Any) -> None:
         """The only way state changes (loads, operations, rollbacks and partition moves all come here)."""
         self._replayers[type(record)](record)
@@ -241,11 +239,6 @@ class GroupCoordinatorShard:
     def on_regex_resolution_complete(self, completion: RegexResolutionCompletion, now: int) -> Result[None]:
         return regex_subscriptions.on_resolution_complete(self, completion, now)
 
-    def register_assignment_handler(self, group_type: str,
-                                    fn: Callable[[AssignorCompletion, int], Result[None]]) -> None:
-        """Lets a group type take the completions of the assignor runs it offloaded."""
-        self._assignment_handlers[group_type] = fn
-
     def on_assignment_complete(self, completion: AssignorCompletion, now: int) -> Result[None]:
         """An offloaded run finished: the group's type applies it (unless stale); a run for a group that is
         gone or of a type that offloads nothing is discarded."""
@@ -301,9 +294,6 @@ class GroupCoordinatorShard:
             retention.note_membership(self, key[1], now, result)
         return result
 
-    def register_timer_handler(self, kind: str, fn: Callable[[TimerKey, int], Result[None]]) -> None:
-        """Lets a group type handle the timers of kind `kind` (the first element of their keys)."""
-        self._timer_handlers[kind] = fn
 
     # =====================================================================================================
     # Offsets and administration (rules in offsets.py / admin.py; the shard is the single entry point)

@@ -20,6 +20,7 @@ This package imports no other group type: it learns another type's groups by `gr
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from groupcoord.coordinator.core.classic.group import (
@@ -46,7 +47,7 @@ from groupcoord.coordinator.core.classic.messages import (
     SyncGroupResponse,
 )
 from groupcoord.coordinator.core.errors import CoordinatorError, Errors
-from groupcoord.coordinator.core.group import CONSUMER
+from groupcoord.coordinator.core.group import CONSUMER, GroupTypeHooks
 from groupcoord.coordinator.core.limits import ECHO_MAX_CHARS
 from groupcoord.coordinator.core.principals import check_member_principal
 from groupcoord.coordinator.core.records import ConsumerGroupMetadataTombstone
@@ -59,12 +60,12 @@ CONSUMER_PROTOCOL_TYPE = "consumer"
 MixedJoin = Callable[["GroupCoordinatorShard", JoinGroupRequest, int], "Result[JoinGroupResponse | None] | None"]
 
 
-def install(shard: GroupCoordinatorShard) -> None:
-    """Plug the classic group's records and timers into the shard's replay and timer paths."""
-    shard.register_replayer(ClassicGroupMetadata, lambda r: _replay_metadata(shard, r))
-    shard.register_replayer(ClassicGroupMetadataTombstone, lambda r: _replay_tombstone(shard, r))
-    for kind in (SESSION_TIMER, JOIN_TIMER, SYNC_TIMER):
-        shard.register_timer_handler(kind, lambda key, now: on_timer(shard, key, now))
+def hooks(shard: GroupCoordinatorShard) -> GroupTypeHooks:
+    """The classic group's records and timers, for the shard's constructor."""
+    return GroupTypeHooks(
+        {ClassicGroupMetadata: partial(_replay_metadata, shard),
+         ClassicGroupMetadataTombstone: partial(_replay_tombstone, shard)},
+        {kind: partial(on_timer, shard) for kind in (SESSION_TIMER, JOIN_TIMER, SYNC_TIMER)})
 
 
 # --- replay ------------------------------------------------------------------------------------------------------

@@ -5,13 +5,15 @@ groups and `share_handlers.install` for share groups."""
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from functools import partial
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from groupcoord.coordinator.core import records
 from groupcoord.coordinator.core.consumer import assignment as consumer_assignment
 from groupcoord.coordinator.core.consumer import heartbeat as consumer_heartbeat
 from groupcoord.coordinator.core.consumer.group import GROUP_TYPE, ConsumerGroup, ConsumerGroupMember, MemberState
+from groupcoord.coordinator.core.group import GroupTypeHooks
 from groupcoord.coordinator.core.results import Result, TimerKey
 
 if TYPE_CHECKING:
@@ -20,9 +22,9 @@ if TYPE_CHECKING:
 TIMER_KINDS = ("session", "rebalance")
 
 
-def install(shard: GroupCoordinatorShard) -> None:
-    """Called once, by the shard's constructor."""
-    for record_type, fn in (
+def hooks(shard: GroupCoordinatorShard) -> GroupTypeHooks:
+    """Consumer groups' records, timers and assignor completions, for the shard's constructor."""
+    replayers: dict[type, Callable[[Any], None]] = {record_type: partial(fn, shard) for record_type, fn in (
         (records.ConsumerGroupMetadata, _replay_group_metadata),
         (records.ConsumerGroupMetadataTombstone, _replay_group_tombstone),
         (records.ConsumerGroupMemberMetadata, _replay_member_metadata),
@@ -34,11 +36,9 @@ def install(shard: GroupCoordinatorShard) -> None:
         (records.ConsumerGroupCurrentMemberAssignmentTombstone, _replay_current_assignment_tombstone),
         (records.ConsumerGroupRegularExpression, _replay_regex),
         (records.ConsumerGroupRegularExpressionTombstone, _replay_regex_tombstone),
-    ):
-        shard.register_replayer(record_type, partial(fn, shard))
-    for kind in TIMER_KINDS:
-        shard.register_timer_handler(kind, partial(_on_member_timer, shard))
-    shard.register_assignment_handler(GROUP_TYPE, partial(consumer_assignment.on_assignment_complete, shard))
+    )}
+    return GroupTypeHooks(replayers, {kind: partial(_on_member_timer, shard) for kind in TIMER_KINDS},
+                          {GROUP_TYPE: partial(consumer_assignment.on_assignment_complete, shard)})
 
 
 def _replay_group_metadata(shard: GroupCoordinatorShard, r: records.ConsumerGroupMetadata) -> None:

@@ -37,6 +37,7 @@ Online upgrade and downgrade (turning a classic group into a consumer group and 
 from __future__ import annotations
 
 import dataclasses
+from functools import partial
 from typing import TYPE_CHECKING, Any, TypeGuard
 
 from groupcoord.assignors.consumer_protocol import (
@@ -80,6 +81,7 @@ from groupcoord.coordinator.core.consumer.group import (
 from groupcoord.coordinator.core.consumer.reconciliation import reconcile
 from groupcoord.coordinator.core.consumer.target_assignment import subscribed_topic_ids
 from groupcoord.coordinator.core.errors import CoordinatorError, Errors
+from groupcoord.coordinator.core.group import GroupTypeHooks
 from groupcoord.coordinator.core.metadata import MetadataImage
 from groupcoord.coordinator.core.records import (
     ConsumerGroupClassicMemberMetadata,
@@ -98,11 +100,12 @@ MIXED_RECORD_TYPES: tuple[type, ...] = (ConsumerGroupClassicMemberMetadata,
 
 
 
-def install(shard: GroupCoordinatorShard) -> None:
-    shard.register_replayer(ConsumerGroupClassicMemberMetadata, lambda r: _replay(shard, r))
-    shard.register_replayer(ConsumerGroupClassicMemberMetadataTombstone, lambda r: _replay_tombstone(shard, r))
-    for kind in (JOIN_TIMER, SYNC_TIMER):
-        shard.register_timer_handler(kind, lambda key, now: _on_timer(shard, key, now))
+def hooks(shard: GroupCoordinatorShard) -> GroupTypeHooks:
+    """Classic members' records and join/sync timers in consumer groups, for the shard's constructor."""
+    return GroupTypeHooks(
+        {ConsumerGroupClassicMemberMetadata: partial(_replay, shard),
+         ConsumerGroupClassicMemberMetadataTombstone: partial(_replay_tombstone, shard)},
+        {kind: partial(_on_timer, shard) for kind in (JOIN_TIMER, SYNC_TIMER)})
 
 
 def _on_timer(shard: GroupCoordinatorShard, key: Any, now: int) -> Result[None]:

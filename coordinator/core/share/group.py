@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -216,7 +216,8 @@ def partition_record(gid: str, topic_id: str, partition: int, sp: SharePartition
 
 
 # --- replay ----------------------------------------------------------------------------------------------------
-def install_replayers(shard: GroupCoordinatorShard, owner: Any) -> None:
+def replayers(shard: GroupCoordinatorShard, owner: Any) -> dict[type, Callable[[Any], None]]:
+    """The share group's record replayers (`owner`: the settings its groups read)."""
     def group(gid: str) -> ShareGroup:
         g = shard.groups.get(gid)
         if not isinstance(g, ShareGroup):
@@ -279,12 +280,11 @@ def install_replayers(shard: GroupCoordinatorShard, owner: Any) -> None:
         if g is not None:
             g.partitions.pop((r.topic_id, r.partition), None)
 
-    for record_type, fn in (
+    return dict((
         (ShareGroupMetadata, metadata), (ShareGroupMetadataTombstone, tombstone),
         (ShareGroupMemberMetadata, member), (ShareGroupMemberMetadataTombstone, remove_member),
         (ShareGroupTargetAssignmentMember, target), (ShareGroupTargetAssignmentMemberTombstone, target_tombstone),
         (ShareGroupTargetAssignmentMetadata, target_metadata), (ShareGroupCurrentMemberAssignment, current),
         (ShareGroupCurrentMemberAssignmentTombstone, remove_member), (SharePartitionState, partition),
         (SharePartitionStateTombstone, partition_tombstone),
-    ):
-        shard.register_replayer(record_type, fn)
+    ))

@@ -8,6 +8,7 @@ GROUP_ID_NOT_FOUND ("is not a share group"), as Kafka's getOrMaybeCreatePersiste
 
 from __future__ import annotations
 
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from groupcoord.assignors.api import AssignorError, GroupSpec, MemberSpec
@@ -15,6 +16,7 @@ from groupcoord.assignors.simple_share import SimpleShareAssignor
 from groupcoord.coordinator.core import retention
 from groupcoord.coordinator.core.config import ModernGroupConfigs
 from groupcoord.coordinator.core.errors import CoordinatorError, Errors
+from groupcoord.coordinator.core.group import GroupTypeHooks
 from groupcoord.coordinator.core.modern.assignor_runs import AssignorCompletion, AssignorRun
 from groupcoord.coordinator.core.principals import check_member_principal
 from groupcoord.coordinator.core.results import Result, TimerKey
@@ -29,10 +31,10 @@ from groupcoord.coordinator.core.share.group import (
     ShareGroupMember,
     ShareInflightRun,
     assignment_record,
-    install_replayers,
     lock_timer,
     member_record,
     partition_record,
+    replayers,
     session_timer,
 )
 from groupcoord.coordinator.core.share.partition import AcknowledgeType, SharePartition
@@ -80,14 +82,12 @@ class ShareConfigs(ModernGroupConfigs):
         return str(self.source.group_config(gid, "share.auto.offset.reset"))
 
 
-def install(shard: GroupCoordinatorShard) -> None:
-    """Plug share groups into the shard: their records into replay, their timers into the timer path."""
-    configs = ShareConfigs(shard)
-    shard.share_configs = configs
-    install_replayers(shard, configs)
-    shard.register_timer_handler(SESSION_TIMER, lambda key, now: on_session_timer(shard, key, now))
-    shard.register_timer_handler(LOCK_TIMER, lambda key, now: on_lock_timer(shard, key, now))
-    shard.register_assignment_handler(GROUP_TYPE, lambda done, now: on_assignment_complete(shard, done, now))
+def hooks(shard: GroupCoordinatorShard) -> GroupTypeHooks:
+    """Share groups' records, timers and assignor completions, for the shard's constructor (after it built
+    `shard.share_configs`, which every share group reads)."""
+    return GroupTypeHooks(replayers(shard, shard.share_configs),
+                          {SESSION_TIMER: partial(on_session_timer, shard), LOCK_TIMER: partial(on_lock_timer, shard)},
+                          {GROUP_TYPE: partial(on_assignment_complete, shard)})
 
 
 def _invalid(message: str) -> CoordinatorError:

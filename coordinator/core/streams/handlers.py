@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from groupcoord.coordinator.core import retention
 from groupcoord.coordinator.core.errors import Errors
-from groupcoord.coordinator.core.group import CLASSIC, GroupView, not_this_type
+from groupcoord.coordinator.core.group import CLASSIC, GroupTypeHooks, GroupView, not_this_type
 from groupcoord.coordinator.core.limits import ECHO_MAX_CHARS
 from groupcoord.coordinator.core.records import GroupEmptySinceTombstone
 from groupcoord.coordinator.core.results import Result
@@ -35,27 +35,26 @@ R = TypeVar("R", bound=Result[Any])
 TIMER_KINDS = ("streams-session", "streams-rebalance", "streams-assign")
 
 
-def install(shard: GroupCoordinatorShard, config: StreamsGroupConfig | None = None) -> StreamsGroups:
-    """Give `shard` a `streams` attribute (the streams groups) wired into replay and timers."""
-    if config is None:
-        values = getattr(shard.config, "values", {})
-        config = StreamsGroupConfig.from_broker({k: values[k] for k in StreamsGroupConfig.broker_keys()
-                                                 if k in values})
+def new_groups(shard: GroupCoordinatorShard) -> StreamsGroups:
+    """The shard's streams groups (they keep their own state), reading its image, group configs and replay."""
+    values = getattr(shard.config, "values", {})
+    config = StreamsGroupConfig.from_broker({k: values[k] for k in StreamsGroupConfig.broker_keys() if k in values})
     groups = StreamsGroups(config)
     groups.follow_image(lambda: shard.metadata)
     # The same dict, not a copy: AlterGroupConfigs' records update what the streams groups read.
     groups.follow_group_configs(cast("dict[str, Mapping[str, object]]", shard.group_configs))
-    shard.streams = groups
     groups.apply_through(shard.replay)
-    for t in RECORD_TYPES:
-        shard.register_replayer(t, groups.replay)
+    return groups
+
+
+def hooks(shard: GroupCoordinatorShard) -> GroupTypeHooks:
+    """Streams groups' records and timers, for the shard's constructor (after it built `shard.streams`)."""
+    groups = shard.streams
 
     def on_timer(key: tuple[str, ...], now: int) -> Result[None]:
         return note_empty(shard, key[1], now, groups.fire_timer(key, now))  # the shard notes its timers
 
-    for kind in TIMER_KINDS:
-        shard.register_timer_handler(kind, on_timer)
-    return groups
+    return GroupTypeHooks(dict.fromkeys(RECORD_TYPES, groups.replay), dict.fromkeys(TIMER_KINDS, on_timer))
 
 
 def heartbeat(shard: GroupCoordinatorShard, req: StreamsHeartbeatRequest, now: int) -> Result[StreamsHeartbeatResponse]:
