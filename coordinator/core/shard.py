@@ -81,7 +81,6 @@ class LagProvider(Protocol):
 class GroupCoordinatorShard:
     """All groups of one coordinator shard. Not thread-safe by design: the runtime feeds it one op at a time."""
 
-    last_assignor_error: str = ""  # the last assignor failure, for the runtime's log
 
     def __init__(
         self,

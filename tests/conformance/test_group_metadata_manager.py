@@ -12,8 +12,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from groupcoord.coordinator.core.consumer.group import FIRST_GROUP_EPOCH, MemberState
+from groupcoord.coordinator.core.consumer.group import MemberState
 from groupcoord.coordinator.core.errors import Errors
+from groupcoord.coordinator.core.modern.group import FIRST_GROUP_EPOCH
 from groupcoord.coordinator.core.results import ScheduleTimer
 from groupcoord.coordinator.core.shard import rebalance_timer, session_timer
 from tests.core.context import CoreContext, check_group_invariants, shard_state

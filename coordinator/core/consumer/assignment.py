@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 from groupcoord.assignors.api import AssignorError, LagSnapshot, PartitionOffsets
 from groupcoord.assignors.registry import get_server_assignor
 from groupcoord.coordinator.core.consumer import regex_subscriptions as regex_subscriptions
-from groupcoord.coordinator.core.consumer.group import FIRST_GROUP_EPOCH, ConsumerGroup, InflightAssignment
+from groupcoord.coordinator.core.consumer.group import ConsumerGroup
 from groupcoord.coordinator.core.consumer.spec_members import SpecMembers
 from groupcoord.coordinator.core.consumer.target_assignment import (
     build_spec,
@@ -18,6 +18,7 @@ from groupcoord.coordinator.core.consumer.target_assignment import (
 )
 from groupcoord.coordinator.core.consumer.target_delta import as_delta
 from groupcoord.coordinator.core.modern.assignor_runs import AssignorCompletion, AssignorRun
+from groupcoord.coordinator.core.modern.group import FIRST_GROUP_EPOCH, may_compute_target, offload, take_completion
 from groupcoord.coordinator.core.records import ConsumerGroupMetadata
 from groupcoord.coordinator.core.results import Result
 
@@ -64,14 +65,10 @@ def after_member_update(shard: GroupCoordinatorShard, group: ConsumerGroup, bump
 
 
 def maybe_compute_target(shard: GroupCoordinatorShard, group: ConsumerGroup, now: int, result: Result[Any]) -> None:
-    """KIP-1263: nothing while a run is in flight or within the interval since the last computation finished;
-    else run the assignor, on the executor when offload is enabled."""
-    if group.inflight is not None:
-        shard.stats.assignor_skipped_inflight += 1
-        return
-    interval = shard.assignment_interval_ms(group.group_id)
-    if group.assignment_timestamp_ms and now - group.assignment_timestamp_ms < interval:
-        shard.stats.assignor_skipped_interval += 1
+    """KIP-1263 (`modern/group.py`): run the assignor unless a run is in flight or the interval since the last
+    computation has not passed; on the executor when offload is enabled."""
+    if not may_compute_target(group.inflight, group.assignment_timestamp_ms or None, now,
+                              shard.assignment_interval_ms(group.group_id), shard.stats):
         return
     assignor_name = choose_assignor(group, shard.config["group.consumer.assignors"])
     spec = build_spec(group, shard.metadata, group.resolved_topics)
@@ -79,19 +76,15 @@ def maybe_compute_target(shard: GroupCoordinatorShard, group: ConsumerGroup, now
     lag = _lag_snapshot(shard, group, assignor_name, spec)
     epoch = group.group_epoch
     if shard.offload_enabled(group.group_id):
-        run_id = next(shard._run_ids)
-        group.inflight = InflightAssignment(
-            run_id, epoch, {mid: iid for iid, mid in group.static_members.items()},
-            assignor_name)
-        result.tasks.append(AssignorRun(group.group_id, run_id, assignor_name, epoch, spec, shard.metadata, lag))
-        shard.stats.assignor_runs_offloaded += 1
+        run = group.inflight = offload(shard._run_ids, epoch, shard.stats,
+                                       {mid: iid for iid, mid in group.static_members.items()}, assignor_name)
+        result.tasks.append(AssignorRun(group.group_id, run.run_id, assignor_name, epoch, spec, shard.metadata, lag))
         return
     shard.stats.assignor_runs_sync += 1
     try:
         assignment = get_server_assignor(assignor_name).assign(spec, shard.metadata, lag)
-    except AssignorError as e:
+    except AssignorError:
         shard.stats.assignor_failures += 1
-        shard.last_assignor_error = f"{group.group_id}: {e}"
         return
     group.last_assignor = assignor_name
     for record in target_records(group, as_delta(spec, assignment), epoch, now):  # changed members' records only
@@ -102,16 +95,10 @@ def on_assignment_complete(shard: GroupCoordinatorShard, completion: AssignorCom
     """An offloaded run finished. Apply it unless the group is gone or the run is stale, after
     applying what changed meanwhile (removed members dropped, replaced static members moved)."""
     result: Result[None] = Result(None)
-    group = shard.groups.get(completion.group_id)
-    if not isinstance(group, ConsumerGroup) or group.inflight is None \
-            or group.inflight.run_id != completion.run_id:
-        shard.stats.assignor_results_discarded += 1
-        return result
-    inflight = group.inflight
-    group.inflight = None
-    if completion.assignment is None:
-        shard.stats.assignor_failures += 1
-        shard.last_assignor_error = f"{group.group_id}: {completion.error}"
+    found = shard.groups.get(completion.group_id)
+    group = found if isinstance(found, ConsumerGroup) else None
+    inflight = take_completion(group, completion, shard.stats)
+    if group is None or inflight is None or completion.assignment is None:
         return result
     group.last_assignor = inflight.assignor_name
     new_target = reconcile_result_with_group(group, completion.assignment, inflight.instance_ids)

@@ -28,15 +28,15 @@ The group answers the generic paths (admin, offsets, retention, snapshots, loads
 from __future__ import annotations
 
 import enum
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from groupcoord.coordinator.core.consumer.target_store import TargetAssignment
 from groupcoord.coordinator.core.errors import CoordinatorError, Errors
-from groupcoord.coordinator.core.group import GroupDefaults
 from groupcoord.coordinator.core.messages import DescribedGroup, DescribedMember, ListedGroup
 from groupcoord.coordinator.core.metadata import MetadataImage
+from groupcoord.coordinator.core.modern.group import ModernGroup
 from groupcoord.coordinator.core.records import (
     ConsumerGroupCurrentMemberAssignment,
     ConsumerGroupCurrentMemberAssignmentTombstone,
@@ -54,9 +54,6 @@ from groupcoord.coordinator.core.records import (
 )
 from groupcoord.coordinator.core.results import CancelTimer, Result, TimerKey, TimerOp
 
-EMPTY_ASSIGNMENT_EPOCH = 1  # KIP-1263: epoch 1 is reserved for the empty target assignment
-FIRST_GROUP_EPOCH = 2
-
 
 class MemberState(enum.StrEnum):
     STABLE = "STABLE"
@@ -73,7 +70,6 @@ class ConsumerGroupState(enum.StrEnum):
     DEAD = "DEAD"
 
 
-LEAVE_GROUP_MEMBER_EPOCH = -1
 LEAVE_GROUP_STATIC_MEMBER_EPOCH = -2
 GROUP_TYPE = "consumer"
 JOIN_TIMER = "classic-member-join"  # Kafka's consumer-group join timeout of a classic member (mixed/group.py)
@@ -130,16 +126,6 @@ class ConsumerGroupMember:
 
 
 @dataclass(slots=True)
-class InflightAssignment:
-    """An offloaded assignor run (not persisted: a failover simply runs the assignor again)."""
-
-    run_id: int
-    assignment_epoch: int
-    instance_ids: Mapping[str, str]  # member id -> instance id at the time of the run
-    assignor_name: str = ""
-
-
-@dataclass(slots=True)
 class RegexResolutionInflight:
     """A background resolution of the group's regexes (not persisted: a failover resolves them again)."""
 
@@ -148,20 +134,12 @@ class RegexResolutionInflight:
 
 
 @dataclass(slots=True)
-class ConsumerGroup(GroupDefaults):
-    group_id: str
-    group_epoch: int = 0
-    metadata_hash: int = 0
+class ConsumerGroup(ModernGroup):
     members: dict[str, ConsumerGroupMember] = field(default_factory=dict)
     static_members: dict[str, str] = field(default_factory=dict)  # instance id -> member id
     target_assignment: TargetAssignment = field(default_factory=TargetAssignment)  # arrays, not frozensets
-    target_assignment_epoch: int = 0  # 0: nothing computed yet (the empty assignment at epoch 1 applies)
-    assignment_timestamp_ms: int = 0  # KIP-1263: when the last computation finished; 0 = unknown
     partition_owner: dict[tuple[str, int], str] = field(default_factory=dict)
-    inflight: InflightAssignment | None = None
     last_assignor: str = ""
-    deleted: bool = False
-    metadata_image_seen: object = None  # the metadata image the metadata hash was last checked against
     # The assignor's view of the members, kept up to date as they change so that snapshotting the group for
     # a run costs what changed (`build_spec`): member id -> (subscribed topic ids, rack, instance id) as of
     # `spec_image`; how many rows share each subscription; members changed since, True for those added or
@@ -198,10 +176,6 @@ class ConsumerGroup(GroupDefaults):
     timers: ConsumerTimers | None = field(default=None, repr=False, compare=False)
 
     group_type = GROUP_TYPE
-
-    @property
-    def effective_target_epoch(self) -> int:
-        return max(self.target_assignment_epoch, EMPTY_ASSIGNMENT_EPOCH)
 
     def target_for(self, member_id: str) -> Partitions:
         if self.target_assignment_epoch == 0 or member_id not in self.target_assignment:

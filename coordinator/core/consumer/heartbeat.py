@@ -17,8 +17,6 @@ from groupcoord.coordinator.core import retention
 from groupcoord.coordinator.core.consumer import assignment as consumer_assignment
 from groupcoord.coordinator.core.consumer import regex_subscriptions as regex_subscriptions
 from groupcoord.coordinator.core.consumer.group import (
-    FIRST_GROUP_EPOCH,
-    LEAVE_GROUP_MEMBER_EPOCH,
     LEAVE_GROUP_STATIC_MEMBER_EPOCH,
     ConsumerGroup,
     ConsumerGroupMember,
@@ -36,6 +34,7 @@ from groupcoord.coordinator.core.consumer.topic_regex import compile_topic_regex
 from groupcoord.coordinator.core.errors import CoordinatorError, Errors
 from groupcoord.coordinator.core.group import CLASSIC, CONSUMER, GroupView, not_this_type
 from groupcoord.coordinator.core.messages import ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse
+from groupcoord.coordinator.core.modern.group import FIRST_GROUP_EPOCH, LEAVE_GROUP_MEMBER_EPOCH
 from groupcoord.coordinator.core.principals import check_member_principal
 from groupcoord.coordinator.core.records import (
     ConsumerGroupClassicMemberMetadataTombstone,

@@ -14,8 +14,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from groupcoord.coordinator.core.consumer import assignment as consumer_assignment
-from groupcoord.coordinator.core.consumer.group import FIRST_GROUP_EPOCH, ConsumerGroup, RegexResolutionInflight
+from groupcoord.coordinator.core.consumer.group import ConsumerGroup, RegexResolutionInflight
 from groupcoord.coordinator.core.consumer.topic_regex import RegexResolution, RegexResolutionCompletion
+from groupcoord.coordinator.core.modern.group import FIRST_GROUP_EPOCH
 from groupcoord.coordinator.core.records import (
     ConsumerGroupMetadata,
     ConsumerGroupRegularExpression,

@@ -28,9 +28,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from groupcoord.coordinator.core.errors import CoordinatorError, Errors
-from groupcoord.coordinator.core.group import GroupDefaults
 from groupcoord.coordinator.core.messages import DescribedGroup, DescribedMember, ListedGroup
 from groupcoord.coordinator.core.metadata import MetadataImage
+from groupcoord.coordinator.core.modern.group import ModernGroup
 from groupcoord.coordinator.core.results import CancelTimer, ScheduleTimer, TimerKey, TimerOp
 from groupcoord.coordinator.core.share.partition import Batch, RecordState, SharePartition
 from groupcoord.coordinator.core.share.records import (
@@ -53,9 +53,6 @@ if TYPE_CHECKING:
 
 GROUP_TYPE = "share"
 ASSIGNOR_NAME = "simple"
-EMPTY_ASSIGNMENT_EPOCH = 1
-FIRST_GROUP_EPOCH = 2
-LEAVE_GROUP_MEMBER_EPOCH = -1
 SESSION_TIMER = "share-session"
 LOCK_TIMER = "share-lock"
 
@@ -79,14 +76,6 @@ class ShareGroupMember:
     assigned_partitions: Partitions = field(default_factory=dict)
 
 
-@dataclass(slots=True)
-class ShareInflightRun:
-    """An offloaded assignor run (not persisted: after a failover the next heartbeat runs it again)."""
-
-    run_id: int
-    assignment_epoch: int
-
-
 def session_timer(group_id: str, member_id: str) -> TimerKey:
     return (SESSION_TIMER, group_id, member_id)
 
@@ -96,25 +85,13 @@ def lock_timer(group_id: str, topic_id: str, partition: int) -> TimerKey:
 
 
 @dataclass(slots=True, eq=False)
-class ShareGroup(GroupDefaults):
-    group_id: str
+class ShareGroup(ModernGroup):
     owner: Any = field(default=None, repr=False)  # ShareConfigs: the session timeout for timers after a load
-    group_epoch: int = 0
-    metadata_hash: int = 0
     members: dict[str, ShareGroupMember] = field(default_factory=dict)
     target_assignment: dict[str, Partitions] = field(default_factory=dict)
-    target_assignment_epoch: int = 0
-    assignment_timestamp_ms: int = 0
     partitions: dict[tuple[str, int], SharePartition] = field(default_factory=dict)
-    inflight: ShareInflightRun | None = None
-    deleted: bool = False
-    metadata_image_seen: object = None
 
     group_type = GROUP_TYPE
-
-    @property
-    def effective_target_epoch(self) -> int:
-        return max(self.target_assignment_epoch, EMPTY_ASSIGNMENT_EPOCH)
 
     def target_for(self, member_id: str) -> Partitions:
         return self.target_assignment.get(member_id, {}) if self.target_assignment_epoch else {}

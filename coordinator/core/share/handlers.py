@@ -18,18 +18,22 @@ from groupcoord.coordinator.core.config import ModernGroupConfigs
 from groupcoord.coordinator.core.errors import CoordinatorError, Errors
 from groupcoord.coordinator.core.group import GroupTypeHooks
 from groupcoord.coordinator.core.modern.assignor_runs import AssignorCompletion, AssignorRun
+from groupcoord.coordinator.core.modern.group import (
+    FIRST_GROUP_EPOCH,
+    LEAVE_GROUP_MEMBER_EPOCH,
+    may_compute_target,
+    offload,
+    take_completion,
+)
 from groupcoord.coordinator.core.principals import check_member_principal
 from groupcoord.coordinator.core.results import Result, TimerKey
 from groupcoord.coordinator.core.share.group import (
     ASSIGNOR_NAME,
-    FIRST_GROUP_EPOCH,
     GROUP_TYPE,
-    LEAVE_GROUP_MEMBER_EPOCH,
     LOCK_TIMER,
     SESSION_TIMER,
     ShareGroup,
     ShareGroupMember,
-    ShareInflightRun,
     assignment_record,
     lock_timer,
     member_record,
@@ -264,23 +268,18 @@ def build_spec(shard: GroupCoordinatorShard, group: ShareGroup) -> GroupSpec:
 
 
 def maybe_compute_target(shard: GroupCoordinatorShard, group: ShareGroup, now: int, result: Result[Any]) -> None:
-    """KIP-1263: nothing while a run is in flight or within the interval since the last computation finished;
-    else run the assignor, on the executor when offload is enabled."""
+    """KIP-1263 (`modern/group.py`): run the assignor unless a run is in flight or the interval since the last
+    computation has not passed; on the executor when offload is enabled."""
     configs: ShareConfigs = shard.share_configs
     gid = group.group_id
-    if group.inflight is not None:
-        shard.stats.assignor_skipped_inflight += 1
-        return
-    if group.assignment_timestamp_ms and now - group.assignment_timestamp_ms < configs.assignment_interval_ms(gid):
-        shard.stats.assignor_skipped_interval += 1
+    if not may_compute_target(group.inflight, group.assignment_timestamp_ms or None, now,
+                              configs.assignment_interval_ms(gid), shard.stats):
         return
     spec = build_spec(shard, group)
     epoch = group.group_epoch
     if configs.offload_enabled(gid):
-        run_id = next(shard._run_ids)
-        group.inflight = ShareInflightRun(run_id, epoch)
-        result.tasks.append(AssignorRun(gid, run_id, ASSIGNOR_NAME, epoch, spec, shard.metadata, None))
-        shard.stats.assignor_runs_offloaded += 1
+        run = group.inflight = offload(shard._run_ids, epoch, shard.stats, assignor_name=ASSIGNOR_NAME)
+        result.tasks.append(AssignorRun(gid, run.run_id, ASSIGNOR_NAME, epoch, spec, shard.metadata, None))
         return
     shard.stats.assignor_runs_sync += 1
     try:
@@ -295,13 +294,10 @@ def on_assignment_complete(shard: GroupCoordinatorShard, completion: AssignorCom
     """An offloaded run ended: applied unless stale; members removed meanwhile are dropped from it (the
     changes it missed bumped the group epoch, so the next heartbeat after the interval runs again)."""
     result: Result[None] = Result(None)
-    group = shard.groups.get(completion.group_id)
-    if not isinstance(group, ShareGroup) or group.inflight is None or group.inflight.run_id != completion.run_id:
-        shard.stats.assignor_results_discarded += 1
-        return result
-    inflight, group.inflight = group.inflight, None
-    if completion.assignment is None:
-        shard.stats.assignor_failures += 1
+    found = shard.groups.get(completion.group_id)
+    group = found if isinstance(found, ShareGroup) else None
+    inflight = take_completion(group, completion, shard.stats)
+    if group is None or inflight is None or completion.assignment is None:
         return result
     kept = {m: a for m, a in completion.assignment.items() if m in group.members}
     _write_target(shard, group, kept, inflight.assignment_epoch, now, result)
