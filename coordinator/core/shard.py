@@ -53,6 +53,7 @@ from groupcoord.coordinator.core.mixed import classic_requests
 from groupcoord.coordinator.core.mixed import conversion as group_conversion
 from groupcoord.coordinator.core.mixed import group as mixed_group
 from groupcoord.coordinator.core.modern.assignor_runs import AssignorCompletion
+from groupcoord.coordinator.core.modern.group import discarded
 from groupcoord.coordinator.core.offsets import OffsetStore
 from groupcoord.coordinator.core.records import (
     ConsumerGroupMetadata,
@@ -68,6 +69,7 @@ from groupcoord.coordinator.core.stats import CoreStats
 from groupcoord.coordinator.core.streams import admin as streams_admin
 from groupcoord.coordinator.core.streams import handlers as streams_shard
 from groupcoord.coordinator.core.streams.group import StreamsGroups
+from groupcoord.coordinator.core.streams.messages import StreamsAssignorCompletion
 
 R = TypeVar("R", bound=Result[Any])
 
@@ -120,7 +122,7 @@ class GroupCoordinatorShard:
             GroupEmptySinceTombstone: self._replay_empty_since_tombstone,
         }
         self._timer_handlers: dict[str, Callable[[TimerKey, int], Result[None]]] = {}
-        self._assignment_handlers: dict[str, Callable[[AssignorCompletion, int], Result[None]]] = {}
+        self._assignment_handlers: dict[str, Callable[[Any, int], Result[None]]] = {}
         self.share_configs = share_handlers.ShareConfigs(self)
         self.streams: StreamsGroups = streams_shard.new_groups(self)  # streams groups keep their own state
         for hooks in (consumer_shard.hooks(self), classic_handlers.hooks(self), mixed_group.hooks(self),
@@ -238,14 +240,14 @@ class GroupCoordinatorShard:
     def on_regex_resolution_complete(self, completion: RegexResolutionCompletion, now: int) -> Result[None]:
         return regex_subscriptions.on_resolution_complete(self, completion, now)
 
-    def on_assignment_complete(self, completion: AssignorCompletion, now: int) -> Result[None]:
-        """An offloaded run finished: the group's type applies it (unless stale); a run for a group that is
-        gone or of a type that offloads nothing is discarded."""
-        group = self.groups.get(completion.group_id)
+    def on_assignment_complete(self, completion: AssignorCompletion | StreamsAssignorCompletion,
+                               now: int) -> Result[None]:
+        """An offloaded run finished, of any modern type: the group's type applies it (unless stale); a run for
+        a group that is gone or of a type that offloads nothing is discarded."""
+        group = self.find_group(completion.group_id)
         handler = self._assignment_handlers.get(group.group_type) if group is not None else None
         if handler is None:
-            self.stats.assignor_results_discarded += 1
-            return Result(None)
+            return discarded(self.stats)
         return handler(completion, now)
 
     # --- timers ------------------------------------------------------------------------------------------

@@ -25,7 +25,6 @@ from groupcoord.coordinator.core.modern.assignor_runs import AssignorCompletion,
 from groupcoord.coordinator.core.results import CancelTimer, Result, ScheduleTimer
 from groupcoord.coordinator.core.shard import GroupCoordinatorShard
 from groupcoord.coordinator.core.snapshot import snapshot_records, timers_after_load
-from groupcoord.coordinator.core.streams import handlers as streams_shard
 from groupcoord.coordinator.core.streams.group import StreamsAssignorCompletion, StreamsAssignorRun
 from groupcoord.coordinator.core.streams.messages import CreateInternalTopics
 from groupcoord.coordinator.runtime.committed_image import CommittedImage, record_group_ids
@@ -440,17 +439,13 @@ class CoordinatorRuntime:
             elif isinstance(task, RegexResolution):
                 self.executor.submit_regex(task, self._on_regex_resolved)
             elif isinstance(task, StreamsAssignorRun):
-                self.executor.submit_call(task.run, self._on_streams_assignor_done)
+                self.executor.submit_call(task.run, self._on_assignor_done)
             elif isinstance(task, CreateInternalTopics) and self.topic_creator is not None:
                 self.topic_creator.create(task.topics, task.error_ttl_ms)
 
-    def _on_assignor_done(self, completion: AssignorCompletion) -> None:
+    def _on_assignor_done(self, completion: AssignorCompletion | StreamsAssignorCompletion) -> None:
+        """Every modern type's offloaded run comes back the same way; the shard hands it to the group's type."""
         self.enqueue_threadsafe("assignor-complete", lambda now: self.shard.on_assignment_complete(completion, now),
-                                (completion.group_id,))
-
-    def _on_streams_assignor_done(self, completion: StreamsAssignorCompletion) -> None:
-        self.enqueue_threadsafe("streams-assignor-complete",
-                                lambda now: streams_shard.assignor_done(self.shard, completion, now),
                                 (completion.group_id,))
 
     def _on_regex_resolved(self, completion: RegexResolutionCompletion) -> None:

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from groupcoord.coordinator.core.group import GroupDefaults
+from groupcoord.coordinator.core.results import Result
 from groupcoord.coordinator.core.stats import CoreStats
 
 EMPTY_ASSIGNMENT_EPOCH = 1  # KIP-1263: epoch 1 is reserved for the empty target assignment
@@ -99,3 +100,9 @@ def take_completion(group: RunsAssignor | None, completion: Completion, stats: C
         stats.assignor_failures += 1
         return None
     return run
+
+
+def discarded(stats: CoreStats) -> Result[None]:
+    """The answer to a completion nobody takes (its group is gone, or of a type that offloads nothing)."""
+    stats.assignor_results_discarded += 1
+    return Result(None)

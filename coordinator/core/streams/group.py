@@ -34,15 +34,18 @@ epoch but waits for them (UNRELEASED_TASKS). Standby and warm-up tasks follow th
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable, Mapping
+import itertools
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 
 from groupcoord.assignors.sticky_task import StreamsMemberSpec, TaskId
 from groupcoord.coordinator.core.errors import CoordinatorError, Errors
 from groupcoord.coordinator.core.limits import ECHO_MAX_CHARS
 from groupcoord.coordinator.core.metadata import EMPTY_IMAGE, MetadataImage
+from groupcoord.coordinator.core.modern.group import InflightRun, may_compute_target, offload, take_completion
 from groupcoord.coordinator.core.principals import check_member_principal
 from groupcoord.coordinator.core.results import CancelTimer, Result, ScheduleTimer, TimerOp
+from groupcoord.coordinator.core.stats import CoreStats
 from groupcoord.coordinator.core.streams.config import StreamsGroupConfig
 from groupcoord.coordinator.core.streams.endpoints import partitions_by_endpoint
 from groupcoord.coordinator.core.streams.internal_topics import configure_topology
@@ -115,9 +118,7 @@ class StreamsGroup:
     target_epoch: int = 0
     target_timestamp_ms: int | None = None
     # volatile
-    inflight_run: int | None = None
-    inflight_epoch: int = 0
-    inflight_instances: dict[str, str] = field(default_factory=dict)  # the run's static members' instance ids
+    inflight: InflightRun | None = None  # the offloaded run (modern/group.py), with its static members' ids
     owned_active: dict[str, Tasks] = field(default_factory=dict)
     shutdown_requested: bool = False
     endpoint_epoch: int = 0  # moves whenever a member's tasks or endpoint may have changed
@@ -196,12 +197,14 @@ class _Out:
 class StreamsGroups:
     """All streams groups of one shard: heartbeat, timers, offloaded-run completions, admin views."""
 
-    def __init__(self, config: StreamsGroupConfig | None = None, image: MetadataImage = EMPTY_IMAGE) -> None:
+    def __init__(self, config: StreamsGroupConfig | None = None, image: MetadataImage = EMPTY_IMAGE,
+                 stats: CoreStats | None = None, run_ids: Iterator[int] | None = None) -> None:
         self.config = config or StreamsGroupConfig()
+        self.stats = stats or CoreStats()  # the shard's: KIP-1263's metrics count every modern type alike
+        self.run_ids = run_ids or itertools.count(1)  # the shard's: one run id sequence for every type
         self._image_of: Callable[[], MetadataImage] = lambda: image
         self.groups: dict[str, StreamsGroup] = {}
         self.group_configs: dict[str, Mapping[str, object]] = {}
-        self._next_run = 0
         self._apply: Callable[[object], None] = self.replay  # the shard's replay, once installed in one
 
     # --- plumbing ---------------------------------------------------------------------------------------
@@ -421,16 +424,16 @@ class StreamsGroups:
 
     # --- KIP-1263: when a new target is computed ----------------------------------------------------------
     def _maybe_assign(self, g: StreamsGroup, now: int, out: _Out, cfg: StreamsGroupConfig) -> None:
-        if g.target_epoch >= g.epoch or not g.members or g.inflight_run is not None:
+        if g.target_epoch >= g.epoch or not g.members:
             return
+        if not may_compute_target(g.inflight, g.target_timestamp_ms, now, cfg.assignment_interval_ms, self.stats):
+            return  # a later heartbeat from any member runs it
         conf = self.configured(g)
         if conf is None or not conf.ready:
             return
         if g.target_timestamp_ms is None and now < g.first_assignment_not_before_ms:
             out.timers.append(ScheduleTimer(assign_key(g.group_id), g.first_assignment_not_before_ms))
             return
-        if g.target_timestamp_ms is not None and now < g.target_timestamp_ms + cfg.assignment_interval_ms:
-            return  # a later heartbeat from any member runs it
         members = {
             mid: StreamsMemberSpec(
                 m.process_id,
@@ -438,28 +441,28 @@ class StreamsGroups:
                 task_offsets=m.task_offsets, task_end_offsets=m.task_end_offsets, client_tags=dict(m.client_tags))
             for mid, m in g.members.items()
         }
-        self._next_run += 1
-        run = StreamsAssignorRun(g.group_id, self._next_run, g.epoch, members, conf.subtopologies,
-                                 cfg.assignment_config())
         if cfg.assignor_offload_enable:
-            g.inflight_run, g.inflight_epoch = run.run_id, run.assignment_epoch
-            g.inflight_instances = {mid: m.instance_id for mid, m in g.members.items() if m.instance_id is not None}
-            out.tasks.append(run)
+            g.inflight = offload(self.run_ids, g.epoch, self.stats,
+                                 {mid: m.instance_id for mid, m in g.members.items() if m.instance_id is not None})
+            out.tasks.append(StreamsAssignorRun(g.group_id, g.inflight.run_id, g.epoch, members, conf.subtopologies,
+                                                cfg.assignment_config()))
             return
-        done = run.run()
-        if done.assignment is not None:
-            self._install_target(g, done.assignment, run.assignment_epoch, now, out)
+        self.stats.assignor_runs_sync += 1
+        done = StreamsAssignorRun(g.group_id, next(self.run_ids), g.epoch, members, conf.subtopologies,
+                                  cfg.assignment_config()).run()
+        if done.assignment is None:
+            self.stats.assignor_failures += 1
+        else:
+            self._install_target(g, done.assignment, g.epoch, now, out)
 
     def complete_assignor(self, done: StreamsAssignorCompletion, now: int) -> Result[None]:
         """An offloaded run finished: install its target against the group as it is now."""
         out = _Out()
         g = self.groups.get(done.group_id)
-        if g is None or g.inflight_run != done.run_id:
-            return Result(None)
-        g.inflight_run = None
-        if done.assignment is not None:
-            assignment = remap_replaced(done.assignment, g.inflight_instances, g.static_members)
-            self._install_target(g, assignment, g.inflight_epoch, now, out)
+        run = take_completion(g, done, self.stats)
+        if g is not None and run is not None and done.assignment is not None:
+            assignment = remap_replaced(done.assignment, run.instance_ids, g.static_members)
+            self._install_target(g, assignment, run.assignment_epoch, now, out)
         return Result(None, out.records, out.timers, out.tasks)
 
     def _install_target(

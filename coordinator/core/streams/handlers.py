@@ -4,11 +4,12 @@ the one entry point per operation that keeps group ids unique across group types
 from __future__ import annotations
 
 from collections.abc import Mapping
+from functools import partial
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from groupcoord.coordinator.core import retention
 from groupcoord.coordinator.core.errors import Errors
-from groupcoord.coordinator.core.group import CLASSIC, GroupTypeHooks, GroupView, not_this_type
+from groupcoord.coordinator.core.group import CLASSIC, STREAMS, GroupTypeHooks, GroupView, not_this_type
 from groupcoord.coordinator.core.limits import ECHO_MAX_CHARS
 from groupcoord.coordinator.core.records import GroupEmptySinceTombstone
 from groupcoord.coordinator.core.results import Result
@@ -39,7 +40,7 @@ def new_groups(shard: GroupCoordinatorShard) -> StreamsGroups:
     """The shard's streams groups (they keep their own state), reading its image, group configs and replay."""
     values = getattr(shard.config, "values", {})
     config = StreamsGroupConfig.from_broker({k: values[k] for k in StreamsGroupConfig.broker_keys() if k in values})
-    groups = StreamsGroups(config)
+    groups = StreamsGroups(config, stats=shard.stats, run_ids=shard._run_ids)
     groups.follow_image(lambda: shard.metadata)
     # The same dict, not a copy: AlterGroupConfigs' records update what the streams groups read.
     groups.follow_group_configs(cast("dict[str, Mapping[str, object]]", shard.group_configs))
@@ -54,7 +55,8 @@ def hooks(shard: GroupCoordinatorShard) -> GroupTypeHooks:
     def on_timer(key: tuple[str, ...], now: int) -> Result[None]:
         return note_empty(shard, key[1], now, groups.fire_timer(key, now))  # the shard notes its timers
 
-    return GroupTypeHooks(dict.fromkeys(RECORD_TYPES, groups.replay), dict.fromkeys(TIMER_KINDS, on_timer))
+    return GroupTypeHooks(dict.fromkeys(RECORD_TYPES, groups.replay), dict.fromkeys(TIMER_KINDS, on_timer),
+                          {STREAMS: partial(assignor_done, shard)})
 
 
 def heartbeat(shard: GroupCoordinatorShard, req: StreamsHeartbeatRequest, now: int) -> Result[StreamsHeartbeatResponse]:
