@@ -16,7 +16,7 @@ from groupcoord.coordinator.core.share.handlers import heartbeat as share_heartb
 from groupcoord.coordinator.core.share.records import ShareGroupHeartbeatRequest
 from groupcoord.coordinator.core.streams import handlers as streams_shard
 from groupcoord.coordinator.core.streams.group import StreamsHeartbeatRequest
-from groupcoord.coordinator.core.streams.messages import StreamsAssignorCompletion, StreamsAssignorRun
+from groupcoord.coordinator.core.streams.messages import StreamsAssignorRun
 from groupcoord.coordinator.core.streams.records import NO_TASKS
 from tests.core.context import CoreContext, as_in_a_worker_process
 from tests.core.streams_context import word_count
