@@ -22,7 +22,6 @@ from groupcoord.coordinator.core.messages import (
 )
 from groupcoord.coordinator.core.records import GroupConfig, GroupEmptySinceTombstone, OffsetCommitTombstone
 from groupcoord.coordinator.core.results import Result
-from groupcoord.coordinator.core.streams import admin as streams_admin
 
 if TYPE_CHECKING:
     from groupcoord.coordinator.core.shard import GroupCoordinatorShard
@@ -34,7 +33,7 @@ OFFSET_ONLY_STATE = "Empty"
 def describe_groups(shard: GroupCoordinatorShard, group_ids: Sequence[str]) -> list[DescribedGroup]:
     out: list[DescribedGroup] = []
     for gid in group_ids:
-        group = shard.find_group(gid)
+        group = shard.groups.get(gid)
         if group is not None:
             out.append(group.describe())
         elif shard.offsets.has_offsets(gid):
@@ -49,8 +48,8 @@ def list_groups(shard: GroupCoordinatorShard, states: Sequence[str], types: Sequ
     want_states = {s.upper() for s in states}
     want_types = {t.lower() for t in types}
     out: list[ListedGroup] = []
-    for gid in sorted(set(shard.groups).union(shard.offsets.group_ids(), shard.streams.groups)):
-        group = shard.find_group(gid)
+    for gid in sorted(set(shard.groups).union(shard.offsets.group_ids())):
+        group = shard.groups.get(gid)
         listed = group.listed() if group is not None else ListedGroup(gid, "", OFFSET_ONLY_STATE, OFFSET_ONLY_TYPE)
         if want_states and listed.group_state.upper() not in want_states:
             continue
@@ -65,10 +64,6 @@ def delete_groups(shard: GroupCoordinatorShard, group_ids: Sequence[str]) -> Res
     result: Result[list[GroupResult]] = Result([])
     for gid in group_ids:
         group = shard.groups.get(gid)
-        if group is None and gid in shard.streams.groups:
-            # Streams groups write their own tombstones (StreamsGroups.delete_group) before the offsets'.
-            result.response.append(streams_admin.delete(shard, gid, result))
-            continue
         if group is None and not shard.offsets.has_offsets(gid):
             result.response.append(GroupResult(gid, Errors.GROUP_ID_NOT_FOUND, f"Group {gid} does not exist."))
             continue
@@ -91,7 +86,7 @@ def delete_offsets(shard: GroupCoordinatorShard, group_id: str,
     keep subscriptions opaque, so a classic group with members counts as subscribed to every topic: Kafka's
     answer when it cannot read the subscriptions)."""
     result: Result[tuple[GroupResult, list[PartitionError]]] = Result((GroupResult(group_id), []))
-    group = shard.offset_group(group_id)
+    group = shard.groups.get(group_id)
     if group is None and not shard.offsets.has_offsets(group_id):
         result.response = (GroupResult(group_id, Errors.GROUP_ID_NOT_FOUND, f"Group {group_id} does not exist."),
                            [])

@@ -98,10 +98,16 @@ class OffsetGroup(GroupView, Protocol):
         """Tombstones for everything the group wrote (offsets and GroupEmptySince are the shard's)."""
         ...
 
+    @property
+    def tracks_empty_since(self) -> bool:
+        """Do its offsets expire from when it became empty (GroupEmptySince records), or from their commit
+        only (streams groups, as Kafka's offsetExpirationCondition)?"""
+        ...
+
 
 class Group(OffsetGroup, Protocol):
-    """A group in the shard's `groups` (consumer, classic, share): Kafka's `Group` interface. Streams groups
-    keep their records, timers and snapshots in `StreamsGroups` and show as an `OffsetGroup`."""
+    """A group in the shard's `groups`, of any type (consumer, classic, share, streams): Kafka's `Group`
+    interface."""
 
     def snapshot_records(self) -> Iterator[Any]:
         """Records that rebuild the group when replayed into an empty shard."""
@@ -124,6 +130,7 @@ class GroupDefaults:
 
     __slots__ = ()
     members: Mapping[str, GroupMember]
+    tracks_empty_since = True
 
     def is_empty(self) -> bool:
         return not self.members

@@ -23,7 +23,6 @@ from groupcoord.coordinator.core.records import (
 )
 from groupcoord.coordinator.core.results import CancelTimer, Result, TimerOp
 from groupcoord.coordinator.core.snapshot import timers_after_load
-from groupcoord.coordinator.core.streams.records import StreamsGroupMetadataTombstone
 
 if TYPE_CHECKING:
     from groupcoord.coordinator.core.shard import GroupCoordinatorShard
@@ -32,7 +31,7 @@ if TYPE_CHECKING:
 def known_group_ids(shard: GroupCoordinatorShard) -> set[str]:
     """Every group id the shard holds anything for, of every type: groups, streams groups, committed offsets,
     config overrides, empty-since marks."""
-    return (set(shard.groups) | set(shard.streams.groups) | set(shard.offsets.group_ids())
+    return (set(shard.groups) | set(shard.offsets.group_ids())
             | set(shard.group_configs) | set(shard.empty_since))
 
 
@@ -46,7 +45,6 @@ def group_records(shard: GroupCoordinatorShard, group_id: str) -> list[Any]:
     group = shard.groups.get(group_id)
     if group is not None:
         out.extend(group.snapshot_records())
-    out.extend(shard.streams.group_records(group_id))
     out.extend(shard.offsets.committed(group_id).values())
     since = shard.empty_since.get(group_id)
     if since is not None:
@@ -63,9 +61,6 @@ def forget_groups(shard: GroupCoordinatorShard, group_ids: Iterable[str]) -> lis
         if group is not None:
             cancels.extend(group.forget_timers())
             shard.replay(ConsumerGroupMetadataTombstone(gid))  # drops a group of any type (consumer/replay.py)
-        if gid in shard.streams.groups:
-            cancels.extend(shard.streams.forget_timers(gid))
-            shard.replay(StreamsGroupMetadataTombstone(gid))  # drops the whole streams group
         for topic, partition in list(shard.offsets.committed(gid)):
             shard.replay(OffsetCommitTombstone(gid, topic, partition))
         if gid in shard.empty_since:

@@ -69,7 +69,7 @@ def handle_offset_commit(shard: GroupCoordinatorShard, request: OffsetCommitRequ
 
     if not request.group_id:
         return fail(Errors.INVALID_GROUP_ID, "group_id can't be empty.")
-    group = shard.offset_group(request.group_id)
+    group = shard.groups.get(request.group_id)
     epoch = request.generation_id_or_member_epoch
     try:
         if group is None:
@@ -116,7 +116,7 @@ def handle_offset_fetch(shard: GroupCoordinatorShard, request: OffsetFetchReques
                         now: int) -> Result[OffsetFetchResponse]:
     if not request.group_id:
         return Result(OffsetFetchResponse(Errors.INVALID_GROUP_ID, "group_id can't be empty."))
-    group = shard.offset_group(request.group_id)
+    group = shard.groups.get(request.group_id)
     if request.member_id and group is not None:
         try:
             group.validate_offset_fetch(request.member_id, request.member_epoch)

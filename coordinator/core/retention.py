@@ -33,7 +33,7 @@ def ensure_timer(shard: GroupCoordinatorShard, now: int, result: Result[Any]) ->
 def note_membership(shard: GroupCoordinatorShard, group_id: str, now: int, result: Result[Any]) -> None:
     """After an operation on `group_id`: record when it became empty, or forget it when members came back."""
     group = shard.groups.get(group_id)
-    if group is None:
+    if group is None or not group.tracks_empty_since:
         return
     since = shard.empty_since.get(group_id)
     if group.is_empty():

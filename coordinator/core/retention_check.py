@@ -27,18 +27,17 @@ def on_retention_timer(shard: GroupCoordinatorShard, now: int) -> Result[None]:
         # The groups as of now, visited from the end (a group in both lists is visited twice: harmless).
         pending.extend(shard.offsets.group_ids())
         pending.extend(shard.groups)
-        pending.extend(shard.streams.groups)
     for _ in range(min(BATCH_GROUPS, len(pending))):
         cleanup_group(shard, pending.pop(), now, result)
     if pending:
         shard.arm_timer(result, RETENTION_TIMER, now)  # continue after the operations queued meanwhile
-    elif shard.groups or shard.offsets or shard.streams.groups:
+    elif shard.groups or shard.offsets:
         shard.arm_timer(result, RETENTION_TIMER, now + int(shard.config["offsets.retention.check.interval.ms"]))
     return result
 
 
 def cleanup_group(shard: GroupCoordinatorShard, group_id: str, now: int, result: Result[Any]) -> None:
-    group = shard.offset_group(group_id)
+    group = shard.groups.get(group_id)
     retention_ms = int(shard.config["offsets.retention.minutes"]) * 60_000
     empty = group is None or group.is_empty()
     subscribed: set[str] | None = set()

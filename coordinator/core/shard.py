@@ -18,7 +18,7 @@ and timer registries, timer deadlines, group configs, offsets, and one entry poi
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Protocol, TypeVar
 
 from groupcoord.coordinator.core import admin, offsets, retention, retention_check
@@ -34,7 +34,7 @@ from groupcoord.coordinator.core.consumer.group import ConsumerGroup
 from groupcoord.coordinator.core.consumer.group import rebalance_timer as rebalance_timer
 from groupcoord.coordinator.core.consumer.group import session_timer as session_timer
 from groupcoord.coordinator.core.consumer.topic_regex import RegexResolutionCompletion
-from groupcoord.coordinator.core.group import Group, GroupView, OffsetGroup
+from groupcoord.coordinator.core.group import STREAMS, Group, GroupView
 from groupcoord.coordinator.core.messages import (
     ConsumerGroupHeartbeatRequest,
     ConsumerGroupHeartbeatResponse,
@@ -66,7 +66,6 @@ from groupcoord.coordinator.core.records import (
 from groupcoord.coordinator.core.results import CancelTimer, Result, ScheduleTimer, TimerKey, TimerOp
 from groupcoord.coordinator.core.share import handlers as share_handlers
 from groupcoord.coordinator.core.stats import CoreStats
-from groupcoord.coordinator.core.streams import admin as streams_admin
 from groupcoord.coordinator.core.streams import handlers as streams_shard
 from groupcoord.coordinator.core.streams.group import StreamsGroups
 from groupcoord.coordinator.core.streams.messages import StreamsAssignorCompletion
@@ -124,7 +123,7 @@ class GroupCoordinatorShard:
         self._timer_handlers: dict[str, Callable[[TimerKey, int], Result[None]]] = {}
         self._assignment_handlers: dict[str, Callable[[Any, int], Result[None]]] = {}
         self.share_configs = share_handlers.ShareConfigs(self)
-        self.streams: StreamsGroups = streams_shard.new_groups(self)  # streams groups keep their own state
+        self.streams: StreamsGroups = streams_shard.new_groups(self)  # their operations; the groups are in `groups`
         for hooks in (consumer_shard.hooks(self), classic_handlers.hooks(self), mixed_group.hooks(self),
                       share_handlers.hooks(self), streams_shard.hooks(self)):
             self._replayers.update(hooks.replayers)
@@ -166,7 +165,8 @@ class GroupCoordinatorShard:
 
     def holds_streams_group(self, group_id: str) -> bool:
         """True when a streams group (even an empty one) holds `group_id`: no other group type may take it."""
-        return group_id in self.streams.groups
+        group = self.groups.get(group_id)
+        return group is not None and group.group_type == STREAMS
 
     def upgrade_classic_group(self, classic: GroupView, request: ConsumerGroupHeartbeatRequest, result: Result[Any],
                               now: int) -> ConsumerGroup:
@@ -178,27 +178,6 @@ class GroupCoordinatorShard:
         """Kafka's online downgrade when the last consumer-protocol member leaves a mixed group: True when the group
         became classic without `leaving_member_id` (`mixed/conversion.py`)."""
         return group_conversion.maybe_downgrade(self, group, leaving_member_id, result, now)
-
-    def find_group(self, group_id: str) -> GroupView | None:
-        """The group `group_id` names, of any type (streams groups live apart, in `self.streams`)."""
-        group = self.groups.get(group_id)
-        if group is None and group_id in self.streams.groups:
-            return streams_admin.StreamsGroupView(self.streams, group_id)
-        return group
-
-    def group_views(self) -> Iterator[GroupView]:
-        """Every group the shard holds, of every type (streams groups too), for listing and counting."""
-        yield from self.groups.values()
-        for group_id in list(self.streams.groups):
-            yield streams_admin.StreamsGroupView(self.streams, group_id)
-
-    def offset_group(self, group_id: str) -> OffsetGroup | None:
-        """The group whose offsets `group_id` names, of any type: what commits, fetches, OffsetDelete,
-        retention and DeleteGroups validate against (streams groups by their members' epochs)."""
-        group = self.groups.get(group_id)
-        if group is None and group_id in self.streams.groups:
-            return streams_admin.StreamsGroupView(self.streams, group_id)
-        return group
 
     # =====================================================================================================
     # Configs
@@ -244,7 +223,7 @@ class GroupCoordinatorShard:
                                now: int) -> Result[None]:
         """An offloaded run finished, of any modern type: the group's type applies it (unless stale); a run for
         a group that is gone or of a type that offloads nothing is discarded."""
-        group = self.find_group(completion.group_id)
+        group = self.groups.get(completion.group_id)
         handler = self._assignment_handlers.get(group.group_type) if group is not None else None
         if handler is None:
             return discarded(self.stats)

@@ -28,7 +28,6 @@ def snapshot_records(shard: GroupCoordinatorShard) -> Iterator[Any]:
         yield from shard.offsets.committed(group_id).values()
     for group_id, since in shard.empty_since.items():
         yield GroupEmptySince(group_id, since)
-    yield from shard.streams.snapshot_records()
 
 
 def timers_after_load(shard: GroupCoordinatorShard, now: int, group_ids: frozenset[str] | None = None,
@@ -43,14 +42,11 @@ def timers_after_load(shard: GroupCoordinatorShard, now: int, group_ids: frozens
         def wanted(group_id: str) -> bool:
             return loaded is None or loaded(group_id)
         groups = [g for k, g in shard.groups.items() if wanted(k)]
-        streams = frozenset(k for k in shard.streams.groups if wanted(k))
         if groups or shard.offsets:
             ensure_timer(shard, now, result)
     else:
         groups = [g for k, g in shard.groups.items() if k in group_ids]
-        streams = group_ids
     for group in groups:
         result.timers.extend(group.timers_after_load(now))
-    result.timers.extend(shard.streams.timers_after_load(now, streams))
     shard.note_timers(result.timers)
     return result

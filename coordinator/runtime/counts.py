@@ -28,7 +28,7 @@ def shard_counts(runtime: CoordinatorRuntime) -> dict[str, Any]:
 def _count(runtime: CoordinatorRuntime) -> dict[str, Any]:
     groups: dict[tuple[str, str], int] = {}
     members = 0
-    for group in list(runtime.shard.group_views()):  # every type: streams groups are counted too
+    for group in list(runtime.shard.groups.values()):  # every type, streams groups too
         listed = group.listed()
         key = (listed.group_type, listed.group_state)
         members += group.member_count()

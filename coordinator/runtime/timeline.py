@@ -61,10 +61,10 @@ def summarize(shard: Any, group_id: str, members_from: GroupSummary | None = Non
         members = members_from.members if members_from is not None else frozenset(group.members)
         return GroupSummary("consumer", group.state().value, group.group_epoch, group.target_assignment_epoch,
                             members)
-    if group is None and group_id not in shard.streams.groups:
+    if group is None:
         return None
     member_map = getattr(group, "members", None)
-    if group is not None and isinstance(member_map, dict):
+    if group.group_type in ("classic", "share") and isinstance(member_map, dict):
         # classic and share groups: their listing and member ids, not a describe (which would build every
         # member's metadata on each join of a large classic rebalance)
         listed = group.listed()

@@ -36,7 +36,7 @@ def test_a_streams_group_id_is_not_taken_by_consumer_share_or_classic_requests()
         group_id="app", member_id="", protocol_type="consumer", protocols=(),
         session_timeout_ms=10000, rebalance_timeout_ms=10000), c.now, 1).response
     assert join is not None and join.error_code is Errors.INCONSISTENT_GROUP_PROTOCOL
-    assert "app" not in c.shard.groups
+    assert c.shard.groups["app"].group_type == "streams"  # still the streams group's: nothing else took the id
     described = c.shard.describe_groups(["app"], c.now).response[0]
     assert (described.group_type, [m.member_id for m in described.members]) == ("streams", ["s1"])
 
@@ -63,5 +63,5 @@ def test_every_group_type_is_listed_described_and_sized_through_the_one_protocol
     assert listed == {"cg": "consumer", "sg": "share", "kg": "classic", "app": "streams"}
     described = c.shard.describe_groups(["cg", "sg", "kg", "app"], c.now).response
     assert [d.group_type for d in described] == ["consumer", "share", "classic", "streams"]
-    sizes = {gid: c.shard.find_group(gid).member_count() for gid in listed}  # type: ignore[union-attr]
+    sizes = {gid: c.shard.groups.get(gid).member_count() for gid in listed}  # type: ignore[union-attr]
     assert sizes == {"cg": 1, "sg": 1, "kg": 0, "app": 1}, "kg's first JoinGroup is still answered MEMBER_ID_REQUIRED"

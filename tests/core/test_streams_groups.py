@@ -239,15 +239,17 @@ def test_shutdown_application_reaches_every_member() -> None:
     assert r.status and r.status[-1].code == StreamsStatus.SHUTDOWN_APPLICATION
 
 
-def test_leaving_empty_group_can_be_deleted_and_is_dead() -> None:
+def test_a_group_left_empty_is_deleted_by_its_tombstones_and_is_dead() -> None:
     ctx = Ctx(SYNC)
     ctx.join("a")
-    assert ctx.sg.delete_group(GROUP).response == Errors.NON_EMPTY_GROUP
+    assert not ctx.sg.groups[GROUP].is_empty()  # DeleteGroups refuses it (NON_EMPTY_GROUP: the shard's admin)
     ctx.hb("a", -1)
     assert ctx.state() == "Empty"
-    res = ctx.sg.delete_group(GROUP)
-    ctx.log.extend(res.records)
-    assert res.response == 0 and ctx.state() == "Dead"
+    tombstones = ctx.sg.groups[GROUP].deletion_records()
+    for rec in tombstones:
+        ctx.sg.replay(rec)
+    ctx.log.extend(tombstones)
+    assert ctx.state() == "Dead"
     assert ctx.replayed() == ctx.live() == {}
 
 
@@ -290,10 +292,11 @@ def test_snapshot_records_rebuild_the_same_groups_and_load_rearms_session_timers
     ctx.hb("a", ctx.sg.groups[GROUP].current["a"].member_epoch, task_offsets={("1", 0): 3},
            task_end_offsets={("1", 0): 7})
     fresh = Ctx(SYNC)
-    for rec in ctx.sg.snapshot_records():
-        fresh.sg.replay(rec)
+    for group in ctx.sg.groups.values():
+        for rec in group.snapshot_records():
+            fresh.sg.replay(rec)
     assert {g: v.persisted() for g, v in fresh.sg.groups.items()} == ctx.live()
-    keys = {t.key for t in fresh.sg.timers_after_load(100)}  # type: ignore[union-attr]
+    keys = {t.key for group in fresh.sg.groups.values() for t in group.timers_after_load(100)}
     assert {("streams-session", GROUP, m) for m in "abc"} <= keys
 
 

@@ -120,7 +120,7 @@ def _check_loaded(group: ClassicGroup) -> None:
 
 
 def _group_for_join(shard: GroupCoordinatorShard, r: JoinGroupRequest, result: Result[Any]) -> ClassicGroup:
-    group = shard.find_group(r.group_id)  # any type, streams too: a group id has one type
+    group = shard.groups.get(r.group_id)  # any type: a group id has one type
     if isinstance(group, ClassicGroup):
         _check_loaded(group)
         return group

@@ -129,7 +129,7 @@ def _existing_group(shard: GroupCoordinatorShard, group_id: str) -> ConsumerGrou
 
 def _get_or_create_group(shard: GroupCoordinatorShard, group_id: str, create: bool,
                          request: ConsumerGroupHeartbeatRequest, result: Result[Any], now: int) -> ConsumerGroup:
-    group = shard.find_group(group_id)  # any type, streams too: a group id has one type
+    group = shard.groups.get(group_id)  # any type: a group id has one type
     if group is None or (not isinstance(group, ConsumerGroup) and create and _is_empty_classic(group)):
         if not create:
             raise CoordinatorError(Errors.GROUP_ID_NOT_FOUND, f"Group {group_id} does not exist.")

@@ -99,7 +99,7 @@ def _invalid(message: str) -> CoordinatorError:
 
 
 def _share_group(shard: GroupCoordinatorShard, group_id: str, create: bool) -> ShareGroup:
-    group = shard.find_group(group_id)  # any type, streams too: a group id has one type
+    group = shard.groups.get(group_id)  # any type: a group id has one type
     if isinstance(group, ShareGroup):
         return group
     if group is not None:

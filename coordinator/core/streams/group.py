@@ -33,16 +33,16 @@ epoch but waits for them (UNRELEASED_TASKS). Standby and warm-up tasks follow th
 
 from __future__ import annotations
 
-import enum
 import itertools
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, MutableMapping
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 from groupcoord.assignors.sticky_task import StreamsMemberSpec, TaskId
 from groupcoord.coordinator.core.errors import CoordinatorError, Errors
 from groupcoord.coordinator.core.limits import ECHO_MAX_CHARS
 from groupcoord.coordinator.core.metadata import EMPTY_IMAGE, MetadataImage
-from groupcoord.coordinator.core.modern.group import InflightRun, may_compute_target, offload, take_completion
+from groupcoord.coordinator.core.modern.group import may_compute_target, offload, take_completion
 from groupcoord.coordinator.core.principals import check_member_principal
 from groupcoord.coordinator.core.results import CancelTimer, Result, ScheduleTimer, TimerOp
 from groupcoord.coordinator.core.stats import CoreStats
@@ -65,13 +65,23 @@ from groupcoord.coordinator.core.streams.records import (
     StreamsGroupMemberMetadata,
     StreamsGroupMemberMetadataTombstone,
     StreamsGroupMetadata,
-    StreamsGroupMetadataTombstone,
     StreamsGroupTargetAssignmentMember,
     StreamsGroupTargetAssignmentMemberTombstone,
     StreamsGroupTargetAssignmentMetadata,
     StreamsGroupTopologyRecord,
-    StreamsGroupTopologyTombstone,
     Tasks,
+)
+from groupcoord.coordinator.core.streams.state import (
+    STABLE,
+    UNRELEASED,
+    UNREVOKED,
+    StreamsGroup,
+    StreamsGroupsIn,
+    StreamsGroupState,
+    apply_record,
+    assign_key,
+    rebalance_key,
+    session_key,
 )
 from groupcoord.coordinator.core.streams.static_members import (
     LEAVE_STATIC_EPOCH,
@@ -90,103 +100,6 @@ from groupcoord.coordinator.core.streams.topology import (
 )
 
 LEAVE_EPOCH = -1
-STABLE, UNREVOKED, UNRELEASED = "STABLE", "UNREVOKED_TASKS", "UNRELEASED_TASKS"
-
-
-class StreamsGroupState(enum.Enum):
-    EMPTY = "Empty"
-    NOT_READY = "NotReady"
-    ASSIGNING = "Assigning"
-    RECONCILING = "Reconciling"
-    STABLE = "Stable"
-    DEAD = "Dead"
-
-
-@dataclass(slots=True)
-class StreamsGroup:
-    """State rebuilt from records, plus volatile fields (marked) that a failover may lose harmlessly."""
-
-    group_id: str
-    epoch: int = 0
-    metadata_hash: int = 0
-    first_assignment_not_before_ms: int = 0
-    topology: StreamsTopology | None = None
-    members: dict[str, StreamsGroupMemberMetadata] = field(default_factory=dict)
-    static_members: dict[str, str] = field(default_factory=dict)  # instance id -> member id (from members)
-    current: dict[str, StreamsGroupCurrentMemberAssignment] = field(default_factory=dict)
-    target: dict[str, StreamsGroupTargetAssignmentMember] = field(default_factory=dict)
-    target_epoch: int = 0
-    target_timestamp_ms: int | None = None
-    # volatile
-    inflight: InflightRun | None = None  # the offloaded run (modern/group.py), with its static members' ids
-    owned_active: dict[str, Tasks] = field(default_factory=dict)
-    shutdown_requested: bool = False
-    endpoint_epoch: int = 0  # moves whenever a member's tasks or endpoint may have changed
-    configured: tuple[object, object, ConfiguredTopology] | None = None
-
-    def persisted(self) -> tuple[object, ...]:
-        """The replayed part, for replay-equality checks."""
-        return (self.epoch, self.metadata_hash, self.first_assignment_not_before_ms, self.topology,
-                self.members, self.current, self.target, self.target_epoch, self.target_timestamp_ms)
-
-
-def apply_record(groups: dict[str, StreamsGroup], rec: object) -> None:
-    """Replay one record (the only way streams group state changes)."""
-    gid: str = rec.group_id  # type: ignore[attr-defined]
-    if isinstance(rec, StreamsGroupMetadataTombstone):
-        groups.pop(gid, None)
-        return
-    g = groups.get(gid)
-    if g is None:
-        g = groups[gid] = StreamsGroup(gid)
-    if isinstance(rec, StreamsGroupMetadata):
-        g.epoch, g.metadata_hash = rec.epoch, rec.metadata_hash
-        g.first_assignment_not_before_ms = rec.first_assignment_not_before_ms
-    elif isinstance(rec, StreamsGroupTopologyRecord):
-        g.topology = rec.topology
-    elif isinstance(rec, StreamsGroupTopologyTombstone):
-        g.topology = None
-    elif isinstance(rec, StreamsGroupMemberMetadata):
-        _drop_static(g, rec.member_id)
-        g.members[rec.member_id] = rec
-        if rec.instance_id is not None:
-            g.static_members[rec.instance_id] = rec.member_id
-    elif isinstance(rec, StreamsGroupMemberMetadataTombstone):
-        _drop_static(g, rec.member_id)
-        g.members.pop(rec.member_id, None)
-        g.owned_active.pop(rec.member_id, None)
-    elif isinstance(rec, StreamsGroupTargetAssignmentMember):
-        g.target[rec.member_id] = rec
-    elif isinstance(rec, StreamsGroupTargetAssignmentMemberTombstone):
-        g.target.pop(rec.member_id, None)
-    elif isinstance(rec, StreamsGroupTargetAssignmentMetadata):
-        g.target_epoch, g.target_timestamp_ms = rec.assignment_epoch, rec.timestamp_ms
-    elif isinstance(rec, StreamsGroupCurrentMemberAssignment):
-        g.current[rec.member_id] = rec
-    elif isinstance(rec, StreamsGroupCurrentMemberAssignmentTombstone):
-        g.current.pop(rec.member_id, None)
-    else:
-        raise TypeError(f"not a streams group record: {type(rec).__name__}")
-
-
-def _drop_static(g: StreamsGroup, member_id: str) -> None:
-    old = g.members.get(member_id)
-    if old is not None and old.instance_id is not None and g.static_members.get(old.instance_id) == member_id:
-        del g.static_members[old.instance_id]
-
-
-def session_key(group_id: str, member_id: str) -> tuple[str, ...]:
-    return ("streams-session", group_id, member_id)
-
-
-def rebalance_key(group_id: str, member_id: str) -> tuple[str, ...]:
-    return ("streams-rebalance", group_id, member_id)
-
-
-def assign_key(group_id: str) -> tuple[str, ...]:
-    return ("streams-assign", group_id)
-
-
 @dataclass(slots=True)
 class _Out:
     records: list[object] = field(default_factory=list)
@@ -198,12 +111,13 @@ class StreamsGroups:
     """All streams groups of one shard: heartbeat, timers, offloaded-run completions, admin views."""
 
     def __init__(self, config: StreamsGroupConfig | None = None, image: MetadataImage = EMPTY_IMAGE,
-                 stats: CoreStats | None = None, run_ids: Iterator[int] | None = None) -> None:
+                 stats: CoreStats | None = None, run_ids: Iterator[int] | None = None,
+                 store: MutableMapping[str, Any] | None = None) -> None:
         self.config = config or StreamsGroupConfig()
         self.stats = stats or CoreStats()  # the shard's: KIP-1263's metrics count every modern type alike
         self.run_ids = run_ids or itertools.count(1)  # the shard's: one run id sequence for every type
         self._image_of: Callable[[], MetadataImage] = lambda: image
-        self.groups: dict[str, StreamsGroup] = {}
+        self.groups = StreamsGroupsIn(store if store is not None else {})  # the shard's groups, in a shard
         self.group_configs: dict[str, Mapping[str, object]] = {}
         self._apply: Callable[[object], None] = self.replay  # the shard's replay, once installed in one
 
@@ -233,7 +147,7 @@ class StreamsGroups:
                 g.endpoint_epoch += 1
 
     def replay(self, rec: object) -> None:
-        apply_record(self.groups, rec)
+        apply_record(self.groups, rec, self)
 
     def follow_group_configs(self, configs: dict[str, Mapping[str, object]]) -> None:
         """Read the group-level overrides from the shard's GroupConfig state (AlterGroupConfigs)."""
@@ -246,6 +160,9 @@ class StreamsGroups:
 
     def _cfg(self, group_id: str) -> StreamsGroupConfig:
         return self.config.with_overrides(self.group_configs.get(group_id, {}))
+
+    def session_timeout_ms(self, group_id: str) -> int:
+        return self._cfg(group_id).session_timeout_ms
 
     def configured(self, g: StreamsGroup) -> ConfiguredTopology | None:
         if g.topology is None:
@@ -539,76 +456,6 @@ class StreamsGroups:
         elif kind == "streams-assign":
             self._maybe_assign(g, now, out, self._cfg(gid))
         return Result(None, out.records, out.timers, out.tasks)
-
-    def snapshot_records(self) -> list[object]:
-        """Every group's state as records: replaying them into empty groups rebuilds the same state."""
-        out: list[object] = []
-        for gid in self.groups:
-            out.extend(self.group_records(gid))
-        return out
-
-    def group_records(self, gid: str) -> list[object]:
-        """One group's state as records (none for a group this shard does not hold)."""
-        g = self.groups.get(gid)
-        if g is None:
-            return []
-        out: list[object] = [StreamsGroupMetadata(gid, g.epoch, g.metadata_hash, g.first_assignment_not_before_ms)]
-        if g.topology is not None:
-            out.append(StreamsGroupTopologyRecord(gid, g.topology))
-        out.extend(g.members.values())
-        out.extend(g.current.values())
-        out.extend(g.target.values())
-        if g.target_timestamp_ms is not None:
-            out.append(StreamsGroupTargetAssignmentMetadata(gid, g.target_epoch, g.target_timestamp_ms))
-        return out
-
-    def forget_timers(self, gid: str) -> list[TimerOp]:
-        """Cancellations for every timer the group may have armed: it is being dropped."""
-        g = self.groups.get(gid)
-        if g is None:
-            return []
-        out: list[TimerOp] = [CancelTimer(assign_key(gid))]
-        for mid in g.members:
-            out += [CancelTimer(session_key(gid, mid)), CancelTimer(rebalance_key(gid, mid))]
-        return out
-
-    def timers_after_load(self, now: int, group_ids: frozenset[str] | None = None) -> list[TimerOp]:
-        """Timers are not state: after a load every member's session timer is armed anew, revoking members'
-        rebalance timers too, and a group whose target is behind gets an assignment attempt at once."""
-        timers: list[TimerOp] = []
-        for gid, g in self.groups.items():
-            if group_ids is not None and gid not in group_ids:
-                continue
-            session = self._cfg(gid).session_timeout_ms
-            for mid, m in g.members.items():
-                timers.append(ScheduleTimer(session_key(gid, mid), now + session))
-                cur = g.current.get(mid)
-                if cur is not None and cur.state == UNREVOKED:
-                    timers.append(ScheduleTimer(rebalance_key(gid, mid), now + m.rebalance_timeout_ms))
-            if g.members and g.target_epoch < g.epoch:
-                timers.append(ScheduleTimer(assign_key(gid), now))
-        return timers
-
-    def delete_group(self, group_id: str) -> Result[int]:
-        """DeleteGroups for a streams group: only an empty one (NON_EMPTY_GROUP otherwise); it becomes Dead."""
-        g = self.groups.get(group_id)
-        if g is None:
-            return Result(int(Errors.GROUP_ID_NOT_FOUND))
-        if g.members:
-            return Result(int(Errors.NON_EMPTY_GROUP))
-        out = _Out()
-        for rec in self.deletion_records(group_id):
-            self._emit(out, rec)
-        return Result(0, out.records)
-
-    def deletion_records(self, group_id: str) -> list[object]:
-        """The tombstones that delete an empty group (not yet applied): Kafka's createGroupTombstoneRecords."""
-        g = self.groups[group_id]
-        out: list[object] = [StreamsGroupTargetAssignmentMemberTombstone(group_id, mid) for mid in g.target]
-        if g.topology is not None:
-            out.append(StreamsGroupTopologyTombstone(group_id))
-        out.append(StreamsGroupMetadataTombstone(group_id))
-        return out
 
 
 _ENDPOINT_INPUTS = (StreamsGroupCurrentMemberAssignment, StreamsGroupCurrentMemberAssignmentTombstone,

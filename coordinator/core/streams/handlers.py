@@ -37,10 +37,11 @@ TIMER_KINDS = ("streams-session", "streams-rebalance", "streams-assign")
 
 
 def new_groups(shard: GroupCoordinatorShard) -> StreamsGroups:
-    """The shard's streams groups (they keep their own state), reading its image, group configs and replay."""
+    """The operations on the shard's streams groups, kept in its `groups` beside every other type and reading its
+    image, group configs, replay, metrics and run ids."""
     values = getattr(shard.config, "values", {})
     config = StreamsGroupConfig.from_broker({k: values[k] for k in StreamsGroupConfig.broker_keys() if k in values})
-    groups = StreamsGroups(config, stats=shard.stats, run_ids=shard._run_ids)
+    groups = StreamsGroups(config, stats=shard.stats, run_ids=shard._run_ids, store=shard.groups)
     groups.follow_image(lambda: shard.metadata)
     # The same dict, not a copy: AlterGroupConfigs' records update what the streams groups read.
     groups.follow_group_configs(cast("dict[str, Mapping[str, object]]", shard.group_configs))
@@ -65,7 +66,7 @@ def heartbeat(shard: GroupCoordinatorShard, req: StreamsHeartbeatRequest, now: i
     classic group deletes it first (getOrCreateStreamsGroup -> maybeDeleteEmptyClassicGroup)."""
     groups: StreamsGroups = shard.streams
     other = shard.groups.get(req.group_id)
-    if other is None:
+    if other is None or other.group_type == STREAMS:
         return _noted(shard, note_empty(shard, req.group_id, now, groups.heartbeat(req, now)))
     if req.member_epoch != 0 or not _is_empty_classic(other):
         return Result(StreamsHeartbeatResponse(int(Errors.GROUP_ID_NOT_FOUND), not_this_type(req.group_id, "streams"),
