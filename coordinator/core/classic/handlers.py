@@ -23,17 +23,8 @@ from collections.abc import Callable
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
-from groupcoord.coordinator.core.classic.group import (
-    JOIN_TIMER,
-    SESSION_TIMER,
-    SYNC_TIMER,
-    ClassicGroup,
-    ClassicGroupMember,
-    ClassicGroupMetadata,
-    ClassicGroupMetadataTombstone,
-    ClassicGroupState,
-    Effects,
-)
+from groupcoord.coordinator.core.classic.effects import JOIN_TIMER, SESSION_TIMER, SYNC_TIMER, Effects
+from groupcoord.coordinator.core.classic.group import ClassicGroup
 from groupcoord.coordinator.core.classic.messages import (
     UNKNOWN_MEMBER_ID,
     HeartbeatRequest,
@@ -45,6 +36,12 @@ from groupcoord.coordinator.core.classic.messages import (
     MemberResponse,
     SyncGroupRequest,
     SyncGroupResponse,
+)
+from groupcoord.coordinator.core.classic.records import (
+    ClassicGroupMember,
+    ClassicGroupMetadata,
+    ClassicGroupMetadataTombstone,
+    ClassicGroupState,
 )
 from groupcoord.coordinator.core.errors import CoordinatorError, Errors
 from groupcoord.coordinator.core.group import CONSUMER, GroupTypeHooks
