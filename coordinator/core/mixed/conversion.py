@@ -36,6 +36,7 @@ from groupcoord.assignors.consumer_protocol import (
     decode_version,
 )
 from groupcoord.coordinator.core.classic import effects as classic_effects
+from groupcoord.coordinator.core.classic import handlers as classic_handlers
 from groupcoord.coordinator.core.classic.group import ClassicGroup
 from groupcoord.coordinator.core.classic.messages import JoinGroupResponse, SyncGroupResponse
 from groupcoord.coordinator.core.classic.records import (
@@ -92,7 +93,7 @@ def upgrade(shard: GroupCoordinatorShard, classic: Any, request: ConsumerGroupHe
         raise CoordinatorError(Errors.GROUP_ID_NOT_FOUND, f"Group {request.group_id} is not a consumer group.")
     gid = classic.group_id
     members = _validate_upgrade(shard, classic, request)
-    fx = classic_effects.Effects(now, lambda record: shard._write(result, record), result.timers, result.completions)
+    fx = classic_handlers.effects_for(shard, result, now)
     message = f"Group {gid} was upgraded to a consumer group; rejoin."
     for token in classic.awaiting_join.values():
         fx.answer(token, JoinGroupResponse(Errors.REBALANCE_IN_PROGRESS, message))
@@ -191,8 +192,7 @@ def maybe_downgrade(shard: GroupCoordinatorShard, group: ConsumerGroup, leaving_
     protocol = classic.select_protocol()
     shard.groups[gid] = classic  # created live (not loading), so the record below replays into a Stable group
     classic.leader_id = classic_members[0].member_id
-    fx = classic_effects.Effects(now, lambda record: shard._write(result, record), result.timers, result.completions,
-                    shard.config["group.initial.rebalance.delay.ms"])
+    fx = classic_handlers.effects_for(shard, result, now)
     fx.write(classic._record(ClassicGroupState.STABLE, group.group_epoch, protocol, classic_members))
     for cm in classic_members:
         classic._arm_session(cm.member_id, now + cm.session_timeout_ms, fx)
