@@ -2,7 +2,7 @@
 
 Admin (describe, list, delete), offsets (commit, fetch, OffsetDelete), offset retention, snapshots, loads,
 rollbacks and partition moves treat every group alike through these methods; each group type decides the
-answers: consumer groups with their mixed members (`consumer/group.py`), classic (`classic/group.py`), share
+answers: consumer groups with their mixed members (`consumer/group.py`), classic (`classic/answers.py`), share
 (`share/group.py`), and streams for the admin and offset parts (`streams_admin.StreamsGroupView`, an
 `OffsetGroup`). The shard only routes, so a new group type implements this protocol instead of adding an
 isinstance branch to every generic path.

@@ -62,7 +62,7 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaExcepti
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from groupcoord.coordinator.core import records as r
-from groupcoord.coordinator.core.classic.group import ClassicGroupMetadata, ClassicGroupMetadataTombstone
+from groupcoord.coordinator.core.classic.records import ClassicGroupMetadata, ClassicGroupMetadataTombstone
 from groupcoord.coordinator.core.mixed.group import (
     ConsumerGroupClassicMemberMetadata,
     ConsumerGroupClassicMemberMetadataTombstone,

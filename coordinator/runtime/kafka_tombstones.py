@@ -19,7 +19,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from groupcoord.coordinator.core import records as r
-from groupcoord.coordinator.core.classic.group import ClassicGroupMetadataTombstone
+from groupcoord.coordinator.core.classic.records import ClassicGroupMetadataTombstone
 from groupcoord.coordinator.core.records import ConsumerGroupClassicMemberMetadataTombstone
 from groupcoord.coordinator.core.share import records as sr
 from groupcoord.coordinator.core.streams import records as st

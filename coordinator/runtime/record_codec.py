@@ -24,7 +24,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from groupcoord.coordinator.core import records as r
-from groupcoord.coordinator.core.classic.group import CLASSIC_RECORD_TYPES
+from groupcoord.coordinator.core.classic.records import CLASSIC_RECORD_TYPES
 from groupcoord.coordinator.core.config import GROUP_CONFIG_DEFS, render_value
 from groupcoord.coordinator.core.config import _coerce as coerce_config_value
 from groupcoord.coordinator.core.mixed.group import MIXED_RECORD_TYPES

@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from groupcoord.coordinator.core.classic.group import ClassicGroup, ClassicGroupState
+from groupcoord.coordinator.core.classic.group import ClassicGroup
 from groupcoord.coordinator.core.classic.messages import (
     HeartbeatRequest,
     HeartbeatResponse,
@@ -25,6 +25,7 @@ from groupcoord.coordinator.core.classic.messages import (
     SyncGroupRequest,
     SyncGroupResponse,
 )
+from groupcoord.coordinator.core.classic.records import ClassicGroupState
 from groupcoord.coordinator.core.config import BrokerConfig
 from groupcoord.coordinator.core.errors import Errors
 from groupcoord.coordinator.core.results import Result, TimerKey

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from groupcoord.coordinator.core.classic.group import ClassicGroupState, session_timer
+from groupcoord.coordinator.core.classic.effects import session_timer
+from groupcoord.coordinator.core.classic.records import ClassicGroupState
 from groupcoord.coordinator.core.errors import Errors
 from tests.classic.context import REBALANCE_MS, SESSION_MS, ClassicContext
 

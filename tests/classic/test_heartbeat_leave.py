@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from groupcoord.coordinator.core.classic.group import ClassicGroupState
 from groupcoord.coordinator.core.classic.messages import MemberIdentity
+from groupcoord.coordinator.core.classic.records import ClassicGroupState
 from groupcoord.coordinator.core.errors import Errors
 from tests.classic.context import SESSION_MS, ClassicContext
 

@@ -3,7 +3,8 @@
 
 from __future__ import annotations
 
-from groupcoord.coordinator.core.classic.group import NEW_MEMBER_JOIN_TIMEOUT_MS, ClassicGroupState
+from groupcoord.coordinator.core.classic.group import NEW_MEMBER_JOIN_TIMEOUT_MS
+from groupcoord.coordinator.core.classic.records import ClassicGroupState
 from groupcoord.coordinator.core.errors import Errors
 from tests.classic.context import INITIAL_DELAY_MS, REBALANCE_MS, SESSION_MS, ClassicContext
 

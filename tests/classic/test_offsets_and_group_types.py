@@ -3,7 +3,7 @@ consumer, and what administration shows of a classic group."""
 
 from __future__ import annotations
 
-from groupcoord.coordinator.core.classic.group import KAFKA_STATE_NAMES, ClassicGroupState
+from groupcoord.coordinator.core.classic.records import KAFKA_STATE_NAMES, ClassicGroupState
 from groupcoord.coordinator.core.errors import Errors
 from groupcoord.coordinator.core.messages import CommitPartition, ConsumerGroupHeartbeatRequest, OffsetCommitRequest
 from tests.classic.context import ClassicContext

@@ -3,7 +3,7 @@ group.max.size, malformed requests."""
 
 from __future__ import annotations
 
-from groupcoord.coordinator.core.classic.group import ClassicGroupState
+from groupcoord.coordinator.core.classic.records import ClassicGroupState
 from groupcoord.coordinator.core.errors import Errors
 from tests.classic.context import INITIAL_DELAY_MS, ClassicContext
 

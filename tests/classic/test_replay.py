@@ -6,8 +6,9 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from groupcoord.coordinator.core.classic.group import ClassicGroup, ClassicGroupState
+from groupcoord.coordinator.core.classic.group import ClassicGroup
 from groupcoord.coordinator.core.classic.messages import JoinGroupRequest, SyncGroupRequest
+from groupcoord.coordinator.core.classic.records import ClassicGroupState
 from groupcoord.coordinator.core.errors import Errors
 from groupcoord.coordinator.core.messages import CommitPartition, OffsetCommitRequest
 from groupcoord.coordinator.core.shard import GroupCoordinatorShard

@@ -20,8 +20,9 @@ from groupcoord.assignors.consumer_protocol import (
     encode_subscription,
 )
 from groupcoord.assignors.registry import get_server_assignor
-from groupcoord.coordinator.core.classic.group import ClassicGroup, ClassicGroupState
+from groupcoord.coordinator.core.classic.group import ClassicGroup
 from groupcoord.coordinator.core.classic.messages import JoinGroupResponse, SyncGroupResponse
+from groupcoord.coordinator.core.classic.records import ClassicGroupState
 from groupcoord.coordinator.core.config import BrokerConfig, ConfigError
 from groupcoord.coordinator.core.consumer.group import ConsumerGroup, MemberState
 from groupcoord.coordinator.core.errors import Errors

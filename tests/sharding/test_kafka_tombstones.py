@@ -7,7 +7,7 @@ import asyncio
 import json
 
 from groupcoord.coordinator.core import records as r
-from groupcoord.coordinator.core.classic.group import ClassicGroupMetadataTombstone
+from groupcoord.coordinator.core.classic.records import ClassicGroupMetadataTombstone
 from groupcoord.coordinator.core.partitioning import state_partition
 from groupcoord.coordinator.runtime.kafka_log import KafkaRecordLog, record_key
 from groupcoord.coordinator.runtime.kafka_tombstones import deleted_keys

@@ -11,7 +11,7 @@ import typing
 from typing import Any
 
 from groupcoord.coordinator.core import records as r
-from groupcoord.coordinator.core.classic.group import CLASSIC_RECORD_TYPES
+from groupcoord.coordinator.core.classic.records import CLASSIC_RECORD_TYPES
 from groupcoord.coordinator.core.mixed.group import MIXED_RECORD_TYPES
 from groupcoord.coordinator.runtime import record_codec
 from groupcoord.coordinator.runtime.kafka_log import _KEY_KIND, record_key

@@ -1,4 +1,8 @@
-"""Classic group (JoinGroup/SyncGroup) state, records and state machine: the seed's coordinator, in one file.
+"""The classic group (JoinGroup/SyncGroup) state machine: every transition of the seed's coordinator, in one file.
+
+Around it: the records and states (`records.py`), effects and timer keys (`effects.py`), the fields and
+bookkeeping the transitions use (`membership.py`), the answers to the shard's generic paths (`answers.py`),
+and the request handlers that drive it (`handlers.py`).
 
 Theory of operation
 -------------------
@@ -74,340 +78,31 @@ group. Each carries its deadline in the group too, so a timer that fires after i
 from __future__ import annotations
 
 import dataclasses
-import enum
-from collections import Counter
-from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field
-from typing import Any
+from collections.abc import Iterable
 
+from groupcoord.coordinator.core.classic.answers import ClassicGroupAnswers
+from groupcoord.coordinator.core.classic.effects import Effects, sync_timer
 from groupcoord.coordinator.core.classic.messages import (
     JoinGroupResponse,
-    JoinGroupResponseMember,
     MemberIdentity,
     MemberResponse,
     Protocols,
     SyncGroupRequest,
     SyncGroupResponse,
 )
+from groupcoord.coordinator.core.classic.records import ClassicGroupMember, ClassicGroupState
 from groupcoord.coordinator.core.errors import CoordinatorError, Errors
-from groupcoord.coordinator.core.group import GroupDefaults
-from groupcoord.coordinator.core.messages import DescribedGroup, DescribedMember, ListedGroup
-from groupcoord.coordinator.core.metadata import MetadataImage
-from groupcoord.coordinator.core.principals import check_member_principal
-from groupcoord.coordinator.core.results import CancelTimer, ScheduleTimer, TimerKey, TimerOp
 
-GROUP_TYPE = "classic"
 # Kafka's group.classic.new.member.join.timeout: a new member parked in JoinGroup cannot heartbeat, so a
 # client that gave up is only noticed when this runs out.
 NEW_MEMBER_JOIN_TIMEOUT_MS = 300_000
 
-SESSION_TIMER = "classic-session"
-JOIN_TIMER = "classic-join"
-SYNC_TIMER = "classic-sync"
 
+class ClassicGroup(ClassicGroupAnswers):
+    """A classic group: the transitions of the machine above, over its fields and bookkeeping
+    (`ClassicGroupMembership`) and its answers to the shard's generic paths (`ClassicGroupAnswers`)."""
 
-def session_timer(group_id: str, member_id: str) -> TimerKey:
-    return (SESSION_TIMER, group_id, member_id)
-
-
-def join_timer(group_id: str) -> TimerKey:
-    return (JOIN_TIMER, group_id)
-
-
-def sync_timer(group_id: str) -> TimerKey:
-    return (SYNC_TIMER, group_id)
-
-
-class ClassicGroupState(enum.StrEnum):
-    DOWN = "Down"
-    INITIALIZE = "Initialize"
-    STABLE = "Stable"
-    JOINING = "Joining"
-    AWAITING_SYNC = "AwaitingSync"
-
-
-# Kafka's names (ClassicGroupState) for ours. Initialize has none: Kafka has no group state while a partition
-# loads, it refuses the requests (COORDINATOR_LOAD_IN_PROGRESS), as we do. Kafka's Dead is never visible here.
-KAFKA_STATE_NAMES: dict[ClassicGroupState, str] = {
-    ClassicGroupState.DOWN: "Empty",
-    ClassicGroupState.JOINING: "PreparingRebalance",
-    ClassicGroupState.AWAITING_SYNC: "CompletingRebalance",
-    ClassicGroupState.STABLE: "Stable",
-}
-
-
-# --- state and records ---------------------------------------------------------------------------------------
-@dataclass(frozen=True, slots=True)
-class ClassicGroupMember:
-    """One member, exactly as the group record persists it."""
-
-    member_id: str
-    instance_id: str | None
-    client_id: str
-    client_host: str
-    rebalance_timeout_ms: int
-    session_timeout_ms: int
-    protocols: Protocols
-    assignment: bytes = b""
-    principal: str | None = None  # who joined it (core/principals.py)
-
-    def metadata(self, protocol_name: str | None) -> bytes:
-        for name, metadata in self.protocols:
-            if name == protocol_name:
-                return metadata
-        return b""
-
-    def vote(self, candidates: set[str]) -> str:
-        """The member's most preferred protocol among `candidates` (which it must support)."""
-        return next(name for name, _ in self.protocols if name in candidates)
-
-
-@dataclass(frozen=True, slots=True)
-class ClassicGroupMetadata:
-    """The whole group (Kafka's GroupMetadataValue) as of the end of a phase; `state` is that phase."""
-
-    group_id: str
-    protocol_type: str
-    generation: int
-    protocol_name: str | None
-    leader_id: str | None
-    state: str  # Down, AwaitingSync or Stable
-    members: tuple[ClassicGroupMember, ...]
-
-
-@dataclass(frozen=True, slots=True)
-class ClassicGroupMetadataTombstone:
-    group_id: str
-
-
-CLASSIC_RECORD_TYPES: tuple[type, ...] = (ClassicGroupMetadata, ClassicGroupMetadataTombstone)
-
-
-@dataclass(slots=True)
-class Effects:
-    """What a transition asks of the shard: records (written = replayed at once and appended), timers, and
-    answers to parked requests (`(token, response)`, see `Result.completions`)."""
-
-    now: int
-    write: Callable[[Any], None]
-    timers: list[TimerOp]
-    completions: list[tuple[int, Any]]
-    initial_rebalance_delay_ms: int = 0
-
-    def schedule(self, key: TimerKey, deadline_ms: int) -> None:
-        self.timers.append(ScheduleTimer(key, deadline_ms))
-
-    def cancel(self, key: TimerKey) -> None:
-        self.timers.append(CancelTimer(key))
-
-    def answer(self, token: int, response: Any) -> None:
-        self.completions.append((token, response))
-
-
-def _error(code: Errors, message: str) -> CoordinatorError:
-    return CoordinatorError(code, message)
-
-
-# --- the group -------------------------------------------------------------------------------------------------
-@dataclass(slots=True, eq=False)
-class ClassicGroup(GroupDefaults):
-    group_id: str
-    state: ClassicGroupState = ClassicGroupState.DOWN
-    # Persisted (set by `replay`; changed in memory only while Joining, until the next record).
-    generation: int = 0
-    protocol_type: str | None = None
-    protocol_name: str | None = None
-    leader_id: str | None = None
-    members: dict[str, ClassicGroupMember] = field(default_factory=dict)  # in join order
-    static_members: dict[str, str] = field(default_factory=dict)  # instance id -> member id
-    persisted: ClassicGroupMetadata | None = None  # the last record replayed
-    # Transient (timers and the rebalance in progress; see the module docstring).
-    loaded_state: ClassicGroupState = ClassicGroupState.DOWN  # the state to enter when loading completes
-    pending_members: set[str] = field(default_factory=set)  # got MEMBER_ID_REQUIRED, not yet rejoined
-    awaiting_join: dict[str, int] = field(default_factory=dict)  # member id -> token of its parked JoinGroup
-    awaiting_sync: dict[str, int] = field(default_factory=dict)  # member id -> token of its parked SyncGroup
-    pending_sync: set[str] = field(default_factory=set)  # got this generation's JoinGroup answer, no SyncGroup
-    new_members: set[str] = field(default_factory=set)  # added during the join phase in progress
-    session_deadlines: dict[str, int] = field(default_factory=dict)
-    join_deadline: int | None = None
-    sync_deadline: int | None = None
-    initial_delay: tuple[int, int] | None = None  # (delay, remaining) ms while a new group's delay runs
-    new_member_added: bool = False
-    _protocol_counts: Counter[str] = field(default_factory=Counter)  # protocol name -> members supporting it
-
-    group_type = GROUP_TYPE
-
-    # --- replay: the persisted fields change only here (outside the join phase) -------------------------------
-    def replay(self, r: ClassicGroupMetadata) -> None:
-        self.persisted = r
-        self.generation = r.generation
-        self.protocol_type = r.protocol_type or None
-        self.protocol_name = r.protocol_name
-        self.leader_id = r.leader_id
-        self.members = {}
-        self.static_members = {}
-        self._protocol_counts = Counter()
-        for m in r.members:
-            self._put(m)
-        state = ClassicGroupState(r.state)
-        if self.state is ClassicGroupState.INITIALIZE:
-            self.loaded_state = state
-        else:
-            self.state = state
-
-    def _record(self, state: ClassicGroupState, generation: int, protocol_name: str | None,
-                members: Iterable[ClassicGroupMember]) -> ClassicGroupMetadata:
-        return ClassicGroupMetadata(self.group_id, self.protocol_type or "", generation, protocol_name,
-                                    self.leader_id, state.value, tuple(members))
-
-    def _put(self, member: ClassicGroupMember) -> None:
-        old = self.members.get(member.member_id)
-        if old is not None:
-            self._protocol_counts.subtract(name for name, _ in old.protocols)
-        self.members[member.member_id] = member
-        self._protocol_counts.update(name for name, _ in member.protocols)
-        if member.instance_id is not None:
-            self.static_members[member.instance_id] = member.member_id
-
-    def _pop(self, member_id: str) -> ClassicGroupMember:
-        member = self.members.pop(member_id)
-        self._protocol_counts.subtract(name for name, _ in member.protocols)
-        if member.instance_id is not None and self.static_members.get(member.instance_id) == member_id:
-            del self.static_members[member.instance_id]
-        return member
-
-    # --- queries -------------------------------------------------------------------------------------------------
-    def rebalance_timeout_ms(self) -> int:
-        return max((m.rebalance_timeout_ms for m in self.members.values()), default=0)
-
-    def has_all_members_joined(self) -> bool:
-        return len(self.awaiting_join) == len(self.members) and not self.pending_members
-
-    def _candidates(self, excluding: str | None) -> set[str]:
-        """Protocols every member (but `excluding`) supports."""
-        others = len(self.members)
-        own: set[str] = set()
-        member = self.members.get(excluding) if excluding is not None else None
-        if member is not None:
-            own = {name for name, _ in member.protocols}
-            others -= 1
-        return {name for name, n in self._protocol_counts.items() if n > 0 and n - (name in own) == others}
-
-    def supports_protocols(self, protocol_type: str, protocols: Protocols, member_id: str | None = None) -> bool:
-        """Can a member with these protocols be (or stay) in the group? It must speak the group's protocol type
-        and share a protocol with every other member."""
-        others = len(self.members) - (1 if member_id in self.members else 0)
-        if others == 0:
-            return bool(protocol_type) and bool(protocols)
-        if protocol_type != self.protocol_type:
-            return False
-        candidates = self._candidates(member_id)
-        return any(name in candidates for name, _ in protocols)
-
-    def select_protocol(self) -> str:
-        """The seed's vote: each member votes for its most preferred protocol among those all members support;
-        most votes wins, ties go to the leader's preference (deterministic, where the seed says "randomly")."""
-        candidates = self._candidates(None)
-        votes = Counter(m.vote(candidates) for m in self.members.values())
-        best = max(votes.values())
-        tied = {name for name, n in votes.items() if n == best}
-        leader = self.members.get(self.leader_id or "")
-        for name, _ in leader.protocols if leader is not None else ():
-            if name in tied:
-                return name
-        return min(tied)
-
-    def validate_member(self, member_id: str, instance_id: str | None, principal: str | None = None) -> None:
-        if instance_id is not None:
-            holder = self.static_members.get(instance_id)
-            if holder is None:
-                raise _error(Errors.UNKNOWN_MEMBER_ID,
-                             f"Instance {instance_id} is not a member of group {self.group_id}; rejoin.")
-            if holder != member_id:
-                raise _error(Errors.FENCED_INSTANCE_ID,
-                             f"Instance {instance_id} of group {self.group_id} is now held by member {holder}; "
-                             f"member {member_id} was fenced by a newer instance with the same id.")
-        if member_id not in self.members:
-            raise _error(Errors.UNKNOWN_MEMBER_ID,
-                         f"Member {member_id} is not a member of group {self.group_id}; rejoin without a member id.")
-        check_member_principal(self.members[member_id].principal, principal, member_id, self.group_id)
-
-    def accepts_joining_member(self, member_id: str, max_size: int) -> bool:
-        """group.max.size: existing members are accepted; new ones up to the limit (Kafka's acceptJoiningMember)."""
-        if self.state is ClassicGroupState.DOWN:
-            return True
-        if self.state is ClassicGroupState.JOINING:
-            return member_id in self.awaiting_join or len(self.awaiting_join) < max_size
-        return member_id in self.members or len(self.members) < max_size
-
-    def _join_response(self, member_id: str, skip_assignment: bool = False) -> JoinGroupResponse:
-        members: tuple[JoinGroupResponseMember, ...] = ()
-        if member_id == self.leader_id:
-            name = self.protocol_name
-            members = tuple(JoinGroupResponseMember(m.member_id, m.instance_id, m.metadata(name))
-                            for m in self.members.values())
-        return JoinGroupResponse(generation_id=self.generation, protocol_type=self.protocol_type,
-                                 protocol_name=self.protocol_name, leader=self.leader_id or "",
-                                 member_id=member_id, members=members, skip_assignment=skip_assignment)
-
-    def _sync_response(self, member_id: str) -> SyncGroupResponse:
-        return SyncGroupResponse(protocol_type=self.protocol_type, protocol_name=self.protocol_name,
-                                 assignment=self.members[member_id].assignment)
-
-    # --- timers ------------------------------------------------------------------------------------------------
-    def _arm_session(self, member_id: str, deadline: int, fx: Effects) -> None:
-        self.session_deadlines[member_id] = deadline
-        fx.schedule(session_timer(self.group_id, member_id), deadline)
-
-    def _disarm_session(self, member_id: str, fx: Effects) -> None:
-        if self.session_deadlines.pop(member_id, None) is not None:
-            fx.cancel(session_timer(self.group_id, member_id))
-
-    def _rearm_session(self, member_id: str, fx: Effects) -> None:
-        self._arm_session(member_id, fx.now + self.members[member_id].session_timeout_ms, fx)
-
-    def _arm_join(self, deadline: int, fx: Effects) -> None:
-        self.join_deadline = deadline
-        fx.schedule(join_timer(self.group_id), deadline)
-
-    def _disarm_join(self, fx: Effects) -> None:
-        if self.join_deadline is not None:
-            self.join_deadline = None
-            fx.cancel(join_timer(self.group_id))
-
-    def _disarm_sync(self, fx: Effects) -> None:
-        if self.sync_deadline is not None:
-            self.sync_deadline = None
-            fx.cancel(sync_timer(self.group_id))
-
-    # --- parking -----------------------------------------------------------------------------------------------
-    def _park_join(self, member_id: str, token: int, fx: Effects) -> None:
-        old = self.awaiting_join.get(member_id)
-        if old is not None and old != token:
-            fx.answer(old, JoinGroupResponse(Errors.REBALANCE_IN_PROGRESS,
-                                             "Superseded by a newer JoinGroup of the same member.",
-                                             member_id=member_id))
-        self.awaiting_join[member_id] = token
-
-    def _park_sync(self, member_id: str, token: int, fx: Effects) -> None:
-        old = self.awaiting_sync.get(member_id)
-        if old is not None and old != token:
-            fx.answer(old, SyncGroupResponse(Errors.REBALANCE_IN_PROGRESS,
-                                             "Superseded by a newer SyncGroup of the same member."))
-        self.awaiting_sync[member_id] = token
-
-    def _answer_syncs(self, fx: Effects, response: Callable[[str], SyncGroupResponse]) -> None:
-        """Answer every parked SyncGroup and re-arm those members' sessions: a session that expired while the
-        member was parked was ignored (it counted as alive), so it needs a new deadline now."""
-        for member_id, token in self.awaiting_sync.items():
-            fx.answer(token, response(member_id))
-            self._rearm_session(member_id, fx)
-        self.awaiting_sync.clear()
-
-    def _synced(self, member_id: str, fx: Effects) -> None:
-        self.pending_sync.discard(member_id)
-        if not self.pending_sync:
-            self._disarm_sync(fx)
+    __slots__ = ()
 
     # --- JoinGroup ---------------------------------------------------------------------------------------------
     def require_member_id(self, member_id: str, session_timeout_ms: int, fx: Effects) -> None:
@@ -500,7 +195,7 @@ class ClassicGroup(GroupDefaults):
             self._synced(member_id, fx)
             return self._sync_response(member_id)
         if self.state is not ClassicGroupState.AWAITING_SYNC:
-            raise _error(Errors.UNKNOWN_MEMBER_ID, f"Group {self.group_id} has no members; rejoin.")
+            raise CoordinatorError(Errors.UNKNOWN_MEMBER_ID, f"Group {self.group_id} has no members; rejoin.")
         self._park_sync(member_id, token, fx)
         self._synced(member_id, fx)
         if member_id != self.leader_id:
@@ -696,93 +391,3 @@ class ClassicGroup(GroupDefaults):
         for member_id in [m for m in self.members if m in self.pending_sync]:
             self._remove(member_id, fx, Errors.UNKNOWN_MEMBER_ID, "no SyncGroup within the rebalance timeout")
         self._prepare_rebalance(fx)
-
-    # --- loading -----------------------------------------------------------------------------------------------
-    def timers_after_load(self, now: int) -> list[TimerOp]:
-        """Loading is over: leave Initialize for the persisted phase and arm what the seed arms on entering it
-        (every member's session; in AwaitingSync, every member must sync again within the rebalance timeout).
-        For a group that is not loading, the timers it has armed (nothing changes)."""
-        if self.state is not ClassicGroupState.INITIALIZE:
-            return self._armed_timers()
-        self.state = self.loaded_state
-        fx = Effects(now, _no_writes, [], [])
-        for member_id in self.members:
-            self._rearm_session(member_id, fx)
-        if self.state is ClassicGroupState.AWAITING_SYNC:
-            self.pending_sync = set(self.members)
-            self.sync_deadline = now + self.rebalance_timeout_ms()
-            fx.schedule(sync_timer(self.group_id), self.sync_deadline)
-        return fx.timers
-
-    def _armed_timers(self) -> list[TimerOp]:
-        """The timers a live group has armed, at their deadlines (what `drop_groups` cancels)."""
-        ops: list[TimerOp] = [ScheduleTimer(session_timer(self.group_id, member_id), deadline)
-                              for member_id, deadline in self.session_deadlines.items()]
-        if self.join_deadline is not None:
-            ops.append(ScheduleTimer(join_timer(self.group_id), self.join_deadline))
-        if self.sync_deadline is not None:
-            ops.append(ScheduleTimer(sync_timer(self.group_id), self.sync_deadline))
-        return ops
-
-    # --- what offsets.py, admin.py, snapshot.py and the runtime ask of a group ---------------------------------
-    def validate_offset_commit(self, member_id: str, instance_id: str | None, generation: int,
-                               partitions: list[tuple[str, int]],
-                               image: MetadataImage) -> dict[tuple[str, int], Errors]:
-        """Kafka's ClassicGroup.validateOffsetCommit: the committer must be a member of the current generation;
-        during Joining the old generation may still commit (the seed: its chance to clean up), during
-        AwaitingSync nobody may. Generation -1 without a member id is a commit from outside the group, accepted
-        only while it has no members."""
-        if self.state is ClassicGroupState.INITIALIZE:
-            raise _error(Errors.COORDINATOR_LOAD_IN_PROGRESS, f"Group {self.group_id} is loading; retry.")
-        if generation < 0 and self.state is ClassicGroupState.DOWN:
-            return {}
-        if generation >= 0 or member_id or instance_id is not None:
-            self.validate_member(member_id, instance_id)
-            if generation != self.generation:
-                raise _error(Errors.ILLEGAL_GENERATION,
-                             f"Generation {generation} is not group {self.group_id}'s current generation "
-                             f"{self.generation}; rejoin.")
-        elif self.state is not ClassicGroupState.DOWN:
-            raise _error(Errors.UNKNOWN_MEMBER_ID,
-                         f"Group {self.group_id} has members; commits from outside it are rejected.")
-        if self.state is ClassicGroupState.AWAITING_SYNC:
-            raise _error(Errors.REBALANCE_IN_PROGRESS,
-                         f"Group {self.group_id} is completing a rebalance; commit after SyncGroup.")
-        return {}
-
-    def validate_offset_delete(self) -> None:
-        """Kafka: a classic group with members that does not use the consumer protocol type keeps its offsets."""
-        if self.members and self.protocol_type != "consumer":
-            raise _error(Errors.NON_EMPTY_GROUP, f"Group {self.group_id} has members and does not use the consumer "
-                                                 "protocol type; its offsets cannot be deleted.")
-
-    def describe(self) -> DescribedGroup:
-        name = self.protocol_name
-        members = [
-            DescribedMember(
-                member_id=m.member_id, instance_id=m.instance_id, rack_id=None, member_epoch=self.generation,
-                state="", subscribed_topic_names=(), subscribed_topic_regex=None, assignment={},
-                target_assignment={}, partitions_pending_revocation={}, client_id=m.client_id,
-                client_host=m.client_host, member_metadata=m.metadata(name), member_assignment=m.assignment)
-            for m in sorted(self.members.values(), key=lambda m: m.member_id)
-        ]
-        return DescribedGroup(group_id=self.group_id, group_type=GROUP_TYPE, group_state=self.state.value,
-                              group_epoch=self.generation, assignor_name=name or "",
-                              protocol_type=self.protocol_type or "", members=members)
-
-    def listed(self) -> ListedGroup:
-        return ListedGroup(self.group_id, self.protocol_type or "", self.state.value, GROUP_TYPE)
-
-    def deletion_records(self) -> list[Any]:
-        return [ClassicGroupMetadataTombstone(self.group_id)]
-
-    def forget_timers(self) -> list[TimerOp]:
-        return [CancelTimer(t.key) for t in self.timers_after_load(0)]
-
-    def snapshot_records(self) -> Iterator[Any]:
-        if self.persisted is not None:
-            yield self.persisted
-
-
-def _no_writes(record: Any) -> None:
-    raise AssertionError(f"no record may be written while loading completes: {record!r}")

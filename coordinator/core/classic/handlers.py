@@ -23,17 +23,8 @@ from collections.abc import Callable
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
-from groupcoord.coordinator.core.classic.group import (
-    JOIN_TIMER,
-    SESSION_TIMER,
-    SYNC_TIMER,
-    ClassicGroup,
-    ClassicGroupMember,
-    ClassicGroupMetadata,
-    ClassicGroupMetadataTombstone,
-    ClassicGroupState,
-    Effects,
-)
+from groupcoord.coordinator.core.classic.effects import JOIN_TIMER, SESSION_TIMER, SYNC_TIMER, Effects
+from groupcoord.coordinator.core.classic.group import ClassicGroup
 from groupcoord.coordinator.core.classic.messages import (
     UNKNOWN_MEMBER_ID,
     HeartbeatRequest,
@@ -45,6 +36,12 @@ from groupcoord.coordinator.core.classic.messages import (
     MemberResponse,
     SyncGroupRequest,
     SyncGroupResponse,
+)
+from groupcoord.coordinator.core.classic.records import (
+    ClassicGroupMember,
+    ClassicGroupMetadata,
+    ClassicGroupMetadataTombstone,
+    ClassicGroupState,
 )
 from groupcoord.coordinator.core.errors import CoordinatorError, Errors
 from groupcoord.coordinator.core.group import CONSUMER, GroupTypeHooks
@@ -84,7 +81,8 @@ def _replay_tombstone(shard: GroupCoordinatorShard, r: ClassicGroupMetadataTombs
         del shard.groups[r.group_id]
 
 
-def _effects(shard: GroupCoordinatorShard, result: Result[Any], now: int) -> Effects:
+def effects_for(shard: GroupCoordinatorShard, result: Result[Any], now: int) -> Effects:
+    """What a classic-group transition asks, collected into `result`; records go through `shard._write`."""
     return Effects(now, lambda record: shard._write(result, record), result.timers, result.completions,
                    shard.config["group.initial.rebalance.delay.ms"])
 
@@ -111,6 +109,18 @@ def _refuse_streams(shard: GroupCoordinatorShard, group_id: str) -> None:
     """Kafka's classicGroupSync/Heartbeat/Leave treat a group of another type (streams) as not found."""
     if shard.holds_streams_group(group_id):
         raise CoordinatorError(Errors.UNKNOWN_MEMBER_ID, f"Group {group_id[:ECHO_MAX_CHARS]} not found.")
+
+
+def _member_of_generation(shard: GroupCoordinatorShard, r: SyncGroupRequest | HeartbeatRequest) -> ClassicGroup:
+    """SyncGroup's and Heartbeat's checks: a loaded classic group, the member in it, its current generation."""
+    _refuse_streams(shard, r.group_id)
+    group = _existing_group(shard, r.group_id)
+    group.validate_member(r.member_id, r.instance_id, r.principal)
+    if r.generation_id != group.generation:
+        raise CoordinatorError(Errors.ILLEGAL_GENERATION,
+                               f"Generation {r.generation_id} is not group {group.group_id}'s current "
+                               f"generation {group.generation}; rejoin.")
+    return group
 
 
 def _check_loaded(group: ClassicGroup) -> None:
@@ -158,7 +168,7 @@ def join_group(shard: GroupCoordinatorShard, request: JoinGroupRequest, now: int
         if mixed is not None:
             return mixed
         group = _group_for_join(shard, request, result)
-        response = _join(shard, group, request, token, _effects(shard, result, now))
+        response = _join(shard, group, request, token, effects_for(shard, result, now))
     except CoordinatorError as e:
         result.response = JoinGroupResponse(e.code, e.message, member_id=request.member_id)
         return result
@@ -239,19 +249,13 @@ def sync_group(shard: GroupCoordinatorShard, request: SyncGroupRequest, now: int
                token: int) -> Result[SyncGroupResponse | None]:
     result: Result[SyncGroupResponse | None] = Result(None)
     try:
-        _refuse_streams(shard, request.group_id)
-        group = _existing_group(shard, request.group_id)
-        group.validate_member(request.member_id, request.instance_id, request.principal)
-        if request.generation_id != group.generation:
-            raise CoordinatorError(Errors.ILLEGAL_GENERATION,
-                                   f"Generation {request.generation_id} is not group {group.group_id}'s current "
-                                   f"generation {group.generation}; rejoin.")
+        group = _member_of_generation(shard, request)
         if _inconsistent(request.protocol_type, group.protocol_type) \
                 or _inconsistent(request.protocol_name, group.protocol_name):
             raise CoordinatorError(Errors.INCONSISTENT_GROUP_PROTOCOL,
                                    f"SyncGroup names protocol {request.protocol_type}/{request.protocol_name}; the "
                                    f"group's is {group.protocol_type}/{group.protocol_name}.")
-        response = group.sync(request, token, _effects(shard, result, now))
+        response = group.sync(request, token, effects_for(shard, result, now))
     except CoordinatorError as e:
         result.response = SyncGroupResponse(e.code, e.message)
         return result
@@ -270,14 +274,8 @@ def _inconsistent(sent: str | None, group_value: str | None) -> bool:
 def heartbeat(shard: GroupCoordinatorShard, request: HeartbeatRequest, now: int) -> Result[HeartbeatResponse]:
     result: Result[HeartbeatResponse] = Result(HeartbeatResponse())
     try:
-        _refuse_streams(shard, request.group_id)
-        group = _existing_group(shard, request.group_id)
-        group.validate_member(request.member_id, request.instance_id, request.principal)
-        if request.generation_id != group.generation:
-            raise CoordinatorError(Errors.ILLEGAL_GENERATION,
-                                   f"Generation {request.generation_id} is not group {group.group_id}'s current "
-                                   f"generation {group.generation}; rejoin.")
-        code = group.heartbeat(request.member_id, _effects(shard, result, now))
+        group = _member_of_generation(shard, request)
+        code = group.heartbeat(request.member_id, effects_for(shard, result, now))
     except CoordinatorError as e:
         result.response = HeartbeatResponse(e.code, e.message)
         return result
@@ -300,7 +298,7 @@ def leave_group(shard: GroupCoordinatorShard, request: LeaveGroupRequest, now: i
         result.response = LeaveGroupResponse(top, "" if top is Errors.NONE else e.message, tuple(
             MemberResponse(m.member_id, m.instance_id, e.code, e.message) for m in request.members))
         return result
-    left = group.leave(request.members, _effects(shard, result, now), request.principal)
+    left = group.leave(request.members, effects_for(shard, result, now), request.principal)
     result.response = LeaveGroupResponse(members=left)
     return result
 
@@ -311,7 +309,7 @@ def on_timer(shard: GroupCoordinatorShard, key: TimerKey, now: int) -> Result[No
     group = shard.groups.get(key[1])
     if not isinstance(group, ClassicGroup) or group.state is ClassicGroupState.INITIALIZE:
         return result  # the group is gone, converted, or not yet loaded (its timers are armed after the load)
-    fx = _effects(shard, result, now)
+    fx = effects_for(shard, result, now)
     if key[0] == SESSION_TIMER:
         group.on_session_timeout(key[2], fx)
     elif key[0] == JOIN_TIMER:

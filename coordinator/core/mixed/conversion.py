@@ -35,8 +35,15 @@ from groupcoord.assignors.consumer_protocol import (
     decode_subscription,
     decode_version,
 )
-from groupcoord.coordinator.core.classic import group as cg
+from groupcoord.coordinator.core.classic import effects as classic_effects
+from groupcoord.coordinator.core.classic import handlers as classic_handlers
+from groupcoord.coordinator.core.classic.group import ClassicGroup
 from groupcoord.coordinator.core.classic.messages import JoinGroupResponse, SyncGroupResponse
+from groupcoord.coordinator.core.classic.records import (
+    ClassicGroupMember,
+    ClassicGroupMetadataTombstone,
+    ClassicGroupState,
+)
 from groupcoord.coordinator.core.consumer import assignment as consumer_assignment
 from groupcoord.coordinator.core.consumer.group import (
     ConsumerGroup,
@@ -82,20 +89,20 @@ def _refuse(group_id: str, why: str) -> CoordinatorError:
 def upgrade(shard: GroupCoordinatorShard, classic: Any, request: ConsumerGroupHeartbeatRequest,
             result: Result[Any], now: int) -> ConsumerGroup:
     """Convert a non-empty classic group for a joining consumer-protocol member, or raise (nothing written)."""
-    if not isinstance(classic, cg.ClassicGroup):
+    if not isinstance(classic, ClassicGroup):
         raise CoordinatorError(Errors.GROUP_ID_NOT_FOUND, f"Group {request.group_id} is not a consumer group.")
     gid = classic.group_id
     members = _validate_upgrade(shard, classic, request)
-    fx = cg.Effects(now, lambda record: shard._write(result, record), result.timers, result.completions)
+    fx = classic_handlers.effects_for(shard, result, now)
     message = f"Group {gid} was upgraded to a consumer group; rejoin."
     for token in classic.awaiting_join.values():
         fx.answer(token, JoinGroupResponse(Errors.REBALANCE_IN_PROGRESS, message))
     for token in classic.awaiting_sync.values():
         fx.answer(token, SyncGroupResponse(Errors.REBALANCE_IN_PROGRESS, message))
-    for key in [*(cg.session_timer(gid, m) for m in classic.session_deadlines), cg.join_timer(gid),
-                cg.sync_timer(gid)]:
+    for key in [*(classic_effects.session_timer(gid, m) for m in classic.session_deadlines),
+                classic_effects.join_timer(gid), classic_effects.sync_timer(gid)]:
         fx.cancel(key)
-    shard._write(result, cg.ClassicGroupMetadataTombstone(gid))
+    shard._write(result, ClassicGroupMetadataTombstone(gid))
     epoch = classic.generation
     for m, subscription, owned in members:
         shard._write(result, ConsumerGroupMemberMetadata(
@@ -120,11 +127,11 @@ def upgrade(shard: GroupCoordinatorShard, classic: Any, request: ConsumerGroupHe
     return group
 
 
-def _validate_upgrade(shard: GroupCoordinatorShard, classic: cg.ClassicGroup,
-                      request: ConsumerGroupHeartbeatRequest) -> list[tuple[cg.ClassicGroupMember, Any, Any]]:
+def _validate_upgrade(shard: GroupCoordinatorShard, classic: ClassicGroup,
+                      request: ConsumerGroupHeartbeatRequest) -> list[tuple[ClassicGroupMember, Any, Any]]:
     """Kafka's validateOnlineUpgrade and fromClassicGroup's checks, before anything is written."""
     gid = classic.group_id
-    if classic.state is cg.ClassicGroupState.INITIALIZE:
+    if classic.state is ClassicGroupState.INITIALIZE:
         raise CoordinatorError(Errors.COORDINATOR_LOAD_IN_PROGRESS, f"Group {gid} is still loading; retry.")
     if migration_policy(shard) not in ("bidirectional", "upgrade"):
         raise _refuse(gid, "group.consumer.migration.policy does not allow upgrades")
@@ -132,7 +139,7 @@ def _validate_upgrade(shard: GroupCoordinatorShard, classic: cg.ClassicGroup,
         raise _refuse(gid, f"its protocol type is not {PROTOCOL_TYPE!r}")
     if len(classic.members) >= shard.config["group.consumer.max.size"]:
         raise _refuse(gid, "it would exceed group.consumer.max.size")
-    if classic.state is not cg.ClassicGroupState.STABLE or classic.pending_sync or classic.awaiting_sync:
+    if classic.state is not ClassicGroupState.STABLE or classic.pending_sync or classic.awaiting_sync:
         raise _refuse(gid, "it is rebalancing; retry once its members have synced")
     if request.instance_id is not None and request.instance_id in classic.static_members:
         raise CoordinatorError(Errors.UNRELEASED_INSTANCE_ID,
@@ -175,19 +182,18 @@ def maybe_downgrade(shard: GroupCoordinatorShard, group: ConsumerGroup, leaving_
             version = 0
         # groupcoord keeps the *current* assignment (what each member owns; Kafka writes the target): a
         # rebalance follows at once, so the bytes only matter if the group is read before it completes.
-        classic_members.append(cg.ClassicGroupMember(
+        classic_members.append(ClassicGroupMember(
             m.member_id, m.instance_id, m.client_id, m.client_host, m.rebalance_timeout_ms, meta.session_timeout_ms,
             meta.protocols, mixed_group.assignment_bytes(m.assigned_sets(), shard.metadata, version)))
     _write_consumer_group_tombstones(shard, group, result)
-    classic = cg.ClassicGroup(gid, protocol_type=PROTOCOL_TYPE)
+    classic = ClassicGroup(gid, protocol_type=PROTOCOL_TYPE)
     for cm in classic_members:
         classic._put(cm)
     protocol = classic.select_protocol()
     shard.groups[gid] = classic  # created live (not loading), so the record below replays into a Stable group
     classic.leader_id = classic_members[0].member_id
-    fx = cg.Effects(now, lambda record: shard._write(result, record), result.timers, result.completions,
-                    shard.config["group.initial.rebalance.delay.ms"])
-    fx.write(classic._record(cg.ClassicGroupState.STABLE, group.group_epoch, protocol, classic_members))
+    fx = classic_handlers.effects_for(shard, result, now)
+    fx.write(classic._record(ClassicGroupState.STABLE, group.group_epoch, protocol, classic_members))
     for cm in classic_members:
         classic._arm_session(cm.member_id, now + cm.session_timeout_ms, fx)
     classic._prepare_rebalance(fx)  # Kafka: a downgrade triggered by a leaving member rebalances the group
