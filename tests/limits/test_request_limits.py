@@ -237,7 +237,9 @@ def test_find_coordinator_refuses_oversized_keys_and_too_many_keys(stub: pb_grpc
 def test_a_member_assigned_more_than_the_owned_limit_can_acknowledge_its_assignment() -> None:
     """The owned-list cap is at least every partition the metadata knows: a member the coordinator assigned
     60,000 partitions reports them all (it was refused with 42 when the cap was a fixed 50,000)."""
-    srv = start_server({"huge": 60_000}, **{"group.initial.rebalance.delay.ms": 0})
+    # A session long enough for 60,000-partition heartbeats on a loaded machine: the test is about the owned cap.
+    srv = start_server({"huge": 60_000}, **{"group.initial.rebalance.delay.ms": 0,
+                                           "group.consumer.session.timeout.ms": 30_000})
     try:
         with grpc.insecure_channel(srv.address, options=[("grpc.max_receive_message_length", 64 << 20)]) as ch:
             stub = pb_grpc.GroupCoordinatorStub(ch)
