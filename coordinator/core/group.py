@@ -3,8 +3,8 @@
 Admin (describe, list, delete), offsets (commit, fetch, OffsetDelete), offset retention, snapshots, loads,
 rollbacks and partition moves treat every group alike through these methods; each group type decides the
 answers: consumer groups with their mixed members (`consumer/group.py`), classic (`classic/answers.py`), share
-(`share/group.py`), and streams for the admin and offset parts (`streams_admin.StreamsGroupView`, an
-`OffsetGroup`). The shard only routes, so a new group type implements this protocol instead of adding an
+(`share/group.py`) and streams (`streams/state.py`). Every group lives in the shard's `groups`. The shard only
+routes, so a new group type implements this protocol instead of adding an
 isinstance branch to every generic path.
 
 Records, timers and offloaded runs' completions are plugged in per type (`GroupTypeHooks`, built once by the
@@ -64,8 +64,8 @@ class GroupMember(Protocol):
 
 
 class OffsetGroup(GroupView, Protocol):
-    """What the offset paths (commit, fetch, OffsetDelete, retention, DeleteGroups) ask of a group: every
-    group type, streams groups included (`streams_admin.StreamsGroupView`)."""
+    """What the offset paths (commit, fetch, OffsetDelete, retention, DeleteGroups) ask of a group, of every
+    type."""
 
     @property
     def members(self) -> Mapping[str, GroupMember]: ...

@@ -1,6 +1,5 @@
-"""Plugs consumer groups into the shard: their records into replay, their member timers (session, rebalance)
-into the timer path, and their offloaded assignor runs' completions; as `streams/handlers.py` does for streams
-groups and `share_handlers.install` for share groups."""
+"""Consumer groups' hooks into the shard (`hooks`): their records' replayers, their member timers (session,
+rebalance) and their offloaded assignor runs' completions; each group type's package has its own `hooks`."""
 
 from __future__ import annotations
 
