@@ -31,7 +31,7 @@ from groupcoord.coordinator.core.messages import (
     OffsetFetchRequest,
 )
 from groupcoord.coordinator.runtime.admin_service import AdminService
-from groupcoord.coordinator.runtime.pipeline import DESCRIBE, READ, Caller, rpc, stream
+from groupcoord.coordinator.runtime.pipeline import DESCRIBE, READ, Caller, rpc, stream, stream_of
 from groupcoord.coordinator.runtime.pipeline import echo as _echo
 from groupcoord.coordinator.runtime.runtime import CoordinatorRuntime
 from groupcoord.coordinator.runtime.service_base import (
@@ -94,7 +94,7 @@ class GroupCoordinatorService(AdminService):
         self._max_bytes: int = runtime.shard.config["message.max.bytes"]
 
     # --- ConsumerGroupHeartbeat -----------------------------------------------------------------------------
-    @stream
+    @stream_of("ConsumerGroupHeartbeat")
     async def ConsumerGroupHeartbeatStream(
         self, requests: AsyncIterator[pb.ConsumerGroupHeartbeatRequest], caller: Caller
     ) -> AsyncIterator[pb.ConsumerGroupHeartbeatResponse]:
