@@ -139,7 +139,7 @@ def rpc(operation: str | None, response: Any, *, per_group: bool = False,
 
         @functools.wraps(handler)
         async def run(self: Any, request: Any, caller: Caller) -> Any:
-            if checked is not None and not caller.may(checked, request.group_id):
+            if checked is not None and caller.authorizer is not None and not caller.may(checked, request.group_id):
                 return build(request, Errors.GROUP_AUTHORIZATION_FAILED, denied(checked, request.group_id))
             try:
                 return await handler(self, request, caller)
@@ -194,8 +194,10 @@ class Service:
     async def submit(self, name: str, fn: Callable[[int], Any], *group_ids: str) -> Any:
         """Queue `fn` on the runtime for the groups `group_ids` and return its response; raises CoordinatorError
         when it cannot run here (loading, a failed log, another instance's group) or was refused."""
-        self._admit(group_ids)
-        return await self.runtime.submit(name, fn, group_ids)
+        runtime = self.runtime
+        if not runtime.loaded or runtime.failed is not None or runtime.router is not None:
+            self._admit(group_ids)  # refuses, or asks the router; a loaded, healthy, sole instance takes it
+        return await runtime.submit(name, fn, group_ids)
 
     async def submit_parkable(self, name: str, fn: Callable[[int, int], Any], group_id: str) -> Any:
         """`submit` for JoinGroup/SyncGroup, which may park at the coordinator until other members arrive."""

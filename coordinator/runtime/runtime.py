@@ -245,7 +245,8 @@ class CoordinatorRuntime:
         now = self.clock()
         shard = self.shard
         applied: list[Any] = []
-        shard.applied, shard.touched = applied, set()
+        shard.applied = applied
+        shard.touched.clear()  # the groups this operation changes without a record (read only by `_put_back`)
         try:
             result = op.fn(now)
         except BaseException:
@@ -257,7 +258,7 @@ class CoordinatorRuntime:
             self.image.discard(record_group_ids(applied))
             for record in applied:
                 self.image.replay(record)
-        elif not _same_records(applied, result.records):
+        elif (applied or result.records) and not _same_records(applied, result.records):
             # It replayed records it does not return (a refusal after a partial change): put its groups back and
             # apply what it returns, as Kafka's runtime replays the records a handler returns.
             self._put_back(op, applied, now)
@@ -452,13 +453,16 @@ class CoordinatorRuntime:
 
     def _apply(self, result: Result[Any]) -> None:
         moved_earlier = False
+        timers = self.timers
         for t in result.timers:
             if isinstance(t, ScheduleTimer):
-                moved_earlier |= self.timers.schedule(t.key, t.deadline_ms)
+                moved_earlier |= timers.schedule(t.key, t.deadline_ms)
             elif isinstance(t, CancelTimer):
-                self.timers.cancel(t.key)
-        if moved_earlier or (self._timer_handle is None and self.timers.next_deadline() is not None):
+                timers.cancel(t.key)
+        if moved_earlier or (self._timer_handle is None and timers.next_deadline() is not None):
             self._arm_wakeup()
+        if not result.tasks:
+            return
         for task in result.tasks:
             if isinstance(task, AssignorRun):
                 self.executor.submit(task, self._on_assignor_done)
