@@ -3,7 +3,8 @@
     python -m bench.heartbeat_profile                        # 2,000 members, unary at 1,000/s, 30 s sampled
     python -m bench.heartbeat_profile --rpc stream --rate 3000 --raw /tmp/profile.txt
 
-Starts `groupcoord serve` (embedded defaults, one topic of --partitions partitions), brings the Go load
+Starts `groupcoord serve` (embedded defaults, one topic of --partitions partitions; `--server echo`: the echo
+control of bench.heartbeat_cost instead, to compare), brings the Go load
 generator's members to a stable assignment, and while they heartbeat open loop records the server with
 `py-spy record --native` (every thread, CPU samples only). Then it prints: the share of samples per part of
 the path, each sample counted once, to the innermost frame that names a part (so "protobuf" is the time inside
@@ -117,6 +118,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--members", type=int, default=2000)
     p.add_argument("--groups", type=int, default=20)
     p.add_argument("--partitions", type=int, default=1000)
+    p.add_argument("--server", default="groupcoord", choices=["groupcoord", "echo"],
+                   help="echo: profile the control of bench.heartbeat_cost (bench/echo_server.py) instead")
     p.add_argument("--rpc", default="unary", choices=["unary", "stream", "batch"])
     p.add_argument("--rate", type=int, default=1000)
     p.add_argument("--conns", type=int, default=20)
@@ -138,6 +141,12 @@ def main(argv: list[str] | None = None) -> int:
     port = free_port()
     cmd = [sys.executable, "-m", "groupcoord", "serve", "--listen", f"127.0.0.1:{port}",
            "--topic", f"{TOPIC}:{args.partitions}", *(a for kv in args.set for a in ("--set", kv))]
+    if args.server == "echo":
+        from groupcoord.coordinator.core.config import BrokerConfig
+        from groupcoord.coordinator.runtime.server import transport_queue_options
+        options = transport_queue_options(BrokerConfig.from_mapping(dict(kv.split("=", 1) for kv in args.set)))
+        cmd = [sys.executable, "-m", "bench.echo_server", "--port", str(port),
+               *(a for key, value in options for a in ("--option", f"{key}={value}"))]
     server = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     raw = args.raw or Path(tempfile.mkstemp(prefix="heartbeat-profile-", suffix=".txt")[1])
     try:
@@ -167,7 +176,8 @@ def main(argv: list[str] | None = None) -> int:
         server.terminate()
         server.wait()
     progress(f"load: {result.strip()[:400]}")
-    print(f"\ngroupcoord serve, {args.rpc} heartbeats at {args.rate:,}/s from the Go load generator "
+    server_name = "groupcoord serve" if args.server == "groupcoord" else "the echo control (bench/echo_server.py)"
+    print(f"\n{server_name}, {args.rpc} heartbeats at {args.rate:,}/s from the Go load generator "
           f"({args.members:,} members, {args.groups} groups, {args.partitions:,} partitions), py-spy --native:\n")
     print(report(parse_raw(raw), args.top))
     print(f"\nraw stacks: {raw}")

@@ -410,10 +410,14 @@ class ModernGroupConfigs:
     def __init__(self, source: GroupConfigSource, group_type: str) -> None:
         self.source = source
         self.group_type = group_type
+        self._names: dict[str, tuple[str, str]] = {}  # name -> (the group's config, the broker's): built once
 
     def value(self, group_id: str, name: str) -> Any:
-        v = self.source.group_config(group_id, f"{self.group_type}.{name}")
-        return self.source.config[f"group.{self.group_type}.{name}"] if v is None or v == -1 else v
+        names = self._names.get(name)
+        if names is None:
+            names = self._names[name] = (f"{self.group_type}.{name}", f"group.{self.group_type}.{name}")
+        v = self.source.group_config(group_id, names[0])
+        return self.source.config[names[1]] if v is None or v == -1 else v
 
     def session_timeout_ms(self, group_id: str) -> int:
         return int(self.value(group_id, "session.timeout.ms"))

@@ -13,12 +13,13 @@ operation), assignor run time and log flush time are histograms only.
 
 from __future__ import annotations
 
-import bisect
+import collections
 import threading
 import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
+import numpy as np
 from hdrh.histogram import HdrHistogram
 from prometheus_client import CollectorRegistry
 from prometheus_client.core import (
@@ -39,7 +40,13 @@ LATENCY_BUCKETS_S = (0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025,
 
 class Histogram:
     """Cumulative Prometheus buckets in seconds, per label values (a bounded set: operation or assignor names,
-    never a group or member id). Thread-safe."""
+    never a group or member id). Thread-safe.
+
+    `observe` runs for every request on the event loop: it only appends the value to a queue (a deque's append
+    is atomic, so it needs no lock); the values are counted into their buckets in bulk, with numpy, when
+    `_FOLD_AT` of them are queued and whenever the buckets are read (`family`), so what is served is the same."""
+
+    _FOLD_AT = 2048
 
     def __init__(self, name: str, doc: str, labels: tuple[str, ...] = (),
                  buckets: tuple[float, ...] = LATENCY_BUCKETS_S) -> None:
@@ -47,8 +54,10 @@ class Histogram:
         self.doc = doc
         self.labels = labels
         self.buckets = buckets
+        self._bounds = np.asarray(buckets, dtype=np.float64)
         self._lock = threading.Lock()
         self._series: dict[tuple[str, ...], tuple[list[int], list[float]]] = {}  # values -> (counts, [sum])
+        self._pending: collections.deque[tuple[float, tuple[str, ...]]] = collections.deque()
 
     def touch(self, *label_values: str) -> None:
         """Serve a label set's buckets at zero before its first observation (Prometheus' advice for known
@@ -57,17 +66,52 @@ class Histogram:
             self._series.setdefault(label_values, ([0] * (len(self.buckets) + 1), [0.0]))
 
     def observe(self, seconds: float, *label_values: str) -> None:
-        i = bisect.bisect_left(self.buckets, seconds)
+        pending = self._pending
+        pending.append((seconds, label_values))
+        if len(pending) >= self._FOLD_AT:
+            with self._lock:
+                self._fold()
+
+    def observe_many(self, seconds: np.ndarray[Any, Any], *label_values: str) -> None:
+        """Count many values of one label set at once (a `WindowedPercentiles` folding its queue)."""
         with self._lock:
-            series = self._series.get(label_values)
-            if series is None:
-                series = self._series[label_values] = ([0] * (len(self.buckets) + 1), [0.0])
-            series[0][i] += 1
-            series[1][0] += seconds
+            self._fold()
+            self._add(seconds, label_values)
+
+    def _fold(self) -> None:
+        """Count the queued values (the lock held). Only what was queued when it started: observers may append
+        meanwhile, and their values wait for the next fold."""
+        pending = self._pending
+        n = len(pending)
+        if not n:
+            return
+        pop = pending.popleft
+        by_labels: dict[tuple[str, ...], list[float]] = {}
+        for _ in range(n):
+            seconds, labels = pop()
+            values = by_labels.get(labels)
+            if values is None:
+                by_labels[labels] = [seconds]
+            else:
+                values.append(seconds)
+        for labels, values in by_labels.items():
+            self._add(np.asarray(values, dtype=np.float64), labels)
+
+    def _add(self, seconds: np.ndarray[Any, Any], label_values: tuple[str, ...]) -> None:
+        series = self._series.get(label_values)
+        if series is None:
+            series = self._series[label_values] = ([0] * (len(self.buckets) + 1), [0.0])
+        # searchsorted(side="left") is bisect_left: a value equal to a bound counts in that bound's bucket
+        counts = np.bincount(np.searchsorted(self._bounds, seconds, side="left"), minlength=len(self.buckets) + 1)
+        bucket_counts = series[0]
+        for i, n in enumerate(counts.tolist()):
+            bucket_counts[i] += n
+        series[1][0] += float(seconds.sum())
 
     def family(self) -> HistogramMetricFamily:
         h = HistogramMetricFamily(self.name, self.doc, labels=list(self.labels))
         with self._lock:
+            self._fold()
             series = sorted((k, (list(c), s[0])) for k, (c, s) in self._series.items())
         if not series and not self.labels:
             series = [((), ([0] * (len(self.buckets) + 1), 0.0))]
@@ -84,10 +128,12 @@ class WindowedPercentiles:
     """Latencies in ms, recorded at microsecond resolution into two rotating HdrHistograms. Thread-safe.
 
     `record` runs twice per operation on the event loop, and HdrHistogram's `record_value` is pure Python
-    (microseconds): values are counted in a dict first and folded into the current histogram in bulk (at
-    `_FOLD_AT` distinct values, before a rotation, and on `snapshot`), so the histograms hold the same counts."""
+    (microseconds): `record` only checks whether the window has ended and appends the value to a queue (a
+    deque's append is atomic: no lock); the queue is folded into the current histogram in bulk, with numpy
+    (`_FOLD_AT` queued values, before a rotation, and on `snapshot`, `count` and `sum_ms`), so the histograms
+    hold the same counts."""
 
-    _FOLD_AT = 512
+    _FOLD_AT = 2048
 
     def __init__(self, window_s: float = 30.0, clock: Callable[[], float] = time.monotonic,
                  histogram: Histogram | None = None) -> None:
@@ -97,30 +143,51 @@ class WindowedPercentiles:
         self._lock = threading.Lock()
         self._current = HdrHistogram(1, _MAX_US, 2)
         self._previous = HdrHistogram(1, _MAX_US, 2)
-        self._pending: dict[int, int] = {}  # microseconds -> count, not yet in `_current`
+        self._pending: collections.deque[float] = collections.deque()  # ms, not yet in `_current`
         self._rotated_at = clock()
-        self.count = 0
-        self.sum_ms = 0.0
+        self._count = 0
+        self._sum_ms = 0.0
 
     def record(self, ms: float) -> None:
-        us = min(max(int(ms * 1000), 1), _MAX_US)
-        with self._lock:
-            if self._clock() - self._rotated_at >= self._window_s:
+        if self._clock() - self._rotated_at >= self._window_s:
+            with self._lock:
                 self._maybe_rotate()
-            pending = self._pending
-            pending[us] = pending.get(us, 0) + 1
-            if len(pending) >= self._FOLD_AT:
+        pending = self._pending
+        pending.append(ms)
+        if len(pending) >= self._FOLD_AT:
+            with self._lock:
                 self._fold()
-            self.count += 1
-            self.sum_ms += ms
-        if self.histogram is not None:
-            self.histogram.observe(ms / 1000.0)
+
+    @property
+    def count(self) -> int:
+        with self._lock:
+            self._fold()
+            return self._count
+
+    @property
+    def sum_ms(self) -> float:
+        with self._lock:
+            self._fold()
+            return self._sum_ms
 
     def _fold(self) -> None:
+        """The queued values into the current histogram (the lock held); values appended meanwhile wait."""
+        pending = self._pending
+        n = len(pending)
+        if not n:
+            return
+        pop = pending.popleft
+        ms = np.fromiter((pop() for _ in range(n)), dtype=np.float64, count=n)
+        # as int(ms * 1000) clamped to [1, _MAX_US]: clamping first, then truncating, gives the same integers
+        us = np.clip(ms * 1000, 1, _MAX_US).astype(np.int64)
+        values, counts = np.unique(us, return_counts=True)
         record = self._current.record_value
-        for us, n in self._pending.items():
-            record(us, n)
-        self._pending.clear()
+        for value, count in zip(values.tolist(), counts.tolist(), strict=True):
+            record(value, count)
+        self._count += n
+        self._sum_ms += float(ms.sum())
+        if self.histogram is not None:
+            self.histogram.observe_many(ms / 1000.0)
 
     def _maybe_rotate(self) -> None:
         now = self._clock()
@@ -147,27 +214,35 @@ class WindowedPercentiles:
 
 class IdleRatio:
     """Fraction of wall time a pool of `threads` workers spent idle since the last read (Kafka's
-    thread-idle-ratio-avg)."""
+    thread-idle-ratio-avg). `single_writer`: only one thread ever calls `add_busy` (the event loop, once per
+    operation), which then takes no lock: it only adds to a running total that `read` takes differences of."""
 
-    def __init__(self, threads: int, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(self, threads: int, clock: Callable[[], float] = time.monotonic, single_writer: bool = False) -> None:
         self._threads = threads
         self._clock = clock
         self._lock = threading.Lock()
-        self._busy = 0.0
+        self._busy_total = 0.0
+        self._busy_read = 0.0  # `_busy_total` at the last read that took a window
         self._since = clock()
         self._last = 1.0
+        if single_writer:
+            self.add_busy = self._add_busy_unlocked  # type: ignore[method-assign]
 
     def add_busy(self, seconds: float) -> None:
         with self._lock:
-            self._busy += seconds
+            self._busy_total += seconds
+
+    def _add_busy_unlocked(self, seconds: float) -> None:
+        self._busy_total += seconds
 
     def read(self) -> float:
         with self._lock:
             now = self._clock()
             elapsed = (now - self._since) * self._threads
             if elapsed >= 1.0:  # keep the last figure until a meaningful window has passed
-                self._last = max(0.0, min(1.0, 1.0 - self._busy / elapsed))
-                self._busy = 0.0
+                total = self._busy_total
+                self._last = max(0.0, min(1.0, 1.0 - (total - self._busy_read) / elapsed))
+                self._busy_read = total
                 self._since = now
             return self._last
 
@@ -197,7 +272,7 @@ class CoordinatorMetrics:
         self.log_flush_time = Histogram("group_coordinator_log_flush_time_seconds",
                                         "Time the file log took to write (and fsync, per groupcoord.log.fsync) "
                                         "one batch of appended operations")
-        self.event_idle = IdleRatio(1)
+        self.event_idle = IdleRatio(1, single_writer=True)
         self.background_idle = IdleRatio(background_threads)
         self.gauges: dict[str, tuple[str, Callable[[], float]]] = {}  # name -> (help, read)
         self.state_source: Callable[[], Any] | None = None

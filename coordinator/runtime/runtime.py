@@ -77,10 +77,17 @@ class _Op:
     future: asyncio.Future[Any] | None
     token: int = 0
     group_ids: tuple[str, ...] = ()  # the groups it names (the request's): put back too if it fails
+    # Run at once by `submit` (nothing was queued): a request whose future is made only if its reply must wait;
+    # a reply released at once is left in `response` (`answered`) for `submit` to return.
+    inline: bool = False
+    response: Any = None
+    answered: bool = False
 
 
 def _same_records(applied: list[Any], returned: list[Any]) -> bool:
     """Did the operation return exactly what it replayed (the same objects, in order)?"""
+    if not returned:  # a steady heartbeat: nothing replayed, nothing returned
+        return not applied
     return len(applied) == len(returned) and all(a is b for a, b in zip(applied, returned, strict=True))
 
 
@@ -162,18 +169,24 @@ class CoordinatorRuntime:
         """Queue an operation and wait for its response, released once its records and those of every operation
         before it are durable. `group_ids`: the groups it names, put back with the rest if it fails."""
         assert self._loop is not None and self._queue is not None, "runtime not started"
-        future: asyncio.Future[Any] = self._loop.create_future()
-        op = _Op(name, fn, time.perf_counter(), future, 0, group_ids)
+        enqueued = time.perf_counter()
         try:
             if self._queue.empty():
                 # Nothing is waiting, so running it now keeps the order and saves the hop through the queue (the
-                # event loop runs one operation at a time either way).
+                # event loop runs one operation at a time either way). A reply that need not wait (no record of
+                # its own or before it pending) comes back without a future: no wait, no wake-up.
+                op = _Op(name, fn, enqueued, None, 0, group_ids, inline=True)
                 self._execute(op)  # an exception (a bug) reaches the caller, which answers with an error
+                if op.answered:
+                    return op.response
+                assert op.future is not None
+                future = op.future
             else:
-                self._queue.put_nowait(op)
+                future = self._loop.create_future()
+                self._queue.put_nowait(_Op(name, fn, enqueued, future, 0, group_ids))
             return await future
         finally:
-            self.metrics.request_latency.observe(time.perf_counter() - op.enqueued, name)
+            self.metrics.request_latency.observe(time.perf_counter() - enqueued, name)
 
     async def submit_parkable(self, name: str, fn: Callable[[int, int], Result[Any]], group_id: str = "") -> Any:
         """Like `submit`, for operations that may park (return `parked=True`): `fn(now, token)`; the response
@@ -220,9 +233,11 @@ class CoordinatorRuntime:
         its records and every earlier operation's are durable. Returns the append's awaitable (None when
         nothing is pending). Raises what `fn` raised, after putting its groups back."""
         if self.failed is not None:  # fail-stop: a failed log takes nothing more, not even a timer's records
-            if op.future is not None and not op.future.done():
-                op.future.set_exception(CoordinatorError(
-                    Errors.COORDINATOR_NOT_AVAILABLE, "The coordinator's record log failed; it must be restarted."))
+            if op.future is not None or op.inline:
+                future = self._future_of(op)
+                if not future.done():
+                    future.set_exception(CoordinatorError(
+                        Errors.COORDINATOR_NOT_AVAILABLE, "The coordinator's record log failed; it must be restarted."))
             return None
         metrics = self.metrics
         started = time.perf_counter()
@@ -230,7 +245,8 @@ class CoordinatorRuntime:
         now = self.clock()
         shard = self.shard
         applied: list[Any] = []
-        shard.applied, shard.touched = applied, set()
+        shard.applied = applied
+        shard.touched.clear()  # the groups this operation changes without a record (read only by `_put_back`)
         try:
             result = op.fn(now)
         except BaseException:
@@ -242,7 +258,7 @@ class CoordinatorRuntime:
             self.image.discard(record_group_ids(applied))
             for record in applied:
                 self.image.replay(record)
-        elif not _same_records(applied, result.records):
+        elif (applied or result.records) and not _same_records(applied, result.records):
             # It replayed records it does not return (a refusal after a partial change): put its groups back and
             # apply what it returns, as Kafka's runtime replays the records a handler returns.
             self._put_back(op, applied, now)
@@ -278,22 +294,22 @@ class CoordinatorRuntime:
             self._start_snapshot()
         return pending
 
+    def _future_of(self, op: _Op) -> asyncio.Future[Any]:
+        """The future of a request's reply; an inline operation's is made only now that its reply must wait."""
+        if op.future is None:
+            assert self._loop is not None
+            op.future = self._loop.create_future()
+        return op.future
+
     def _reply(self, op: _Op, result: Result[Any], refused: RecordTooLargeError | None,
                pending: asyncio.Future[None] | None) -> None:
-        replies: list[tuple[asyncio.Future[Any], Any]] = []
-        if op.future is not None:
-            if result.parked and refused is None:  # a refused operation's request is answered now, never parked
-                self._parked[op.token] = op.future
-                if op.group_ids:
-                    self._parked_groups[op.token] = op.group_ids[0]
-            else:
-                replies.append((op.future, result.response))
-        for token, response in result.completions:
-            parked = self._parked.pop(token, None)
-            self._parked_groups.pop(token, None)
-            if parked is not None:
-                replies.append((parked, response))
-        if not replies:
+        own = op.future is not None or op.inline  # a request waits for this operation's reply
+        if own and result.parked and refused is None:  # a refused operation's request is answered now, never parked
+            self._parked[op.token] = self._future_of(op)
+            if op.group_ids:
+                self._parked_groups[op.token] = op.group_ids[0]
+            own = False
+        if not own and not result.completions:
             return
         # Kafka's deferred read: a reply that wrote nothing still waits for the writes before it, so no client
         # sees state that a crash could take back. A partition's load or drop is no client's read: it answers
@@ -304,6 +320,17 @@ class CoordinatorRuntime:
                 self._last_append = None
             else:
                 durable = self._last_append
+        replies: list[tuple[asyncio.Future[Any], Any]] = []
+        if own:
+            if op.future is None and refused is None and durable is None:  # inline, released now: no future
+                op.response, op.answered = result.response, True
+            else:
+                replies.append((self._future_of(op), result.response))
+        for token, response in result.completions:
+            parked = self._parked.pop(token, None)
+            self._parked_groups.pop(token, None)
+            if parked is not None:
+                replies.append((parked, response))
         for future, response in replies:
             if refused is not None:
                 if not future.done():
@@ -426,13 +453,16 @@ class CoordinatorRuntime:
 
     def _apply(self, result: Result[Any]) -> None:
         moved_earlier = False
+        timers = self.timers
         for t in result.timers:
             if isinstance(t, ScheduleTimer):
-                moved_earlier |= self.timers.schedule(t.key, t.deadline_ms)
+                moved_earlier |= timers.schedule(t.key, t.deadline_ms)
             elif isinstance(t, CancelTimer):
-                self.timers.cancel(t.key)
-        if moved_earlier or (self._timer_handle is None and self.timers.next_deadline() is not None):
+                timers.cancel(t.key)
+        if moved_earlier or (self._timer_handle is None and timers.next_deadline() is not None):
             self._arm_wakeup()
+        if not result.tasks:
+            return
         for task in result.tasks:
             if isinstance(task, AssignorRun):
                 self.executor.submit(task, self._on_assignor_done)

@@ -31,7 +31,7 @@ from groupcoord.coordinator.core.messages import (
     OffsetFetchRequest,
 )
 from groupcoord.coordinator.runtime.admin_service import AdminService
-from groupcoord.coordinator.runtime.pipeline import DESCRIBE, READ, Caller, rpc, stream
+from groupcoord.coordinator.runtime.pipeline import DESCRIBE, READ, Caller, rpc, stream, stream_of
 from groupcoord.coordinator.runtime.pipeline import echo as _echo
 from groupcoord.coordinator.runtime.runtime import CoordinatorRuntime
 from groupcoord.coordinator.runtime.service_base import (
@@ -94,7 +94,7 @@ class GroupCoordinatorService(AdminService):
         self._max_bytes: int = runtime.shard.config["message.max.bytes"]
 
     # --- ConsumerGroupHeartbeat -----------------------------------------------------------------------------
-    @stream
+    @stream_of("ConsumerGroupHeartbeat")
     async def ConsumerGroupHeartbeatStream(
         self, requests: AsyncIterator[pb.ConsumerGroupHeartbeatRequest], caller: Caller
     ) -> AsyncIterator[pb.ConsumerGroupHeartbeatResponse]:
@@ -148,32 +148,38 @@ class GroupCoordinatorService(AdminService):
     @rpc(READ, pb.ConsumerGroupHeartbeatResponse)
     async def ConsumerGroupHeartbeat(self, request: pb.ConsumerGroupHeartbeatRequest,
                                      caller: Caller) -> pb.ConsumerGroupHeartbeatResponse:
-        # Kafka validates a ConsumerGroupHeartbeat's fields with INVALID_REQUEST, the group id included
-        limits.check_length("group_id", request.group_id)
-        _owned_count(request, self._owned_cap())
-        has = request.HasField  # each optional field is read once: this runs for every heartbeat
+        # Kafka validates a ConsumerGroupHeartbeat's fields with INVALID_REQUEST, the group id included. This runs
+        # for every heartbeat: each optional field is read once, and a check is called only where it could fail
+        # (a steady heartbeat carries the group id, the member id and the epoch alone).
+        group_id, member_id, member_epoch = request.group_id, request.member_id, request.member_epoch
+        if len(group_id) > limits.ID_MAX_CHARS:
+            limits.check_length("group_id", group_id)
+        has = request.HasField
+        owned, subscribed = has("topic_partitions"), has("subscribed_topic_names")
+        if owned or subscribed:  # counted before anything is translated
+            _owned_count(request, self._owned_cap())
+        names = tuple(request.subscribed_topic_names.values) if subscribed else None
         instance_id = request.instance_id if has("instance_id") else None
         rack_id = request.rack_id if has("rack_id") else None
         regex = request.subscribed_topic_regex if has("subscribed_topic_regex") else None
         server_assignor = request.server_assignor if has("server_assignor") else None
-        names = tuple(request.subscribed_topic_names.values) if has("subscribed_topic_names") else None
-        member_epoch = request.member_epoch
-        limits.check_heartbeat(request.member_id, instance_id, rack_id, regex, server_assignor, names)
+        if len(member_id) > limits.ID_MAX_CHARS or instance_id is not None or rack_id is not None \
+                or regex is not None or server_assignor is not None or names is not None:
+            limits.check_heartbeat(member_id, instance_id, rack_id, regex, server_assignor, names)
         req = ConsumerGroupHeartbeatRequest(
-            group_id=request.group_id, member_id=request.member_id, member_epoch=member_epoch,
-            instance_id=instance_id, rack_id=rack_id,
-            rebalance_timeout_ms=request.rebalance_timeout_ms if has("rebalance_timeout_ms") else None,
-            subscribed_topic_names=names, subscribed_topic_regex=regex, server_assignor=server_assignor,
-            topic_partitions=_owned_from_pb(request) if has("topic_partitions") else None,
-            client_host=caller.peer() if member_epoch == 0 else "", principal=caller.principal)
-        resp = await self.submit("ConsumerGroupHeartbeat", lambda now: self.shard.consumer_group_heartbeat(req, now),
-                                 req.group_id)
+            group_id, member_id, member_epoch, instance_id, rack_id,
+            request.rebalance_timeout_ms if has("rebalance_timeout_ms") else None, names, regex, server_assignor,
+            _owned_from_pb(request) if owned else None, "", caller.peer() if member_epoch == 0 else "",
+            caller.principal)
+        shard = self.shard
+        resp = await self.submit("ConsumerGroupHeartbeat", lambda now: shard.consumer_group_heartbeat(req, now),
+                                 group_id)
         out = pb.ConsumerGroupHeartbeatResponse(
-            error_code=int(resp.error_code), error_message=resp.error_message, member_id=resp.member_id,
+            error_code=resp.error_code, error_message=resp.error_message, member_id=resp.member_id,
             member_epoch=resp.member_epoch, heartbeat_interval_ms=resp.heartbeat_interval_ms,
             session_timeout_ms=resp.session_timeout_ms)
         if resp.assignment is not None:
-            out.assignment.topic_partitions.extend(topic_partitions_to_pb(resp.assignment, self.shard.metadata))
+            out.assignment.topic_partitions.extend(topic_partitions_to_pb(resp.assignment, shard.metadata))
         return out
 
     # --- classic protocol ------------------------------------------------------------------------------------

@@ -50,6 +50,9 @@ if TYPE_CHECKING:
     from groupcoord.coordinator.core.shard import GroupCoordinatorShard
 
 
+_NO_RESPONSE_YET = ConsumerGroupHeartbeatResponse()  # a result's response until the end of the heartbeat sets it
+
+
 def heartbeat(shard: GroupCoordinatorShard, request: ConsumerGroupHeartbeatRequest,
               now: int) -> Result[ConsumerGroupHeartbeatResponse]:
     try:
@@ -149,7 +152,7 @@ def _get_or_create_group(shard: GroupCoordinatorShard, group_id: str, create: bo
 
 def _heartbeat(shard: GroupCoordinatorShard, r: ConsumerGroupHeartbeatRequest,
                now: int) -> Result[ConsumerGroupHeartbeatResponse]:
-    result: Result[ConsumerGroupHeartbeatResponse] = Result(ConsumerGroupHeartbeatResponse())
+    result: Result[ConsumerGroupHeartbeatResponse] = Result(_NO_RESPONSE_YET)
     joining = r.member_epoch == 0
     group = _get_or_create_group(shard, r.group_id, joining, r, result, now)
     member_id = r.member_id
@@ -205,7 +208,8 @@ def _heartbeat(shard: GroupCoordinatorShard, r: ConsumerGroupHeartbeatRequest,
         if reconciled is not member:
             shard._write(result, current_assignment_record(group.group_id, reconciled))
             maybe_arm_rebalance_timer(shard, group, member, reconciled, now, result)
-    shard.arm_timer(result, session_timer(group.group_id, member_id), now + shard.session_timeout_ms(group.group_id))
+    session_timeout_ms = shard.session_timeout_ms(group.group_id)
+    shard.arm_timer(result, session_timer(group.group_id, member_id), now + session_timeout_ms)
 
     send_assignment = (
         joining or lost_response or _is_full_request(r)
@@ -217,7 +221,7 @@ def _heartbeat(shard: GroupCoordinatorShard, r: ConsumerGroupHeartbeatRequest,
         member_epoch=reconciled.member_epoch,
         heartbeat_interval_ms=shard.heartbeat_interval_ms(group.group_id),
         assignment=reconciled.assigned_sets() if send_assignment else None,
-        session_timeout_ms=shard.session_timeout_ms(group.group_id),
+        session_timeout_ms=session_timeout_ms,
     )
     return result
 
