@@ -21,6 +21,7 @@ from collections.abc import Callable
 
 import grpc
 
+from groupcoord.clients.lease import CHANNEL_OPTIONS
 from groupcoord.faults.history import Event, Kind
 from groupcoord.wire.v1 import coordinator_pb2 as pb
 from groupcoord.wire.v1 import coordinator_pb2_grpc as pb_grpc
@@ -69,7 +70,7 @@ class GroupRouter:
 
     def _stub(self, address: str) -> pb_grpc.GroupCoordinatorStub:
         if address not in self._stubs:
-            channel = grpc.insecure_channel(address)
+            channel = grpc.insecure_channel(address, options=CHANNEL_OPTIONS)  # an instance restarts on its port
             self._stubs[address] = (channel, pb_grpc.GroupCoordinatorStub(channel))
         return self._stubs[address][1]
 

@@ -193,6 +193,7 @@ def run(opts: Options, out: TextIO = sys.stdout) -> Report:
             time.sleep(opts.pause_s)
         if isinstance(cluster, KafkaModeCluster):
             say("read-back: every member and instance stopped, a fresh instance replays the state topic")
+            report.step_starts.append((time.monotonic(), READ_BACK))
             if not cluster.read_back_fresh():
                 cluster.record(Event(time.monotonic(), Kind.NOT_CONVERGED,
                                      detail="read-back: the fresh instance did not serve every group in time"))
@@ -212,6 +213,8 @@ def run(opts: Options, out: TextIO = sys.stdout) -> Report:
             shutil.rmtree(workdir, ignore_errors=True)
     return report
 
+
+READ_BACK = "read-back"  # the steps' label for the final read-back (its unavailability is by design)
 
 VIOLATIONS_BY_KIND = {
     "consumer and classic": ("double_ownership", "lost_commit"),

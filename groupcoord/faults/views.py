@@ -11,6 +11,7 @@ from collections.abc import Callable
 
 import grpc
 
+from groupcoord.clients.lease import CHANNEL_OPTIONS
 from groupcoord.wire.v1 import coordinator_pb2 as pb
 from groupcoord.wire.v1 import coordinator_pb2_grpc as pb_grpc
 from groupcoord.wire.v1 import share_pb2 as shpb
@@ -24,7 +25,7 @@ class CoordinatorViews:
         self.groups = groups
         self.topic = topic
         self.share_topic = share_topic
-        self._channel = grpc.insecure_channel(address)
+        self._channel = grpc.insecure_channel(address, options=CHANNEL_OPTIONS)  # reconnect soon after a restart
         self.stub = pb_grpc.GroupCoordinatorStub(self._channel)
         self._share = shpb_grpc.ShareGroupCoordinatorStub(self._channel)
         self._streams = stpb_grpc.StreamsGroupCoordinatorStub(self._channel)
