@@ -95,11 +95,12 @@ def table(found: Sequence[Window], step_starts: Sequence[tuple[float, str]], ste
     return "\n".join(lines)
 
 
-def takeovers(events: Sequence[Event]) -> list[tuple[str, float]]:
-    """(group, seconds from the kill of its instance until another instance answered for it)."""
+def takeovers(events: Sequence[Event], fault: str = "instance-kill-9") -> list[tuple[str, float]]:
+    """(group, seconds from the kill of its instance until another instance answered for it); `fault`
+    "instance-sigterm": from a clean stop instead."""
     answers = _answers(events)
     out: list[tuple[str, float]] = []
-    for kill in (e for e in events if e.kind is Kind.NEMESIS and e.detail.startswith("instance-kill-9 ")):
+    for kill in (e for e in events if e.kind is Kind.NEMESIS and e.detail.startswith(f"{fault} ")):
         victim = kill.detail.split(" ", 1)[1]
         for group, seq in answers.items():
             last = next((who for t, who in reversed(seq) if t <= kill.t and who is not None), None)

@@ -78,6 +78,14 @@ class Instance:
         return self.proc is not None and self.proc.poll() is None
 
 
+def serve_command(address: str, bootstrap: str, state_topic: str, partitions: int, session_ms: int,
+                  extra: list[str]) -> list[str]:
+    """`groupcoord serve` in the Kafka-backed mode (INFO: its loads and hand-offs are logged, with times)."""
+    return [sys.executable, "-m", "groupcoord", "--log-level", "INFO", "serve", "--listen", address,
+            "--bootstrap-servers", bootstrap, "--state-topic", state_topic, "--state-partitions", str(partitions),
+            "--state-session-timeout-ms", str(session_ms), "--metadata-refresh-ms", "1000", *extra]
+
+
 def spread_group_name(partitions: int, base: str = "faults") -> str:
     """A group name whose four derived group ids (see `Cluster.groups`) land on four distinct state partitions."""
     for n in range(10_000):
@@ -150,14 +158,10 @@ class KafkaModeCluster(Cluster):
     def start_instance(self, inst: Instance, wait: bool = True) -> None:
         k = self.kafka_timing
         bootstrap = ",".join(p.address for p in inst.kafka_proxies)
+        command = serve_command(inst.address, bootstrap, STATE_TOPIC, k.state_partitions,
+                                k.state_session_timeout_ms, self.timing.server_flags())
         with inst.log.open("ab") as out:
-            inst.proc = subprocess.Popen(
-                [sys.executable, "-m", "groupcoord", "--log-level", "INFO", "serve", "--listen", inst.address,
-                 "--bootstrap-servers", bootstrap, "--state-topic", STATE_TOPIC,
-                 "--state-partitions", str(k.state_partitions),
-                 "--state-session-timeout-ms", str(k.state_session_timeout_ms), "--metadata-refresh-ms", "1000",
-                 *self.timing.server_flags()],
-                stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT)
+            inst.proc = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT)
         inst.stopped = False
         inst.starts.append(time.monotonic())
         if wait:
