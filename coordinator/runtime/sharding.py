@@ -26,7 +26,10 @@ Per partition, on this instance (all of it on the runtime's event loop, so it is
 - fenced (the writer's transaction failed: PRODUCER_FENCED because another instance called `init_transactions`,
   or any other error): stop routing to its groups at once (NOT_COORDINATOR), fail the operations not committed
   (their callers get NOT_COORDINATOR: they were never acknowledged), drop the groups from memory (it may be
-  ahead of the log). If the failure was not a fencing and Kafka still assigns the partition here, gain it again.
+  ahead of the log). If Kafka still assigns the partition here, gain it again: after a failure other than a
+  fencing always; after a fencing only while the lease holds (then no other instance can own the partition, and
+  what fenced us was a stale `init_transactions` of an instance that had the partition assigned and revoked
+  before its call completed).
 
 Lease. Kafka moves a partition away from an instance whose session lapsed (no heartbeat for
 `session.timeout.ms`) without asking it, so an instance cut off from the group's coordinator must stop serving
@@ -443,8 +446,12 @@ class PartitionOwnership:
 
     async def _after_fenced(self, p: int, fatal: bool) -> None:
         await self._lose([p])
-        if not fatal and p in self._assigned and not self._stopping.is_set():
-            await self._gain([p])  # still ours: a fresh writer and a fresh replay
+        # Still ours: a fresh writer (which fences whoever fenced us) and a fresh replay. Fenced while Kafka
+        # assigns the partition here and the lease holds means a stale acquisition fenced us: a former assignee
+        # whose init_transactions finished after ours. No other instance can own it before our lease lapses.
+        ours = p in self._assigned and (not fatal or self.lease_remaining_s() > 0)
+        if ours and not self._stopping.is_set():
+            await self._gain([p])
 
     # --- directory (its own thread) ----------------------------------------------------------------------------
     def _refresh_directory(self) -> None:
