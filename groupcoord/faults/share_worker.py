@@ -102,6 +102,9 @@ class ShareWorker:
             log.info("acquire failed: %s", e.code())
             return
         if not got:
+            if self.member.last_error is not None:  # an answer with an error: say which
+                log.warning("acquire answered %d: %s", *self.member.last_error)
+                self.member.last_error = None
             return
         until = min(min(r.lock_deadline for r in got), lease)
         self.out.emit(ev="acquired", ts=sent, t=time.monotonic(), until=until,
