@@ -176,6 +176,7 @@ class PartitionOwnership:
         self._unclaimed: set[int] = set()  # assigned partitions not yet recorded in the directory (polling thread)
         self._assigned: set[int] = set()  # what Kafka assigns this instance now (polling thread writes)
         self._confirmed_at = float("-inf")  # monotonic send time of the last membership confirmation
+        self._lapse_reported = False  # a failed renewal after the lease lapsed was logged (polling thread)
         self.fenced = 0  # times a partition's writer failed (metrics, tests)
         record_log.transactional = True
         record_log.on_fenced = self._on_fenced
@@ -299,8 +300,15 @@ class PartitionOwnership:
             consumer.commit(offsets=[TopicPartition(self.topic, p, 0, metadata=claim) for p in partitions],
                             asynchronous=False)
         except KafkaException as e:
-            log.debug("recording ownership of partitions %s in the directory failed (%s); retrying", partitions, e)
+            lapsed = self.lease_remaining_s() <= 0
+            (log.warning if lapsed and not self._lapse_reported else log.debug)(
+                "recording ownership of partitions %s in the directory failed after %.1f s (%s); retrying%s",
+                partitions, time.monotonic() - sent, e, "; the lease has lapsed: NOT_COORDINATOR" if lapsed else "")
+            self._lapse_reported = self._lapse_reported or lapsed
             return False
+        if self._lapse_reported:
+            log.warning("lease renewed %.1f s after it lapsed (partitions %s)", -self.lease_remaining_s(), partitions)
+            self._lapse_reported = False
         self._confirmed_at = max(self._confirmed_at, sent)
         self._unclaimed.difference_update(partitions)
         return True
