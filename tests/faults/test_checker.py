@@ -136,3 +136,10 @@ def test_classic_members_are_checked_for_double_ownership_and_lost_commits_apart
     ]
     kinds = sorted((v.kind, v.detail.split(":")[0]) for v in check(history).violations)
     assert kinds == [("double_ownership", "classic partition 0"), ("lost_commit", "partition 0")]
+
+
+def test_a_classic_members_commit_line_becomes_a_classic_event() -> None:
+    from groupcoord.faults.cluster import member_event
+
+    event = member_event("c4.1", "classic", {"ev": "commit", "ts": 1.0, "t": 1.1, "try": [3], "ok": {"3": 1000000}})
+    assert event is not None and event.role == "classic" and event.offsets == ((3, 1000000),)
