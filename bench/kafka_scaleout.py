@@ -8,7 +8,9 @@ serve --state-topic` instances (`faults.kafka_cluster.serve_command`). The load 
 `steady_loop`: consumer-group members heartbeating open-loop at `--rate` per second in total), routed as a
 client routes: FindCoordinator for each group, then to the instance named; a NOT_COORDINATOR (or 14/15)
 answer is counted, and the member asks FindCoordinator again. CPU is each instance's /proc utime+stime over the
-measured window. On a 2-core machine the total cannot grow with instances; the table shows what each instance
+measured window, and first over `--idle-seconds` without heartbeats (what an instance costs doing nothing:
+metadata, lag and lease renewals), so "net" is what the heartbeats add. On a 2-core machine the total cannot
+grow with instances; the table shows what each instance
 costs and what routing adds, and projects the instances 100,000 members at 5 s heartbeats would need.
 """
 
@@ -79,7 +81,11 @@ async def measure(ports: list[int], pids: list[int], args: argparse.Namespace) -
         m.port = ports[0]
     for _ in range(3):  # joins, redirects, and the members' first reconciliation
         await reconcile(load, members, rounds=4)
+    joins = (load.find_coordinator, load.redirects)
     load.find_coordinator = load.redirects = load.errors = 0
+    idle0 = [cpu_seconds(pid) for pid in pids]
+    await asyncio.sleep(args.idle_seconds)  # the instances' own work without heartbeats (metadata, lag, leases)
+    idle = [(cpu_seconds(pid) - c0) / args.idle_seconds for pid, c0 in zip(pids, idle0, strict=True)]
     load.done_at, load.recording, load.served = [], True, {}
     stop = asyncio.Event()
     t0 = time.perf_counter()
@@ -94,7 +100,9 @@ async def measure(ports: list[int], pids: list[int], args: argparse.Namespace) -
     for ch in channels.values():
         await ch.close()
     return {"rate": window_rate(load.done_at, t0, args), "cpu": cpu, "heartbeats": heartbeats,
-            "us_per_hb": sum(cpu) * wall * 1e6 / max(1, heartbeats),
+            "us_per_hb": sum(cpu) * wall * 1e6 / max(1, heartbeats), "idle": sum(idle),
+            "net_us_per_hb": (sum(cpu) - sum(idle)) * wall * 1e6 / max(1, heartbeats),
+            "join_find": joins[0] / len(members), "join_redirects": joins[1] / len(members),
             "find_per_1000": 1000 * load.find_coordinator / max(1, heartbeats),
             "redirects_per_1000": 1000 * load.redirects / max(1, heartbeats)}
 
@@ -141,12 +149,15 @@ def run_case(broker: KafkaBroker, n: int, args: argparse.Namespace, workdir: Pat
 
 
 def table(results: dict[int, dict[str, Any]]) -> str:
-    lines = [f"{'instances':>9} {'hb/s':>7} {'server CPU (cores)':>18} {'us/hb':>7} {'per instance (cores)':>22} "
-             f"{'FindCoord/1k hb':>15} {'NOT_COORD/1k hb':>15}"]
+    lines = [f"{'instances':>9} {'hb/s':>6} {'CPU cores':>9} {'idle':>5} {'us/hb':>6} {'net us/hb':>9} "
+             f"{'per instance (cores)':>20} {'FindCoord/1k hb':>15} {'NOT_COORD/1k hb':>15} "
+             f"{'at join, per member':>20}"]
     for n, r in sorted(results.items()):
         per = " ".join(f"{c:.2f}" for c in r["cpu"])
-        lines.append(f"{n:>9} {r['rate']:>7.0f} {sum(r['cpu']):>18.2f} {r['us_per_hb']:>7.0f} {per:>22} "
-                     f"{r['find_per_1000']:>15.2f} {r['redirects_per_1000']:>15.2f}")
+        join = f"{r['join_find']:.2f} FC, {r['join_redirects']:.2f} NC"
+        lines.append(f"{n:>9} {r['rate']:>6.0f} {sum(r['cpu']):>9.2f} {r['idle']:>5.2f} {r['us_per_hb']:>6.0f} "
+                     f"{r['net_us_per_hb']:>9.0f} {per:>20} {r['find_per_1000']:>15.2f} "
+                     f"{r['redirects_per_1000']:>15.2f} {join:>20}")
     worst = max(r["us_per_hb"] for r in results.values())
     needed = PROJECTED_MEMBERS / PROJECTED_INTERVAL_S * worst / 1e6
     lines.append(f"projection: {PROJECTED_MEMBERS:,} members at {PROJECTED_INTERVAL_S:.0f} s heartbeats = "
@@ -162,6 +173,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--groups", type=int, default=60)
     p.add_argument("--rate", type=float, default=600.0, help="heartbeats/s in total (default 600)")
     p.add_argument("--seconds", type=float, default=20.0)
+    p.add_argument("--idle-seconds", type=float, default=5.0, help="the instances' CPU without load, measured first")
     p.add_argument("--state-partitions", type=int, default=12)
     p.add_argument("--instances", default="1,2,3")
     args = p.parse_args(argv)
