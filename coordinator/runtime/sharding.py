@@ -267,6 +267,33 @@ class PartitionOwnership:
         if loop is not None and not loop.is_closed():
             loop.call_soon_threadsafe(self._cancel_loads)
 
+    def wait_claimed_elsewhere(self, partitions: list[int], timeout_s: float) -> bool:
+        """After `stop`: wait (up to `timeout_s`) until another instance has claimed each of `partitions` in the
+        directory, so a leaving instance keeps answering NOT_COORDINATOR (clients ask FindCoordinator again)
+        until someone else owns its groups, instead of refusing calls while no one does. Blocking."""
+        if not partitions:
+            return True
+        o = self.options
+        reader = Consumer({"bootstrap.servers": o.bootstrap_servers, **o.client_config,
+                           "group.id": o.coordinators_group, "enable.auto.commit": False,
+                           "client.id": f"{format_host_port(*self._advertised)}-leaving"})
+        deadline = time.monotonic() + timeout_s
+        try:
+            while time.monotonic() < deadline:
+                try:
+                    committed = reader.committed([TopicPartition(self.topic, p) for p in partitions],
+                                                 timeout=max(0.1, min(5.0, deadline - time.monotonic())))
+                except Exception as e:  # noqa: BLE001 - a leaving instance only waits less
+                    log.debug("reading the directory while leaving failed: %s", e)
+                    committed = []
+                owners = self._parse_directory(committed)
+                if all(owners.get(p, self._advertised) != self._advertised for p in partitions):
+                    return True
+                time.sleep(0.1)
+            return False
+        finally:
+            reader.close()
+
     def _cancel_loads(self) -> None:
         for task in list(self._tasks):
             task.cancel()
