@@ -333,8 +333,10 @@ class PartitionOwnership:
                 partitions, time.monotonic() - sent, e, "; the lease has lapsed: NOT_COORDINATOR" if lapsed else "")
             self._lapse_reported = self._lapse_reported or lapsed
             return False
-        if self._lapse_reported:
-            log.warning("lease renewed %.1f s after it lapsed (partitions %s)", -self.lease_remaining_s(), partitions)
+        took = time.monotonic() - sent
+        if self._lapse_reported or took * 1000 > self.options.lease_ms:
+            log.warning("lease renewed %.1f s after it lapsed; the commit took %.1f s (partitions %s)",
+                        max(0.0, -self.lease_remaining_s()), took, partitions)
             self._lapse_reported = False
         self._confirmed_at = max(self._confirmed_at, sent)
         self._unclaimed.difference_update(partitions)

@@ -160,6 +160,7 @@ class Cluster:
                 "t": event.t, "kind": event.kind.value, "role": event.role, "member": event.member,
                 "p": list(event.partitions), "offsets": list(event.offsets), "ranges": list(event.ranges),
                 "ts": event.t_sent, "until": event.until, "detail": event.detail}) + "\n")
+            self._history_file.flush()  # read while the run goes on, to see where it stands
 
     def snapshot(self) -> list[Event]:
         with self._lock:
