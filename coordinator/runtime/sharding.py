@@ -59,6 +59,7 @@ later commits fail with PRODUCER_FENCED, so replay (read_committed) never sees t
 from __future__ import annotations
 
 import asyncio
+import collections
 import enum
 import functools
 import logging
@@ -68,7 +69,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from confluent_kafka import Consumer, KafkaException, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
 from groupcoord.coordinator.core.errors import Errors
 from groupcoord.coordinator.core.partitioning import (
@@ -177,6 +178,8 @@ class PartitionOwnership:
         self._assigned: set[int] = set()  # what Kafka assigns this instance now (polling thread writes)
         self._confirmed_at = float("-inf")  # monotonic send time of the last membership confirmation
         self._lapse_reported = False  # a failed renewal after the lease lapsed was logged (polling thread)
+        self._claims: collections.deque[tuple[float, list[int]]] = collections.deque()  # in flight: (sent, partitions)
+        self._next_renew = 0.0
         self.fenced = 0  # times a partition's writer failed (metrics, tests)
         record_log.transactional = True
         record_log.on_fenced = self._on_fenced
@@ -248,6 +251,7 @@ class PartitionOwnership:
             "bootstrap.servers": o.bootstrap_servers, **o.client_config, "group.id": o.coordinators_group,
             "client.id": format_host_port(*advertised), "partition.assignment.strategy": "cooperative-sticky",
             "session.timeout.ms": session, "heartbeat.interval.ms": heartbeat, "enable.auto.commit": False,
+            "on_commit": self._on_commit,
             "auto.offset.reset": "latest", **o.consumer_config})
         self._consumer.subscribe([self.topic], on_assign=self._on_assign, on_revoke=self._on_revoke,
                                  on_lost=self._on_lost)
@@ -302,45 +306,63 @@ class PartitionOwnership:
         consumer = self._consumer
         assert consumer is not None
         renew_s = self.options.heartbeat_ms / 1000
-        next_renew = 0.0
         try:
             while not self._stopping.is_set():
-                msg = consumer.poll(0.1)  # serves the rebalance callbacks; partitions are paused
+                msg = consumer.poll(0.1)  # serves the rebalance and commit callbacks; partitions are paused
                 if msg is not None and msg.error() is not None:
                     log.warning("coordinators' group: %s", msg.error())
                 now = time.monotonic()
-                if (self._unclaimed or self._assigned) and (self._unclaimed or now >= next_renew):
-                    next_renew = now + (renew_s if self._claim(consumer) else 0.2)
-                    if self._unclaimed:
-                        time.sleep(0.2)  # a rebalance in progress: retry shortly
+                stuck = bool(self._claims) and now - self._claims[0][0] > self.options.session_timeout_ms / 1000
+                if (self._unclaimed or self._assigned) and (self._unclaimed or now >= self._next_renew) \
+                        and (not self._claims or stuck):
+                    self._claim(consumer)
+                    self._next_renew = now + renew_s
         finally:
             consumer.close()  # revokes what we own (on_revoke runs here) and leaves the group
 
-    def _claim(self, consumer: Consumer) -> bool:
+    def _claim(self, consumer: Consumer) -> None:
         """Record this instance as the owner of the assigned partitions in the directory, and renew the lease. The
         commit carries the group generation, so it fails while a rebalance is in progress (retried) and from an
-        ex-member; its success confirms membership as of its send time."""
+        ex-member; its success confirms membership as of its send time (`_on_commit`).
+
+        Asynchronous: a synchronous commit held the polling thread, which also serves the rebalance callbacks,
+        for tens of seconds after instance pauses and broker kills (the fault suite saw an owner Kafka still
+        assigned a partition to answer NOT_COORDINATOR for 36-80 s, its lease unrenewed, until another
+        rebalance). One commit is in flight at a time, unless it has waited longer than a session."""
         partitions = sorted(self._assigned | self._unclaimed)
         claim = format_host_port(*self._advertised)
-        sent = time.monotonic()
+        self._claims.append((time.monotonic(), partitions))
         try:
             consumer.commit(offsets=[TopicPartition(self.topic, p, 0, metadata=claim) for p in partitions],
-                            asynchronous=False)
+                            asynchronous=True)
         except KafkaException as e:
+            self._claims.pop()
+            self._claimed(None, e)
+
+    def _on_commit(self, error: KafkaError | None, _: list[TopicPartition]) -> None:
+        """A claim's result (the polling thread). Results come in the order the commits were sent; were they not,
+        taking the oldest send time only makes the lease shorter."""
+        if self._claims:
+            self._claimed(self._claims.popleft(), error)
+
+    def _claimed(self, claim: tuple[float, list[int]] | None, error: object) -> None:
+        now = time.monotonic()
+        if claim is None or error is not None:
             lapsed = self.lease_remaining_s() <= 0
             (log.warning if lapsed and not self._lapse_reported else log.debug)(
-                "recording ownership of partitions %s in the directory failed after %.1f s (%s); retrying%s",
-                partitions, time.monotonic() - sent, e, "; the lease has lapsed: NOT_COORDINATOR" if lapsed else "")
+                "recording ownership of partitions %s in the directory failed (%s); retrying%s",
+                claim[1] if claim else sorted(self._assigned), error,
+                "; the lease has lapsed: NOT_COORDINATOR" if lapsed else "")
             self._lapse_reported = self._lapse_reported or lapsed
-            return False
-        took = time.monotonic() - sent
-        if self._lapse_reported or took * 1000 > self.options.lease_ms:
+            self._next_renew = now + 0.2
+            return
+        sent, partitions = claim
+        if self._lapse_reported or (now - sent) * 1000 > self.options.lease_ms:
             log.warning("lease renewed %.1f s after it lapsed; the commit took %.1f s (partitions %s)",
-                        max(0.0, -self.lease_remaining_s()), took, partitions)
+                        max(0.0, -self.lease_remaining_s()), now - sent, partitions)
             self._lapse_reported = False
         self._confirmed_at = max(self._confirmed_at, sent)
         self._unclaimed.difference_update(partitions)
-        return True
 
     # --- rebalance callbacks (the polling thread) --------------------------------------------------------------
     def _on_assign(self, consumer: Consumer, tps: list[TopicPartition]) -> None:
