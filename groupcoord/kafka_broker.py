@@ -110,12 +110,18 @@ class KafkaBroker:
     Node ids are 1..brokers. `config` applies to every node, `node_config` to one (e.g. `broker.rack`). The
     data lives in a fresh temporary folder removed on close. `jvm_options` replaces the test flags (heap, C1
     only, serial GC) of the broker JVMs, e.g. with `PRODUCTION_JVM_OPTIONS` for a benchmark.
+
+    `extra_listeners` adds plaintext listeners: name -> per node (port bound, port advertised). A client that
+    bootstraps on a listener gets that listener's advertised addresses in Metadata, so advertising a proxy's
+    port puts every connection of that client through the proxy (the fault suite cuts one client off Kafka).
+    `kill_node` and `restart_node` take one node down (kill -9) and bring it back on the same data.
     """
 
     def __init__(self, brokers: int = 1, *, config: Mapping[str, str | int] | None = None,
                  node_config: Mapping[int, Mapping[str, str | int]] | None = None,
                  topics: Mapping[str, int] | None = None, heap: str = "384m",
-                 jvm_options: Sequence[str] | None = None) -> None:
+                 jvm_options: Sequence[str] | None = None,
+                 extra_listeners: Mapping[str, Sequence[tuple[int, int]]] | None = None) -> None:
         if brokers < 1:
             raise ValueError(f"brokers must be >= 1, got {brokers}")
         self.brokers = brokers
@@ -123,6 +129,8 @@ class KafkaBroker:
         self._dir = Path(tempfile.mkdtemp(prefix="kafka-"))
         self._procs: list[subprocess.Popen[bytes]] = []
         self._jvm_options = list(jvm_options) if jvm_options is not None else None
+        self._heap = heap
+        self._extra_listeners = {k: list(v) for k, v in (extra_listeners or {}).items()}
         self._lock = threading.Lock()
         ports = free_ports(2 * brokers)
         self._broker_ports, self._controller_ports = ports[:brokers], ports[brokers:]
@@ -170,6 +178,11 @@ class KafkaBroker:
             **TEST_BROKER_CONFIG,
             **overrides,
         }
+        for name, ports in self._extra_listeners.items():
+            bound, advertised = ports[node - 1]
+            props["listeners"] += f",{name}://127.0.0.1:{bound}"
+            props["advertised.listeners"] += f",{name}://127.0.0.1:{advertised}"
+            props["listener.security.protocol.map"] += f",{name}:PLAINTEXT"
         path = self._dir / f"node-{node}" / "server.properties"
         path.write_text("".join(f"{k}={v}\n" for k, v in props.items()))
         return path
@@ -186,7 +199,7 @@ class KafkaBroker:
                                    f"{(done.stdout + done.stderr)[-4000:]}")
 
     def _start_node(self, node: int, heap: str) -> subprocess.Popen[bytes]:
-        log = open(self._dir / f"node-{node}" / "stdout.log", "wb")  # noqa: SIM115 - the child owns it
+        log = open(self._dir / f"node-{node}" / "stdout.log", "ab")  # noqa: SIM115 - the child owns it
         try:
             props = str(self._dir / f"node-{node}" / "server.properties")
             command = self._java("kafka.Kafka", props, heap=heap, jvm=self._jvm_options)
@@ -240,6 +253,22 @@ class KafkaBroker:
         for proc in procs:
             proc.wait()
         shutil.rmtree(self._dir, ignore_errors=True)
+
+    def kill_node(self, node: int) -> None:
+        """kill -9 node `node` (1-based) and wait for it to exit; its data stays for `restart_node`."""
+        with self._lock:
+            proc = self._procs[node - 1]
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait()
+
+    def restart_node(self, node: int, timeout_s: float = _START_TIMEOUT_S) -> None:
+        """Start node `node` again on its data and wait until Metadata lists every node."""
+        with self._lock:
+            if self._procs[node - 1].poll() is None:
+                raise KafkaBrokerError(f"node {node} is still running")
+            self._procs[node - 1] = self._start_node(node, self._heap)
+        self._wait_ready(time.monotonic() + timeout_s)
 
     @property
     def pids(self) -> list[int]:

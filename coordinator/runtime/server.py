@@ -255,6 +255,13 @@ class CoordinatorServer:
     async def stop(self, grace_s: float = 2.0) -> None:
         """Graceful: report NOT_SERVING, finish in-flight RPCs within `grace_s`, then stop the runtime."""
         await self.health.enter_graceful_shutdown()
+        if self.ownership is not None:
+            # Leave the coordinators' group first and answer (NOT_COORDINATOR: clients find the new owner) until
+            # others have claimed the partitions; not a grace period in which this instance refuses calls and
+            # no other one owns its groups yet.
+            held = sorted(self.ownership.owned())
+            await asyncio.to_thread(self.ownership.stop)
+            await asyncio.to_thread(self.ownership.wait_claimed_elsewhere, held, grace_s)
         if self.acl_watcher is not None:
             self.acl_watcher.stop()
         if self._health_server is not None:
@@ -263,8 +270,6 @@ class CoordinatorServer:
             await self.web.stop()
         if self._server is not None:
             await self._server.stop(grace_s)
-        if self.ownership is not None:  # leaving the group hands the partitions off through the runtime
-            await asyncio.to_thread(self.ownership.stop)
         if self.runtime is not None:
             await self.runtime.stop()
         if self.kafka_log is not None:

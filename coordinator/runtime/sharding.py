@@ -26,7 +26,10 @@ Per partition, on this instance (all of it on the runtime's event loop, so it is
 - fenced (the writer's transaction failed: PRODUCER_FENCED because another instance called `init_transactions`,
   or any other error): stop routing to its groups at once (NOT_COORDINATOR), fail the operations not committed
   (their callers get NOT_COORDINATOR: they were never acknowledged), drop the groups from memory (it may be
-  ahead of the log). If the failure was not a fencing and Kafka still assigns the partition here, gain it again.
+  ahead of the log). If Kafka still assigns the partition here, gain it again: after a failure other than a
+  fencing always; after a fencing only while the lease holds (then no other instance can own the partition, and
+  what fenced us was a stale `init_transactions` of an instance that had the partition assigned and revoked
+  before its call completed).
 
 Lease. Kafka moves a partition away from an instance whose session lapsed (no heartbeat for
 `session.timeout.ms`) without asking it, so an instance cut off from the group's coordinator must stop serving
@@ -56,6 +59,7 @@ later commits fail with PRODUCER_FENCED, so replay (read_committed) never sees t
 from __future__ import annotations
 
 import asyncio
+import collections
 import enum
 import functools
 import logging
@@ -65,7 +69,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from confluent_kafka import Consumer, KafkaException, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
 from groupcoord.coordinator.core.errors import Errors
 from groupcoord.coordinator.core.partitioning import (
@@ -173,6 +177,9 @@ class PartitionOwnership:
         self._unclaimed: set[int] = set()  # assigned partitions not yet recorded in the directory (polling thread)
         self._assigned: set[int] = set()  # what Kafka assigns this instance now (polling thread writes)
         self._confirmed_at = float("-inf")  # monotonic send time of the last membership confirmation
+        self._lapse_reported = False  # a failed renewal after the lease lapsed was logged (polling thread)
+        self._claims: collections.deque[tuple[float, list[int]]] = collections.deque()  # in flight: (sent, partitions)
+        self._next_renew = 0.0
         self.fenced = 0  # times a partition's writer failed (metrics, tests)
         record_log.transactional = True
         record_log.on_fenced = self._on_fenced
@@ -244,6 +251,7 @@ class PartitionOwnership:
             "bootstrap.servers": o.bootstrap_servers, **o.client_config, "group.id": o.coordinators_group,
             "client.id": format_host_port(*advertised), "partition.assignment.strategy": "cooperative-sticky",
             "session.timeout.ms": session, "heartbeat.interval.ms": heartbeat, "enable.auto.commit": False,
+            "on_commit": self._on_commit,
             "auto.offset.reset": "latest", **o.consumer_config})
         self._consumer.subscribe([self.topic], on_assign=self._on_assign, on_revoke=self._on_revoke,
                                  on_lost=self._on_lost)
@@ -263,6 +271,33 @@ class PartitionOwnership:
         if loop is not None and not loop.is_closed():
             loop.call_soon_threadsafe(self._cancel_loads)
 
+    def wait_claimed_elsewhere(self, partitions: list[int], timeout_s: float) -> bool:
+        """After `stop`: wait (up to `timeout_s`) until another instance has claimed each of `partitions` in the
+        directory, so a leaving instance keeps answering NOT_COORDINATOR (clients ask FindCoordinator again)
+        until someone else owns its groups, instead of refusing calls while no one does. Blocking."""
+        if not partitions:
+            return True
+        o = self.options
+        reader = Consumer({"bootstrap.servers": o.bootstrap_servers, **o.client_config,
+                           "group.id": o.coordinators_group, "enable.auto.commit": False,
+                           "client.id": f"{format_host_port(*self._advertised)}-leaving"})
+        deadline = time.monotonic() + timeout_s
+        try:
+            while time.monotonic() < deadline:
+                try:
+                    committed = reader.committed([TopicPartition(self.topic, p) for p in partitions],
+                                                 timeout=max(0.1, min(5.0, deadline - time.monotonic())))
+                except Exception as e:  # noqa: BLE001 - a leaving instance only waits less
+                    log.debug("reading the directory while leaving failed: %s", e)
+                    committed = []
+                owners = self._parse_directory(committed)
+                if all(owners.get(p, self._advertised) != self._advertised for p in partitions):
+                    return True
+                time.sleep(0.1)
+            return False
+        finally:
+            reader.close()
+
     def _cancel_loads(self) -> None:
         for task in list(self._tasks):
             task.cancel()
@@ -271,36 +306,63 @@ class PartitionOwnership:
         consumer = self._consumer
         assert consumer is not None
         renew_s = self.options.heartbeat_ms / 1000
-        next_renew = 0.0
         try:
             while not self._stopping.is_set():
-                msg = consumer.poll(0.1)  # serves the rebalance callbacks; partitions are paused
+                msg = consumer.poll(0.1)  # serves the rebalance and commit callbacks; partitions are paused
                 if msg is not None and msg.error() is not None:
                     log.warning("coordinators' group: %s", msg.error())
                 now = time.monotonic()
-                if (self._unclaimed or self._assigned) and (self._unclaimed or now >= next_renew):
-                    next_renew = now + (renew_s if self._claim(consumer) else 0.2)
-                    if self._unclaimed:
-                        time.sleep(0.2)  # a rebalance in progress: retry shortly
+                stuck = bool(self._claims) and now - self._claims[0][0] > self.options.session_timeout_ms / 1000
+                if (self._unclaimed or self._assigned) and (self._unclaimed or now >= self._next_renew) \
+                        and (not self._claims or stuck):
+                    self._claim(consumer)
+                    self._next_renew = now + renew_s
         finally:
             consumer.close()  # revokes what we own (on_revoke runs here) and leaves the group
 
-    def _claim(self, consumer: Consumer) -> bool:
+    def _claim(self, consumer: Consumer) -> None:
         """Record this instance as the owner of the assigned partitions in the directory, and renew the lease. The
         commit carries the group generation, so it fails while a rebalance is in progress (retried) and from an
-        ex-member; its success confirms membership as of its send time."""
+        ex-member; its success confirms membership as of its send time (`_on_commit`).
+
+        Asynchronous: a synchronous commit held the polling thread, which also serves the rebalance callbacks,
+        for tens of seconds after instance pauses and broker kills (the fault suite saw an owner Kafka still
+        assigned a partition to answer NOT_COORDINATOR for 36-80 s, its lease unrenewed, until another
+        rebalance). One commit is in flight at a time, unless it has waited longer than a session."""
         partitions = sorted(self._assigned | self._unclaimed)
         claim = format_host_port(*self._advertised)
-        sent = time.monotonic()
+        self._claims.append((time.monotonic(), partitions))
         try:
             consumer.commit(offsets=[TopicPartition(self.topic, p, 0, metadata=claim) for p in partitions],
-                            asynchronous=False)
+                            asynchronous=True)
         except KafkaException as e:
-            log.debug("recording ownership of partitions %s in the directory failed (%s); retrying", partitions, e)
-            return False
+            self._claims.pop()
+            self._claimed(None, e)
+
+    def _on_commit(self, error: KafkaError | None, _: list[TopicPartition]) -> None:
+        """A claim's result (the polling thread). Results come in the order the commits were sent; were they not,
+        taking the oldest send time only makes the lease shorter."""
+        if self._claims:
+            self._claimed(self._claims.popleft(), error)
+
+    def _claimed(self, claim: tuple[float, list[int]] | None, error: object) -> None:
+        now = time.monotonic()
+        if claim is None or error is not None:
+            lapsed = self.lease_remaining_s() <= 0
+            (log.warning if lapsed and not self._lapse_reported else log.debug)(
+                "recording ownership of partitions %s in the directory failed (%s); retrying%s",
+                claim[1] if claim else sorted(self._assigned), error,
+                "; the lease has lapsed: NOT_COORDINATOR" if lapsed else "")
+            self._lapse_reported = self._lapse_reported or lapsed
+            self._next_renew = now + 0.2
+            return
+        sent, partitions = claim
+        if self._lapse_reported or (now - sent) * 1000 > self.options.lease_ms:
+            log.warning("lease renewed %.1f s after it lapsed; the commit took %.1f s (partitions %s)",
+                        max(0.0, -self.lease_remaining_s()), now - sent, partitions)
+            self._lapse_reported = False
         self._confirmed_at = max(self._confirmed_at, sent)
         self._unclaimed.difference_update(partitions)
-        return True
 
     # --- rebalance callbacks (the polling thread) --------------------------------------------------------------
     def _on_assign(self, consumer: Consumer, tps: list[TopicPartition]) -> None:
@@ -443,8 +505,12 @@ class PartitionOwnership:
 
     async def _after_fenced(self, p: int, fatal: bool) -> None:
         await self._lose([p])
-        if not fatal and p in self._assigned and not self._stopping.is_set():
-            await self._gain([p])  # still ours: a fresh writer and a fresh replay
+        # Still ours: a fresh writer (which fences whoever fenced us) and a fresh replay. Fenced while Kafka
+        # assigns the partition here and the lease holds means a stale acquisition fenced us: a former assignee
+        # whose init_transactions finished after ours. No other instance can own it before our lease lapses.
+        ours = p in self._assigned and (not fatal or self.lease_remaining_s() > 0)
+        if ours and not self._stopping.is_set():
+            await self._gain([p])
 
     # --- directory (its own thread) ----------------------------------------------------------------------------
     def _refresh_directory(self) -> None:

@@ -24,6 +24,9 @@ after the latest restart without state (``state_wiped``, timestamped at the kill
 that a stateless restart forgot are counted as ``lost_by_design`` and are not violations; a missing
 acknowledged commit of the current era is a ``lost_commit`` violation, reported once per (partition, offset).
 
+*Classic members* (role ``classic``, JoinGroup/SyncGroup) own and commit as consumer members do, in a group
+of their own: the same two properties, on their own events and read-backs.
+
 *Streams tasks* are owned the same way: a streams member owns an active task from the heartbeat that gave it
 until it stops processing it (before the heartbeat that reports it released), its client-side lease runs out,
 or it dies; its processing steps are its actions. Events of role ``streams`` carry task partitions (one
@@ -147,14 +150,15 @@ def _durability(events: Sequence[Event], findings: Findings) -> None:
 def check(events: Sequence[Event]) -> Findings:
     """Every violation the history shows, plus the counts the report prints."""
     findings = Findings()
-    consumer = [e for e in events if e.role == "consumer"]
-    segments = ownership_segments(consumer)
-    findings.ownership_intervals = sum(len(s) for s in segments.values())
-    findings.violations.extend(_overlaps(segments))
+    for role in ("consumer", "classic"):  # both commit offsets for the partitions they own
+        mine = [e for e in events if e.role == role or e.kind is Kind.STATE_WIPED]
+        segments = ownership_segments(mine)
+        findings.ownership_intervals += sum(len(s) for s in segments.values())
+        findings.violations.extend(_overlaps(segments, what="partition" if role == "consumer" else "classic partition"))
+        _durability(mine, findings)
     tasks = ownership_segments([e for e in events if e.role == "streams"])
     findings.task_intervals = sum(len(s) for s in tasks.values())
     findings.violations.extend(_overlaps(tasks, "streams_double_active", "task"))
-    _durability(consumer, findings)
     check_share(events, findings)
     findings.violations.extend(Violation("not_converged", e.t, e.detail) for e in events
                                if e.kind is Kind.NOT_CONVERGED)

@@ -1,9 +1,10 @@
 """The cluster under test: one coordinator process with a state dir, N member processes, one proxy each.
 
-Members are of three kinds (roles): consumer-group members (`worker.py`), share-group members
-(`share_worker.py`) and streams-group members (`streams_worker.py`), each kind in a group of its own; consumer
-and streams members read topic `t`, share members `t-queue` (fewer partitions than members, so that they share
-them); the nemesis picks its targets among all of them.
+Members are of four kinds (roles): consumer-group members (`worker.py`), classic-group members (`worker.py
+--protocol classic`), share-group members (`share_worker.py`) and streams-group members (`streams_worker.py`),
+each kind in a group of its own; consumer, classic and streams members read topic `t`, share members `t-queue`
+(fewer partitions than members, so that they share them); the nemesis picks its targets among all of them.
+`kafka_cluster.py` runs the same members against several instances over a real Kafka.
 
 Why processes and proxies: kill -9, SIGSTOP and a silent network path are only real against real processes
 and real sockets. Each member talks to the coordinator through its own `TcpProxy`, so the nemesis can cut
@@ -35,13 +36,14 @@ import grpc
 
 from groupcoord.faults.checker import Event, Kind, OwnershipState
 from groupcoord.faults.tcp_proxy import TcpProxy
-from groupcoord.faults.views import CoordinatorViews
+from groupcoord.faults.views import CoordinatorViews, RoutedViews
 from groupcoord.wire.v1 import coordinator_pb2 as pb
 
-ROLES = ("consumer", "share", "streams")
-_PREFIX = {"consumer": "m", "share": "s", "streams": "k"}
+ROLES = ("consumer", "share", "streams", "classic")
+OWNING_ROLES = ("consumer", "classic", "streams")  # members that own partitions (tasks) of topic `t`
+_PREFIX = {"consumer": "m", "share": "s", "streams": "k", "classic": "c"}
 _WORKER = {"consumer": "groupcoord.faults.worker", "share": "groupcoord.faults.share_worker",
-           "streams": "groupcoord.faults.streams_worker"}
+           "streams": "groupcoord.faults.streams_worker", "classic": "groupcoord.faults.worker"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,6 +60,7 @@ class Timing:
     def server_flags(self) -> list[str]:
         sets = {
             "group.consumer.min.session.timeout.ms": 100,
+            "group.min.session.timeout.ms": 100,  # classic groups
             "group.consumer.session.timeout.ms": self.session_timeout_ms,
             "group.consumer.min.heartbeat.interval.ms": 10,
             "group.consumer.heartbeat.interval.ms": self.heartbeat_interval_ms,
@@ -112,7 +115,7 @@ class Member:
 class Cluster:
     def __init__(self, workdir: Path, members: int, partitions: int, timing: Timing,
                  group: str = "faults", topic: str = "t", share_members: int = 0, streams_members: int = 0,
-                 share_partitions: int = 1) -> None:
+                 share_partitions: int = 1, classic_members: int = 0, port: int | None = None) -> None:
         self.workdir = workdir
         self.state_dir = workdir / "state"
         self.partitions = partitions
@@ -123,37 +126,41 @@ class Cluster:
         # partitions (a queue): records of one partition go to several members, one lock at a time.
         self.share_topic = f"{topic}-queue"
         self.share_partitions = share_partitions
-        self.port = free_port()
+        self.port = port or free_port()
+        self.pin_target = False  # members reach every coordinator through their proxy (kafka_cluster.py)
         self.coordinator: subprocess.Popen[bytes] | None = None
         self.coordinator_stopped = False
         self._lock = threading.Lock()
         workdir.mkdir(parents=True, exist_ok=True)
         self.history: list[Event] = []
-        self.state = OwnershipState()  # consumer partitions
-        self.tasks = OwnershipState()  # streams tasks
+        self.owners = {role: OwnershipState() for role in OWNING_ROLES}  # partitions (streams: tasks) claimed
+        self.state = self.owners["consumer"]
+        self.tasks = self.owners["streams"]
         self.last_accept: dict[str, float] = {}  # share member -> when its last ACCEPT was acknowledged
         self._history_file: IO[str] = (workdir / "history.jsonl").open("w")
         self._log_file: IO[bytes] = (workdir / "processes.log").open("ab")
-        roles = ["consumer"] * members + ["share"] * share_members + ["streams"] * streams_members
+        roles = (["consumer"] * members + ["share"] * share_members + ["streams"] * streams_members
+                 + ["classic"] * classic_members)
         self.members = [Member(i, TcpProxy(f"127.0.0.1:{self.port}").start(), role) for i, role in enumerate(roles)]
-        self.groups = {"consumer": group, "share": f"{group}-share", "streams": f"{group}-streams"}
-        self.views = CoordinatorViews(f"127.0.0.1:{self.port}", self.groups, topic, self.share_topic)
-        self._stub = self.views.stub
+        self.groups = {"consumer": group, "share": f"{group}-share", "streams": f"{group}-streams",
+                       "classic": f"{group}-classic"}
+        views = CoordinatorViews(f"127.0.0.1:{self.port}", self.groups, topic, self.share_topic)
+        self.views: CoordinatorViews | RoutedViews = views
+        self._stub = views.stub
 
     # --- history -----------------------------------------------------------------------------------------
     def record(self, event: Event) -> None:
         with self._lock:
             self.history.append(event)
-            if event.role == "consumer":
-                self.state.apply(event)
-            elif event.role == "streams":
-                self.tasks.apply(event)
+            if event.role in self.owners:
+                self.owners[event.role].apply(event)
             elif event.kind is Kind.ACKED and event.detail == "accept":
                 self.last_accept[event.member] = event.t
             self._history_file.write(json.dumps({
                 "t": event.t, "kind": event.kind.value, "role": event.role, "member": event.member,
                 "p": list(event.partitions), "offsets": list(event.offsets), "ranges": list(event.ranges),
                 "ts": event.t_sent, "until": event.until, "detail": event.detail}) + "\n")
+            self._history_file.flush()  # read while the run goes on, to see where it stands
 
     def snapshot(self) -> list[Event]:
         with self._lock:
@@ -174,13 +181,13 @@ class Cluster:
         if len(self.live_members()) != len(self.members):
             return False
         if not self.not_converged_kinds(healed, ask_coordinator=False):
-            return all(self._coordinator_agrees(role) for role in ("consumer", "streams"))
+            return all(self._coordinator_agrees(role) for role in OWNING_ROLES)
         return False
 
     def not_converged_kinds(self, healed: float, ask_coordinator: bool = True) -> list[str]:
         """The member kinds that have not converged yet (by the members' claims, and by the coordinator's view)."""
         out = []
-        for role, state in (("consumer", self.state), ("streams", self.tasks)):
+        for role, state in self.owners.items():
             live = self.live_members(role)
             if not live:
                 continue
@@ -194,10 +201,11 @@ class Cluster:
         return out
 
     def _coordinator_agrees(self, role: str) -> bool:
+        """Classic groups: the members' claims alone (the coordinator holds their assignment as opaque bytes)."""
         live = self.live_members(role)
-        if not live:
+        if not live or role == "classic":
             return True
-        state = self.state if role == "consumer" else self.tasks
+        state = self.owners[role]
         with self._lock:
             claimed = sorted(sorted(state.owned.get(m, ())) for m in live)
         seen = self.views.consumer_assignment() if role == "consumer" else self.views.streams_assignment()
@@ -205,7 +213,7 @@ class Cluster:
 
     def quiet_since(self) -> float:
         with self._lock:
-            return max(self.state.last_change, self.tasks.last_change)
+            return max(s.last_change for s in self.owners.values())
 
     # --- the coordinator ---------------------------------------------------------------------------------
     def start_coordinator(self) -> None:
@@ -249,12 +257,13 @@ class Cluster:
     def fetch_offsets(self) -> bool:
         """The read-backs straight from the coordinator (no proxy), recorded for the checker: the consumer
         group's committed offsets, and the share group's offsets (when it has share members)."""
-        if self.of_role("consumer"):
-            t = time.monotonic()
-            offsets = self.views.committed_offsets()
-            if offsets is None:
-                return False
-            self.record(Event(t, Kind.OFFSETS_FETCHED, offsets=offsets))
+        for role in ("consumer", "classic"):
+            if self.of_role(role):
+                t = time.monotonic()
+                offsets = self.views.committed_offsets(role)
+                if offsets is None:
+                    return False
+                self.record(Event(t, Kind.OFFSETS_FETCHED, offsets=offsets, role=role))
         if self.of_role("share"):
             t = time.monotonic()
             share = self.views.share_offsets()
@@ -273,6 +282,10 @@ class Cluster:
                 "--interval-ms", str(interval_ms), "--rpc-timeout-ms", str(self.timing.rpc_timeout_ms)]
         if m.role != "consumer":
             args += ["--session-timeout-ms", str(self.timing.session_timeout_ms)]
+        if m.role == "classic":
+            args += ["--protocol", "classic", "--partitions", str(self.partitions)]
+        if self.pin_target and m.role == "consumer":
+            args.append("--pin-target")
         proc = subprocess.Popen([sys.executable, "-m", _WORKER[m.role], *args],
                                 stdout=subprocess.PIPE, stderr=self._log_file)
         m.proc = proc
@@ -341,7 +354,7 @@ def member_event(name: str, role: str, msg: dict[str, Any]) -> Event | None:
     if ev == "commit":
         tried = tuple(int(p) for p in msg.get("try", ()))
         offsets = tuple(sorted((int(p), int(o)) for p, o in msg.get("ok", {}).items()))
-        return Event(t, Kind.COMMIT, name, tried, offsets, float(msg.get("ts", t)))
+        return Event(t, Kind.COMMIT, name, tried, offsets, float(msg.get("ts", t)), role=role)
     if ev == "process":  # a streams member acted on its tasks: an action, like an attempted commit
         return Event(t, Kind.COMMIT, name, tuple(int(p) for p in msg.get("p", ())), t_sent=t, role=role)
     if ev in ("acquired", "ack_sent", "acked"):

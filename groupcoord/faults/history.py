@@ -28,6 +28,10 @@ class Kind(StrEnum):
     ACK_SENT = "ack_sent"
     ACKED = "acked"
     SHARE_OFFSETS = "share_offsets"  # the harness's DescribeShareGroupOffsets: `ranges` (p, start, end)
+    # the Kafka-backed suite: PROBE, a change of a group's answer (`member`: the group's member kind; `detail`:
+    # "ok HOST:PORT" or "error CODE"); NEMESIS, a fault acting on an instance (`detail`: "KIND HOST:PORT")
+    PROBE = "probe"
+    NEMESIS = "nemesis"
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import random
 import signal
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
@@ -32,58 +32,71 @@ class Fault(StrEnum):
 
 
 # Weights after the first cycle: stateless restarts are rare in life and reset the durability check.
-WEIGHTS = {Fault.COORDINATOR_KILL: 3, Fault.COORDINATOR_WIPE: 1, Fault.COORDINATOR_PAUSE: 2,
+WEIGHTS: dict[StrEnum, int] = {Fault.COORDINATOR_KILL: 3, Fault.COORDINATOR_WIPE: 1, Fault.COORDINATOR_PAUSE: 2,
            Fault.MEMBER_PAUSE: 3, Fault.MEMBER_KILL: 3, Fault.PROXY_SILENCE: 3, Fault.PROXY_DELAY: 2,
            Fault.PROXY_DROP: 3}
+
+
+def aimed_at_member(fault: str) -> bool:
+    """Member faults pick their target among the member slots; the others act on coordinators or brokers."""
+    return fault.startswith(("member-", "proxy-"))
 
 
 @dataclass(frozen=True, slots=True)
 class Step:
     number: int
-    fault: Fault
-    target: int  # member slot (ignored by coordinator faults)
+    fault: StrEnum  # a `Fault`, or a `nemesis_kafka.KafkaFault`
+    target: int  # member slot (other faults may use it to pick their own target)
     duration_s: float  # how long the fault holds
     delay_s: float = 0.0  # PROXY_DELAY: per chunk
 
     def describe(self, member: str = "") -> str:
         """`member`: the target's name (default m<slot>)."""
-        who = "" if self.fault.startswith("coordinator") else f" {member or f'm{self.target}'}"
-        extra = f" delay {self.delay_s * 1000:.0f} ms" if self.fault is Fault.PROXY_DELAY else ""
+        who = f" {member or f'm{self.target}'}" if aimed_at_member(self.fault) else ""
+        extra = f" delay {self.delay_s * 1000:.0f} ms" if self.delay_s else ""
         return f"{self.fault}{who} for {self.duration_s:.1f} s{extra}"
 
 
-def schedule(seed: int, members: int, session_s: float, faults: Sequence[Fault] = tuple(Fault),
-             roles: Sequence[str] = ()) -> Callable[[int], Step]:
+def hold(rng: random.Random, fault: StrEnum, session_s: float) -> tuple[float, float]:
+    """How long a fault of the single-node suite holds, and its delay (PROXY_DELAY)."""
+    past_session = session_s * rng.uniform(1.3, 2.0)
+    if fault in (Fault.COORDINATOR_PAUSE, Fault.MEMBER_PAUSE, Fault.PROXY_SILENCE):
+        return past_session, 0.0
+    if fault is Fault.PROXY_DELAY:
+        return rng.uniform(1.0, 2.0) * session_s, rng.uniform(0.03, 0.25) * session_s
+    if fault is Fault.PROXY_DROP:
+        return rng.uniform(0.1, 0.8) * session_s, 0.0
+    return 0.0, 0.0
+
+
+def schedule(seed: int, members: int, session_s: float, faults: Sequence[StrEnum] = tuple(Fault),
+             roles: Sequence[str] = (), weights: Mapping[StrEnum, int] = WEIGHTS,
+             holds: Callable[[random.Random, StrEnum, float], tuple[float, float]] = hold) -> Callable[[int], Step]:
     """`step(n)` for n = 1, 2, ...; the same seed (and `faults`) gives the same steps. `roles`: each member
-    slot's kind (default: all one kind)."""
+    slot's kind (default: all one kind). `weights` and `holds`: the fault kinds' frequencies after the first
+    cycle and their durations (the Kafka-backed suite passes its own)."""
     rng = random.Random(seed)
     roles = list(roles) or ["consumer"] * members
     kinds_of_member = sorted(set(roles))
     member_faults_seen = [0]
-    first = [f for f in Fault if f in faults]
+    first = list(dict.fromkeys(faults))
     if not first:
         raise ValueError("no fault kind to inject")
     rng.shuffle(first)
-    kinds = [f for f in WEIGHTS if f in faults]
-    weights = [WEIGHTS[f] for f in kinds]
+    kinds = [f for f in weights if f in faults]
+    kind_weights = [weights[f] for f in kinds]
     cache: list[Step] = []
 
     def draw(n: int) -> Step:
-        fault = first[n - 1] if n <= len(first) else rng.choices(kinds, weights)[0]
+        fault = first[n - 1] if n <= len(first) else rng.choices(kinds, kind_weights)[0]
         target = rng.randrange(members)
-        if n <= len(first) and not fault.startswith("coordinator"):
+        if n <= len(first) and aimed_at_member(fault):
             role = kinds_of_member[member_faults_seen[0] % len(kinds_of_member)]
             member_faults_seen[0] += 1
             slots = [i for i, r in enumerate(roles) if r == role]
             target = slots[target % len(slots)]
-        past_session = session_s * rng.uniform(1.3, 2.0)
-        if fault in (Fault.COORDINATOR_PAUSE, Fault.MEMBER_PAUSE, Fault.PROXY_SILENCE):
-            return Step(n, fault, target, past_session)
-        if fault is Fault.PROXY_DELAY:
-            return Step(n, fault, target, rng.uniform(1.0, 2.0) * session_s, rng.uniform(0.03, 0.25) * session_s)
-        if fault is Fault.PROXY_DROP:
-            return Step(n, fault, target, rng.uniform(0.1, 0.8) * session_s)
-        return Step(n, fault, target, 0.0)
+        duration_s, delay_s = holds(rng, fault, session_s)
+        return Step(n, fault, target, duration_s, delay_s)
 
     def step(n: int) -> Step:
         while len(cache) < n:

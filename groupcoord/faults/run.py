@@ -3,6 +3,7 @@
     groupcoord faults --minutes 30 --seed 1          # the long run quoted in the README
     groupcoord faults --steps 8 --seed 7             # each fault kind once (the suite's short run)
     groupcoord faults --members 4 --share-members 0 --streams-members 0   # consumer members only
+    groupcoord faults --mode kafka --minutes 30 --seed 1   # 3 Kafka brokers, 3 instances (kafka_cluster.py)
 
 Members of three kinds run side by side, each kind in its own group on one topic: consumer-group members
 (`--members`), share-group members (`--share-members`) and streams-group members (`--streams-members`).
@@ -12,6 +13,11 @@ member, the coordinator agreeing, every share member acknowledging again, with n
 settle window), reads back the committed offsets and share-partition offsets, and checks the whole history
 so far (`checker.py`, `checker_share.py`). A progress line per step; the figures per member kind at the end.
 Exit status 1 when any violation was found.
+
+`--mode kafka` runs the same members (and classic-group members, `--classic-members`) against instances of
+the Kafka-backed mode over a real 3-broker Kafka cluster, with the faults of `nemesis_kafka.py`; at the end a
+fresh instance, started alone, replays the state topic and the acknowledged commits and share acknowledgements
+are read back from it. It adds the unavailability table, takeover times and replay times (`availability.py`).
 """
 
 from __future__ import annotations
@@ -24,12 +30,16 @@ import tempfile
 import time
 from collections import Counter
 from dataclasses import dataclass, field
+from enum import StrEnum
 from pathlib import Path
 from typing import TextIO
 
+from groupcoord.faults.availability import kafka_figures
 from groupcoord.faults.checker import Event, Findings, Kind, check
 from groupcoord.faults.cluster import Cluster, Timing
-from groupcoord.faults.nemesis import Fault, inject, schedule
+from groupcoord.faults.kafka_cluster import KafkaModeCluster, KafkaTiming
+from groupcoord.faults.nemesis import Fault, aimed_at_member, inject, schedule
+from groupcoord.faults.nemesis_kafka import KAFKA_MODE_FAULTS, KAFKA_WEIGHTS, KafkaFault, inject_kafka, kafka_hold
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,8 +56,11 @@ class Options:
     converge_timeout_s: float = 30.0
     pause_s: float = 0.5  # normal operation between steps
     stop_on_violation: bool = False
-    faults: tuple[Fault, ...] = tuple(Fault)
+    faults: tuple[StrEnum, ...] = tuple(Fault)
     workdir: Path | None = None
+    mode: str = "single"  # single | kafka
+    classic_members: int = 0
+    kafka: KafkaTiming = KafkaTiming()
 
 
 @dataclass(slots=True)
@@ -61,6 +74,7 @@ class Report:
     fatal_member_errors: int = 0
     elapsed_s: float = 0.0
     workdir: str = ""
+    kafka_figures: str = ""  # --mode kafka: unavailability, takeover and replay figures
 
     @property
     def violations(self) -> int:
@@ -129,13 +143,32 @@ def run(opts: Options, out: TextIO = sys.stdout) -> Report:
     report = Report()
     workdir = opts.workdir or Path(tempfile.mkdtemp(prefix="groupcoord-faults-"))
     report.workdir = str(workdir)
-    cluster = Cluster(workdir, opts.members, opts.partitions, opts.timing, share_members=opts.share_members,
-                      streams_members=opts.streams_members, share_partitions=opts.share_partitions)
+    kafka = opts.mode == "kafka"
+    cluster: Cluster
+    if kafka:
+        cluster = KafkaModeCluster(workdir, opts.members, opts.partitions, opts.timing, opts.kafka,
+                                   share_members=opts.share_members, streams_members=opts.streams_members,
+                                   classic_members=opts.classic_members, share_partitions=opts.share_partitions)
+    else:
+        cluster = Cluster(workdir, opts.members, opts.partitions, opts.timing, share_members=opts.share_members,
+                          streams_members=opts.streams_members, share_partitions=opts.share_partitions,
+                          classic_members=opts.classic_members)
     roles = [m.role for m in cluster.members]
-    step_of = schedule(opts.seed, len(roles), opts.timing.session_timeout_ms / 1000, opts.faults, roles)
-    say(f"seed {opts.seed}: {opts.members} consumer, {opts.share_members} share and {opts.streams_members} streams "
-        f"members, topics t:{opts.partitions} and t-queue:{opts.share_partitions} (share), session "
-        f"{opts.timing.session_timeout_ms} ms, heartbeat {opts.timing.heartbeat_interval_ms} ms; workdir {workdir}")
+    if isinstance(cluster, KafkaModeCluster):
+        step_of = schedule(opts.seed, len(roles), opts.kafka.state_session_timeout_ms / 1000, opts.faults, roles,
+                           KAFKA_WEIGHTS, kafka_hold)
+        kafka_cluster = cluster
+        inject_step = lambda step: inject_kafka(kafka_cluster, step)  # noqa: E731
+        where = (f"{opts.kafka.brokers} Kafka brokers, {opts.kafka.instances} instances, state topic of "
+                 f"{opts.kafka.state_partitions} partitions, state session {opts.kafka.state_session_timeout_ms} ms")
+    else:
+        step_of = schedule(opts.seed, len(roles), opts.timing.session_timeout_ms / 1000, opts.faults, roles)
+        inject_step = lambda step: inject(cluster, step)  # noqa: E731
+        where = "one coordinator with a state dir"
+    say(f"seed {opts.seed}: {where}; {opts.members} consumer, {opts.classic_members} classic, {opts.share_members} "
+        f"share and {opts.streams_members} streams members, topics t:{opts.partitions} and "
+        f"t-queue:{opts.share_partitions} (share), session {opts.timing.session_timeout_ms} ms, heartbeat "
+        f"{opts.timing.heartbeat_interval_ms} ms; workdir {workdir}")
     try:
         cluster.start()
         say(f"start: {_settle_then_check(cluster, 'start', time.monotonic(), opts, report)}")
@@ -145,11 +178,11 @@ def run(opts: Options, out: TextIO = sys.stdout) -> Report:
             n += 1
             step = step_of(n)
             report.step_starts.append((time.monotonic(), step.fault.value))
-            inject(cluster, step)
+            inject_step(step)
             report.steps = n
             report.faults[step.fault.value] += 1
             target = cluster.members[step.target]
-            if not step.fault.startswith("coordinator"):
+            if aimed_at_member(step.fault):
                 report.member_faults[target.role] += 1
             outcome = _settle_then_check(cluster, f"step {n} {step.fault}", time.monotonic(), opts, report)
             kinds = ", ".join(f"{k}={v}" for k, v in sorted(report.findings.by_kind().items())) or "none"
@@ -158,9 +191,21 @@ def run(opts: Options, out: TextIO = sys.stdout) -> Report:
                 say("stopping at the first violation (--stop-on-violation)")
                 break
             time.sleep(opts.pause_s)
+        if isinstance(cluster, KafkaModeCluster):
+            say("read-back: every member and instance stopped, a fresh instance replays the state topic")
+            report.step_starts.append((time.monotonic(), READ_BACK))
+            if not cluster.read_back_fresh():
+                cluster.record(Event(time.monotonic(), Kind.NOT_CONVERGED,
+                                     detail="read-back: the fresh instance did not serve every group in time"))
+            report.findings = check(cluster.snapshot())
+            say(f"read-back: {report.findings.acknowledged_commits} acknowledged commits and "
+                f"{report.findings.records_accepted} accepted share records checked against the fresh instance")
     except KeyboardInterrupt:
         say("interrupted: the figures cover the steps completed")
     finally:
+        if isinstance(cluster, KafkaModeCluster):
+            report.kafka_figures = kafka_figures(cluster.snapshot(), report.step_starts, report.faults,
+                                                 cluster.replay_times(), opts.kafka.state_session_timeout_ms)
         report.fatal_member_errors = sum(m.fatal for m in cluster.members)
         cluster.close()
         report.elapsed_s = time.monotonic() - started
@@ -169,8 +214,10 @@ def run(opts: Options, out: TextIO = sys.stdout) -> Report:
     return report
 
 
+READ_BACK = "read-back"  # the steps' label for the final read-back (its unavailability is by design)
+
 VIOLATIONS_BY_KIND = {
-    "consumer": ("double_ownership", "lost_commit"),
+    "consumer and classic": ("double_ownership", "lost_commit"),
     "share": ("share_double_acquire", "share_redelivered", "share_double_accept", "share_lost_ack"),
     "streams": ("streams_double_active",),
     "all kinds": ("not_converged",),
@@ -185,7 +232,7 @@ def figures(report: Report) -> str:
         "fault suite figures",
         f"  elapsed                        {report.elapsed_s:.0f} s",
         f"  steps (faults injected)        {report.steps}",
-        *(f"    {k:<28} {report.faults.get(k.value, 0)}" for k in Fault),
+        *(f"    {k:<28} {n}" for k, n in sorted(report.faults.items())),
         "  member faults by member kind   " + (", ".join(f"{k} {n}" for k, n in sorted(report.member_faults.items()))
                                              or "none"),
         "  consumer members",
@@ -207,6 +254,8 @@ def figures(report: Report) -> str:
         f"  worst time to converge         {worst:.2f} s ({where}); {report.not_converged} step(s) did not converge",
         f"  members stopped on a fatal client error {report.fatal_member_errors}",
     ]
+    if report.kafka_figures:
+        lines.append(report.kafka_figures)
     if f.violations:
         lines.append("violations by the fault of the step in which they began:")
         by_fault = sorted(report.violations_by_fault().items())
@@ -221,39 +270,63 @@ def _interrupt(signum: int, frame: object) -> None:
     raise KeyboardInterrupt
 
 
+def _fault_kinds(names: str) -> tuple[StrEnum, ...]:
+    kinds: dict[str, StrEnum] = {f.value: f for f in (*Fault, *KafkaFault)}
+    return tuple(kinds[name.strip()] for name in names.split(",") if name.strip())
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="groupcoord faults", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--mode", choices=("single", "kafka"), default="single",
+                   help="single: one coordinator with a state dir (default); kafka: 3 instances over 3 Kafka brokers")
     p.add_argument("--minutes", type=float, default=1.0, help="how long to inject faults (default 1)")
     p.add_argument("--steps", type=int, default=0, help="inject exactly this many faults instead of --minutes")
     p.add_argument("--seed", type=int, default=1, help="the fault schedule's seed (default 1)")
     p.add_argument("--members", type=int, default=4, help="consumer-group member processes (default 4)")
     p.add_argument("--share-members", type=int, default=2, help="share-group member processes (default 2)")
     p.add_argument("--streams-members", type=int, default=2, help="streams-group member processes (default 2)")
+    p.add_argument("--classic-members", type=int, default=None,
+                   help="classic-group member processes (default 0; 2 with --mode kafka)")
     p.add_argument("--partitions", type=int, default=12, help="partitions of the topic (default 12)")
     p.add_argument("--share-partitions", type=int, default=1,
                    help="partitions of the share members' topic (default 1: every share member reads it)")
     p.add_argument("--session-timeout-ms", type=int, default=3000)
     p.add_argument("--heartbeat-interval-ms", type=int, default=200)
+    p.add_argument("--instances", type=int, default=3, help="--mode kafka: groupcoord instances (default 3)")
+    p.add_argument("--state-partitions", type=int, default=6, help="--mode kafka: state topic partitions (default 6)")
+    p.add_argument("--state-session-timeout-ms", type=int, default=3000,
+                   help="--mode kafka: the instances' --state-session-timeout-ms (default 3000)")
     p.add_argument("--converge-timeout-s", type=float, default=30.0)
     p.add_argument("--workdir", type=Path, help="keep the state dir, history.jsonl and logs here")
     p.add_argument("--stop-on-violation", action="store_true", help="stop after the step that found the first one")
-    p.add_argument("--faults", default=",".join(f.value for f in Fault),
-                   help="comma-separated fault kinds to inject (default: all): " + ", ".join(f.value for f in Fault))
+    p.add_argument("--faults", default=None,
+                   help="comma-separated fault kinds to inject (default: every kind of the mode): "
+                   + ", ".join(f.value for f in (*Fault, *KafkaFault)))
     args = p.parse_args(argv)
-    if min(args.members, args.share_members, args.streams_members, args.steps) < 0 or args.partitions < 1 \
-            or args.share_partitions < 1 or args.members + args.share_members + args.streams_members < 1:
+    kafka = args.mode == "kafka"
+    classic = args.classic_members if args.classic_members is not None else (2 if kafka else 0)
+    if min(args.members, args.share_members, args.streams_members, classic, args.steps) < 0 \
+            or args.partitions < 1 or args.share_partitions < 1 \
+            or args.members + args.share_members + args.streams_members + classic < 1:
         p.error("--partitions and the sum of members must be positive; no count negative")
+    if not 1 <= args.instances < 4:
+        p.error("--instances: 1 to 3 (a fourth is the one the nemesis adds)")
+    default = ",".join(f.value for f in (KAFKA_MODE_FAULTS if kafka else Fault))
     try:
-        faults = tuple(Fault(name.strip()) for name in args.faults.split(",") if name.strip())
-    except ValueError:
-        p.error(f"--faults: one of {', '.join(f.value for f in Fault)}, comma-separated")
+        faults = _fault_kinds(args.faults or default)
+    except KeyError:
+        p.error(f"--faults: one of {', '.join(f.value for f in (*Fault, *KafkaFault))}, comma-separated")
     if not faults:
         p.error("--faults names no fault kind")
+    if not kafka and any(isinstance(f, KafkaFault) for f in faults):
+        p.error("--faults: the instance and broker faults need --mode kafka")
     timing = Timing(session_timeout_ms=args.session_timeout_ms, heartbeat_interval_ms=args.heartbeat_interval_ms)
     opts = Options(seed=args.seed, minutes=args.minutes, steps=args.steps, members=args.members,
                    share_members=args.share_members, streams_members=args.streams_members,
-                   share_partitions=args.share_partitions,
+                   share_partitions=args.share_partitions, classic_members=classic, mode=args.mode,
+                   kafka=KafkaTiming(instances=args.instances, state_partitions=args.state_partitions,
+                                     state_session_timeout_ms=args.state_session_timeout_ms),
                    partitions=args.partitions, timing=timing, converge_timeout_s=args.converge_timeout_s,
                    workdir=args.workdir, stop_on_violation=args.stop_on_violation, faults=faults)
     # SIGTERM stops the run like Ctrl-C does, so that the processes it started are killed on the way out.

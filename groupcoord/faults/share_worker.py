@@ -62,6 +62,7 @@ class ShareWorker:
         self.session_timeout_ms = session_timeout_ms
         self.out = Reporter()
         self.lease_until = -math.inf
+        self.last_heartbeat_error: object = 0  # an error code or a gRPC status: logged when it changes
         self.rng = random.Random()
         channel = grpc.insecure_channel(target, options=CHANNEL_OPTIONS)
         self.member = ShareMember(target, group, [topic], "", channel=channel, watermarks=watermarks,
@@ -73,7 +74,8 @@ class ShareWorker:
             try:
                 resp = self.member.heartbeat()
             except grpc.RpcError as e:
-                log.info("heartbeat failed: %s", e.code())
+                (log.warning if e.code() != self.last_heartbeat_error else log.info)("heartbeat failed: %s", e.code())
+                self.last_heartbeat_error = e.code()
                 time.sleep(0.05)
                 continue
             if resp.error_code == 0:
@@ -81,6 +83,9 @@ class ShareWorker:
                 self.lease_until = sent + lease_duration_s(self.session_timeout_ms, interval_ms)
             elif resp.error_code in (FENCED_MEMBER_EPOCH, UNKNOWN_MEMBER_ID, GROUP_ID_NOT_FOUND):
                 self.lease_until = -math.inf  # no longer a member: the coordinator released what we held
+            if resp.error_code and resp.error_code != self.last_heartbeat_error:
+                log.warning("heartbeat answered %d: %s", resp.error_code, resp.error_message[:200])
+            self.last_heartbeat_error = resp.error_code
             time.sleep(self.member.heartbeat_interval_s)
 
     def processing_s(self) -> float:
@@ -102,6 +107,9 @@ class ShareWorker:
             log.info("acquire failed: %s", e.code())
             return
         if not got:
+            if self.member.last_error is not None:  # an answer with an error: say which
+                log.warning("acquire answered %d: %s", *self.member.last_error)
+                self.member.last_error = None
             return
         until = min(min(r.lock_deadline for r in got), lease)
         self.out.emit(ev="acquired", ts=sent, t=time.monotonic(), until=until,

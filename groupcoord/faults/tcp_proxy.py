@@ -11,6 +11,9 @@ Modes:
 - ``delay``: bytes pass after ``delay_s`` seconds.
 - ``drop``: every open connection is reset and new ones are closed at once.
 
+``retarget`` changes the upstream: open connections are reset (their client reconnects, to the new one).
+The Kafka-backed fault suite points each member's proxy at whichever instance coordinates its group.
+
 Only loopback addresses are accepted as the upstream target.
 """
 
@@ -80,6 +83,21 @@ class TcpProxy:
             for sock in pair:
                 _reset(sock)
 
+    @property
+    def upstream(self) -> str:
+        return f"{self._upstream[0]}:{self._upstream[1]}"
+
+    def retarget(self, upstream: str) -> None:
+        """Forward new connections to `upstream` (loopback) and reset the open ones, which went elsewhere."""
+        host, _, port = upstream.rpartition(":")
+        _require_loopback(host)
+        with self._lock:
+            self._upstream = (host, int(port))
+            conns, self._conns = list(self._conns), []
+        for pair in conns:
+            for sock in pair:
+                _reset(sock)
+
     def forward(self) -> None:
         self.set_mode("forward")
 
@@ -121,7 +139,7 @@ class TcpProxy:
                 _reset(client)
                 continue
             try:
-                upstream = socket.create_connection(self._upstream, timeout=2)
+                upstream = socket.create_connection(self._upstream, timeout=2)  # read once: retarget swaps it
             except OSError:
                 _reset(client)
                 continue

@@ -7,8 +7,11 @@ with what members were acknowledged. Every call answers None when the coordinato
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import grpc
 
+from groupcoord.clients.lease import CHANNEL_OPTIONS
 from groupcoord.wire.v1 import coordinator_pb2 as pb
 from groupcoord.wire.v1 import coordinator_pb2_grpc as pb_grpc
 from groupcoord.wire.v1 import share_pb2 as shpb
@@ -22,7 +25,7 @@ class CoordinatorViews:
         self.groups = groups
         self.topic = topic
         self.share_topic = share_topic
-        self._channel = grpc.insecure_channel(address)
+        self._channel = grpc.insecure_channel(address, options=CHANNEL_OPTIONS)  # reconnect soon after a restart
         self.stub = pb_grpc.GroupCoordinatorStub(self._channel)
         self._share = shpb_grpc.ShareGroupCoordinatorStub(self._channel)
         self._streams = stpb_grpc.StreamsGroupCoordinatorStub(self._channel)
@@ -56,10 +59,10 @@ class CoordinatorViews:
             out.append(active)
         return out
 
-    def committed_offsets(self) -> tuple[tuple[int, int], ...] | None:
-        """OffsetFetch of the whole consumer group: (partition, committed offset), sorted."""
+    def committed_offsets(self, role: str = "consumer") -> tuple[tuple[int, int], ...] | None:
+        """OffsetFetch of the whole consumer (or classic) group: (partition, committed offset), sorted."""
         try:
-            resp = self.stub.OffsetFetch(pb.OffsetFetchRequest(group_id=self.groups["consumer"], member_epoch=-1),
+            resp = self.stub.OffsetFetch(pb.OffsetFetchRequest(group_id=self.groups[role], member_epoch=-1),
                                          timeout=10)
         except grpc.RpcError:
             return None
@@ -82,3 +85,42 @@ class CoordinatorViews:
 
     def close(self) -> None:
         self._channel.close()
+
+
+class RoutedViews:
+    """The same views with several instances: each question goes to the instance that answers for its group
+    (`owner(kind)`, the router's), and is None while no instance does."""
+
+    def __init__(self, owner: Callable[[str], str | None], groups: dict[str, str], topic: str,
+                 share_topic: str) -> None:
+        self._owner = owner
+        self._args = (groups, topic, share_topic)
+        self._views: dict[str, CoordinatorViews] = {}
+
+    def _at(self, kind: str) -> CoordinatorViews | None:
+        address = self._owner(kind)
+        if address is None:
+            return None
+        if address not in self._views:
+            self._views[address] = CoordinatorViews(address, *self._args)
+        return self._views[address]
+
+    def consumer_assignment(self) -> list[list[int]] | None:
+        views = self._at("consumer")
+        return None if views is None else views.consumer_assignment()
+
+    def streams_assignment(self) -> list[list[int]] | None:
+        views = self._at("streams")
+        return None if views is None else views.streams_assignment()
+
+    def committed_offsets(self, role: str = "consumer") -> tuple[tuple[int, int], ...] | None:
+        views = self._at(role)
+        return None if views is None else views.committed_offsets(role)
+
+    def share_offsets(self) -> tuple[tuple[int, int, int], ...] | None:
+        views = self._at("share")
+        return None if views is None else views.share_offsets()
+
+    def close(self) -> None:
+        for views in self._views.values():
+            views.close()

@@ -13,11 +13,17 @@ The application behaves as a careful consumer: it commits only for partitions th
 is acknowledged after it); ``on_lost`` stops at once (the partitions are gone).
 
     python -m groupcoord.faults.worker --target 127.0.0.1:PORT --group G --topic T [--interval-ms 50]
+
+`--protocol classic` runs the same application on a `ClassicGroupMember` (JoinGroup/SyncGroup, cooperative-sticky
+assignment computed by the leader; `--partitions` tells it the topic's size), so classic groups are checked by
+the same history and checker. `--pin-target`: every coordinator address the client learns from FindCoordinator
+is reached through `--target` all the same (the Kafka-backed suite's proxy follows the group to its instance).
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import logging
 import sys
@@ -25,7 +31,11 @@ import threading
 import time
 from typing import Any
 
+import grpc
+
+from groupcoord.clients.classic_member import ClassicGroupMember
 from groupcoord.clients.group_member import GroupMember, TopicPartition
+from groupcoord.clients.lease import CHANNEL_OPTIONS
 
 
 class Reporter:
@@ -39,16 +49,33 @@ class Reporter:
             sys.stdout.flush()
 
 
+def _pinned_channel(target: str, address: str) -> grpc.Channel:
+    """A channel to `target` whatever `address` FindCoordinator named: the proxy in front routes it."""
+    return grpc.insecure_channel(target, options=CHANNEL_OPTIONS)
+
+
 class Worker:
-    def __init__(self, target: str, group: str, topic: str, interval_s: float, rpc_timeout_s: float) -> None:
+    def __init__(self, target: str, group: str, topic: str, interval_s: float, rpc_timeout_s: float, *,
+                 protocol: str = "consumer", partitions: int = 0, session_timeout_ms: int = 10_000,
+                 pin_target: bool = False) -> None:
         self.topic = topic
         self.interval_s = interval_s
         self.out = Reporter()
         self._state = threading.Lock()  # guards `owned`; never held across an RPC
         self._commit = threading.Lock()  # held while a commit is in flight
         self.owned: set[int] = set()
-        self.member = GroupMember(target, group, [topic], on_assigned=self.on_assigned,
-                                  on_revoked=self.on_revoked, on_lost=self.on_lost, rpc_timeout_s=rpc_timeout_s)
+        self.member: GroupMember | ClassicGroupMember
+        if protocol == "classic":
+            self.member = ClassicGroupMember(
+                target, group, [topic], partitions={topic: partitions}, on_assigned=self.on_assigned,
+                on_revoked=self.on_revoked, on_lost=self.on_lost, session_timeout_ms=session_timeout_ms,
+                rebalance_timeout_ms=session_timeout_ms, heartbeat_interval_ms=max(50, session_timeout_ms // 10),
+                rpc_timeout_s=rpc_timeout_s)
+        else:
+            factory = functools.partial(_pinned_channel, target) if pin_target else None
+            self.member = GroupMember(target, group, [topic], on_assigned=self.on_assigned,
+                                      on_revoked=self.on_revoked, on_lost=self.on_lost, rpc_timeout_s=rpc_timeout_s,
+                                      channel_factory=factory)
 
     def on_assigned(self, tps: frozenset[TopicPartition]) -> None:
         ps = sorted(p for _, p in tps)
@@ -108,10 +135,16 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--topic", required=True)
     p.add_argument("--interval-ms", type=int, default=50)
     p.add_argument("--rpc-timeout-ms", type=int, default=2000)
+    p.add_argument("--protocol", choices=("consumer", "classic"), default="consumer")
+    p.add_argument("--partitions", type=int, default=0, help="classic: the topic's partition count")
+    p.add_argument("--session-timeout-ms", type=int, default=10_000, help="classic: the member's session")
+    p.add_argument("--pin-target", action="store_true")
     args = p.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    Worker(args.target, args.group, args.topic, args.interval_ms / 1000, args.rpc_timeout_ms / 1000).run()
+    Worker(args.target, args.group, args.topic, args.interval_ms / 1000, args.rpc_timeout_ms / 1000,
+           protocol=args.protocol, partitions=args.partitions, session_timeout_ms=args.session_timeout_ms,
+           pin_target=args.pin_target).run()
     return 0
 
 

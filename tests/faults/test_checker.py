@@ -120,3 +120,26 @@ def test_ownership_state_converges_only_with_one_live_owner_per_partition() -> N
     state.apply(revoked(2.1, "a.1", 1))
     assert state.converged(["a.1", "b.1"], 3)
     assert not state.converged(["b.1"], 3)  # a.1 is dead or stopped: partition 0 has no live owner
+
+
+def test_classic_members_are_checked_for_double_ownership_and_lost_commits_apart_from_consumer_members() -> None:
+    def classic(e: Event) -> Event:
+        return Event(e.t, e.kind, e.member, e.partitions, e.offsets, e.t_sent, role="classic")
+
+    history = [
+        assigned(1.0, "m0.1", 0),  # a consumer member owns partition 0 of the consumer group: no conflict
+        classic(assigned(1.0, "c0.1", 0)),
+        classic(assigned(1.5, "c1.1", 0)),  # a second classic member owns it at the same time
+        classic(commit(1.6, 1.7, "c1.1", {0: 160})),
+        fetched(2.0, {0: -1}),  # the consumer group's read-back knows nothing of the classic group's commits
+        classic(fetched(2.0, {0: 100})),  # the classic group's read-back misses the acknowledged 160
+    ]
+    kinds = sorted((v.kind, v.detail.split(":")[0]) for v in check(history).violations)
+    assert kinds == [("double_ownership", "classic partition 0"), ("lost_commit", "partition 0")]
+
+
+def test_a_classic_members_commit_line_becomes_a_classic_event() -> None:
+    from groupcoord.faults.cluster import member_event
+
+    event = member_event("c4.1", "classic", {"ev": "commit", "ts": 1.0, "t": 1.1, "try": [3], "ok": {"3": 1000000}})
+    assert event is not None and event.role == "classic" and event.offsets == ((3, 1000000),)

@@ -37,3 +37,24 @@ def test_the_first_cycle_aims_its_member_faults_at_every_member_kind() -> None:
     first = [step(n) for n in range(1, len(Fault) + 1)]
     hit = {roles[s.target] for s in first if not s.fault.startswith("coordinator")}
     assert hit == {"consumer", "share", "streams"}
+
+
+def test_the_kafka_mode_first_cycle_injects_each_of_its_fault_kinds_once() -> None:
+    from groupcoord.faults.nemesis_kafka import KAFKA_MODE_FAULTS, KAFKA_WEIGHTS, kafka_hold
+
+    step = schedule(7, 7, 2.0, KAFKA_MODE_FAULTS, weights=KAFKA_WEIGHTS, holds=kafka_hold)
+    first = [step(n).fault for n in range(1, len(KAFKA_MODE_FAULTS) + 1)]
+    assert sorted(first) == sorted(KAFKA_MODE_FAULTS)
+    assert {step(n).fault for n in range(1, 200)} == set(KAFKA_MODE_FAULTS)
+
+
+def test_kafka_mode_cuts_and_pauses_outlast_the_coordinators_session_and_the_slow_link_delays_500_ms() -> None:
+    from groupcoord.faults.nemesis_kafka import KAFKA_MODE_FAULTS, KAFKA_WEIGHTS, KafkaFault, kafka_hold
+
+    step = schedule(3, 7, 2.0, KAFKA_MODE_FAULTS, weights=KAFKA_WEIGHTS, holds=kafka_hold)
+    for n in range(1, 200):
+        s = step(n)
+        if s.fault in (KafkaFault.INSTANCE_PAUSE, KafkaFault.INSTANCE_KAFKA_CUT):
+            assert s.duration_s > 2.0
+        if s.fault is KafkaFault.INSTANCE_KAFKA_DELAY:
+            assert s.delay_s == 0.5

@@ -85,3 +85,20 @@ def test_proxy_drop_resets_open_connections(echo_server: str) -> None:
 def test_proxy_refuses_non_loopback_upstream() -> None:
     with pytest.raises(ValueError, match="loopback"):
         TcpProxy("8.8.8.8:53")
+
+
+def test_proxy_retarget_resets_open_connections_and_sends_new_ones_to_the_new_upstream(echo_server: str) -> None:
+    other = socket.create_server(("127.0.0.1", 0))
+    other.settimeout(3)
+    with other, TcpProxy(echo_server) as proxy:
+        host, _, port = proxy.address.rpartition(":")
+        with socket.create_connection((host, int(port)), timeout=2) as sock:
+            sock.sendall(b"a")
+            assert sock.recv(10) == b"a"
+            proxy.retarget(f"127.0.0.1:{other.getsockname()[1]}")
+            with pytest.raises(OSError):
+                sock.sendall(b"b" * 100000)
+                sock.recv(10) or (_ for _ in ()).throw(ConnectionResetError())
+        with socket.create_connection((host, int(port)), timeout=2):
+            conn, _ = other.accept()  # the new connection reached the new upstream
+            conn.close()

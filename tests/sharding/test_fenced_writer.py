@@ -2,8 +2,9 @@
 
 Another producer calling `init_transactions` with the partition's `transactional.id` is what a new owner does on
 gaining it. From then on the old owner's next transaction fails: the operation in it is answered NOT_COORDINATOR
-(never acknowledged), the partition's groups are dropped from memory and refused, the topic holds nothing of it,
-and the instance's other partitions are served as before.
+(never acknowledged), the topic holds nothing of it, and the instance's other partitions are served as before.
+Here Kafka still assigns the partition to the instance and its lease holds, so the fencer cannot be a rightful
+owner: the instance replays the partition and serves it again (tests/realkafka/test_stale_fencing.py).
 """
 
 from __future__ import annotations
@@ -57,11 +58,8 @@ def test_a_fenced_partition_answers_not_coordinator_drops_its_groups_and_writes_
         fencer.init_transactions(30)  # what the partition's next owner does
 
         assert commit(coordinator, "g", 2) == 16  # NOT_COORDINATOR: not written, not acknowledged
-        wait_for(lambda: p not in owned(instance), "the instance gives the fenced partition up")
         runtime = instance.server.runtime
-        assert runtime is not None and "g" not in runtime.shard.groups
-        assert fetch_code(coordinator, "g") == 16
-        assert runtime.failed is None  # only that partition stopped
+        assert runtime is not None and runtime.failed is None  # only that partition stopped
         assert commit(coordinator, other, 2) == 0
 
         reader = KafkaRecordLog(kafka_broker.bootstrap_servers, unique, PARTITIONS, create_topic=False)
