@@ -120,6 +120,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--tasks-per-batch", type=int, default=None,
                    help="Spark tasks per micro-batch (default: the cores of a local[N] master, else 2)")
     p.add_argument("--shuffle-partitions", type=int, default=1, help="spark.sql.shuffle.partitions (default 1)")
+    p.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
+                   help="another Spark setting, as spark-submit's --conf takes it, e.g. "
+                        "spark.executor.extraJavaOptions=-XX:+UseSerialGC (repeatable)")
     p.add_argument("--log-level", default="INFO", help="Python log level (default INFO)")
     return p
 
@@ -148,6 +151,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.source == "groupcoord" and not args.coordinator:
         parser.error("--coordinator is required (but with --source kafka)")
+    try:
+        spark_conf = _settings(args.conf)
+    except ValueError as e:
+        parser.error(str(e))
     logging.basicConfig(level=getattr(logging, str(args.log_level).upper(), logging.INFO),
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     output = Path(args.output).resolve()
@@ -172,7 +179,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     staging = output / "staging" / run
     _discard_old_staging(output / "staging", name)
     staging.mkdir(parents=True)
-    spark = _spark_session(args, name)
+    spark = _spark_session(args, name, spark_conf)
     try:
         df = _load(spark, args, output, drain_file, staging)
         if stop.is_set():  # asked to stop while Spark started: never join
@@ -236,10 +243,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         shutil.rmtree(staging, ignore_errors=True)  # what is left there was never committed
 
 
-def _spark_session(args: argparse.Namespace, name: str) -> Any:
+def _spark_session(args: argparse.Namespace, name: str, conf: Mapping[str, str]) -> Any:
     return spark_session(args.master, f"groupcoord-{name}", args.driver_memory, args.shuffle_partitions,
                          executor_memory=args.executor_memory, cores_max=args.cores_max,
-                         jars=[j for j in args.jars.split(",") if j])
+                         jars=[j for j in args.jars.split(",") if j], extra=conf)
+
+
+def _settings(items: Sequence[str]) -> dict[str, str]:
+    """--conf KEY=VALUE items as a mapping; the first '=' splits, so a value may contain more."""
+    out: dict[str, str] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise ValueError(f"--conf {item!r}: give KEY=VALUE, e.g. spark.executor.extraJavaOptions=-XX:+UseSerialGC")
+        out[key.strip()] = value
+    return out
 
 
 def spark_session(master: str, app_name: str, driver_memory: str, shuffle_partitions: int, *,

@@ -473,7 +473,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--share-only", action="store_true",
                    help="run only the share-group act (three drivers on two partitions; about a minute)")
     p.add_argument("--steady", type=float, default=None,
-                   help="seconds to run between membership changes (default 30, quick 8)")
+                   help="seconds to run between membership changes (default 30, quick 8); the share-group act "
+                        "produces for 8 s, or this if shorter")
     p.add_argument("--spark-master", default="local[1]", metavar="MASTER",
                    help="where the drivers run: local[1] (default: each driver is one JVM), spark://HOST:PORT (a "
                         "Spark standalone cluster: each driver takes one executor core, --cores-max 1) or "
@@ -575,7 +576,7 @@ def _asdict(plan: Plan) -> dict[str, Any]:
 def _run(plan: Plan, output: Path, keep: tuple[int, ...] = ()) -> int:
     """The demo; `keep`: processes of ours that outlive it (a Spark cluster started for it, stopped after)."""
     from groupcoord.clients.spark_driver import DriverProcess, batch_ranges, coverage, process_tree
-    from groupcoord.demo_share import SHARE_SETTINGS, ShareAct
+    from groupcoord.demo_share import SHARE_SECONDS, SHARE_SETTINGS, ShareAct
     from groupcoord.embedded_kafka import EmbeddedKafka
 
     def out(line: str) -> None:
@@ -666,8 +667,9 @@ def _run(plan: Plan, output: Path, keep: tuple[int, ...] = ()) -> int:
         for t in stoppers:
             t.start()
         # the share act's drivers start their Spark while d2 and d3 stop and the summary is drawn
-        share = ShareAct(kafka, coordinator.address, output, demo.say, out).prepare(plan.driver_memory,
-                                                                                   _driver_spark_args(plan))
+        share = ShareAct(kafka, coordinator.address, output, demo.say, out,
+                         seconds=min(SHARE_SECONDS, plan.steady_s)).prepare(plan.driver_memory,
+                                                                            _driver_spark_args(plan))
         for t in stoppers:
             t.join(90)
         _summary(demo, monitor, batch_ranges, coverage, output)

@@ -17,12 +17,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-__all__ = ["SHARE_SETTINGS", "ShareAct"]
+__all__ = ["SHARE_SECONDS", "SHARE_SETTINGS", "ShareAct"]
 
 TOPIC = "jobs"
 PARTITIONS = 2
 GROUP = "demo-queue"
 DRIVERS = ("s1", "s2", "s3")
+SHARE_SECONDS = 8.0  # how long the act produces once every driver is busy
 
 # Coordinator settings for the act (`groupcoord serve --set`): quick joins; locks renewed while a batch runs.
 SHARE_SETTINGS: dict[str, Any] = {
@@ -40,7 +41,7 @@ class ShareAct:
     """`prepare()` starts the drivers' Spark (they wait to join); `run()` plays the act and prints it."""
 
     def __init__(self, kafka: Any, coordinator: str, output: Path, say: Callable[[str], None],
-                 out: Callable[[str], None], rate: float = 400.0, seconds: float = 8.0) -> None:
+                 out: Callable[[str], None], rate: float = 400.0, seconds: float = SHARE_SECONDS) -> None:
         self.kafka = kafka
         self.coordinator = coordinator
         self.output = output / "share"

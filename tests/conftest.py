@@ -28,6 +28,11 @@ import pytest
 pytest_plugins = ["tests.realkafka.fixtures"]
 
 os.environ.setdefault("GROUPCOORD_NO_INSTALL", "1")
+# Spark's JVMs started by tests (each driver's, an in-process session's) run with the C1 compiler only and the
+# serial collector, as the Kafka broker's and the Spark cluster's daemons already do: a JVM that lives for one
+# test spends most of its CPU in C2's compiler threads and G1's, and on 2 cores every other process waits for
+# that. What the JVM runs is unchanged. (spark-submit puts SPARK_SUBMIT_OPTS on the driver JVM's command line.)
+os.environ.setdefault("SPARK_SUBMIT_OPTS", "-XX:+UseSerialGC -XX:TieredStopAtLevel=1")
 
 TESTS = Path(__file__).resolve().parent
 

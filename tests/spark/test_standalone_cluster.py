@@ -23,6 +23,9 @@ from .counting import count_through_a_clean_leave_and_a_crash
 
 pytestmark = [pytest.mark.spark, pytest.mark.timeout(480)]
 
+# The executors' JVMs get what tests/conftest.py gives the drivers' (SPARK_SUBMIT_OPTS): C1 and the serial GC.
+EXECUTOR_JAVA_OPTIONS = "spark.executor.extraJavaOptions=-XX:+UseSerialGC -XX:TieredStopAtLevel=1"
+
 
 @pytest.fixture(scope="module")
 def spark_cluster() -> Iterator[SparkStandaloneCluster]:
@@ -34,7 +37,7 @@ def test_every_record_is_published_once_on_a_standalone_cluster_through_a_clean_
         kafka: EmbeddedKafka, launch_driver: LaunchDriver, spark_cluster: SparkStandaloneCluster) -> None:
     counted = count_through_a_clean_leave_and_a_crash(
         kafka, launch_driver, "--master", spark_cluster.master_url, "--cores-max", "1", "--executor-memory", "512m",
-        prestart_c=True)
+        "--conf", EXECUTOR_JAVA_OPTIONS, prestart_c=True)
 
     apps = [*spark_cluster.state().get("activeapps", []), *spark_cluster.state().get("completedapps", [])]
     names = sorted(app["name"] for app in apps)
