@@ -61,7 +61,19 @@ def wait_for(check: Callable[[], Any], timeout: float = 30.0, what: str = "condi
 
 
 def serve(*extra: str, embedded_kafka: bool = False) -> Served:
-    grpc_port, http_port = free_port(), free_port()
+    """`groupcoord serve` on two free ports. A port found free can be taken by another process before the server
+    binds it (another suite on the machine): that start is refused with a clear line, and is tried again on new
+    ports, at most three times in all."""
+    for attempt in range(3):
+        started = _serve_once(free_port(), free_port(), extra, embedded_kafka)
+        if isinstance(started, Served):
+            return started
+        if "Address already in use" not in started or attempt == 2:
+            raise AssertionError("serve did not start:\n" + started)
+    raise AssertionError("unreachable")
+
+
+def _serve_once(grpc_port: int, http_port: int, extra: tuple[str, ...], embedded_kafka: bool) -> Served | str:
     cmd = [sys.executable, "-m", "groupcoord", "serve", "--listen", f"127.0.0.1:{grpc_port}",
            "--http-port", str(http_port), *(a for s in FAST for a in ("--set", s)), *extra]
     if embedded_kafka:
@@ -85,7 +97,7 @@ def serve(*extra: str, embedded_kafka: bool = False) -> Served:
             threading.Thread(target=lambda: output.extend(proc.stdout or ()), daemon=True).start()
             return Served(proc, f"127.0.0.1:{grpc_port}", f"{scheme}://127.0.0.1:{http_port}", bootstrap, output)
     proc.kill()
-    raise AssertionError("serve did not start:\n" + "".join(output) + (proc.stdout.read() or ""))
+    return "".join(output) + (proc.stdout.read() or "")
 
 
 def stop(served: Served) -> int:
