@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 # `make test-fast` leaves out every test these markers select (set by folder in tests/conftest.py, HEAVY).
 FAST := not integration and not kafka and not spark and not browser
 
-.PHONY: demo test test-fast setup docs lint proto proto-go proto-check bench clean serve kafka-broker
+.PHONY: demo test test-fast test-kafka-faults setup docs lint proto proto-go proto-check bench clean serve kafka-broker
 
 $(STAMP): pyproject.toml
 	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "needs $(PYTHON) on PATH"; exit 1; }
@@ -34,7 +34,12 @@ test: setup
 	$(VENV)/bin/lint-imports
 	$(PY) -m groupcoord.docsgen --check
 	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --site-dir .cache/site
-	$(PY) -m pytest -q --durations=25 $(PYTEST_ARGS)
+	$(PY) -m pytest -q --durations=25 --ignore=tests/faults/test_kafka_fault_suite.py $(PYTEST_ARGS)
+
+# The Kafka-backed mode's short fault run (3 brokers, 3 instances, every fault kind once, ~2 min). Not in `make test`
+# yet: under load its broker-kill step can take longer than the convergence bound (issue 29's note).
+test-kafka-faults: setup
+	$(PY) -m pytest -q tests/faults/test_kafka_fault_suite.py $(PYTEST_ARGS)
 
 # The in-process tests only (core, assignors, conformance, tools): no server, broker, JVM, Spark or browser.
 test-fast: $(STAMP)

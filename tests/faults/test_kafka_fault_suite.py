@@ -24,7 +24,7 @@ def test_short_kafka_mode_run_injects_every_fault_kind_and_loses_no_acknowledgem
     report = run(Options(mode="kafka", seed=7, steps=len(KAFKA_MODE_FAULTS), members=2, classic_members=2,
                          share_members=1, streams_members=2, faults=KAFKA_MODE_FAULTS,
                          timing=Timing(session_timeout_ms=2000), kafka=KafkaTiming(state_session_timeout_ms=2000),
-                         converge_timeout_s=30.0, workdir=tmp_path, stop_on_violation=True), out=out)
+                         converge_timeout_s=60.0, workdir=tmp_path, stop_on_violation=True), out=out)
     text = out.getvalue() + "\n" + figures(report)
     f = report.findings
     assert f.acknowledged_commits > 0 and f.records_accepted > 0 and f.task_intervals > 0, text
