@@ -45,29 +45,23 @@ from groupcoord.coordinator.core.classic.records import (
     ClassicGroupState,
 )
 from groupcoord.coordinator.core.consumer import assignment as consumer_assignment
+from groupcoord.coordinator.core.consumer import heartbeat as consumer_heartbeat
 from groupcoord.coordinator.core.consumer.group import (
     ConsumerGroup,
     MemberState,
-    join_timer,
-    rebalance_timer,
     session_timer,
-    sync_timer,
 )
 from groupcoord.coordinator.core.errors import CoordinatorError, Errors
 from groupcoord.coordinator.core.messages import ConsumerGroupHeartbeatRequest
 from groupcoord.coordinator.core.mixed import group as mixed_group
 from groupcoord.coordinator.core.records import (
     ConsumerGroupClassicMemberMetadata,
-    ConsumerGroupClassicMemberMetadataTombstone,
     ConsumerGroupCurrentMemberAssignment,
-    ConsumerGroupCurrentMemberAssignmentTombstone,
     ConsumerGroupMemberMetadata,
-    ConsumerGroupMemberMetadataTombstone,
     ConsumerGroupMetadata,
     ConsumerGroupMetadataTombstone,
     ConsumerGroupRegularExpressionTombstone,
     ConsumerGroupTargetAssignmentMember,
-    ConsumerGroupTargetAssignmentMemberTombstone,
     ConsumerGroupTargetAssignmentMetadata,
 )
 from groupcoord.coordinator.core.results import Result
@@ -203,18 +197,8 @@ def maybe_downgrade(shard: GroupCoordinatorShard, group: ConsumerGroup, leaving_
 
 def _write_consumer_group_tombstones(shard: GroupCoordinatorShard, group: ConsumerGroup, result: Result[Any]) -> None:
     gid = group.group_id
-    for mid in list(group.members):
-        if mid in group.classic_members:
-            shard._write(result, ConsumerGroupClassicMemberMetadataTombstone(gid, mid))
-            shard.cancel_timer(result, join_timer(gid, mid))
-            shard.cancel_timer(result, sync_timer(gid, mid))
-        if mid in group.target_assignment:
-            shard._write(result, ConsumerGroupTargetAssignmentMemberTombstone(gid, mid))
-        shard._write(result, ConsumerGroupCurrentMemberAssignmentTombstone(gid, mid))
-        shard._write(result, ConsumerGroupMemberMetadataTombstone(gid, mid))
-        shard.cancel_timer(result, session_timer(gid, mid))
-        shard.cancel_timer(result, rebalance_timer(gid, mid))
-        shard.rebalance_timer_epochs.pop((gid, mid), None)
+    for member in list(group.members.values()):  # the same tombstones and cancellations as a member's removal
+        consumer_heartbeat.remove_member_records(shard, group, member, result, bump_epoch=False)
     for regex in list(group.resolved_regexes):
         shard._write(result, ConsumerGroupRegularExpressionTombstone(gid, regex))
     shard._write(result, ConsumerGroupMetadataTombstone(gid))
