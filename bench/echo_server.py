@@ -8,7 +8,9 @@ reply.
     python -m bench.echo_server --port 50052 [--sync] [--option grpc.server.max_pending_requests=5000]
 
 `--sync` serves with grpcio's thread-pool server instead of grpc.aio (issue 30 step 4), `--threads` sizing its
-pool; `--option` passes a channel argument as `groupcoord serve` does its own.
+pool; `--option` passes a channel argument as `groupcoord serve` does its own; `--uvloop` runs grpc.aio on
+uvloop's event loop (uvloop must be importable: it is not one of the project's dependencies);
+`--acceptors N` serves through N acceptor processes in front of one worker (`bench/acceptor_echo.py`).
 """
 
 from __future__ import annotations
@@ -128,7 +130,14 @@ def main(argv: list[str] | None = None) -> int:
                    help="--sync: the pool's threads (default 64; a stream holds one for its life)")
     p.add_argument("--option", action="append", default=[], metavar="KEY=VALUE", help="a gRPC channel argument")
     p.add_argument("--processes", type=int, default=1, help="this many server processes on the port (SO_REUSEPORT)")
+    p.add_argument("--uvloop", action="store_true", help="grpc.aio on uvloop's event loop")
+    p.add_argument("--acceptors", type=int, default=0,
+                   help="N acceptor processes (SO_REUSEPORT) forwarding to one worker process")
     args = p.parse_args(argv)
+    if args.acceptors:
+        from bench.acceptor_echo import serve
+        serve(args.port, args.acceptors, args.option)
+        return 0
     if args.processes > 1:
         given = sys.argv[1:] if argv is None else argv
         serve_processes([a for i, a in enumerate(given) if a != "--processes" and given[i - 1:i] != ["--processes"]],
@@ -137,6 +146,9 @@ def main(argv: list[str] | None = None) -> int:
     options = [parse_option(o) for o in args.option]
     if args.sync:
         serve_sync(args.port, args.threads, options)
+    elif args.uvloop:
+        import uvloop  # type: ignore[import-not-found]  # installed by hand for the bench (see the docstring)
+        uvloop.run(serve_aio(args.port, options))
     else:
         asyncio.run(serve_aio(args.port, options))
     return 0
