@@ -47,14 +47,45 @@ SERVER_LABEL = {"groupcoord": "groupcoord", "echo": "bare grpc.aio echo (canned 
                 "echo-sync": "bare grpc sync-server echo (thread pool)",
                 "echo-reuseport": "bare grpc.aio echo, 2 processes on one port (SO_REUSEPORT)",
                 "echo-throughput": "bare grpc.aio echo, grpc.optimization_target=throughput",
+                "echo-bdp-off": "bare grpc.aio echo, grpc.http2.bdp_probe=0",
+                "echo-nocompress": "bare grpc.aio echo, compression off explicitly",
+                "echo-maxstreams": "bare grpc.aio echo, grpc.max_concurrent_streams=16",
+                "echo-uvloop": "bare grpc.aio echo on uvloop",
+                "echo-acceptors": "2 grpc.aio acceptor processes (SO_REUSEPORT) in front of one echo worker",
+                "echo-tonic": "compiled echo: Rust tonic, one thread (canned reply)",
                 "kafka": "Kafka 4.4 broker (own coordinator)"}
 # The echo variants of issue 30 step 4: extra `bench.echo_server` arguments.
 ECHO_VARIANTS = {"echo": [], "echo-sync": ["--sync"], "echo-reuseport": ["--processes", "2"],
-                 "echo-throughput": ["--option", "grpc.optimization_target=throughput"]}
+                 "echo-throughput": ["--option", "grpc.optimization_target=throughput"],
+                 "echo-bdp-off": ["--option", "grpc.http2.bdp_probe=0"],
+                 "echo-nocompress": ["--option", "grpc.default_compression_algorithm=0",
+                                     "--option", "grpc.default_compression_level=0"],
+                 "echo-maxstreams": ["--option", "grpc.max_concurrent_streams=16"],
+                 "echo-uvloop": ["--uvloop"], "echo-acceptors": ["--acceptors", "2"], "echo-tonic": []}
 
 
 def progress(text: str) -> None:
     print(time.strftime("%H:%M:%S ") + text, file=sys.stderr, flush=True)
+
+
+TONIC_DIR = REPO / "bench" / "tonic_echo"
+TONIC_TARGET = REPO / ".cache" / "tonic-echo-target"
+
+
+def build_tonic_echo() -> Path:
+    """The compiled echo control (bench/tonic_echo, Rust): cargo build, its crates from crates.io; protoc is
+    grpcio-tools' (a wrapper script, as tonic-build runs `$PROTOC`)."""
+    cargo = shutil.which("cargo")
+    if cargo is None:
+        raise SystemExit("the echo-tonic rows need Rust's cargo (rustup.rs)")
+    TONIC_TARGET.mkdir(parents=True, exist_ok=True)
+    protoc = TONIC_TARGET / "protoc"
+    protoc.write_text(f'#!/bin/sh\nexec "{sys.executable}" -m grpc_tools.protoc "$@"\n')
+    protoc.chmod(0o755)
+    progress("building the tonic echo server (cargo build --release; crates from crates.io on first use)")
+    subprocess.run([cargo, "build", "--release", "--quiet"], cwd=TONIC_DIR, check=True,
+                   env={**os.environ, "PROTOC": str(protoc), "CARGO_TARGET_DIR": str(TONIC_TARGET)})
+    return TONIC_TARGET / "release" / "tonic-echo"
 
 
 def build_generator() -> Path:
@@ -109,6 +140,11 @@ def start_groupcoord(args: argparse.Namespace, logs: Path) -> Server:
 
 def start_echo(args: argparse.Namespace, logs: Path, kind: str) -> Server:
     port = free_port()
+    if kind == "echo-tonic":
+        proc = subprocess.Popen([str(build_tonic_echo()), "--port", str(port)],
+                                stdout=open(logs / f"{kind}.log", "wb"), stderr=subprocess.STDOUT)  # noqa: SIM115
+        wait_port(port, proc, kind)
+        return Server(kind, f"127.0.0.1:{port}", proc.pid, lambda: stop_process(proc))
     cmd = [sys.executable, "-m", "bench.echo_server", "--port", str(port), *ECHO_VARIANTS[kind]]
     for kv in args.echo_option:
         cmd += ["--option", kv]
