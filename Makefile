@@ -28,14 +28,14 @@ setup: $(STAMP)
 	$(PY) -c "from groupcoord.spark_kafka_jars import kafka_source_jars as j; print('spark-sql-kafka', j().version)"
 
 # Everything: lint, types, import contracts, the docs site (--strict: broken links fail), the whole suite on two
-# pytest-xdist workers: Spark's tests on one, the rest on the other first (groups: tests/conftest.py).
+# pytest-xdist workers (docs/development/testing.md says why).
 test: setup
 	$(PY) -m ruff check .
 	$(PY) -m mypy groupcoord
 	$(VENV)/bin/lint-imports
 	$(PY) -m groupcoord.docsgen --check
 	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --site-dir .cache/site
-	$(PY) -m pytest -q -n 2 --dist loadgroup --durations=25 $(PYTEST_ARGS)
+	$(PY) -m pytest -q -n 2 --durations=25 $(PYTEST_ARGS)
 
 # The in-process tests only (core, assignors, conformance, tools): no server, broker, JVM, Spark or browser.
 test-fast: $(STAMP)

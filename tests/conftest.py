@@ -88,24 +88,10 @@ def markers_for(path: Path) -> tuple[str, ...]:
     return ()
 
 
-@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the xdist_group marks
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    xdist = config.pluginmanager.hasplugin("xdist") and config.getoption("dist", "no") != "no"
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
-        markers = markers_for(item.path)
-        for marker in markers:
+        for marker in markers_for(item.path):
             item.add_marker(marker)
-        if xdist:
-            item.add_marker(pytest.mark.xdist_group(_worker_group(item.path, markers)))
-    if xdist:  # groups are handed out in collection order: the longest, Spark's, first (a stable sort)
-        items.sort(key=lambda item: item.get_closest_marker("spark") is None)
-
-
-def _worker_group(path: Path, markers: tuple[str, ...]) -> str:
-    """`make test` runs two pytest-xdist workers with ``--dist loadgroup``, one group at a time per worker. A file
-    is a group, so its module fixtures start once; every Spark test is in one group, so Spark runs on one worker
-    only: it keeps both cores busy by itself, while most other tests wait on sessions and timeouts."""
-    return "spark" if "spark" in markers else path.resolve().relative_to(TESTS).as_posix()
 
 
 class HeavyInFastSet(AssertionError):
