@@ -11,6 +11,7 @@ the member towards it (`consumer/reconciliation.py`) and arm its session and reb
 from __future__ import annotations
 
 import dataclasses
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from groupcoord.coordinator.core import retention
@@ -18,6 +19,7 @@ from groupcoord.coordinator.core.consumer import assignment as consumer_assignme
 from groupcoord.coordinator.core.consumer import regex_subscriptions as regex_subscriptions
 from groupcoord.coordinator.core.consumer.group import (
     LEAVE_GROUP_STATIC_MEMBER_EPOCH,
+    MEMBER_TOMBSTONES,
     ConsumerGroup,
     ConsumerGroupMember,
     MemberState,
@@ -38,11 +40,8 @@ from groupcoord.coordinator.core.modern.group import FIRST_GROUP_EPOCH, LEAVE_GR
 from groupcoord.coordinator.core.principals import check_member_principal
 from groupcoord.coordinator.core.records import (
     ConsumerGroupClassicMemberMetadataTombstone,
-    ConsumerGroupCurrentMemberAssignmentTombstone,
-    ConsumerGroupMemberMetadataTombstone,
     ConsumerGroupMetadata,
     ConsumerGroupTargetAssignmentMember,
-    ConsumerGroupTargetAssignmentMemberTombstone,
 )
 from groupcoord.coordinator.core.results import Result
 
@@ -375,10 +374,7 @@ def remove_member_records(shard: GroupCoordinatorShard, group: ConsumerGroup, me
         shard._write(result, ConsumerGroupClassicMemberMetadataTombstone(gid, mid))
         shard.cancel_timer(result, join_timer(gid, mid))
         shard.cancel_timer(result, sync_timer(gid, mid))
-    shard._write(result, ConsumerGroupCurrentMemberAssignmentTombstone(gid, mid))
-    if mid in group.target_assignment:
-        shard._write(result, ConsumerGroupTargetAssignmentMemberTombstone(gid, mid))
-    shard._write(result, ConsumerGroupMemberMetadataTombstone(gid, mid))
+    MEMBER_TOMBSTONES.remove(partial(shard._write, result), gid, mid, mid in group.target_assignment)
     shard.cancel_timer(result, session_timer(gid, mid))
     shard.cancel_timer(result, rebalance_timer(gid, mid))
     shard.rebalance_timer_epochs.pop((gid, mid), None)

@@ -43,6 +43,7 @@ from groupcoord.coordinator.core.share.group import (
 )
 from groupcoord.coordinator.core.share.partition import AcknowledgeType, SharePartition
 from groupcoord.coordinator.core.share.records import (
+    MEMBER_TOMBSTONES,
     AcknowledgeResult,
     AcquiredPartition,
     AcquirePartition,
@@ -51,13 +52,10 @@ from groupcoord.coordinator.core.share.records import (
     ShareAcknowledgeResponse,
     ShareAcquireRequest,
     ShareAcquireResponse,
-    ShareGroupCurrentMemberAssignmentTombstone,
     ShareGroupHeartbeatRequest,
     ShareGroupHeartbeatResponse,
-    ShareGroupMemberMetadataTombstone,
     ShareGroupMetadata,
     ShareGroupTargetAssignmentMember,
-    ShareGroupTargetAssignmentMemberTombstone,
     ShareGroupTargetAssignmentMetadata,
 )
 
@@ -238,10 +236,7 @@ def remove_member(shard: GroupCoordinatorShard, group: ShareGroup, member_id: st
                   result: Result[Any]) -> None:
     """A member leaves or is fenced: its records go, its locks are released, the group epoch bumps."""
     gid = group.group_id
-    shard._write(result, ShareGroupCurrentMemberAssignmentTombstone(gid, member_id))
-    if member_id in group.target_assignment:
-        shard._write(result, ShareGroupTargetAssignmentMemberTombstone(gid, member_id))
-    shard._write(result, ShareGroupMemberMetadataTombstone(gid, member_id))
+    MEMBER_TOMBSTONES.remove(partial(shard._write, result), gid, member_id, member_id in group.target_assignment)
     _disarm(shard, result, session_timer(gid, member_id))
     limit = shard.share_configs.delivery_count_limit(gid)
     for (t, p), sp in list(group.partitions.items()):

@@ -36,6 +36,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Callable, Iterator, Mapping, MutableMapping
 from dataclasses import dataclass, field, replace
+from functools import partial
 from typing import Any
 
 from groupcoord.assignors.sticky_task import StreamsMemberSpec, TaskId
@@ -59,14 +60,13 @@ from groupcoord.coordinator.core.streams.messages import (
     validate_request,
 )
 from groupcoord.coordinator.core.streams.records import (
+    MEMBER_TOMBSTONES,
     NO_TASKS,
     StreamsGroupCurrentMemberAssignment,
     StreamsGroupCurrentMemberAssignmentTombstone,
     StreamsGroupMemberMetadata,
-    StreamsGroupMemberMetadataTombstone,
     StreamsGroupMetadata,
     StreamsGroupTargetAssignmentMember,
-    StreamsGroupTargetAssignmentMemberTombstone,
     StreamsGroupTargetAssignmentMetadata,
     StreamsGroupTopologyRecord,
     Tasks,
@@ -435,10 +435,7 @@ class StreamsGroups:
 
     # --- removal and timers -----------------------------------------------------------------------------
     def _remove_member(self, g: StreamsGroup, member_id: str, out: _Out, now: int) -> None:
-        self._emit(out, StreamsGroupCurrentMemberAssignmentTombstone(g.group_id, member_id))
-        if member_id in g.target:
-            self._emit(out, StreamsGroupTargetAssignmentMemberTombstone(g.group_id, member_id))
-        self._emit(out, StreamsGroupMemberMetadataTombstone(g.group_id, member_id))
+        MEMBER_TOMBSTONES.remove(partial(self._emit, out), g.group_id, member_id, member_id in g.target)
         self._bump(g, out, now)
 
     def fire_timer(self, key: tuple[str, ...], now: int) -> Result[None]:
