@@ -31,7 +31,8 @@ from groupcoord.coordinator.runtime.kafka_log import KafkaRecordLog
 from groupcoord.coordinator.runtime.log import FileLog
 from groupcoord.coordinator.runtime.metrics import CoordinatorCollector, CoordinatorMetrics
 from groupcoord.coordinator.runtime.pipeline import Pipeline
-from groupcoord.coordinator.runtime.runtime import CoordinatorRuntime, MetadataSource, RecordSink
+from groupcoord.coordinator.runtime.ports import MetadataSource, RecordSink
+from groupcoord.coordinator.runtime.runtime import CoordinatorRuntime
 from groupcoord.coordinator.runtime.service import GroupCoordinatorService
 from groupcoord.coordinator.runtime.sharding import KafkaStateOptions, PartitionOwnership, parse_host_port
 from groupcoord.coordinator.runtime.share_service import ShareGroupService
