@@ -36,7 +36,7 @@ class InflightRun:
 
 @dataclass(slots=True, eq=False)  # each type decides what equality means (share groups: identity)
 class ModernGroup(GroupDefaults):
-    """The state every modern group type keeps beside its members (consumer and share groups)."""
+    """The state every modern group type keeps beside its members (consumer, share and streams groups)."""
 
     group_id: str
     group_epoch: int = 0

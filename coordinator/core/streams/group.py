@@ -180,10 +180,10 @@ class StreamsGroups:
         conf = self.configured(g)
         if conf is None or not conf.ready:
             return StreamsGroupState.NOT_READY
-        if g.target_epoch < g.epoch:
+        if g.target_assignment_epoch < g.group_epoch:
             return StreamsGroupState.ASSIGNING
         for c in g.current.values():
-            if c.member_epoch != g.target_epoch or c.state != STABLE:
+            if c.member_epoch != g.target_assignment_epoch or c.state != STABLE:
                 return StreamsGroupState.RECONCILING
         return StreamsGroupState.STABLE
 
@@ -195,7 +195,7 @@ class StreamsGroups:
         return self.image.topics_hash(names)
 
     def _bump(self, g: StreamsGroup, out: _Out, now: int) -> None:
-        rec = StreamsGroupMetadata(g.group_id, g.epoch + 1, self._hash(g), g.first_assignment_not_before_ms)
+        rec = StreamsGroupMetadata(g.group_id, g.group_epoch + 1, self._hash(g), g.first_assignment_not_before_ms)
         self._emit(out, rec)
 
     # --- heartbeat --------------------------------------------------------------------------------------
@@ -341,14 +341,15 @@ class StreamsGroups:
 
     # --- KIP-1263: when a new target is computed ----------------------------------------------------------
     def _maybe_assign(self, g: StreamsGroup, now: int, out: _Out, cfg: StreamsGroupConfig) -> None:
-        if g.target_epoch >= g.epoch or not g.members:
+        if g.target_assignment_epoch >= g.group_epoch or not g.members:
             return
-        if not may_compute_target(g.inflight, g.target_timestamp_ms, now, cfg.assignment_interval_ms, self.stats):
+        last = g.assignment_timestamp_ms if g.target_assignment_epoch else None
+        if not may_compute_target(g.inflight, last, now, cfg.assignment_interval_ms, self.stats):
             return  # a later heartbeat from any member runs it
         conf = self.configured(g)
         if conf is None or not conf.ready:
             return
-        if g.target_timestamp_ms is None and now < g.first_assignment_not_before_ms:
+        if not g.target_assignment_epoch and now < g.first_assignment_not_before_ms:
             out.timers.append(ScheduleTimer(assign_key(g.group_id), g.first_assignment_not_before_ms))
             return
         members = {
@@ -359,18 +360,18 @@ class StreamsGroups:
             for mid, m in g.members.items()
         }
         if cfg.assignor_offload_enable:
-            g.inflight = offload(self.run_ids, g.epoch, self.stats,
+            g.inflight = offload(self.run_ids, g.group_epoch, self.stats,
                                  {mid: m.instance_id for mid, m in g.members.items() if m.instance_id is not None})
-            out.tasks.append(StreamsAssignorRun(g.group_id, g.inflight.run_id, g.epoch, members, conf.subtopologies,
-                                                cfg.assignment_config()))
+            out.tasks.append(StreamsAssignorRun(g.group_id, g.inflight.run_id, g.group_epoch, members,
+                                                conf.subtopologies, cfg.assignment_config()))
             return
         self.stats.assignor_runs_sync += 1
-        done = StreamsAssignorRun(g.group_id, next(self.run_ids), g.epoch, members, conf.subtopologies,
+        done = StreamsAssignorRun(g.group_id, next(self.run_ids), g.group_epoch, members, conf.subtopologies,
                                   cfg.assignment_config()).run()
         if done.assignment is None:
             self.stats.assignor_failures += 1
         else:
-            self._install_target(g, done.assignment, g.epoch, now, out)
+            self._install_target(g, done.assignment, g.group_epoch, now, out)
 
     def complete_assignor(self, done: StreamsAssignorCompletion, now: int) -> Result[None]:
         """An offloaded run finished: install its target against the group as it is now."""
@@ -413,10 +414,7 @@ class StreamsGroups:
             owned = g.owned_active.get(mid)
             if owned is None or owned & cur.active_pending_revocation:
                 return cur
-        if g.target_epoch == 0:  # KIP-1263: no target yet is an empty target at epoch 1
-            target_epoch, (active, standby, warmup) = 1, (NO_TASKS, NO_TASKS, NO_TASKS)
-        else:
-            target_epoch, (active, standby, warmup) = g.target_epoch, _target_tasks(g, mid)
+        target_epoch, (active, standby, warmup) = g.effective_target_epoch, _target_tasks(g, mid)  # no target: 1
         if cur.member_epoch == target_epoch and cur.state == STABLE:
             return cur
         revoke = cur.active - active
@@ -461,7 +459,7 @@ _ENDPOINT_INPUTS = (StreamsGroupCurrentMemberAssignment, StreamsGroupCurrentMemb
 
 def _target_tasks(g: StreamsGroup, member_id: str) -> tuple[Tasks, Tasks, Tasks]:
     t = g.target.get(member_id)
-    if t is None or g.target_epoch == 0:
+    if t is None or g.target_assignment_epoch == 0:
         return NO_TASKS, NO_TASKS, NO_TASKS
     return t.active, t.standby, t.warmup
 
