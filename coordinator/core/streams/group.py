@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable, Iterator, Mapping, MutableMapping
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from functools import partial
 from typing import Any
 
@@ -45,7 +45,7 @@ from groupcoord.coordinator.core.limits import ECHO_MAX_CHARS
 from groupcoord.coordinator.core.metadata import EMPTY_IMAGE, MetadataImage
 from groupcoord.coordinator.core.modern.group import may_compute_target, offload, take_completion
 from groupcoord.coordinator.core.principals import check_member_principal
-from groupcoord.coordinator.core.results import CancelTimer, Result, ScheduleTimer, TimerOp
+from groupcoord.coordinator.core.results import CancelTimer, Result, ScheduleTimer
 from groupcoord.coordinator.core.stats import CoreStats
 from groupcoord.coordinator.core.streams.config import StreamsGroupConfig
 from groupcoord.coordinator.core.streams.endpoints import partitions_by_endpoint
@@ -99,13 +99,6 @@ from groupcoord.coordinator.core.streams.topology import (
     validate_topology,
 )
 
-LEAVE_EPOCH = -1
-@dataclass(slots=True)
-class _Out:
-    records: list[object] = field(default_factory=list)
-    timers: list[TimerOp] = field(default_factory=list)
-    tasks: list[object] = field(default_factory=list)
-
 
 class StreamsGroups:
     """All streams groups of one shard: heartbeat, timers, offloaded-run completions, admin views."""
@@ -138,7 +131,7 @@ class StreamsGroups:
         """Apply emitted records through `replay` (the shard's: its journal must see every record applied)."""
         self._apply = replay
 
-    def _emit(self, out: _Out, rec: object) -> None:
+    def _emit(self, out: Result[Any], rec: object) -> None:
         self._apply(rec)
         out.records.append(rec)
         if isinstance(rec, _ENDPOINT_INPUTS):
@@ -194,20 +187,20 @@ class StreamsGroups:
         names += [t.name for t in internal_topics(g.topology)]
         return self.image.topics_hash(names)
 
-    def _bump(self, g: StreamsGroup, out: _Out, now: int) -> None:
+    def _bump(self, g: StreamsGroup, out: Result[Any], now: int) -> None:
         rec = StreamsGroupMetadata(g.group_id, g.group_epoch + 1, self._hash(g), g.first_assignment_not_before_ms)
         self._emit(out, rec)
 
     # --- heartbeat --------------------------------------------------------------------------------------
     def heartbeat(self, req: StreamsHeartbeatRequest, now: int) -> Result[StreamsHeartbeatResponse]:
-        out = _Out()
+        out: Result[StreamsHeartbeatResponse] = Result(StreamsHeartbeatResponse())
         try:
-            resp = self._heartbeat(req, now, out)
+            out.response = self._heartbeat(req, now, out)
         except CoordinatorError as e:
             return Result(StreamsHeartbeatResponse(int(e.code), e.message, req.member_id[:64], req.member_epoch))
-        return Result(resp, out.records, out.timers, out.tasks)
+        return out
 
-    def _heartbeat(self, req: StreamsHeartbeatRequest, now: int, out: _Out) -> StreamsHeartbeatResponse:
+    def _heartbeat(self, req: StreamsHeartbeatRequest, now: int, out: Result[Any]) -> StreamsHeartbeatResponse:
         validate_request(req)
         cfg = self._cfg(req.group_id)
         g = self.groups.get(req.group_id)
@@ -301,7 +294,7 @@ class StreamsGroups:
             endpoint_information_epoch=g.endpoint_epoch,
         )
 
-    def _join_topology(self, g: StreamsGroup, topology: StreamsTopology, out: _Out) -> bool:
+    def _join_topology(self, g: StreamsGroup, topology: StreamsTopology, out: Result[Any]) -> bool:
         """The topology rules: the first member of an empty group sets it; a higher epoch updates it;
         the same epoch must carry the same topology (131); a lower epoch is fenced (132)."""
         why = validate_topology(topology)
@@ -340,7 +333,7 @@ class StreamsGroups:
         return tuple(statuses)
 
     # --- KIP-1263: when a new target is computed ----------------------------------------------------------
-    def _maybe_assign(self, g: StreamsGroup, now: int, out: _Out, cfg: StreamsGroupConfig) -> None:
+    def _maybe_assign(self, g: StreamsGroup, now: int, out: Result[Any], cfg: StreamsGroupConfig) -> None:
         if g.target_assignment_epoch >= g.group_epoch or not g.members:
             return
         last = g.assignment_timestamp_ms if g.target_assignment_epoch else None
@@ -375,17 +368,17 @@ class StreamsGroups:
 
     def complete_assignor(self, done: StreamsAssignorCompletion, now: int) -> Result[None]:
         """An offloaded run finished: install its target against the group as it is now."""
-        out = _Out()
+        out: Result[None] = Result(None)
         g = self.groups.get(done.group_id)
         run = take_completion(g, done, self.stats)
         if g is not None and run is not None and done.assignment is not None:
             assignment = remap_replaced(done.assignment, run.instance_ids, g.static_members)
             self._install_target(g, assignment, run.assignment_epoch, now, out)
-        return Result(None, out.records, out.timers, out.tasks)
+        return out
 
     def _install_target(
         self, g: StreamsGroup, assignment: Mapping[str, tuple[Tasks, Tasks, Tasks]], epoch: int, now: int,
-        out: _Out,
+        out: Result[Any],
     ) -> None:
         for mid in g.members:
             active, standby, warmup = assignment.get(mid, (NO_TASKS, NO_TASKS, NO_TASKS))
@@ -395,7 +388,7 @@ class StreamsGroups:
         self._emit(out, StreamsGroupTargetAssignmentMetadata(g.group_id, epoch, now))
 
     # --- reconciliation ---------------------------------------------------------------------------------
-    def _reconcile(self, g: StreamsGroup, member_id: str, out: _Out) -> bool:
+    def _reconcile(self, g: StreamsGroup, member_id: str, out: Result[Any]) -> bool:
         cur = g.current.get(member_id)
         if cur is None:
             cur = StreamsGroupCurrentMemberAssignment(g.group_id, member_id, 0, 0, STABLE,
@@ -432,16 +425,16 @@ class StreamsGroups:
             frozenset(active - unreleased), standby, warmup, NO_TASKS)
 
     # --- removal and timers -----------------------------------------------------------------------------
-    def _remove_member(self, g: StreamsGroup, member_id: str, out: _Out, now: int) -> None:
+    def _remove_member(self, g: StreamsGroup, member_id: str, out: Result[Any], now: int) -> None:
         MEMBER_TOMBSTONES.remove(partial(self._emit, out), g.group_id, member_id, member_id in g.target)
         self._bump(g, out, now)
 
     def fire_timer(self, key: tuple[str, ...], now: int) -> Result[None]:
-        out = _Out()
+        out: Result[None] = Result(None)
         kind, gid = key[0], key[1]
         g = self.groups.get(gid)
         if g is None:
-            return Result(None)
+            return out
         if kind == "streams-session" and key[2] in g.members:
             self._remove_member(g, key[2], out, now)
             out.timers.append(CancelTimer(rebalance_key(gid, key[2])))
@@ -450,7 +443,7 @@ class StreamsGroups:
             out.timers.append(CancelTimer(session_key(gid, key[2])))
         elif kind == "streams-assign":
             self._maybe_assign(g, now, out, self._cfg(gid))
-        return Result(None, out.records, out.timers, out.tasks)
+        return out
 
 
 _ENDPOINT_INPUTS = (StreamsGroupCurrentMemberAssignment, StreamsGroupCurrentMemberAssignmentTombstone,
