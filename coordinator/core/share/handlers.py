@@ -25,6 +25,7 @@ from groupcoord.coordinator.core.modern.group import (
     offload,
     take_completion,
 )
+from groupcoord.coordinator.core.modern.heartbeat import HeartbeatSteps
 from groupcoord.coordinator.core.principals import check_member_principal
 from groupcoord.coordinator.core.results import Result, TimerKey
 from groupcoord.coordinator.core.share.group import (
@@ -124,16 +125,10 @@ def _member(shard: GroupCoordinatorShard, group_id: str, member_id: str,
 # =========================================================================================================
 def heartbeat(shard: GroupCoordinatorShard, r: ShareGroupHeartbeatRequest,
               now: int) -> Result[ShareGroupHeartbeatResponse]:
-    try:
-        _validate(r)
-        result = _leave(shard, r, now) if r.member_epoch == LEAVE_GROUP_MEMBER_EPOCH else _heartbeat(shard, r, now)
-    except CoordinatorError as e:
-        return Result(ShareGroupHeartbeatResponse(e.code, e.message, r.member_id, r.member_epoch))
-    retention.note_membership(shard, r.group_id, now, result)
-    return result
+    return _STEPS.run(shard, r, now)
 
 
-def _validate(r: ShareGroupHeartbeatRequest) -> None:
+def _validate(shard: GroupCoordinatorShard, r: ShareGroupHeartbeatRequest) -> None:
     if not r.group_id.strip():
         raise _invalid("GroupId can't be empty.")
     if r.rack_id is not None and not r.rack_id.strip():
@@ -230,6 +225,12 @@ def _leave(shard: GroupCoordinatorShard, r: ShareGroupHeartbeatRequest,
     remove_member(shard, group, member.member_id, now, result)
     result.response = ShareGroupHeartbeatResponse(member_id=member.member_id, member_epoch=LEAVE_GROUP_MEMBER_EPOCH)
     return result
+
+
+_STEPS = HeartbeatSteps(
+    _validate, lambda r: r.member_epoch == LEAVE_GROUP_MEMBER_EPOCH, _leave, _heartbeat,
+    lambda shard, r, e: ShareGroupHeartbeatResponse(e.code, e.message, r.member_id, r.member_epoch),
+    lambda shard, r, now, result: retention.note_membership(shard, r.group_id, now, result))
 
 
 def remove_member(shard: GroupCoordinatorShard, group: ShareGroup, member_id: str, now: int,

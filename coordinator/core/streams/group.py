@@ -44,6 +44,7 @@ from groupcoord.coordinator.core.errors import CoordinatorError, Errors
 from groupcoord.coordinator.core.limits import ECHO_MAX_CHARS
 from groupcoord.coordinator.core.metadata import EMPTY_IMAGE, MetadataImage
 from groupcoord.coordinator.core.modern.group import may_compute_target, offload, take_completion
+from groupcoord.coordinator.core.modern.heartbeat import HeartbeatSteps
 from groupcoord.coordinator.core.principals import check_member_principal
 from groupcoord.coordinator.core.results import CancelTimer, Result, ScheduleTimer
 from groupcoord.coordinator.core.stats import CoreStats
@@ -193,35 +194,38 @@ class StreamsGroups:
 
     # --- heartbeat --------------------------------------------------------------------------------------
     def heartbeat(self, req: StreamsHeartbeatRequest, now: int) -> Result[StreamsHeartbeatResponse]:
-        out: Result[StreamsHeartbeatResponse] = Result(StreamsHeartbeatResponse())
-        try:
-            out.response = self._heartbeat(req, now, out)
-        except CoordinatorError as e:
-            return Result(StreamsHeartbeatResponse(int(e.code), e.message, req.member_id[:64], req.member_epoch))
-        return out
+        return _STEPS.run(self, req, now)
 
-    def _heartbeat(self, req: StreamsHeartbeatRequest, now: int, out: Result[Any]) -> StreamsHeartbeatResponse:
-        validate_request(req)
-        cfg = self._cfg(req.group_id)
+    def _group_of(self, req: StreamsHeartbeatRequest) -> StreamsGroup | None:
         g = self.groups.get(req.group_id)
         if g is not None and req.member_id in g.members:
             check_member_principal(g.members[req.member_id].principal, req.principal, req.member_id[:64],
                                    g.group_id[:64])
-        if req.member_epoch < 0:
-            if g is None:
-                raise CoordinatorError(Errors.GROUP_ID_NOT_FOUND, f"Group {req.group_id[:ECHO_MAX_CHARS]} not found.")
-            static_member(g, req)
-            if req.member_id not in g.members:
-                raise CoordinatorError(Errors.UNKNOWN_MEMBER_ID, "The member is not in the group.")
-            if req.member_epoch == LEAVE_STATIC_EPOCH:  # KIP-345: keep its tasks until its session expires
-                static_leave(g, req.member_id, lambda rec: self._emit(out, rec))
-                out.timers += [ScheduleTimer(session_key(g.group_id, req.member_id), now + cfg.session_timeout_ms),
-                               CancelTimer(rebalance_key(g.group_id, req.member_id))]
-            else:
-                self._remove_member(g, req.member_id, out, now)
-                out.timers += [CancelTimer(session_key(g.group_id, req.member_id)),
-                               CancelTimer(rebalance_key(g.group_id, req.member_id))]
-            return StreamsHeartbeatResponse(member_id=req.member_id, member_epoch=req.member_epoch)
+        return g
+
+    def _leave(self, req: StreamsHeartbeatRequest, now: int) -> Result[StreamsHeartbeatResponse]:
+        out = Result(StreamsHeartbeatResponse(member_id=req.member_id, member_epoch=req.member_epoch))
+        g = self._group_of(req)
+        if g is None:
+            raise CoordinatorError(Errors.GROUP_ID_NOT_FOUND, f"Group {req.group_id[:ECHO_MAX_CHARS]} not found.")
+        static_member(g, req)
+        if req.member_id not in g.members:
+            raise CoordinatorError(Errors.UNKNOWN_MEMBER_ID, "The member is not in the group.")
+        if req.member_epoch == LEAVE_STATIC_EPOCH:  # KIP-345: keep its tasks until its session expires
+            static_leave(g, req.member_id, partial(self._emit, out))
+            out.timers += [ScheduleTimer(session_key(g.group_id, req.member_id),
+                                         now + self._cfg(g.group_id).session_timeout_ms),
+                           CancelTimer(rebalance_key(g.group_id, req.member_id))]
+        else:
+            self._remove_member(g, req.member_id, out, now)
+            out.timers += [CancelTimer(session_key(g.group_id, req.member_id)),
+                           CancelTimer(rebalance_key(g.group_id, req.member_id))]
+        return out
+
+    def _join(self, req: StreamsHeartbeatRequest, now: int) -> Result[StreamsHeartbeatResponse]:
+        out = Result(StreamsHeartbeatResponse())
+        cfg = self._cfg(req.group_id)
+        g = self._group_of(req)
         if g is None:
             if req.member_epoch != 0:  # Kafka's getStreamsGroupOrThrow
                 raise CoordinatorError(Errors.GROUP_ID_NOT_FOUND,
@@ -239,7 +243,7 @@ class StreamsGroups:
             bump |= self._join_topology(g, req.topology, out)
             if replaced is not None:
                 prior = g.members[replaced]
-                replace_member(g, replaced, req.member_id, lambda rec: self._emit(out, rec))
+                replace_member(g, replaced, req.member_id, partial(self._emit, out))
                 member = None
         else:
             if member is None:
@@ -279,7 +283,7 @@ class StreamsGroups:
         else:
             out.timers.append(CancelTimer(rebalance_key(g.group_id, req.member_id)))
         send = changed or req.member_epoch == 0 or req.active_tasks is not None
-        return StreamsHeartbeatResponse(
+        out.response = StreamsHeartbeatResponse(
             member_id=req.member_id,
             member_epoch=cur.member_epoch,
             heartbeat_interval_ms=cfg.heartbeat_interval_ms,
@@ -293,6 +297,7 @@ class StreamsGroups:
             if req.endpoint_information_epoch != g.endpoint_epoch else None,
             endpoint_information_epoch=g.endpoint_epoch,
         )
+        return out
 
     def _join_topology(self, g: StreamsGroup, topology: StreamsTopology, out: Result[Any]) -> bool:
         """The topology rules: the first member of an empty group sets it; a higher epoch updates it;
@@ -446,6 +451,9 @@ class StreamsGroups:
         return out
 
 
+_STEPS: HeartbeatSteps[StreamsGroups, StreamsHeartbeatRequest, StreamsHeartbeatResponse] = HeartbeatSteps(
+    lambda groups, r: validate_request(r), lambda r: r.member_epoch < 0, StreamsGroups._leave, StreamsGroups._join,
+    lambda groups, r, e: StreamsHeartbeatResponse(int(e.code), e.message, r.member_id[:64], r.member_epoch))
 _ENDPOINT_INPUTS = (StreamsGroupCurrentMemberAssignment, StreamsGroupCurrentMemberAssignmentTombstone,
                     StreamsGroupMemberMetadata)
 
