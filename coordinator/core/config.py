@@ -294,9 +294,6 @@ def _check_bounds(v: Mapping[str, Any]) -> None:
 
 # --- group configs (dynamic, per group; KIP-848 / KIP-1263 names) ---------------------------------------
 
-UNSET = None
-
-
 @dataclass(frozen=True, slots=True)
 class GroupConfigDef:
     name: str

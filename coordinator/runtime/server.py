@@ -106,7 +106,6 @@ class CoordinatorServer:
         self.runtime: CoordinatorRuntime | None = None
         self.health = health.aio.HealthServicer()
         self.log: FileLog | None = None
-        self.load_report: Any = None
         self.kafka_log: KafkaRecordLog | None = None
         self.ownership: PartitionOwnership | None = None
         self.authorizer: Authorizer | None = None
@@ -230,7 +229,6 @@ class CoordinatorServer:
             log.info("loaded %s: snapshot %d (%d records) + %d log records in %.2f s%s", o.state_dir,
                      report.snapshot_generation, report.snapshot_records, report.log_records, report.seconds,
                      f"; dropped a torn tail of {report.truncated_bytes} bytes" if report.truncated_bytes else "")
-        self.load_report = report
         if self.ownership is not None:
             self.ownership.start(runtime.advertised)
         await self.health.set(SERVICE_NAME, health_pb2.HealthCheckResponse.SERVING)

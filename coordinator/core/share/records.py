@@ -91,7 +91,7 @@ class SharePartitionState:
     partition: int
     start_offset: int
     next_offset: int
-    batches: tuple[tuple[int, int, int, int, str, int], ...]
+    batches: tuple[StateBatch, ...]
 
 
 @dataclass(frozen=True, slots=True)
