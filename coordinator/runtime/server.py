@@ -31,7 +31,8 @@ from groupcoord.coordinator.runtime.kafka_log import KafkaRecordLog
 from groupcoord.coordinator.runtime.log import FileLog
 from groupcoord.coordinator.runtime.metrics import CoordinatorCollector, CoordinatorMetrics
 from groupcoord.coordinator.runtime.pipeline import Pipeline
-from groupcoord.coordinator.runtime.runtime import CoordinatorRuntime, MetadataSource, RecordSink
+from groupcoord.coordinator.runtime.ports import MetadataSource, RecordSink
+from groupcoord.coordinator.runtime.runtime import CoordinatorRuntime
 from groupcoord.coordinator.runtime.service import GroupCoordinatorService
 from groupcoord.coordinator.runtime.sharding import KafkaStateOptions, PartitionOwnership, parse_host_port
 from groupcoord.coordinator.runtime.share_service import ShareGroupService
@@ -105,7 +106,6 @@ class CoordinatorServer:
         self.runtime: CoordinatorRuntime | None = None
         self.health = health.aio.HealthServicer()
         self.log: FileLog | None = None
-        self.load_report: Any = None
         self.kafka_log: KafkaRecordLog | None = None
         self.ownership: PartitionOwnership | None = None
         self.authorizer: Authorizer | None = None
@@ -229,7 +229,6 @@ class CoordinatorServer:
             log.info("loaded %s: snapshot %d (%d records) + %d log records in %.2f s%s", o.state_dir,
                      report.snapshot_generation, report.snapshot_records, report.log_records, report.seconds,
                      f"; dropped a torn tail of {report.truncated_bytes} bytes" if report.truncated_bytes else "")
-        self.load_report = report
         if self.ownership is not None:
             self.ownership.start(runtime.advertised)
         await self.health.set(SERVICE_NAME, health_pb2.HealthCheckResponse.SERVING)
