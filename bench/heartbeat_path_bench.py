@@ -164,10 +164,11 @@ def main(argv: list[str] | None = None) -> int:
     print(f"| the core (`shard.consumer_group_heartbeat`) | {r['core']:.2f} | |")
     print(f"| the core's steady heartbeat (`shard.consumer_group_steady_heartbeat`) | {r['steady']:.2f} | |")
     print(f"| through `CoordinatorRuntime.submit` | {r['runtime']:.2f} | runtime {r['runtime'] - r['core']:.2f} |")
-    print(f"| unary handler, decode and encode included | {r['unary']:.2f} | "
-          f"pipeline and servicer {r['unary'] - r['runtime']:.2f} |")
-    print(f"| stream handler, per message | {r['stream']:.2f} | "
-          f"pipeline and servicer {r['stream'] - r['runtime']:.2f} |")
+    # A steady heartbeat goes through the core's steady path, not `submit`: what is around it is the rest.
+    for name, label in (("unary", "unary handler, decode and encode included"),
+                        ("stream", "stream handler, per message")):
+        print(f"| {label} | {r[name]:.2f} | pipeline, servicer and runtime around the core's steady path "
+              f"{r[name] - r['steady']:.2f} |")
     return 0
 
 
