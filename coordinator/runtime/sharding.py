@@ -59,7 +59,6 @@ later commits fail with PRODUCER_FENCED, so replay (read_committed) never sees t
 from __future__ import annotations
 
 import asyncio
-import collections
 import enum
 import functools
 import logging
@@ -178,7 +177,9 @@ class PartitionOwnership:
         self._assigned: set[int] = set()  # what Kafka assigns this instance now (polling thread writes)
         self._confirmed_at = float("-inf")  # monotonic send time of the last membership confirmation
         self._lapse_reported = False  # a failed renewal after the lease lapsed was logged (polling thread)
-        self._claims: collections.deque[tuple[float, list[int]]] = collections.deque()  # in flight: (sent, partitions)
+        # Claims in flight, oldest first: serial (the offset each claim commits) -> (send time, partitions).
+        self._claims: dict[int, tuple[float, list[int]]] = {}
+        self._serial = 0
         self._next_renew = 0.0
         self.fenced = 0  # times a partition's writer failed (metrics, tests)
         record_log.transactional = True
@@ -312,7 +313,8 @@ class PartitionOwnership:
                 if msg is not None and msg.error() is not None:
                     log.warning("coordinators' group: %s", msg.error())
                 now = time.monotonic()
-                stuck = bool(self._claims) and now - self._claims[0][0] > self.options.session_timeout_ms / 1000
+                newest = next(reversed(self._claims.values()), None)
+                stuck = newest is not None and now - newest[0] > self.options.session_timeout_ms / 1000
                 if (self._unclaimed or self._assigned) and (self._unclaimed or now >= self._next_renew) \
                         and (not self._claims or stuck):
                     self._claim(consumer)
@@ -328,22 +330,36 @@ class PartitionOwnership:
         Asynchronous: a synchronous commit held the polling thread, which also serves the rebalance callbacks,
         for tens of seconds after instance pauses and broker kills (the fault suite saw an owner Kafka still
         assigned a partition to answer NOT_COORDINATOR for 36-80 s, its lease unrenewed, until another
-        rebalance). One commit is in flight at a time, unless it has waited longer than a session."""
+        rebalance). One commit is in flight at a time, unless it has waited longer than a session.
+
+        Each claim commits its own serial as the offset (the consumer never reads; the directory reads only the
+        metadata), so that its result renews the lease from its own send time: a claim left unanswered (its request
+        lost while the coordinator moved) is answered by a timeout long after the claims sent after it, and pairing
+        results with claims in send order gave each answered claim the send time of the one before it, a session
+        old, so the lease stayed lapsed until the lost one timed out (tests/realkafka/test_unanswered_claim.py)."""
         partitions = sorted(self._assigned | self._unclaimed)
         claim = format_host_port(*self._advertised)
-        self._claims.append((time.monotonic(), partitions))
+        self._serial += 1
+        serial = self._serial
+        self._claims[serial] = (time.monotonic(), partitions)
         try:
-            consumer.commit(offsets=[TopicPartition(self.topic, p, 0, metadata=claim) for p in partitions],
+            consumer.commit(offsets=[TopicPartition(self.topic, p, serial, metadata=claim) for p in partitions],
                             asynchronous=True)
         except KafkaException as e:
-            self._claims.pop()
+            del self._claims[serial]
             self._claimed(None, e)
 
-    def _on_commit(self, error: KafkaError | None, _: list[TopicPartition]) -> None:
-        """A claim's result (the polling thread). Results come in the order the commits were sent; were they not,
-        taking the oldest send time only makes the lease shorter."""
-        if self._claims:
-            self._claimed(self._claims.popleft(), error)
+    def _on_commit(self, error: KafkaError | None, tps: list[TopicPartition]) -> None:
+        """A claim's result (the polling thread), found by its serial. A success makes the claims sent before it
+        moot: they are forgotten, and their results, when they come, ignored."""
+        serial = tps[0].offset if tps else -1
+        claim = self._claims.pop(serial, None)
+        if claim is None:
+            return
+        if error is None:
+            for older in [s for s in self._claims if s < serial]:
+                del self._claims[older]
+        self._claimed(claim, error)
 
     def _claimed(self, claim: tuple[float, list[int]] | None, error: object) -> None:
         now = time.monotonic()
