@@ -28,8 +28,9 @@ import pytest
 
 from groupcoord.child_processes import free_ports
 from groupcoord.coordinator.core.config import BrokerConfig
+from groupcoord.coordinator.runtime.kafka_state_options import KafkaStateOptions
 from groupcoord.coordinator.runtime.server import ServerOptions, ServerThread
-from groupcoord.coordinator.runtime.sharding import KafkaStateOptions, PartitionState
+from groupcoord.coordinator.runtime.sharding import PartitionState
 from groupcoord.coordinator.runtime.static_metadata import StaticMetadataSource
 from groupcoord.kafka_broker import KafkaBroker, PortInUse
 
