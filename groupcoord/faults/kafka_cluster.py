@@ -84,10 +84,11 @@ class KafkaTiming:
     def converge_bound_s(self, member_session_ms: int) -> float:
         """How long a step may take to converge after its fault healed: the chain of timeouts it can wait out in
         a row (Kafka moving leaderships, the coordinators' session moving state partitions, the members' session
-        moving their partitions), four times over for a loaded machine (replays, rejoins and restarts on 2 cores
-        shared with other suites), and never under 30 s."""
+        moving their partitions), six times over for a loaded machine (replays, rejoins and restarts on 2 cores
+        shared with other suites; at a load average of 80 the short run's broker kill took 3.3 chains, with sessions
+        of 2 s lapsing for want of CPU), and never under 30 s."""
         chain = self.broker_failover_s() + (self.state_session_timeout_ms + member_session_ms) / 1000
-        return max(30.0, 4 * chain)
+        return max(30.0, 6 * chain)
 
 
 @dataclass(slots=True)

@@ -338,7 +338,7 @@ def main(argv: list[str] | None = None) -> int:
                    help="--mode kafka: the brokers' broker.session.timeout.ms (default 9000, Kafka's), with the "
                         "controller's failure detection scaled to it")
     p.add_argument("--converge-timeout-s", type=float, default=None,
-                   help="how long a step may take to converge (default 30; --mode kafka: four times the chain of "
+                   help="how long a step may take to converge (default 30; --mode kafka: six times the chain of "
                         "broker, state and member session timeouts, at least 30)")
     p.add_argument("--workdir", type=Path, help="keep the state dir, history.jsonl and logs here")
     p.add_argument("--stop-on-violation", action="store_true", help="stop after the step that found the first one")
