@@ -84,6 +84,25 @@ def _coerce(kind: type, raw: Any) -> Any:
     raise TypeError(f"unsupported config type {kind}")
 
 
+def _member_defs(kind: str) -> list[ConfigDef]:
+    """Kafka's session timeout and heartbeat interval of a consumer or share group's members, with their bounds
+    (the same defaults for both types)."""
+    return [
+        ConfigDef(f"group.{kind}.session.timeout.ms", int, 45000, f"Timeout to detect a failed {kind}-group member.",
+                  1),
+        ConfigDef(f"group.{kind}.min.session.timeout.ms", int, 45000,
+                  f"Lower bound for {kind}-group session timeouts.", 1),
+        ConfigDef(f"group.{kind}.max.session.timeout.ms", int, 60000,
+                  f"Upper bound for {kind}-group session timeouts.", 1),
+        ConfigDef(f"group.{kind}.heartbeat.interval.ms", int, 5000,
+                  f"Interval at which {kind}-group members heartbeat.", 1),
+        ConfigDef(f"group.{kind}.min.heartbeat.interval.ms", int, 5000,
+                  f"Lower bound for {kind}-group heartbeat intervals.", 1),
+        ConfigDef(f"group.{kind}.max.heartbeat.interval.ms", int, 15000,
+                  f"Upper bound for {kind}-group heartbeat intervals.", 1),
+    ]
+
+
 def _interval_defs(kind: str, doc_suffix: str) -> list[ConfigDef]:
     return [
         ConfigDef(f"group.{kind}.assignment.interval.ms", int, 1000,
@@ -118,34 +137,14 @@ BROKER_CONFIG_DEFS: dict[str, ConfigDef] = {
                   "that is only niced may first finish its time slice, a millisecond or more of every heartbeat "
                   "waiting). On a machine kept fully busy an assignor run then waits for idle time. Ignored where "
                   "the policy does not exist; false leaves only the niceness. groupcoord's own."),
-        ConfigDef("group.consumer.session.timeout.ms", int, 45000,
-                  "Timeout to detect a failed consumer-group member.", 1),
-        ConfigDef("group.consumer.min.session.timeout.ms", int, 45000, "Lower bound for session timeouts.", 1),
-        ConfigDef("group.consumer.max.session.timeout.ms", int, 60000, "Upper bound for session timeouts.", 1),
-        ConfigDef("group.consumer.heartbeat.interval.ms", int, 5000,
-                  "Interval at which consumer-group members heartbeat.", 1),
-        ConfigDef("group.consumer.min.heartbeat.interval.ms", int, 5000,
-                  "Lower bound for heartbeat intervals.", 1),
-        ConfigDef("group.consumer.max.heartbeat.interval.ms", int, 15000,
-                  "Upper bound for heartbeat intervals.", 1),
+        *_member_defs("consumer"),
         ConfigDef("group.consumer.max.size", int, INT32_MAX, "Maximum number of members of a consumer group.", 1),
         ConfigDef("group.consumer.assignors", list, ["uniform", "range"],
                   "Server-side assignors, by name; the first is the default."),
         *_interval_defs("consumer", ""),
         *_interval_defs("share", ""),
         # Share groups (KIP-932), Kafka 4.x names, defaults and bounds.
-        ConfigDef("group.share.session.timeout.ms", int, 45000,
-                  "The timeout to detect client failures when using the share group protocol.", 1),
-        ConfigDef("group.share.min.session.timeout.ms", int, 45000,
-                  "The minimum allowed session timeout for share group members.", 1),
-        ConfigDef("group.share.max.session.timeout.ms", int, 60000,
-                  "The maximum allowed session timeout for share group members.", 1),
-        ConfigDef("group.share.heartbeat.interval.ms", int, 5000,
-                  "The heartbeat interval given to the members of a share group.", 1),
-        ConfigDef("group.share.min.heartbeat.interval.ms", int, 5000,
-                  "The minimum heartbeat interval for share group members.", 1),
-        ConfigDef("group.share.max.heartbeat.interval.ms", int, 15000,
-                  "The maximum heartbeat interval for share group members.", 1),
+        *_member_defs("share"),
         ConfigDef("group.share.max.size", int, 200,
                   "The maximum number of members that a single share group can accommodate.", 1, 1000),
         ConfigDef("group.share.assignors", list, ["simple"],
@@ -261,21 +260,17 @@ def _check_bounds(v: Mapping[str, Any]) -> None:
         if not v[lo] <= v[name] <= v[hi]:
             raise ConfigError(f"{name}={v[name]} must be between {lo}={v[lo]} and {hi}={v[hi]}")
 
-    between("group.consumer.session.timeout.ms", "group.consumer.min.session.timeout.ms",
-            "group.consumer.max.session.timeout.ms")
-    between("group.consumer.heartbeat.interval.ms", "group.consumer.min.heartbeat.interval.ms",
-            "group.consumer.max.heartbeat.interval.ms")
-    between("group.share.session.timeout.ms", "group.share.min.session.timeout.ms",
-            "group.share.max.session.timeout.ms")
-    between("group.share.heartbeat.interval.ms", "group.share.min.heartbeat.interval.ms",
-            "group.share.max.heartbeat.interval.ms")
-    between("group.share.record.lock.duration.ms", "group.share.min.record.lock.duration.ms",
-            "group.share.max.record.lock.duration.ms")
+    def bounded(prefix: str, name: str) -> None:
+        between(f"{prefix}.{name}", f"{prefix}.min.{name}", f"{prefix}.max.{name}")
+
+    for kind in ("consumer", "share"):
+        bounded(f"group.{kind}", "session.timeout.ms")
+        bounded(f"group.{kind}", "heartbeat.interval.ms")
+    bounded("group.share", "record.lock.duration.ms")
     if v["group.share.heartbeat.interval.ms"] >= v["group.share.session.timeout.ms"]:
         raise ConfigError("group.share.heartbeat.interval.ms must be lower than group.share.session.timeout.ms")
     for kind in ("consumer", "share", "streams"):
-        between(f"group.{kind}.assignment.interval.ms", f"group.{kind}.min.assignment.interval.ms",
-                f"group.{kind}.max.assignment.interval.ms")
+        bounded(f"group.{kind}", "assignment.interval.ms")
     if v["group.consumer.heartbeat.interval.ms"] >= v["group.consumer.session.timeout.ms"]:
         raise ConfigError("group.consumer.heartbeat.interval.ms must be lower than group.consumer.session.timeout.ms")
     if v["group.min.session.timeout.ms"] > v["group.max.session.timeout.ms"]:
@@ -293,9 +288,6 @@ def _check_bounds(v: Mapping[str, Any]) -> None:
 
 
 # --- group configs (dynamic, per group; KIP-848 / KIP-1263 names) ---------------------------------------
-
-UNSET = None
-
 
 @dataclass(frozen=True, slots=True)
 class GroupConfigDef:
@@ -315,11 +307,13 @@ def _bounds(lo: str, hi: str) -> Callable[[BrokerConfig], tuple[int, int]]:
 GROUP_CONFIG_DEFS: dict[str, GroupConfigDef] = {
     d.name: d
     for d in [
-        GroupConfigDef("consumer.session.timeout.ms", int, None, "Session timeout for this group.",
-                       _bounds("group.consumer.min.session.timeout.ms", "group.consumer.max.session.timeout.ms")),
-        GroupConfigDef("consumer.heartbeat.interval.ms", int, None, "Heartbeat interval for this group.",
-                       _bounds("group.consumer.min.heartbeat.interval.ms",
-                               "group.consumer.max.heartbeat.interval.ms")),
+        *[
+            GroupConfigDef(f"{kind}.{name}", int, None, f"{doc} for this {kind} group.",
+                           _bounds(f"group.{kind}.min.{name}", f"group.{kind}.max.{name}"))
+            for kind in ("consumer", "share")
+            for name, doc in (("session.timeout.ms", "Session timeout"),
+                              ("heartbeat.interval.ms", "Heartbeat interval"))
+        ],
         *[
             d
             for kind in ("consumer", "share", "streams")
@@ -335,10 +329,6 @@ GROUP_CONFIG_DEFS: dict[str, GroupConfigDef] = {
         ],
         GroupConfigDef("streams.rack.aware.assignment.tags", list, None,
                        "Client tag keys for this streams group's standby placement; not set uses the broker's."),
-        GroupConfigDef("share.session.timeout.ms", int, None, "Session timeout for this share group.",
-                       _bounds("group.share.min.session.timeout.ms", "group.share.max.session.timeout.ms")),
-        GroupConfigDef("share.heartbeat.interval.ms", int, None, "Heartbeat interval for this share group.",
-                       _bounds("group.share.min.heartbeat.interval.ms", "group.share.max.heartbeat.interval.ms")),
         GroupConfigDef("share.record.lock.duration.ms", int, None,
                        "The record acquisition lock duration for this share group.",
                        _bounds("group.share.min.record.lock.duration.ms", "group.share.max.record.lock.duration.ms")),

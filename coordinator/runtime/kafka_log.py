@@ -213,7 +213,6 @@ class KafkaRecordLog:
         self._closed = threading.Event()
         self._outstanding: set[Future[None]] = set()
         self._outstanding_lock = threading.Lock()
-        self.appended_records = 0
         # Transactions: one writer per acquired partition; `on_fenced(error, fatal)` hears of a failed one.
         self.transactional = transactional
         self.on_fenced = on_fenced
@@ -323,9 +322,6 @@ class KafkaRecordLog:
             self.on_fenced(error, fatal)
 
     # --- appending --------------------------------------------------------------------------------------------
-    def partition_of(self, group_id: str) -> int:
-        return state_partition(group_id, self.partitions)
-
     def append(self, records: list[Any]) -> Awaitable[None] | None:
         """Produce one operation's `records` (called on the event loop) as one message per state partition; the
         awaitable completes when all are acknowledged. Raises `RecordTooLargeError`, producing nothing, if a
@@ -356,7 +352,6 @@ class KafkaRecordLog:
                     if not delivery.future.done():
                         delivery.future.set_exception(e)
                     return asyncio.wrap_future(delivery.future)
-        self.appended_records += len(records)
         return asyncio.wrap_future(delivery.future)
 
     def _append_transactional(self, messages: list[tuple[int, bytes, bytes | None]], count: int) -> Awaitable[None]:
@@ -374,7 +369,6 @@ class KafkaRecordLog:
                 futures.append(failed)
             else:
                 futures.append(writer.submit(batch))
-        self.appended_records += count
         if len(futures) == 1:
             return asyncio.wrap_future(futures[0])
         return asyncio.ensure_future(self._all(futures))

@@ -62,8 +62,6 @@ class PartitionWriter:
         self._failure: PartitionFenced | None = None
         self._thread: threading.Thread | None = None
         self._inflight: list[Future[None]] = []  # the transaction being committed
-        self.transactions = 0
-        self.messages = 0
 
     def start(self, timeout_s: float) -> None:
         """Create the producer and `init_transactions`: from here on the previous owner is fenced. Blocking."""
@@ -147,8 +145,6 @@ class PartitionWriter:
             except Exception as e:  # e.g. a timeout
                 self._fail(batch, None, f"{type(e).__name__}: {e}")
                 return
-            self.transactions += 1
-            self.messages += count
             with self._cond:
                 self._inflight = []
             for _, future in batch:

@@ -144,8 +144,6 @@ class FileLog:
         self._writer: threading.Thread | None = None
         self._last_fsync = time.monotonic()
         self.records_since_snapshot = 0
-        self.appended_records = 0
-        self.fsyncs = 0
         self.batches = 0
         self.on_flush: Callable[[float], None] | None = None  # seconds one batch took to write (and fsync)
 
@@ -257,7 +255,6 @@ class FileLog:
                 self._pending.append((data, waiter))
                 self._lock.notify()
         self.records_since_snapshot += len(records)
-        self.appended_records += len(records)
         return waiter if isinstance(waiter, asyncio.Future) else asyncio.wrap_future(waiter)
 
     def append_sync(self, records: Iterable[Any]) -> None:
@@ -317,7 +314,6 @@ class FileLog:
         file.flush()
         if self.fsync == "always":
             os.fsync(file.fileno())
-            self.fsyncs += 1
         elif self.fsync == "interval":
             self._maybe_interval_fsync()
 
@@ -335,7 +331,6 @@ class FileLog:
         if self._file is not None and now - self._last_fsync >= self.fsync_interval_s:
             self._file.flush()
             os.fsync(self._file.fileno())
-            self.fsyncs += 1
             self._last_fsync = now
 
     # --- snapshots --------------------------------------------------------------------------------------------

@@ -275,7 +275,6 @@ class CoordinatorMetrics:
         self.event_idle = IdleRatio(1, single_writer=True)
         self.background_idle = IdleRatio(background_threads)
         self.gauges: dict[str, tuple[str, Callable[[], float]]] = {}  # name -> (help, read)
-        self.state_source: Callable[[], Any] | None = None
 
     def register(self, collector: Collector) -> None:
         self.registry.register(collector)

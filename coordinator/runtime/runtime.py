@@ -16,11 +16,10 @@ import logging
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 from groupcoord.coordinator.core.consumer.topic_regex import RegexResolution, RegexResolutionCompletion
 from groupcoord.coordinator.core.errors import CoordinatorError, Errors
-from groupcoord.coordinator.core.metadata import MetadataImage
 from groupcoord.coordinator.core.modern.assignor_runs import AssignorCompletion, AssignorRun
 from groupcoord.coordinator.core.results import CancelTimer, Result, ScheduleTimer
 from groupcoord.coordinator.core.shard import GroupCoordinatorShard
@@ -30,14 +29,11 @@ from groupcoord.coordinator.core.streams.messages import CreateInternalTopics
 from groupcoord.coordinator.runtime.committed_image import CommittedImage, record_group_ids
 from groupcoord.coordinator.runtime.executor import BackgroundExecutor
 from groupcoord.coordinator.runtime.metrics import CoordinatorMetrics
+from groupcoord.coordinator.runtime.ports import InMemorySink, MetadataSource, RecordSink, wall_clock_ms
 from groupcoord.coordinator.runtime.record_codec import PartitionFenced, RecordTooLargeError
 from groupcoord.coordinator.runtime.timers import TimerQueue
 
 log = logging.getLogger("groupcoord.runtime")
-
-
-def wall_clock_ms() -> int:
-    return time.time_ns() // 1_000_000
 
 
 def _too_large(op_name: str, e: RecordTooLargeError) -> CoordinatorError:
@@ -45,28 +41,6 @@ def _too_large(op_name: str, e: RecordTooLargeError) -> CoordinatorError:
     offset commit and UNKNOWN_SERVER_ERROR for other operations."""
     code = Errors.INVALID_COMMIT_OFFSET_SIZE if op_name.startswith("OffsetCommit") else Errors.UNKNOWN_SERVER_ERROR
     return CoordinatorError(code, f"not written: {e}")
-
-
-class RecordSink(Protocol):
-    """Where records go before a response leaves. `append` takes one operation's records (written as a unit)
-    and returns None when they are already durable, or an awaitable that completes when they are. It raises
-    `RecordTooLargeError`, writing nothing, for an operation its loader could not read back."""
-
-    def append(self, records: list[Any]) -> Awaitable[None] | None: ...
-
-
-class InMemorySink:
-    """Keeps nothing durable: the default until a log is configured (state is lost on restart)."""
-
-    def __init__(self) -> None:
-        self.count = 0
-
-    def append(self, records: list[Any]) -> None:
-        self.count += len(records)
-
-
-class MetadataSource(Protocol):
-    def snapshot(self) -> MetadataImage: ...
 
 
 @dataclass(slots=True)
@@ -187,6 +161,33 @@ class CoordinatorRuntime:
             return await future
         finally:
             self.metrics.request_latency.observe(time.perf_counter() - enqueued, name)
+
+    def run_steady(self, name: str, fn: Callable[[int], tuple[Any, Any, int] | None]) -> Any | None:
+        """Run a steady operation at once, if it may skip the queue: `fn(now)` writes no record and changes no
+        state but one timer's deadline (the consumer's steady heartbeat), returning `(response, timer key,
+        deadline)`, or None having changed nothing. It runs only where `submit` would have run it inline and
+        released its reply at once: started, log healthy, nothing queued, no earlier append still pending (a
+        reply waits for those). Returns the response, or None: the caller submits the full operation."""
+        queue = self._queue
+        if queue is None or not queue.empty() or self.failed is not None:
+            return None
+        last = self._last_append
+        if last is not None:
+            if not last.done() or last.exception() is not None:
+                return None
+            self._last_append = None
+        started = time.perf_counter()
+        out = fn(self.clock())
+        if out is None:
+            return None
+        response, key, deadline = out
+        if self.timers.schedule(key, deadline) or self._timer_handle is None:
+            self._arm_wakeup()
+        elapsed = time.perf_counter() - started
+        metrics = self.metrics
+        metrics.event_idle.add_busy(elapsed)
+        metrics.request_latency.observe(elapsed, name)
+        return response
 
     async def submit_parkable(self, name: str, fn: Callable[[int, int], Result[Any]], group_id: str = "") -> Any:
         """Like `submit`, for operations that may park (return `parked=True`): `fn(now, token)`; the response

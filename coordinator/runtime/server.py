@@ -32,7 +32,8 @@ from groupcoord.coordinator.runtime.kafka_state_options import KafkaStateOptions
 from groupcoord.coordinator.runtime.log import FileLog
 from groupcoord.coordinator.runtime.metrics import CoordinatorCollector, CoordinatorMetrics
 from groupcoord.coordinator.runtime.pipeline import Pipeline
-from groupcoord.coordinator.runtime.runtime import CoordinatorRuntime, MetadataSource, RecordSink
+from groupcoord.coordinator.runtime.ports import MetadataSource, RecordSink
+from groupcoord.coordinator.runtime.runtime import CoordinatorRuntime
 from groupcoord.coordinator.runtime.service import GroupCoordinatorService
 from groupcoord.coordinator.runtime.sharding import PartitionOwnership
 from groupcoord.coordinator.runtime.share_service import ShareGroupService
@@ -106,7 +107,6 @@ class CoordinatorServer:
         self.runtime: CoordinatorRuntime | None = None
         self.health = health.aio.HealthServicer()
         self.log: FileLog | None = None
-        self.load_report: Any = None
         self.kafka_log: KafkaRecordLog | None = None
         self.ownership: PartitionOwnership | None = None
         self.authorizer: Authorizer | None = None
@@ -230,7 +230,6 @@ class CoordinatorServer:
             log.info("loaded %s: snapshot %d (%d records) + %d log records in %.2f s%s", o.state_dir,
                      report.snapshot_generation, report.snapshot_records, report.log_records, report.seconds,
                      f"; dropped a torn tail of {report.truncated_bytes} bytes" if report.truncated_bytes else "")
-        self.load_report = report
         if self.ownership is not None:
             self.ownership.start(runtime.advertised)
         await self.health.set(SERVICE_NAME, health_pb2.HealthCheckResponse.SERVING)

@@ -190,7 +190,7 @@ def describe(shard: Any, group_id: str) -> spb.StreamsDescribedGroup:
                                          error_code=int(Errors.GROUP_ID_NOT_FOUND),
                                          error_message="The group is not a streams group or does not exist.")
     out = spb.StreamsDescribedGroup(group_id=group_id, group_state=sg.state(group_id).value,
-                                    group_epoch=g.epoch, assignment_epoch=g.target_epoch)
+                                    group_epoch=g.group_epoch, assignment_epoch=g.target_assignment_epoch)
     if g.topology is not None:
         out.topology.CopyFrom(topology_to_pb(g.topology))
     for mid in sorted(g.members):
@@ -212,7 +212,7 @@ def describe(shard: Any, group_id: str) -> spb.StreamsDescribedGroup:
             d.active_tasks.extend(tasks_to_pb(cur.active))
             d.standby_tasks.extend(tasks_to_pb(cur.standby))
             d.warmup_tasks.extend(tasks_to_pb(cur.warmup))
-        if tgt is not None and g.target_epoch:
+        if tgt is not None and g.target_assignment_epoch:
             d.target_active_tasks.extend(tasks_to_pb(tgt.active))
             d.target_standby_tasks.extend(tasks_to_pb(tgt.standby))
             d.target_warmup_tasks.extend(tasks_to_pb(tgt.warmup))

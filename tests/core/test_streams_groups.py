@@ -41,7 +41,7 @@ def test_first_member_gets_the_empty_epoch_1_while_the_initial_delay_runs() -> N
     ctx = Ctx(StreamsGroupConfig(initial_rebalance_delay_ms=3000))
     r = ctx.join("a")
     assert r.error_code == 0 and r.member_epoch == 1 and r.active_tasks == NO_TASKS
-    assert ctx.sg.groups[GROUP].epoch == 2
+    assert ctx.sg.groups[GROUP].group_epoch == 2
     assert ctx.state() == "Assigning"
     assert ctx.timers[("streams-assign", GROUP)] == 3000
     ctx.advance(2999)
@@ -56,7 +56,7 @@ def test_initial_delay_timer_starts_the_first_offloaded_run_and_its_result_reach
     assert len(ctx.pending) == 1, "one run for both members, after the delay"
     assert ctx.state() == "Assigning"
     ctx.complete_runs()
-    assert ctx.sg.groups[GROUP].target_epoch == 3
+    assert ctx.sg.groups[GROUP].target_assignment_epoch == 3
     ra = ctx.owned("a", 1, NO_TASKS)
     rb = ctx.owned("b", 1, NO_TASKS)
     assert ra.member_epoch == rb.member_epoch == 3
@@ -69,17 +69,17 @@ def test_assignment_interval_starts_after_the_initial_delay() -> None:
                                  assignor_offload_enable=False))
     ctx.join("a")
     ctx.advance(3000)
-    assert ctx.sg.groups[GROUP].target_timestamp_ms == 3000
+    assert ctx.sg.groups[GROUP].assignment_timestamp_ms == 3000
     ctx.advance(100)
     ctx.join("b")
-    assert ctx.sg.groups[GROUP].target_epoch == 2, "batched: the interval since the last run has not elapsed"
+    assert ctx.sg.groups[GROUP].target_assignment_epoch == 2, "batched: the interval since the last run has not elapsed"
     ctx.advance(899)
     beat(ctx, "a")
-    assert ctx.sg.groups[GROUP].target_epoch == 2
+    assert ctx.sg.groups[GROUP].target_assignment_epoch == 2
     ctx.advance(1)
     beat(ctx, "a")
-    assert ctx.sg.groups[GROUP].target_epoch == 3
-    assert ctx.sg.groups[GROUP].target_timestamp_ms == 4000
+    assert ctx.sg.groups[GROUP].target_assignment_epoch == 3
+    assert ctx.sg.groups[GROUP].assignment_timestamp_ms == 4000
 
 
 def test_inflight_run_blocks_a_second_run_and_missed_changes_trigger_the_next() -> None:
@@ -92,12 +92,12 @@ def test_inflight_run_blocks_a_second_run_and_missed_changes_trigger_the_next() 
     ctx.hb("c", -1)
     ctx.complete_runs()
     g = ctx.sg.groups[GROUP]
-    assert g.target_epoch == 2 and g.epoch == 5 and "c" not in g.target
+    assert g.target_assignment_epoch == 2 and g.group_epoch == 5 and "c" not in g.target
     assert ctx.state() == "Assigning"
     ctx.owned("a", 1, NO_TASKS)
     assert len(ctx.pending) == 1, "the missed changes start a new run on the next heartbeat"
     ctx.complete_runs()
-    assert ctx.sg.groups[GROUP].target_epoch == 5
+    assert ctx.sg.groups[GROUP].target_assignment_epoch == 5
 
 
 def test_group_level_interval_override_and_bounds() -> None:
@@ -106,10 +106,10 @@ def test_group_level_interval_override_and_bounds() -> None:
     ctx.join("a")
     ctx.now = 10
     ctx.join("b")
-    assert ctx.sg.groups[GROUP].target_epoch == 2
+    assert ctx.sg.groups[GROUP].target_assignment_epoch == 2
     ctx.now = 5000
     beat(ctx, "a")
-    assert ctx.sg.groups[GROUP].target_epoch == 3
+    assert ctx.sg.groups[GROUP].target_assignment_epoch == 3
     with pytest.raises(CoordinatorError) as e:
         ctx.sg.set_group_config(GROUP, {"streams.assignment.interval.ms": "20000"})
     assert e.value.code == Errors.INVALID_CONFIG and "15000" in e.value.message
@@ -159,9 +159,9 @@ def test_a_member_that_never_revokes_is_fenced_after_its_rebalance_timeout() -> 
 def test_session_expiry_removes_the_member_and_bumps_the_epoch() -> None:
     ctx = Ctx(replace(SYNC, session_timeout_ms=1000))
     ctx.join("a")
-    epoch = ctx.sg.groups[GROUP].epoch
+    epoch = ctx.sg.groups[GROUP].group_epoch
     ctx.advance(1000)
-    assert not ctx.sg.groups[GROUP].members and ctx.sg.groups[GROUP].epoch == epoch + 1
+    assert not ctx.sg.groups[GROUP].members and ctx.sg.groups[GROUP].group_epoch == epoch + 1
     assert ctx.state() == "Empty"
 
 
@@ -171,7 +171,7 @@ def test_missing_internal_topics_make_the_group_not_ready_until_they_exist() -> 
     assert ctx.state() == "NotReady"
     assert r.status and r.status[0].code == StreamsStatus.MISSING_INTERNAL_TOPICS
     assert "app-counts-changelog" in r.status[0].detail
-    assert ctx.sg.groups[GROUP].target_epoch == 0 and r.member_epoch == 1
+    assert ctx.sg.groups[GROUP].target_assignment_epoch == 0 and r.member_epoch == 1
     ctx.sg.image = image(**READY)
     r = ctx.owned("a", 1, NO_TASKS)
     assert not r.status and r.member_epoch >= 2 and len(r.active_tasks or ()) == 8
@@ -320,7 +320,7 @@ def test_alter_group_configs_override_reaches_the_streams_group_in_a_shard() -> 
     join("a", 0)
     join("b", 10)
     g = shard.streams.groups[GROUP]
-    assert g.target_epoch == 2 and g.epoch == 3, "the group's 5,000 ms interval holds the second run"
+    assert g.target_assignment_epoch == 2 and g.group_epoch == 3, "the group's 5,000 ms interval holds the second run"
     assert shard.streams.state(GROUP).value == "Assigning"
 
 

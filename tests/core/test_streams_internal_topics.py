@@ -104,7 +104,7 @@ def test_an_existing_internal_topic_with_another_count_keeps_the_group_not_ready
     assert ctx.state() == "NotReady" and not ctx.creates, "nothing is created while a topic is wrong"
     ctx.advance(100)
     ctx.owned("a", 1, NO_TASKS)
-    assert ctx.state() == "NotReady" and ctx.sg.groups[GROUP].target_epoch == 0
+    assert ctx.state() == "NotReady" and ctx.sg.groups[GROUP].target_assignment_epoch == 0
 
 
 def test_more_than_three_missing_topics_are_summarized_as_kafka_does() -> None:

@@ -36,11 +36,11 @@ def active(ctx: Ctx, m: str) -> Any:
 def test_a_static_leave_keeps_the_members_tasks_and_does_not_rebalance() -> None:
     ctx = Ctx(SYNC)
     static_pair(ctx)
-    epoch, tasks_b = ctx.sg.groups[GROUP].epoch, active(ctx, "b")
+    epoch, tasks_b = ctx.sg.groups[GROUP].group_epoch, active(ctx, "b")
     r = ctx.hb("b", -2, instance_id="ib")
     assert (r.error_code, r.member_epoch) == (0, -2)
     g = ctx.sg.groups[GROUP]
-    assert g.epoch == epoch, "no rebalance"
+    assert g.group_epoch == epoch, "no rebalance"
     assert "b" in g.members and g.current["b"].member_epoch == -2 and active(ctx, "b") == tasks_b
     assert g.target["b"].active == tasks_b
     settle(ctx, ["a"])
@@ -50,14 +50,14 @@ def test_a_static_leave_keeps_the_members_tasks_and_does_not_rebalance() -> None
 def test_rejoining_with_the_same_instance_id_gets_the_same_tasks_back_without_a_rebalance() -> None:
     ctx = Ctx(SYNC)
     static_pair(ctx)
-    epoch, tasks_b = ctx.sg.groups[GROUP].epoch, active(ctx, "b")
+    epoch, tasks_b = ctx.sg.groups[GROUP].group_epoch, active(ctx, "b")
     ctx.hb("b", -2, instance_id="ib")
     ctx.advance(1000)
     r = ctx.join("b2", process="pb", instance_id="ib")
     assert r.error_code == 0 and r.active_tasks == tasks_b, "the new member id got the instance's tasks at once"
     g = ctx.sg.groups[GROUP]
     assert "b" not in g.members and g.static_members["ib"] == "b2"
-    assert g.epoch == epoch, "same process, rack and tags: no new assignment"
+    assert g.group_epoch == epoch, "same process, rack and tags: no new assignment"
     settle(ctx, ["a", "b2"])
     assert ctx.state() == "Stable" and active(ctx, "b2") == tasks_b
     assert ctx.replayed() == ctx.live()
@@ -66,10 +66,10 @@ def test_rejoining_with_the_same_instance_id_gets_the_same_tasks_back_without_a_
 def test_a_replacement_from_another_process_keeps_its_tasks_through_the_new_assignment() -> None:
     ctx = Ctx(SYNC)
     static_pair(ctx)
-    epoch, tasks_b = ctx.sg.groups[GROUP].epoch, active(ctx, "b")
+    epoch, tasks_b = ctx.sg.groups[GROUP].group_epoch, active(ctx, "b")
     ctx.hb("b", -2, instance_id="ib")
     ctx.join("b2", process="pb-restarted", instance_id="ib")
-    assert ctx.sg.groups[GROUP].epoch == epoch + 1, "the process changed: a new assignment"
+    assert ctx.sg.groups[GROUP].group_epoch == epoch + 1, "the process changed: a new assignment"
     settle(ctx, ["a", "b2"])
     assert active(ctx, "b2") == tasks_b, "sticky: the tasks stay with the instance"
 
@@ -122,11 +122,11 @@ def test_an_unknown_instance_id_is_an_unknown_member() -> None:
 def test_a_static_member_leaving_with_epoch_minus_1_leaves_for_good() -> None:
     ctx = Ctx(SYNC)
     static_pair(ctx)
-    epoch = ctx.sg.groups[GROUP].epoch
+    epoch = ctx.sg.groups[GROUP].group_epoch
     r = ctx.hb("b", -1, instance_id="ib")
     assert (r.error_code, r.member_epoch) == (0, -1)
     g = ctx.sg.groups[GROUP]
-    assert "b" not in g.members and "ib" not in g.static_members and g.epoch == epoch + 1
+    assert "b" not in g.members and "ib" not in g.static_members and g.group_epoch == epoch + 1
 
 
 def test_a_released_static_member_does_not_count_against_a_full_group() -> None:

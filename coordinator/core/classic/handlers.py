@@ -53,7 +53,6 @@ from groupcoord.coordinator.core.results import Result, TimerKey
 if TYPE_CHECKING:
     from groupcoord.coordinator.core.shard import GroupCoordinatorShard
 
-CONSUMER_PROTOCOL_TYPE = "consumer"
 MixedJoin = Callable[["GroupCoordinatorShard", JoinGroupRequest, int], "Result[JoinGroupResponse | None] | None"]
 
 

@@ -36,7 +36,7 @@ from groupcoord.coordinator.core.consumer.target_store import TargetAssignment
 from groupcoord.coordinator.core.errors import CoordinatorError, Errors
 from groupcoord.coordinator.core.messages import DescribedGroup, DescribedMember, ListedGroup
 from groupcoord.coordinator.core.metadata import MetadataImage
-from groupcoord.coordinator.core.modern.group import ModernGroup
+from groupcoord.coordinator.core.modern.group import MemberTombstones, ModernGroup
 from groupcoord.coordinator.core.records import (
     ConsumerGroupCurrentMemberAssignment,
     ConsumerGroupCurrentMemberAssignmentTombstone,
@@ -72,6 +72,8 @@ class ConsumerGroupState(enum.StrEnum):
 
 LEAVE_GROUP_STATIC_MEMBER_EPOCH = -2
 GROUP_TYPE = "consumer"
+MEMBER_TOMBSTONES = MemberTombstones(ConsumerGroupCurrentMemberAssignmentTombstone,
+                                     ConsumerGroupTargetAssignmentMemberTombstone, ConsumerGroupMemberMetadataTombstone)
 JOIN_TIMER = "classic-member-join"  # Kafka's consumer-group join timeout of a classic member (mixed/group.py)
 SYNC_TIMER = "classic-member-sync"  # ... and its sync timeout
 

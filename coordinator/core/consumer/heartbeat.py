@@ -11,6 +11,7 @@ the member towards it (`consumer/reconciliation.py`) and arm its session and reb
 from __future__ import annotations
 
 import dataclasses
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from groupcoord.coordinator.core import retention
@@ -18,6 +19,7 @@ from groupcoord.coordinator.core.consumer import assignment as consumer_assignme
 from groupcoord.coordinator.core.consumer import regex_subscriptions as regex_subscriptions
 from groupcoord.coordinator.core.consumer.group import (
     LEAVE_GROUP_STATIC_MEMBER_EPOCH,
+    MEMBER_TOMBSTONES,
     ConsumerGroup,
     ConsumerGroupMember,
     MemberState,
@@ -35,16 +37,14 @@ from groupcoord.coordinator.core.errors import CoordinatorError, Errors
 from groupcoord.coordinator.core.group import CLASSIC, CONSUMER, GroupView, not_this_type
 from groupcoord.coordinator.core.messages import ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse
 from groupcoord.coordinator.core.modern.group import FIRST_GROUP_EPOCH, LEAVE_GROUP_MEMBER_EPOCH
+from groupcoord.coordinator.core.modern.heartbeat import HeartbeatSteps
 from groupcoord.coordinator.core.principals import check_member_principal
 from groupcoord.coordinator.core.records import (
     ConsumerGroupClassicMemberMetadataTombstone,
-    ConsumerGroupCurrentMemberAssignmentTombstone,
-    ConsumerGroupMemberMetadataTombstone,
     ConsumerGroupMetadata,
     ConsumerGroupTargetAssignmentMember,
-    ConsumerGroupTargetAssignmentMemberTombstone,
 )
-from groupcoord.coordinator.core.results import Result
+from groupcoord.coordinator.core.results import Result, TimerKey
 
 if TYPE_CHECKING:
     from groupcoord.coordinator.core.shard import GroupCoordinatorShard
@@ -55,22 +55,62 @@ _NO_RESPONSE_YET = ConsumerGroupHeartbeatResponse()  # a result's response until
 
 def heartbeat(shard: GroupCoordinatorShard, request: ConsumerGroupHeartbeatRequest,
               now: int) -> Result[ConsumerGroupHeartbeatResponse]:
-    try:
-        _validate(shard, request)
-        if shard.holds_streams_group(request.group_id):  # Kafka's getOrMaybeCreateConsumerGroup
-            raise CoordinatorError(Errors.GROUP_ID_NOT_FOUND, not_this_type(request.group_id, CONSUMER))
-        if request.member_epoch in (LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH):
-            result = _leave(shard, request, now)
-        else:
-            result = _heartbeat(shard, request, now)
-    except CoordinatorError as e:
-        shard.stats.count_heartbeat(e.code)
-        return Result(ConsumerGroupHeartbeatResponse(
-            error_code=e.code, error_message=e.message, member_id=request.member_id,
-            member_epoch=request.member_epoch))
+    return _STEPS.run(shard, request, now)
+
+
+def _validated(shard: GroupCoordinatorShard, r: ConsumerGroupHeartbeatRequest) -> None:
+    _validate(shard, r)
+    if shard.holds_streams_group(r.group_id):  # Kafka's getOrMaybeCreateConsumerGroup
+        raise CoordinatorError(Errors.GROUP_ID_NOT_FOUND, not_this_type(r.group_id, CONSUMER))
+
+
+def _refused(shard: GroupCoordinatorShard, r: ConsumerGroupHeartbeatRequest,
+             e: CoordinatorError) -> ConsumerGroupHeartbeatResponse:
+    shard.stats.count_heartbeat(e.code)
+    return ConsumerGroupHeartbeatResponse(error_code=e.code, error_message=e.message, member_id=r.member_id,
+                                          member_epoch=r.member_epoch)
+
+
+def _answered(shard: GroupCoordinatorShard, r: ConsumerGroupHeartbeatRequest, now: int,
+              result: Result[ConsumerGroupHeartbeatResponse]) -> None:
     shard.stats.count_heartbeat(result.response.error_code)
-    retention.note_membership(shard, request.group_id, now, result)
-    return result
+    retention.note_membership(shard, r.group_id, now, result)
+
+
+_STABLE = MemberState.STABLE
+
+
+def steady(shard: GroupCoordinatorShard, group_id: str, member_id: str, member_epoch: int, principal: str | None,
+           now: int) -> tuple[tuple[int, int], TimerKey, int] | None:
+    """The steady heartbeat (issue 30, step 6): a request carrying only the group id, the member id and an
+    epoch (no subscription, rack, assignor, instance, owned partitions or rebalance timeout) from a known
+    consumer-protocol member at its current epoch, stable at the group's target, in a group with nothing to
+    compute (target at the group epoch, metadata seen, no regex subscription) and nothing to note for
+    retention. `heartbeat` writes nothing for it and only re-arms the member's session deadline: this does
+    exactly that, without a Result, and returns what differs in its response from the request,
+    `(heartbeat_interval_ms, session_timeout_ms)` (error NONE, the request's member id and epoch, no
+    assignment), with the session timer's key and new deadline for the runtime to re-arm. Any other case
+    returns None having changed nothing: the caller runs `heartbeat`. The caller has checked that the request
+    carries no other field (tests/core/test_steady_heartbeat.py drives both paths with the same sequences
+    and compares replies and state)."""
+    if member_epoch <= 0:
+        return None
+    group = shard.groups.get(group_id)
+    if type(group) is not ConsumerGroup:
+        return None
+    member = group.members.get(member_id)
+    if (member is None or member.member_epoch != member_epoch or member.state is not _STABLE
+            or member_epoch != group.effective_target_epoch or group.group_epoch > group.target_assignment_epoch
+            or group.metadata_image_seen is not shard.metadata or group.regex_subscribers
+            or member_id in group.classic_members or group_id in shard.empty_since
+            or (member.principal is not None and principal is not None and member.principal != principal)
+            or not group_id.strip() or not member_id.strip()):
+        return None
+    session_timeout_ms = shard.session_timeout_ms(group_id)
+    key = ("session", group_id, member_id)  # session_timer(group_id, member_id)
+    deadline = shard.timer_deadlines[key] = now + session_timeout_ms
+    shard.stats.heartbeats_by_error["NONE"] += 1
+    return (shard.heartbeat_interval_ms(group_id), session_timeout_ms), key, deadline
 
 
 def _validate(shard: GroupCoordinatorShard, r: ConsumerGroupHeartbeatRequest) -> None:
@@ -375,10 +415,7 @@ def remove_member_records(shard: GroupCoordinatorShard, group: ConsumerGroup, me
         shard._write(result, ConsumerGroupClassicMemberMetadataTombstone(gid, mid))
         shard.cancel_timer(result, join_timer(gid, mid))
         shard.cancel_timer(result, sync_timer(gid, mid))
-    shard._write(result, ConsumerGroupCurrentMemberAssignmentTombstone(gid, mid))
-    if mid in group.target_assignment:
-        shard._write(result, ConsumerGroupTargetAssignmentMemberTombstone(gid, mid))
-    shard._write(result, ConsumerGroupMemberMetadataTombstone(gid, mid))
+    MEMBER_TOMBSTONES.remove(partial(shard._write, result), gid, mid, mid in group.target_assignment)
     shard.cancel_timer(result, session_timer(gid, mid))
     shard.cancel_timer(result, rebalance_timer(gid, mid))
     shard.rebalance_timer_epochs.pop((gid, mid), None)
@@ -398,3 +435,8 @@ def _is_full_request(r: ConsumerGroupHeartbeatRequest) -> bool:
     return (r.rebalance_timeout_ms is not None
             and (r.subscribed_topic_names is not None or r.subscribed_topic_regex is not None)
             and r.topic_partitions is not None)
+
+
+_STEPS = HeartbeatSteps(_validated, lambda r: r.member_epoch in (LEAVE_GROUP_MEMBER_EPOCH,
+                                                                 LEAVE_GROUP_STATIC_MEMBER_EPOCH),
+                        _leave, _heartbeat, _refused, _answered)

@@ -11,7 +11,7 @@ Each type adds only its own: what a member is, how a spec is built and a result 
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -36,7 +36,7 @@ class InflightRun:
 
 @dataclass(slots=True, eq=False)  # each type decides what equality means (share groups: identity)
 class ModernGroup(GroupDefaults):
-    """The state every modern group type keeps beside its members (consumer and share groups)."""
+    """The state every modern group type keeps beside its members (consumer, share and streams groups)."""
 
     group_id: str
     group_epoch: int = 0
@@ -50,6 +50,22 @@ class ModernGroup(GroupDefaults):
     @property
     def effective_target_epoch(self) -> int:
         return max(self.target_assignment_epoch, EMPTY_ASSIGNMENT_EPOCH)
+
+
+@dataclass(frozen=True, slots=True)
+class MemberTombstones:
+    """One type's records that delete a member, by (group id, member id): Kafka's ModernGroup removal writes
+    the current assignment's, the target member's (when it has one) and the member metadata's, in that order."""
+
+    current_assignment: Callable[[str, str], Any]
+    target_member: Callable[[str, str], Any]
+    member_metadata: Callable[[str, str], Any]
+
+    def remove(self, write: Callable[[Any], None], group_id: str, member_id: str, in_target: bool) -> None:
+        write(self.current_assignment(group_id, member_id))
+        if in_target:
+            write(self.target_member(group_id, member_id))
+        write(self.member_metadata(group_id, member_id))
 
 
 def may_compute_target(inflight: InflightRun | None, last_finished_ms: int | None, now: int, interval_ms: int,

@@ -25,6 +25,7 @@ from groupcoord.coordinator.core.modern.group import (
     offload,
     take_completion,
 )
+from groupcoord.coordinator.core.modern.heartbeat import HeartbeatSteps
 from groupcoord.coordinator.core.principals import check_member_principal
 from groupcoord.coordinator.core.results import Result, TimerKey
 from groupcoord.coordinator.core.share.group import (
@@ -43,6 +44,7 @@ from groupcoord.coordinator.core.share.group import (
 )
 from groupcoord.coordinator.core.share.partition import AcknowledgeType, SharePartition
 from groupcoord.coordinator.core.share.records import (
+    MEMBER_TOMBSTONES,
     AcknowledgeResult,
     AcquiredPartition,
     AcquirePartition,
@@ -51,13 +53,10 @@ from groupcoord.coordinator.core.share.records import (
     ShareAcknowledgeResponse,
     ShareAcquireRequest,
     ShareAcquireResponse,
-    ShareGroupCurrentMemberAssignmentTombstone,
     ShareGroupHeartbeatRequest,
     ShareGroupHeartbeatResponse,
-    ShareGroupMemberMetadataTombstone,
     ShareGroupMetadata,
     ShareGroupTargetAssignmentMember,
-    ShareGroupTargetAssignmentMemberTombstone,
     ShareGroupTargetAssignmentMetadata,
 )
 
@@ -126,16 +125,10 @@ def _member(shard: GroupCoordinatorShard, group_id: str, member_id: str,
 # =========================================================================================================
 def heartbeat(shard: GroupCoordinatorShard, r: ShareGroupHeartbeatRequest,
               now: int) -> Result[ShareGroupHeartbeatResponse]:
-    try:
-        _validate(r)
-        result = _leave(shard, r, now) if r.member_epoch == LEAVE_GROUP_MEMBER_EPOCH else _heartbeat(shard, r, now)
-    except CoordinatorError as e:
-        return Result(ShareGroupHeartbeatResponse(e.code, e.message, r.member_id, r.member_epoch))
-    retention.note_membership(shard, r.group_id, now, result)
-    return result
+    return _STEPS.run(shard, r, now)
 
 
-def _validate(r: ShareGroupHeartbeatRequest) -> None:
+def _validate(shard: GroupCoordinatorShard, r: ShareGroupHeartbeatRequest) -> None:
     if not r.group_id.strip():
         raise _invalid("GroupId can't be empty.")
     if r.rack_id is not None and not r.rack_id.strip():
@@ -234,14 +227,17 @@ def _leave(shard: GroupCoordinatorShard, r: ShareGroupHeartbeatRequest,
     return result
 
 
+_STEPS = HeartbeatSteps(
+    _validate, lambda r: r.member_epoch == LEAVE_GROUP_MEMBER_EPOCH, _leave, _heartbeat,
+    lambda shard, r, e: ShareGroupHeartbeatResponse(e.code, e.message, r.member_id, r.member_epoch),
+    lambda shard, r, now, result: retention.note_membership(shard, r.group_id, now, result))
+
+
 def remove_member(shard: GroupCoordinatorShard, group: ShareGroup, member_id: str, now: int,
                   result: Result[Any]) -> None:
     """A member leaves or is fenced: its records go, its locks are released, the group epoch bumps."""
     gid = group.group_id
-    shard._write(result, ShareGroupCurrentMemberAssignmentTombstone(gid, member_id))
-    if member_id in group.target_assignment:
-        shard._write(result, ShareGroupTargetAssignmentMemberTombstone(gid, member_id))
-    shard._write(result, ShareGroupMemberMetadataTombstone(gid, member_id))
+    MEMBER_TOMBSTONES.remove(partial(shard._write, result), gid, member_id, member_id in group.target_assignment)
     _disarm(shard, result, session_timer(gid, member_id))
     limit = shard.share_configs.delivery_count_limit(gid)
     for (t, p), sp in list(group.partitions.items()):

@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from groupcoord.coordinator.core.errors import Errors
+from groupcoord.coordinator.core.modern.group import MemberTombstones
 
 # topic id -> partitions
 Partitions = Mapping[str, frozenset[int]]
@@ -90,7 +91,7 @@ class SharePartitionState:
     partition: int
     start_offset: int
     next_offset: int
-    batches: tuple[tuple[int, int, int, int, str, int], ...]
+    batches: tuple[StateBatch, ...]
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,6 +101,8 @@ class SharePartitionStateTombstone:
     partition: int
 
 
+MEMBER_TOMBSTONES = MemberTombstones(ShareGroupCurrentMemberAssignmentTombstone,
+                                     ShareGroupTargetAssignmentMemberTombstone, ShareGroupMemberMetadataTombstone)
 SHARE_RECORD_TYPES: tuple[type, ...] = (
     ShareGroupMetadata, ShareGroupMetadataTombstone, ShareGroupMemberMetadata, ShareGroupMemberMetadataTombstone,
     ShareGroupTargetAssignmentMember, ShareGroupTargetAssignmentMemberTombstone, ShareGroupTargetAssignmentMetadata,

@@ -35,7 +35,8 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable, Iterator, Mapping, MutableMapping
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
+from functools import partial
 from typing import Any
 
 from groupcoord.assignors.sticky_task import StreamsMemberSpec, TaskId
@@ -43,8 +44,9 @@ from groupcoord.coordinator.core.errors import CoordinatorError, Errors
 from groupcoord.coordinator.core.limits import ECHO_MAX_CHARS
 from groupcoord.coordinator.core.metadata import EMPTY_IMAGE, MetadataImage
 from groupcoord.coordinator.core.modern.group import may_compute_target, offload, take_completion
+from groupcoord.coordinator.core.modern.heartbeat import HeartbeatSteps
 from groupcoord.coordinator.core.principals import check_member_principal
-from groupcoord.coordinator.core.results import CancelTimer, Result, ScheduleTimer, TimerOp
+from groupcoord.coordinator.core.results import CancelTimer, Result, ScheduleTimer
 from groupcoord.coordinator.core.stats import CoreStats
 from groupcoord.coordinator.core.streams.config import StreamsGroupConfig
 from groupcoord.coordinator.core.streams.endpoints import partitions_by_endpoint
@@ -59,14 +61,13 @@ from groupcoord.coordinator.core.streams.messages import (
     validate_request,
 )
 from groupcoord.coordinator.core.streams.records import (
+    MEMBER_TOMBSTONES,
     NO_TASKS,
     StreamsGroupCurrentMemberAssignment,
     StreamsGroupCurrentMemberAssignmentTombstone,
     StreamsGroupMemberMetadata,
-    StreamsGroupMemberMetadataTombstone,
     StreamsGroupMetadata,
     StreamsGroupTargetAssignmentMember,
-    StreamsGroupTargetAssignmentMemberTombstone,
     StreamsGroupTargetAssignmentMetadata,
     StreamsGroupTopologyRecord,
     Tasks,
@@ -98,13 +99,6 @@ from groupcoord.coordinator.core.streams.topology import (
     internal_topics,
     validate_topology,
 )
-
-LEAVE_EPOCH = -1
-@dataclass(slots=True)
-class _Out:
-    records: list[object] = field(default_factory=list)
-    timers: list[TimerOp] = field(default_factory=list)
-    tasks: list[object] = field(default_factory=list)
 
 
 class StreamsGroups:
@@ -138,7 +132,7 @@ class StreamsGroups:
         """Apply emitted records through `replay` (the shard's: its journal must see every record applied)."""
         self._apply = replay
 
-    def _emit(self, out: _Out, rec: object) -> None:
+    def _emit(self, out: Result[Any], rec: object) -> None:
         self._apply(rec)
         out.records.append(rec)
         if isinstance(rec, _ENDPOINT_INPUTS):
@@ -180,10 +174,10 @@ class StreamsGroups:
         conf = self.configured(g)
         if conf is None or not conf.ready:
             return StreamsGroupState.NOT_READY
-        if g.target_epoch < g.epoch:
+        if g.target_assignment_epoch < g.group_epoch:
             return StreamsGroupState.ASSIGNING
         for c in g.current.values():
-            if c.member_epoch != g.target_epoch or c.state != STABLE:
+            if c.member_epoch != g.target_assignment_epoch or c.state != STABLE:
                 return StreamsGroupState.RECONCILING
         return StreamsGroupState.STABLE
 
@@ -194,41 +188,44 @@ class StreamsGroups:
         names += [t.name for t in internal_topics(g.topology)]
         return self.image.topics_hash(names)
 
-    def _bump(self, g: StreamsGroup, out: _Out, now: int) -> None:
-        rec = StreamsGroupMetadata(g.group_id, g.epoch + 1, self._hash(g), g.first_assignment_not_before_ms)
+    def _bump(self, g: StreamsGroup, out: Result[Any], now: int) -> None:
+        rec = StreamsGroupMetadata(g.group_id, g.group_epoch + 1, self._hash(g), g.first_assignment_not_before_ms)
         self._emit(out, rec)
 
     # --- heartbeat --------------------------------------------------------------------------------------
     def heartbeat(self, req: StreamsHeartbeatRequest, now: int) -> Result[StreamsHeartbeatResponse]:
-        out = _Out()
-        try:
-            resp = self._heartbeat(req, now, out)
-        except CoordinatorError as e:
-            return Result(StreamsHeartbeatResponse(int(e.code), e.message, req.member_id[:64], req.member_epoch))
-        return Result(resp, out.records, out.timers, out.tasks)
+        return _STEPS.run(self, req, now)
 
-    def _heartbeat(self, req: StreamsHeartbeatRequest, now: int, out: _Out) -> StreamsHeartbeatResponse:
-        validate_request(req)
-        cfg = self._cfg(req.group_id)
+    def _group_of(self, req: StreamsHeartbeatRequest) -> StreamsGroup | None:
         g = self.groups.get(req.group_id)
         if g is not None and req.member_id in g.members:
             check_member_principal(g.members[req.member_id].principal, req.principal, req.member_id[:64],
                                    g.group_id[:64])
-        if req.member_epoch < 0:
-            if g is None:
-                raise CoordinatorError(Errors.GROUP_ID_NOT_FOUND, f"Group {req.group_id[:ECHO_MAX_CHARS]} not found.")
-            static_member(g, req)
-            if req.member_id not in g.members:
-                raise CoordinatorError(Errors.UNKNOWN_MEMBER_ID, "The member is not in the group.")
-            if req.member_epoch == LEAVE_STATIC_EPOCH:  # KIP-345: keep its tasks until its session expires
-                static_leave(g, req.member_id, lambda rec: self._emit(out, rec))
-                out.timers += [ScheduleTimer(session_key(g.group_id, req.member_id), now + cfg.session_timeout_ms),
-                               CancelTimer(rebalance_key(g.group_id, req.member_id))]
-            else:
-                self._remove_member(g, req.member_id, out, now)
-                out.timers += [CancelTimer(session_key(g.group_id, req.member_id)),
-                               CancelTimer(rebalance_key(g.group_id, req.member_id))]
-            return StreamsHeartbeatResponse(member_id=req.member_id, member_epoch=req.member_epoch)
+        return g
+
+    def _leave(self, req: StreamsHeartbeatRequest, now: int) -> Result[StreamsHeartbeatResponse]:
+        out = Result(StreamsHeartbeatResponse(member_id=req.member_id, member_epoch=req.member_epoch))
+        g = self._group_of(req)
+        if g is None:
+            raise CoordinatorError(Errors.GROUP_ID_NOT_FOUND, f"Group {req.group_id[:ECHO_MAX_CHARS]} not found.")
+        static_member(g, req)
+        if req.member_id not in g.members:
+            raise CoordinatorError(Errors.UNKNOWN_MEMBER_ID, "The member is not in the group.")
+        if req.member_epoch == LEAVE_STATIC_EPOCH:  # KIP-345: keep its tasks until its session expires
+            static_leave(g, req.member_id, partial(self._emit, out))
+            out.timers += [ScheduleTimer(session_key(g.group_id, req.member_id),
+                                         now + self._cfg(g.group_id).session_timeout_ms),
+                           CancelTimer(rebalance_key(g.group_id, req.member_id))]
+        else:
+            self._remove_member(g, req.member_id, out, now)
+            out.timers += [CancelTimer(session_key(g.group_id, req.member_id)),
+                           CancelTimer(rebalance_key(g.group_id, req.member_id))]
+        return out
+
+    def _join(self, req: StreamsHeartbeatRequest, now: int) -> Result[StreamsHeartbeatResponse]:
+        out = Result(StreamsHeartbeatResponse())
+        cfg = self._cfg(req.group_id)
+        g = self._group_of(req)
         if g is None:
             if req.member_epoch != 0:  # Kafka's getStreamsGroupOrThrow
                 raise CoordinatorError(Errors.GROUP_ID_NOT_FOUND,
@@ -246,7 +243,7 @@ class StreamsGroups:
             bump |= self._join_topology(g, req.topology, out)
             if replaced is not None:
                 prior = g.members[replaced]
-                replace_member(g, replaced, req.member_id, lambda rec: self._emit(out, rec))
+                replace_member(g, replaced, req.member_id, partial(self._emit, out))
                 member = None
         else:
             if member is None:
@@ -286,7 +283,7 @@ class StreamsGroups:
         else:
             out.timers.append(CancelTimer(rebalance_key(g.group_id, req.member_id)))
         send = changed or req.member_epoch == 0 or req.active_tasks is not None
-        return StreamsHeartbeatResponse(
+        out.response = StreamsHeartbeatResponse(
             member_id=req.member_id,
             member_epoch=cur.member_epoch,
             heartbeat_interval_ms=cfg.heartbeat_interval_ms,
@@ -300,8 +297,9 @@ class StreamsGroups:
             if req.endpoint_information_epoch != g.endpoint_epoch else None,
             endpoint_information_epoch=g.endpoint_epoch,
         )
+        return out
 
-    def _join_topology(self, g: StreamsGroup, topology: StreamsTopology, out: _Out) -> bool:
+    def _join_topology(self, g: StreamsGroup, topology: StreamsTopology, out: Result[Any]) -> bool:
         """The topology rules: the first member of an empty group sets it; a higher epoch updates it;
         the same epoch must carry the same topology (131); a lower epoch is fenced (132)."""
         why = validate_topology(topology)
@@ -340,15 +338,16 @@ class StreamsGroups:
         return tuple(statuses)
 
     # --- KIP-1263: when a new target is computed ----------------------------------------------------------
-    def _maybe_assign(self, g: StreamsGroup, now: int, out: _Out, cfg: StreamsGroupConfig) -> None:
-        if g.target_epoch >= g.epoch or not g.members:
+    def _maybe_assign(self, g: StreamsGroup, now: int, out: Result[Any], cfg: StreamsGroupConfig) -> None:
+        if g.target_assignment_epoch >= g.group_epoch or not g.members:
             return
-        if not may_compute_target(g.inflight, g.target_timestamp_ms, now, cfg.assignment_interval_ms, self.stats):
+        last = g.assignment_timestamp_ms if g.target_assignment_epoch else None
+        if not may_compute_target(g.inflight, last, now, cfg.assignment_interval_ms, self.stats):
             return  # a later heartbeat from any member runs it
         conf = self.configured(g)
         if conf is None or not conf.ready:
             return
-        if g.target_timestamp_ms is None and now < g.first_assignment_not_before_ms:
+        if not g.target_assignment_epoch and now < g.first_assignment_not_before_ms:
             out.timers.append(ScheduleTimer(assign_key(g.group_id), g.first_assignment_not_before_ms))
             return
         members = {
@@ -359,32 +358,32 @@ class StreamsGroups:
             for mid, m in g.members.items()
         }
         if cfg.assignor_offload_enable:
-            g.inflight = offload(self.run_ids, g.epoch, self.stats,
+            g.inflight = offload(self.run_ids, g.group_epoch, self.stats,
                                  {mid: m.instance_id for mid, m in g.members.items() if m.instance_id is not None})
-            out.tasks.append(StreamsAssignorRun(g.group_id, g.inflight.run_id, g.epoch, members, conf.subtopologies,
-                                                cfg.assignment_config()))
+            out.tasks.append(StreamsAssignorRun(g.group_id, g.inflight.run_id, g.group_epoch, members,
+                                                conf.subtopologies, cfg.assignment_config()))
             return
         self.stats.assignor_runs_sync += 1
-        done = StreamsAssignorRun(g.group_id, next(self.run_ids), g.epoch, members, conf.subtopologies,
+        done = StreamsAssignorRun(g.group_id, next(self.run_ids), g.group_epoch, members, conf.subtopologies,
                                   cfg.assignment_config()).run()
         if done.assignment is None:
             self.stats.assignor_failures += 1
         else:
-            self._install_target(g, done.assignment, g.epoch, now, out)
+            self._install_target(g, done.assignment, g.group_epoch, now, out)
 
     def complete_assignor(self, done: StreamsAssignorCompletion, now: int) -> Result[None]:
         """An offloaded run finished: install its target against the group as it is now."""
-        out = _Out()
+        out: Result[None] = Result(None)
         g = self.groups.get(done.group_id)
         run = take_completion(g, done, self.stats)
         if g is not None and run is not None and done.assignment is not None:
             assignment = remap_replaced(done.assignment, run.instance_ids, g.static_members)
             self._install_target(g, assignment, run.assignment_epoch, now, out)
-        return Result(None, out.records, out.timers, out.tasks)
+        return out
 
     def _install_target(
         self, g: StreamsGroup, assignment: Mapping[str, tuple[Tasks, Tasks, Tasks]], epoch: int, now: int,
-        out: _Out,
+        out: Result[Any],
     ) -> None:
         for mid in g.members:
             active, standby, warmup = assignment.get(mid, (NO_TASKS, NO_TASKS, NO_TASKS))
@@ -394,7 +393,7 @@ class StreamsGroups:
         self._emit(out, StreamsGroupTargetAssignmentMetadata(g.group_id, epoch, now))
 
     # --- reconciliation ---------------------------------------------------------------------------------
-    def _reconcile(self, g: StreamsGroup, member_id: str, out: _Out) -> bool:
+    def _reconcile(self, g: StreamsGroup, member_id: str, out: Result[Any]) -> bool:
         cur = g.current.get(member_id)
         if cur is None:
             cur = StreamsGroupCurrentMemberAssignment(g.group_id, member_id, 0, 0, STABLE,
@@ -413,10 +412,7 @@ class StreamsGroups:
             owned = g.owned_active.get(mid)
             if owned is None or owned & cur.active_pending_revocation:
                 return cur
-        if g.target_epoch == 0:  # KIP-1263: no target yet is an empty target at epoch 1
-            target_epoch, (active, standby, warmup) = 1, (NO_TASKS, NO_TASKS, NO_TASKS)
-        else:
-            target_epoch, (active, standby, warmup) = g.target_epoch, _target_tasks(g, mid)
+        target_epoch, (active, standby, warmup) = g.effective_target_epoch, _target_tasks(g, mid)  # no target: 1
         if cur.member_epoch == target_epoch and cur.state == STABLE:
             return cur
         revoke = cur.active - active
@@ -434,19 +430,16 @@ class StreamsGroups:
             frozenset(active - unreleased), standby, warmup, NO_TASKS)
 
     # --- removal and timers -----------------------------------------------------------------------------
-    def _remove_member(self, g: StreamsGroup, member_id: str, out: _Out, now: int) -> None:
-        self._emit(out, StreamsGroupCurrentMemberAssignmentTombstone(g.group_id, member_id))
-        if member_id in g.target:
-            self._emit(out, StreamsGroupTargetAssignmentMemberTombstone(g.group_id, member_id))
-        self._emit(out, StreamsGroupMemberMetadataTombstone(g.group_id, member_id))
+    def _remove_member(self, g: StreamsGroup, member_id: str, out: Result[Any], now: int) -> None:
+        MEMBER_TOMBSTONES.remove(partial(self._emit, out), g.group_id, member_id, member_id in g.target)
         self._bump(g, out, now)
 
     def fire_timer(self, key: tuple[str, ...], now: int) -> Result[None]:
-        out = _Out()
+        out: Result[None] = Result(None)
         kind, gid = key[0], key[1]
         g = self.groups.get(gid)
         if g is None:
-            return Result(None)
+            return out
         if kind == "streams-session" and key[2] in g.members:
             self._remove_member(g, key[2], out, now)
             out.timers.append(CancelTimer(rebalance_key(gid, key[2])))
@@ -455,16 +448,19 @@ class StreamsGroups:
             out.timers.append(CancelTimer(session_key(gid, key[2])))
         elif kind == "streams-assign":
             self._maybe_assign(g, now, out, self._cfg(gid))
-        return Result(None, out.records, out.timers, out.tasks)
+        return out
 
 
+_STEPS: HeartbeatSteps[StreamsGroups, StreamsHeartbeatRequest, StreamsHeartbeatResponse] = HeartbeatSteps(
+    lambda groups, r: validate_request(r), lambda r: r.member_epoch < 0, StreamsGroups._leave, StreamsGroups._join,
+    lambda groups, r, e: StreamsHeartbeatResponse(int(e.code), e.message, r.member_id[:64], r.member_epoch))
 _ENDPOINT_INPUTS = (StreamsGroupCurrentMemberAssignment, StreamsGroupCurrentMemberAssignmentTombstone,
                     StreamsGroupMemberMetadata)
 
 
 def _target_tasks(g: StreamsGroup, member_id: str) -> tuple[Tasks, Tasks, Tasks]:
     t = g.target.get(member_id)
-    if t is None or g.target_epoch == 0:
+    if t is None or g.target_assignment_epoch == 0:
         return NO_TASKS, NO_TASKS, NO_TASKS
     return t.active, t.standby, t.warmup
 

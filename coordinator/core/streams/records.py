@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from groupcoord.assignors.sticky_task import TaskId
+from groupcoord.coordinator.core.modern.group import MemberTombstones
 from groupcoord.coordinator.core.streams.topology import StreamsTopology
 
 Tasks = frozenset[TaskId]
@@ -104,3 +105,7 @@ class StreamsGroupCurrentMemberAssignment:
 class StreamsGroupCurrentMemberAssignmentTombstone:
     group_id: str
     member_id: str
+
+
+MEMBER_TOMBSTONES = MemberTombstones(StreamsGroupCurrentMemberAssignmentTombstone,
+                                     StreamsGroupTargetAssignmentMemberTombstone, StreamsGroupMemberMetadataTombstone)

@@ -12,11 +12,11 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from groupcoord.coordinator.core.errors import CoordinatorError, Errors
-from groupcoord.coordinator.core.group import STREAMS, GroupDefaults
+from groupcoord.coordinator.core.group import STREAMS
 from groupcoord.coordinator.core.limits import ECHO_MAX_CHARS
 from groupcoord.coordinator.core.messages import DescribedGroup, DescribedMember, ListedGroup
 from groupcoord.coordinator.core.metadata import MetadataImage
-from groupcoord.coordinator.core.modern.group import InflightRun
+from groupcoord.coordinator.core.modern.group import ModernGroup
 from groupcoord.coordinator.core.results import CancelTimer, ScheduleTimer, TimerOp
 from groupcoord.coordinator.core.streams.records import (
     StreamsGroupCurrentMemberAssignment,
@@ -55,23 +55,18 @@ class StreamsOwner(Protocol):
 
 
 @dataclass(slots=True)
-class StreamsGroup(GroupDefaults):
-    """State rebuilt from records, plus volatile fields (marked) that a failover may lose harmlessly. It lives in
-    the shard's `groups` beside every other type and answers the `Group` protocol (group.py) itself."""
+class StreamsGroup(ModernGroup):
+    """The modern group's epochs, target epoch and timestamp and in-flight run (`modern/group.py`), plus what
+    only streams groups keep: topology, tasks, static members. The volatile fields (marked, and the in-flight
+    run) a failover may lose harmlessly. It answers the `Group` protocol (group.py) itself."""
 
-    group_id: str
-    epoch: int = 0
-    metadata_hash: int = 0
     first_assignment_not_before_ms: int = 0
     topology: StreamsTopology | None = None
     members: dict[str, StreamsGroupMemberMetadata] = field(default_factory=dict)
     static_members: dict[str, str] = field(default_factory=dict)  # instance id -> member id (from members)
     current: dict[str, StreamsGroupCurrentMemberAssignment] = field(default_factory=dict)
     target: dict[str, StreamsGroupTargetAssignmentMember] = field(default_factory=dict)
-    target_epoch: int = 0
-    target_timestamp_ms: int | None = None
     # volatile
-    inflight: InflightRun | None = None  # the offloaded run (modern/group.py), with its static members' ids
     owned_active: dict[str, Tasks] = field(default_factory=dict)
     shutdown_requested: bool = False
     endpoint_epoch: int = 0  # moves whenever a member's tasks or endpoint may have changed
@@ -83,8 +78,8 @@ class StreamsGroup(GroupDefaults):
 
     def persisted(self) -> tuple[object, ...]:
         """The replayed part, for replay-equality checks."""
-        return (self.epoch, self.metadata_hash, self.first_assignment_not_before_ms, self.topology,
-                self.members, self.current, self.target, self.target_epoch, self.target_timestamp_ms)
+        return (self.group_epoch, self.metadata_hash, self.first_assignment_not_before_ms, self.topology,
+                self.members, self.current, self.target, self.target_assignment_epoch, self.assignment_timestamp_ms)
 
     # --- the Group protocol (group.py), with Kafka 4.4's StreamsGroup rules -------------------------------
     def _owner(self) -> StreamsOwner:
@@ -101,13 +96,14 @@ class StreamsGroup(GroupDefaults):
                 member_epoch=cur.member_epoch if cur else 0, state=cur.state if cur else "",
                 subscribed_topic_names=(), subscribed_topic_regex=None,
                 assignment=_by_subtopology(cur.active) if cur else {},
-                target_assignment=_by_subtopology(tgt.active) if tgt and self.target_epoch else {},
+                target_assignment=_by_subtopology(tgt.active) if tgt and self.target_assignment_epoch else {},
                 partitions_pending_revocation=_by_subtopology(cur.active_pending_revocation) if cur else {},
                 client_id=m.client_id, client_host=m.client_host))
         return DescribedGroup(group_id=self.group_id, group_type=STREAMS,
-                              group_state=self._owner().state(self.group_id).value, group_epoch=self.epoch,
-                              assignment_epoch=self.target_epoch, assignor_name="sticky", protocol_type=STREAMS,
-                              members=members, assignment_timestamp_ms=self.target_timestamp_ms or 0)
+                              group_state=self._owner().state(self.group_id).value, group_epoch=self.group_epoch,
+                              assignment_epoch=self.target_assignment_epoch, assignor_name="sticky",
+                              protocol_type=STREAMS, members=members,
+                              assignment_timestamp_ms=self.assignment_timestamp_ms)
 
     def listed(self) -> ListedGroup:
         return ListedGroup(self.group_id, STREAMS, self._owner().state(self.group_id).value, STREAMS)
@@ -157,14 +153,14 @@ class StreamsGroup(GroupDefaults):
 
     def snapshot_records(self) -> Iterator[Any]:
         gid = self.group_id
-        yield StreamsGroupMetadata(gid, self.epoch, self.metadata_hash, self.first_assignment_not_before_ms)
+        yield StreamsGroupMetadata(gid, self.group_epoch, self.metadata_hash, self.first_assignment_not_before_ms)
         if self.topology is not None:
             yield StreamsGroupTopologyRecord(gid, self.topology)
         yield from self.members.values()
         yield from self.current.values()
         yield from self.target.values()
-        if self.target_timestamp_ms is not None:
-            yield StreamsGroupTargetAssignmentMetadata(gid, self.target_epoch, self.target_timestamp_ms)
+        if self.target_assignment_epoch:
+            yield StreamsGroupTargetAssignmentMetadata(gid, self.target_assignment_epoch, self.assignment_timestamp_ms)
 
     def timers_after_load(self, now: int) -> list[TimerOp]:
         """Timers are not state: after a load every member's session timer is armed anew, revoking members'
@@ -177,7 +173,7 @@ class StreamsGroup(GroupDefaults):
             cur = self.current.get(mid)
             if cur is not None and cur.state == UNREVOKED:
                 timers.append(ScheduleTimer(rebalance_key(gid, mid), now + m.rebalance_timeout_ms))
-        if self.members and self.target_epoch < self.epoch:
+        if self.members and self.target_assignment_epoch < self.group_epoch:
             timers.append(ScheduleTimer(assign_key(gid), now))
         return timers
 
@@ -206,7 +202,7 @@ def apply_record(groups: MutableMapping[str, StreamsGroup], rec: object, owner: 
     if g is None:
         g = groups[gid] = StreamsGroup(gid, owner=owner)
     if isinstance(rec, StreamsGroupMetadata):
-        g.epoch, g.metadata_hash = rec.epoch, rec.metadata_hash
+        g.group_epoch, g.metadata_hash = rec.epoch, rec.metadata_hash
         g.first_assignment_not_before_ms = rec.first_assignment_not_before_ms
     elif isinstance(rec, StreamsGroupTopologyRecord):
         g.topology = rec.topology
@@ -226,7 +222,7 @@ def apply_record(groups: MutableMapping[str, StreamsGroup], rec: object, owner: 
     elif isinstance(rec, StreamsGroupTargetAssignmentMemberTombstone):
         g.target.pop(rec.member_id, None)
     elif isinstance(rec, StreamsGroupTargetAssignmentMetadata):
-        g.target_epoch, g.target_timestamp_ms = rec.assignment_epoch, rec.timestamp_ms
+        g.target_assignment_epoch, g.assignment_timestamp_ms = rec.assignment_epoch, rec.timestamp_ms
     elif isinstance(rec, StreamsGroupCurrentMemberAssignment):
         g.current[rec.member_id] = rec
     elif isinstance(rec, StreamsGroupCurrentMemberAssignmentTombstone):

@@ -25,12 +25,10 @@ from groupcoord.coordinator.core.errors import CoordinatorError, Errors
 from groupcoord.coordinator.core.limits import ECHO_MAX_CHARS
 from groupcoord.coordinator.core.streams.messages import StreamsHeartbeatRequest
 from groupcoord.coordinator.core.streams.records import (
+    MEMBER_TOMBSTONES,
     NO_TASKS,
     StreamsGroupCurrentMemberAssignment,
-    StreamsGroupCurrentMemberAssignmentTombstone,
-    StreamsGroupMemberMetadataTombstone,
     StreamsGroupTargetAssignmentMember,
-    StreamsGroupTargetAssignmentMemberTombstone,
     Tasks,
 )
 
@@ -74,24 +72,13 @@ def replace_member(g: StreamsGroup, old_id: str, new_id: str, emit: Callable[[ob
     old_cur = g.current[old_id]
     old_target = g.target.get(old_id)
     if new_id != old_id and new_id in g.members:
-        for rec in _removal(g, new_id):  # the new id was another member's: that member goes
-            emit(rec)
-    for rec in _removal(g, old_id):
-        emit(rec)
+        MEMBER_TOMBSTONES.remove(emit, gid, new_id, new_id in g.target)  # the new id was another member's
+    MEMBER_TOMBSTONES.remove(emit, gid, old_id, old_id in g.target)
     if old_target is not None:
         emit(StreamsGroupTargetAssignmentMember(gid, new_id, old_target.active, old_target.standby,
                                                 old_target.warmup))
     emit(StreamsGroupCurrentMemberAssignment(gid, new_id, 0, 0, "STABLE", old_cur.active, old_cur.standby,
                                              old_cur.warmup, NO_TASKS))
-
-
-def _removal(g: StreamsGroup, member_id: str) -> list[object]:
-    gid = g.group_id
-    recs: list[object] = [StreamsGroupCurrentMemberAssignmentTombstone(gid, member_id)]
-    if member_id in g.target:
-        recs.append(StreamsGroupTargetAssignmentMemberTombstone(gid, member_id))
-    recs.append(StreamsGroupMemberMetadataTombstone(gid, member_id))
-    return recs
 
 
 def static_leave(g: StreamsGroup, member_id: str, emit: Callable[[object], None]) -> None:
