@@ -77,7 +77,13 @@ class Lease:
         serial = tps[0].offset if tps else -1
         claim = self._claims.pop(serial, None)
         if claim is None:
-            return []
+            if 0 < serial <= self._serial or not self._claims:
+                return []  # a claim made moot by a later success
+            # Not one of ours (librdkafka reported another offset): the oldest in flight, the reading that renews least.
+            log.info("a claim's result names offset %d, which no claim committed: taken for the oldest in flight",
+                     serial)
+            serial = next(iter(self._claims))
+            claim = self._claims.pop(serial)
         sent, partitions = claim
         if error is not None:
             self._failed(partitions, error)
