@@ -18,7 +18,8 @@ so that its result renews the lease from its own send time: a claim left unanswe
 coordinator moved) is answered by a timeout long after the claims sent after it, and pairing results with claims
 in send order gave each answered claim the send time of the one before it, a session old, so the lease stayed
 lapsed until the lost one timed out (tests/realkafka/test_unanswered_claim.py). A success makes the claims sent
-before it moot: they are forgotten, and their results, when they come, ignored.
+before it moot: they are forgotten, and their results, when they come, ignored. A result naming no claim's serial
+(not seen) is taken for the oldest claim in flight, as before: the reading that renews the lease least.
 
 Everything here runs on the polling thread of `PartitionOwnership`, but `remaining_s`, read by the router.
 """
