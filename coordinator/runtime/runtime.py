@@ -23,7 +23,7 @@ from groupcoord.coordinator.core.errors import CoordinatorError, Errors
 from groupcoord.coordinator.core.modern.assignor_runs import AssignorCompletion, AssignorRun
 from groupcoord.coordinator.core.results import CancelTimer, Result, ScheduleTimer
 from groupcoord.coordinator.core.shard import GroupCoordinatorShard
-from groupcoord.coordinator.core.snapshot import snapshot_records, timers_after_load
+from groupcoord.coordinator.core.snapshot import timers_after_load
 from groupcoord.coordinator.core.streams.group import StreamsAssignorCompletion, StreamsAssignorRun
 from groupcoord.coordinator.core.streams.messages import CreateInternalTopics
 from groupcoord.coordinator.runtime.committed_image import CommittedImage, record_group_ids
@@ -34,13 +34,6 @@ from groupcoord.coordinator.runtime.record_codec import PartitionFenced, RecordT
 from groupcoord.coordinator.runtime.timers import TimerQueue
 
 log = logging.getLogger("groupcoord.runtime")
-
-
-def _too_large(op_name: str, e: RecordTooLargeError) -> CoordinatorError:
-    """Kafka's coordinator answers a log append refused as too large with INVALID_COMMIT_OFFSET_SIZE for an
-    offset commit and UNKNOWN_SERVER_ERROR for other operations."""
-    code = Errors.INVALID_COMMIT_OFFSET_SIZE if op_name.startswith("OffsetCommit") else Errors.UNKNOWN_SERVER_ERROR
-    return CoordinatorError(code, f"not written: {e}")
 
 
 @dataclass(slots=True)
@@ -308,7 +301,7 @@ class CoordinatorRuntime:
         for future, response in replies:
             if refused is not None:
                 if not future.done():
-                    future.set_exception(_too_large(op.name, refused))
+                    future.set_exception(refused.answer(op.name))
             elif durable is None:
                 if not future.done():
                     future.set_result(response)
@@ -376,22 +369,13 @@ class CoordinatorRuntime:
 
     def _start_snapshot(self) -> None:
         """Rotate the log and write a snapshot of the committed image on a thread (start-up then replays one
-        snapshot plus a short log instead of the whole history). Nothing here waits on the event loop: the
-        rotation is a mark in the writer's queue, and once the writer passed it the image holds exactly what
-        the closed generation's logs hold; it is held still while the thread reads it."""
+        snapshot plus a short log instead of the whole history), without waiting on the event loop."""
         sink: Any = self.sink
         generation, rotated = sink.rotate_async()
 
         async def write() -> None:
             try:
-                await rotated
-                self.image.freeze()
-                try:
-                    await asyncio.to_thread(sink.write_snapshot, generation, snapshot_records(self.image.shard))
-                finally:
-                    self.image.thaw()
-            except Exception:
-                log.exception("snapshot %d failed; the log keeps everything", generation)
+                await self.image.write_snapshot(sink, generation, rotated)
             finally:
                 self._snapshot_task = None
 
