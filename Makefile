@@ -27,14 +27,15 @@ setup: $(STAMP)
 	bash scripts/kafka-broker.sh
 	$(PY) -c "from groupcoord.spark_kafka_jars import kafka_source_jars as j; print('spark-sql-kafka', j().version)"
 
-# Everything: lint, types, import contracts, the docs site (--strict: broken links fail), the whole suite.
+# Everything: lint, types, import contracts, the docs site (--strict: broken links fail), the whole suite on two
+# pytest-xdist workers (docs/development/testing.md says why).
 test: setup
 	$(PY) -m ruff check .
 	$(PY) -m mypy groupcoord
 	$(VENV)/bin/lint-imports
 	$(PY) -m groupcoord.docsgen --check
 	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --site-dir .cache/site
-	$(PY) -m pytest -q --durations=25 --ignore=tests/faults/test_kafka_fault_suite.py $(PYTEST_ARGS)
+	$(PY) -m pytest -q -n 2 --durations=25 --ignore=tests/faults/test_kafka_fault_suite.py $(PYTEST_ARGS)
 
 # The Kafka-backed mode's short fault run (3 brokers, 3 instances, every fault kind once, ~2 min). Not in `make test`
 # yet: under load its broker-kill step can take longer than the convergence bound (issue 29's note).

@@ -207,6 +207,13 @@ class GroupCoordinatorShard:
                                  now: int) -> Result[ConsumerGroupHeartbeatResponse]:
         return consumer_heartbeat.heartbeat(self, request, now)
 
+    def consumer_group_steady_heartbeat(self, group_id: str, member_id: str, member_epoch: int,
+                                        principal: str | None,
+                                        now: int) -> tuple[tuple[int, int], TimerKey, int] | None:
+        """A steady heartbeat's (heartbeat interval, session timeout) and session timer re-arm (key, deadline), or
+        None: run `consumer_group_heartbeat` (consumer/heartbeat.py, `steady`)."""
+        return consumer_heartbeat.steady(self, group_id, member_id, member_epoch, principal, now)
+
     def on_metadata_update(self, image: MetadataImage, now: int) -> Result[None]:
         """New topic metadata: consumer groups whose subscribed topics changed bump their epoch (share and
         streams groups compare the image at their next heartbeat)."""

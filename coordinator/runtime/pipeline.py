@@ -199,6 +199,14 @@ class Service:
             self._admit(group_ids)  # refuses, or asks the router; a loaded, healthy, sole instance takes it
         return await runtime.submit(name, fn, group_ids)
 
+    def submit_steady(self, name: str, fn: Callable[[int], Any], group_id: str) -> Any | None:
+        """`CoordinatorRuntime.run_steady` where `submit` would run the operation (loaded, the group served
+        here): its response, or None when the caller must `submit` the full operation."""
+        runtime = self.runtime
+        if not runtime.loaded or (runtime.router is not None and runtime.router(group_id) is not None):
+            return None
+        return runtime.run_steady(name, fn)
+
     async def submit_parkable(self, name: str, fn: Callable[[int, int], Any], group_id: str) -> Any:
         """`submit` for JoinGroup/SyncGroup, which may park at the coordinator until other members arrive."""
         self._admit((group_id,))

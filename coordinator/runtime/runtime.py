@@ -155,6 +155,33 @@ class CoordinatorRuntime:
         finally:
             self.metrics.request_latency.observe(time.perf_counter() - enqueued, name)
 
+    def run_steady(self, name: str, fn: Callable[[int], tuple[Any, Any, int] | None]) -> Any | None:
+        """Run a steady operation at once, if it may skip the queue: `fn(now)` writes no record and changes no
+        state but one timer's deadline (the consumer's steady heartbeat), returning `(response, timer key,
+        deadline)`, or None having changed nothing. It runs only where `submit` would have run it inline and
+        released its reply at once: started, log healthy, nothing queued, no earlier append still pending (a
+        reply waits for those). Returns the response, or None: the caller submits the full operation."""
+        queue = self._queue
+        if queue is None or not queue.empty() or self.failed is not None:
+            return None
+        last = self._last_append
+        if last is not None:
+            if not last.done() or last.exception() is not None:
+                return None
+            self._last_append = None
+        started = time.perf_counter()
+        out = fn(self.clock())
+        if out is None:
+            return None
+        response, key, deadline = out
+        if self.timers.schedule(key, deadline) or self._timer_handle is None:
+            self._arm_wakeup()
+        elapsed = time.perf_counter() - started
+        metrics = self.metrics
+        metrics.event_idle.add_busy(elapsed)
+        metrics.request_latency.observe(elapsed, name)
+        return response
+
     async def submit_parkable(self, name: str, fn: Callable[[int, int], Result[Any]], group_id: str = "") -> Any:
         """Like `submit`, for operations that may park (return `parked=True`): `fn(now, token)`; the response
         arrives when a later operation lists `(token, response)` in its completions, or an error if `group_id`

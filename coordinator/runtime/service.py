@@ -44,6 +44,8 @@ from groupcoord.coordinator.runtime.service_base import (
 )
 from groupcoord.wire.v1 import coordinator_pb2 as pb
 
+STEADY_REPLIES_MAX = 50_000  # prebuilt steady replies kept (one per member); all are dropped when full
+
 
 def _in_messages(responses: list[pb.ConsumerGroupHeartbeatResponse],
                  budget: int) -> Iterator[pb.ConsumerGroupHeartbeatBatchResponse]:
@@ -92,6 +94,8 @@ class GroupCoordinatorService(AdminService):
         super().__init__(runtime)
         self._owned_cap_for: tuple[object, int] = (None, limits.OWNED_MAX_PARTITIONS)
         self._max_bytes: int = runtime.shard.config["message.max.bytes"]
+        # member id -> (epoch, (heartbeat interval, session timeout), its steady reply): `_steady_reply`
+        self._steady_replies: dict[str, tuple[int, tuple[int, int], pb.ConsumerGroupHeartbeatResponse]] = {}
 
     # --- ConsumerGroupHeartbeat -----------------------------------------------------------------------------
     @stream_of("ConsumerGroupHeartbeat")
@@ -152,26 +156,36 @@ class GroupCoordinatorService(AdminService):
         # for every heartbeat: each optional field is read once, and a check is called only where it could fail
         # (a steady heartbeat carries the group id, the member id and the epoch alone).
         group_id, member_id, member_epoch = request.group_id, request.member_id, request.member_epoch
-        if len(group_id) > limits.ID_MAX_CHARS:
-            limits.check_length("group_id", group_id)
         has = request.HasField
         owned, subscribed = has("topic_partitions"), has("subscribed_topic_names")
-        if owned or subscribed:  # counted before anything is translated
-            _owned_count(request, self._owned_cap())
-        names = tuple(request.subscribed_topic_names.values) if subscribed else None
         instance_id = request.instance_id if has("instance_id") else None
         rack_id = request.rack_id if has("rack_id") else None
         regex = request.subscribed_topic_regex if has("subscribed_topic_regex") else None
         server_assignor = request.server_assignor if has("server_assignor") else None
+        rebalance_timeout_ms = request.rebalance_timeout_ms if has("rebalance_timeout_ms") else None
+        shard = self.shard
+        if not owned and not subscribed and instance_id is None and rack_id is None and regex is None \
+                and server_assignor is None and rebalance_timeout_ms is None and member_epoch > 0 \
+                and len(group_id) <= limits.ID_MAX_CHARS and len(member_id) <= limits.ID_MAX_CHARS:
+            principal = caller.principal
+            steady = self.submit_steady(
+                "ConsumerGroupHeartbeat",
+                lambda now: shard.consumer_group_steady_heartbeat(group_id, member_id, member_epoch, principal, now),
+                group_id)
+            if steady is not None:
+                return self._steady_reply(member_id, member_epoch, steady)
+        if len(group_id) > limits.ID_MAX_CHARS:
+            limits.check_length("group_id", group_id)
+        if owned or subscribed:  # counted before anything is translated
+            _owned_count(request, self._owned_cap())
+        names = tuple(request.subscribed_topic_names.values) if subscribed else None
         if len(member_id) > limits.ID_MAX_CHARS or instance_id is not None or rack_id is not None \
                 or regex is not None or server_assignor is not None or names is not None:
             limits.check_heartbeat(member_id, instance_id, rack_id, regex, server_assignor, names)
         req = ConsumerGroupHeartbeatRequest(
-            group_id, member_id, member_epoch, instance_id, rack_id,
-            request.rebalance_timeout_ms if has("rebalance_timeout_ms") else None, names, regex, server_assignor,
-            _owned_from_pb(request) if owned else None, "", caller.peer() if member_epoch == 0 else "",
-            caller.principal)
-        shard = self.shard
+            group_id, member_id, member_epoch, instance_id, rack_id, rebalance_timeout_ms, names, regex,
+            server_assignor, _owned_from_pb(request) if owned else None, "",
+            caller.peer() if member_epoch == 0 else "", caller.principal)
         resp = await self.submit("ConsumerGroupHeartbeat", lambda now: shard.consumer_group_heartbeat(req, now),
                                  group_id)
         out = pb.ConsumerGroupHeartbeatResponse(
@@ -180,6 +194,22 @@ class GroupCoordinatorService(AdminService):
             session_timeout_ms=resp.session_timeout_ms)
         if resp.assignment is not None:
             out.assignment.topic_partitions.extend(topic_partitions_to_pb(resp.assignment, shard.metadata))
+        return out
+
+    def _steady_reply(self, member_id: str, member_epoch: int,
+                      steady: tuple[int, int]) -> pb.ConsumerGroupHeartbeatResponse:
+        """A steady heartbeat's reply (`steady`: its heartbeat interval and session timeout), the same message as
+        last time when nothing in it changed: it depends on the member id, the epoch and those two alone, and
+        nothing mutates a reply once returned."""
+        replies = self._steady_replies
+        cached = replies.get(member_id)
+        if cached is not None and cached[0] == member_epoch and cached[1] == steady:
+            return cached[2]
+        out = pb.ConsumerGroupHeartbeatResponse(member_id=member_id, member_epoch=member_epoch,
+                                                heartbeat_interval_ms=steady[0], session_timeout_ms=steady[1])
+        if len(replies) >= STEADY_REPLIES_MAX:
+            replies.clear()
+        replies[member_id] = (member_epoch, steady, out)
         return out
 
     # --- classic protocol ------------------------------------------------------------------------------------

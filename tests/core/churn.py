@@ -64,10 +64,11 @@ class ChurnStats:
 
 
 class ChurnSimulation:
-    def __init__(self, rng: random.Random, *, offload: bool, interval_ms: int) -> None:
+    def __init__(self, rng: random.Random, *, offload: bool, interval_ms: int,
+                 context: type[CoreContext] = CoreContext) -> None:
         self.rng = rng
         self.topics: dict[str, int] = {"foo": 6, "bar": 4}
-        self.ctx = CoreContext(self.topics, auto_complete_runs=False, overrides={
+        self.ctx = context(self.topics, auto_complete_runs=False, overrides={
             "group.consumer.heartbeat.interval.ms": HEARTBEAT_MS,
             "group.consumer.min.session.timeout.ms": 1000,
             "group.consumer.session.timeout.ms": SESSION_MS,
@@ -364,7 +365,8 @@ class ChurnSimulation:
         assert set(owned) == expected, "every subscribed partition is assigned, and nothing else"
 
 
-def run_churn(seed: int, steps: int, *, offload: bool, interval_ms: int) -> ChurnSimulation:
-    sim = ChurnSimulation(random.Random(seed), offload=offload, interval_ms=interval_ms)
+def run_churn(seed: int, steps: int, *, offload: bool, interval_ms: int,
+              context: type[CoreContext] = CoreContext) -> ChurnSimulation:
+    sim = ChurnSimulation(random.Random(seed), offload=offload, interval_ms=interval_ms, context=context)
     sim.run(steps)
     return sim

@@ -44,7 +44,7 @@ from groupcoord.coordinator.core.records import (
     ConsumerGroupMetadata,
     ConsumerGroupTargetAssignmentMember,
 )
-from groupcoord.coordinator.core.results import Result
+from groupcoord.coordinator.core.results import Result, TimerKey
 
 if TYPE_CHECKING:
     from groupcoord.coordinator.core.shard import GroupCoordinatorShard
@@ -75,6 +75,42 @@ def _answered(shard: GroupCoordinatorShard, r: ConsumerGroupHeartbeatRequest, no
               result: Result[ConsumerGroupHeartbeatResponse]) -> None:
     shard.stats.count_heartbeat(result.response.error_code)
     retention.note_membership(shard, r.group_id, now, result)
+
+
+_STABLE = MemberState.STABLE
+
+
+def steady(shard: GroupCoordinatorShard, group_id: str, member_id: str, member_epoch: int, principal: str | None,
+           now: int) -> tuple[tuple[int, int], TimerKey, int] | None:
+    """The steady heartbeat (issue 30, step 6): a request carrying only the group id, the member id and an
+    epoch (no subscription, rack, assignor, instance, owned partitions or rebalance timeout) from a known
+    consumer-protocol member at its current epoch, stable at the group's target, in a group with nothing to
+    compute (target at the group epoch, metadata seen, no regex subscription) and nothing to note for
+    retention. `heartbeat` writes nothing for it and only re-arms the member's session deadline: this does
+    exactly that, without a Result, and returns what differs in its response from the request,
+    `(heartbeat_interval_ms, session_timeout_ms)` (error NONE, the request's member id and epoch, no
+    assignment), with the session timer's key and new deadline for the runtime to re-arm. Any other case
+    returns None having changed nothing: the caller runs `heartbeat`. The caller has checked that the request
+    carries no other field (tests/core/test_steady_heartbeat.py drives both paths with the same sequences
+    and compares replies and state)."""
+    if member_epoch <= 0:
+        return None
+    group = shard.groups.get(group_id)
+    if type(group) is not ConsumerGroup:
+        return None
+    member = group.members.get(member_id)
+    if (member is None or member.member_epoch != member_epoch or member.state is not _STABLE
+            or member_epoch != group.effective_target_epoch or group.group_epoch > group.target_assignment_epoch
+            or group.metadata_image_seen is not shard.metadata or group.regex_subscribers
+            or member_id in group.classic_members or group_id in shard.empty_since
+            or (member.principal is not None and principal is not None and member.principal != principal)
+            or not group_id.strip() or not member_id.strip()):
+        return None
+    session_timeout_ms = shard.session_timeout_ms(group_id)
+    key = ("session", group_id, member_id)  # session_timer(group_id, member_id)
+    deadline = shard.timer_deadlines[key] = now + session_timeout_ms
+    shard.stats.heartbeats_by_error["NONE"] += 1
+    return (shard.heartbeat_interval_ms(group_id), session_timeout_ms), key, deadline
 
 
 def _validate(shard: GroupCoordinatorShard, r: ConsumerGroupHeartbeatRequest) -> None:
