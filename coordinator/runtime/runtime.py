@@ -20,16 +20,17 @@ from typing import Any
 
 from groupcoord.coordinator.core.consumer.topic_regex import RegexResolution, RegexResolutionCompletion
 from groupcoord.coordinator.core.errors import CoordinatorError, Errors
+from groupcoord.coordinator.core.metadata import MetadataImage
 from groupcoord.coordinator.core.modern.assignor_runs import AssignorCompletion, AssignorRun
 from groupcoord.coordinator.core.results import CancelTimer, Result, ScheduleTimer
 from groupcoord.coordinator.core.shard import GroupCoordinatorShard
 from groupcoord.coordinator.core.snapshot import timers_after_load
 from groupcoord.coordinator.core.streams.group import StreamsAssignorCompletion, StreamsAssignorRun
 from groupcoord.coordinator.core.streams.messages import CreateInternalTopics
-from groupcoord.coordinator.runtime.committed_image import CommittedImage, record_group_ids
+from groupcoord.coordinator.runtime.committed_image import CommittedImage, record_group_ids, same_records
 from groupcoord.coordinator.runtime.executor import BackgroundExecutor
 from groupcoord.coordinator.runtime.metrics import CoordinatorMetrics
-from groupcoord.coordinator.runtime.ports import InMemorySink, MetadataSource, RecordSink, wall_clock_ms
+from groupcoord.coordinator.runtime.ports import InMemorySink, MetadataSource, RecordSink, poll_metadata, wall_clock_ms
 from groupcoord.coordinator.runtime.record_codec import PartitionFenced, RecordTooLargeError
 from groupcoord.coordinator.runtime.timers import TimerQueue
 
@@ -49,13 +50,6 @@ class _Op:
     inline: bool = False
     response: Any = None
     answered: bool = False
-
-
-def _same_records(applied: list[Any], returned: list[Any]) -> bool:
-    """Did the operation return exactly what it replayed (the same objects, in order)?"""
-    if not returned:  # a steady heartbeat: nothing replayed, nothing returned
-        return not applied
-    return len(applied) == len(returned) and all(a is b for a, b in zip(applied, returned, strict=True))
 
 
 class CoordinatorRuntime:
@@ -114,7 +108,12 @@ class CoordinatorRuntime:
         self._apply(timers_after_load(self.shard, self.clock()))
         self._tasks.append(asyncio.create_task(self._process(), name="groupcoord-events"))
         if self.metadata_source is not None:
-            self._tasks.append(asyncio.create_task(self._poll_metadata(), name="groupcoord-metadata"))
+            def update(image: MetadataImage) -> Awaitable[Any]:
+                return self.submit("metadata-update", lambda now: self.shard.on_metadata_update(image, now))
+
+            self._tasks.append(asyncio.create_task(poll_metadata(
+                self.metadata_source, lambda: self.shard.metadata, update, self.metadata_poll_s),
+                name="groupcoord-metadata"))
         self.loaded = True
         return report
 
@@ -252,7 +251,7 @@ class CoordinatorRuntime:
             self.image.discard(record_group_ids(applied))
             for record in applied:
                 self.image.replay(record)
-        elif (applied or result.records) and not _same_records(applied, result.records):
+        elif (applied or result.records) and not same_records(applied, result.records):
             # It replayed records it does not return (a refusal after a partial change): put its groups back and
             # apply what it returns, as Kafka's runtime replays the records a handler returns.
             self._put_back(op, applied, now)
@@ -488,18 +487,3 @@ class CoordinatorRuntime:
             group = key[1:2] if isinstance(key, tuple) else ()  # a group's timer names it second
             self._enqueue("timer", lambda now, key=key: self.shard.on_timer(key, now), group)  # type: ignore[misc]
         self._arm_wakeup()
-
-    # --- metadata --------------------------------------------------------------------------------------------
-    async def _poll_metadata(self) -> None:
-        assert self.metadata_source is not None
-        while True:
-            image = self.metadata_source.snapshot()
-            if image is not self.shard.metadata and image != self.shard.metadata:
-                try:
-                    await self.submit("metadata-update", lambda now, image=image: self.shard.on_metadata_update(
-                        image, now))  # type: ignore[misc]
-                except CoordinatorError as e:  # its write (or one before it) failed: the next poll tries again
-                    log.warning("metadata update not applied: %s", e)
-                except Exception:  # a bug: the operation applied nothing; keep polling
-                    log.exception("metadata update failed")
-            await asyncio.sleep(self.metadata_poll_s)
