@@ -438,9 +438,11 @@ class StreamsGroups:
         if g is None:
             return out
         if kind == "streams-session" and key[2] in g.members:
+            self.stats.members_fenced_session += 1  # counted with every modern type's fences
             self._remove_member(g, key[2], out, now)
             out.timers.append(CancelTimer(rebalance_key(gid, key[2])))
         elif kind == "streams-rebalance" and key[2] in g.members and g.current[key[2]].state == UNREVOKED:
+            self.stats.members_fenced_rebalance += 1
             self._remove_member(g, key[2], out, now)
             out.timers.append(CancelTimer(session_key(gid, key[2])))
         elif kind == "streams-assign":
