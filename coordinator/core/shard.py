@@ -82,7 +82,6 @@ class LagProvider(Protocol):
 class GroupCoordinatorShard:
     """All groups of one coordinator shard. Not thread-safe by design: the runtime feeds it one op at a time."""
 
-
     def __init__(
         self,
         config: BrokerConfig,
@@ -280,7 +279,6 @@ class GroupCoordinatorShard:
         if len(key) > 1:
             retention.note_membership(self, key[1], now, result)
         return result
-
 
     # =====================================================================================================
     # Offsets and administration (rules in offsets.py / admin.py; the shard is the single entry point)

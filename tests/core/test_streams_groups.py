@@ -366,3 +366,11 @@ def test_partitions_by_user_endpoint_are_sent_when_the_endpoint_epoch_differs() 
     again = ctx.owned("a", g.current["a"].member_epoch, g.current["a"].active,
                       endpoint_information_epoch=r.endpoint_information_epoch)
     assert again.partitions_by_user_endpoint is None, "unchanged since the member's endpoint epoch"
+
+
+def test_a_streams_member_fenced_by_its_session_timeout_is_counted_like_any_modern_members() -> None:
+    ctx = Ctx(replace(SYNC, session_timeout_ms=3000))
+    ctx.join("a")
+    ctx.advance(3001)
+    assert GROUP in ctx.sg.groups and "a" not in ctx.sg.groups[GROUP].members
+    assert ctx.sg.stats.members_fenced_session == 1

@@ -159,3 +159,14 @@ def test_an_offloaded_run_started_before_a_replacement_gives_the_tasks_to_the_ne
     assert set(g.target) == {"a", "b2"}
     assert len(g.target["a"].active) + len(g.target["b2"].active) == 8, "no task lost with the old member id"
     assert ctx.replayed() == ctx.live()
+
+
+def test_a_member_back_from_a_static_leave_must_rejoin_with_epoch_0_even_at_its_previous_epoch() -> None:
+    """Kafka's throwIfStreamsGroupMemberEpochIsInvalid, as for consumer groups: an epoch greater than the
+    member's (-2 after the leave) is fenced, even the one it had before leaving."""
+    ctx = Ctx(SYNC)
+    static_pair(ctx)
+    before = ctx.sg.groups[GROUP].current["b"].member_epoch
+    ctx.hb("b", -2, instance_id="ib")
+    r = ctx.owned("b", before, active(ctx, "b"), instance_id="ib")
+    assert r.error_code == Errors.FENCED_MEMBER_EPOCH and "rejoin with epoch 0" in (r.error_message or "")

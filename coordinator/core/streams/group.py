@@ -43,7 +43,7 @@ from groupcoord.assignors.sticky_task import StreamsMemberSpec, TaskId
 from groupcoord.coordinator.core.errors import CoordinatorError, Errors
 from groupcoord.coordinator.core.limits import ECHO_MAX_CHARS
 from groupcoord.coordinator.core.metadata import EMPTY_IMAGE, MetadataImage
-from groupcoord.coordinator.core.modern.group import may_compute_target, offload, take_completion
+from groupcoord.coordinator.core.modern.group import check_member_epoch, may_compute_target, offload, take_completion
 from groupcoord.coordinator.core.modern.heartbeat import HeartbeatSteps
 from groupcoord.coordinator.core.principals import check_member_principal
 from groupcoord.coordinator.core.results import CancelTimer, Result, ScheduleTimer
@@ -248,12 +248,9 @@ class StreamsGroups:
         else:
             if member is None:
                 raise CoordinatorError(Errors.UNKNOWN_MEMBER_ID, "The member is not in the group.")
-            cur = g.current[req.member_id]
-            owned = req.active_tasks
-            if req.member_epoch != cur.member_epoch and not (
-                req.member_epoch == cur.previous_member_epoch and owned is not None and owned <= cur.active
-            ):
-                raise CoordinatorError(Errors.FENCED_MEMBER_EPOCH, "The member epoch is fenced.")
+            cur, owned = g.current[req.member_id], req.active_tasks
+            check_member_epoch(req.member_epoch, cur.member_epoch, cur.previous_member_epoch,
+                               lambda: owned is not None and owned <= cur.active)
         if req.shutdown_application:
             g.shutdown_requested = True
         if req.active_tasks is not None:
@@ -441,9 +438,11 @@ class StreamsGroups:
         if g is None:
             return out
         if kind == "streams-session" and key[2] in g.members:
+            self.stats.members_fenced_session += 1  # counted with every modern type's fences
             self._remove_member(g, key[2], out, now)
             out.timers.append(CancelTimer(rebalance_key(gid, key[2])))
         elif kind == "streams-rebalance" and key[2] in g.members and g.current[key[2]].state == UNREVOKED:
+            self.stats.members_fenced_rebalance += 1
             self._remove_member(g, key[2], out, now)
             out.timers.append(CancelTimer(session_key(gid, key[2])))
         elif kind == "streams-assign":

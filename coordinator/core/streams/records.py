@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 from groupcoord.assignors.sticky_task import TaskId
 from groupcoord.coordinator.core.modern.group import MemberTombstones
+from groupcoord.coordinator.core.records import Tombstone
 from groupcoord.coordinator.core.streams.topology import StreamsTopology
 
 Tasks = frozenset[TaskId]
@@ -27,7 +28,7 @@ class StreamsGroupMetadata:
 
 
 @dataclass(frozen=True, slots=True)
-class StreamsGroupMetadataTombstone:
+class StreamsGroupMetadataTombstone(Tombstone):
     group_id: str
 
 
@@ -38,7 +39,7 @@ class StreamsGroupTopologyRecord:
 
 
 @dataclass(frozen=True, slots=True)
-class StreamsGroupTopologyTombstone:
+class StreamsGroupTopologyTombstone(Tombstone):
     group_id: str
 
 
@@ -61,7 +62,7 @@ class StreamsGroupMemberMetadata:
 
 
 @dataclass(frozen=True, slots=True)
-class StreamsGroupMemberMetadataTombstone:
+class StreamsGroupMemberMetadataTombstone(Tombstone):
     group_id: str
     member_id: str
 
@@ -76,7 +77,7 @@ class StreamsGroupTargetAssignmentMember:
 
 
 @dataclass(frozen=True, slots=True)
-class StreamsGroupTargetAssignmentMemberTombstone:
+class StreamsGroupTargetAssignmentMemberTombstone(Tombstone):
     group_id: str
     member_id: str
 
@@ -102,7 +103,7 @@ class StreamsGroupCurrentMemberAssignment:
 
 
 @dataclass(frozen=True, slots=True)
-class StreamsGroupCurrentMemberAssignmentTombstone:
+class StreamsGroupCurrentMemberAssignmentTombstone(Tombstone):
     group_id: str
     member_id: str
 
