@@ -132,3 +132,19 @@ def test_the_broker_streams_configs_are_checked_at_start_up(raw: dict[str, int])
     with pytest.raises(ConfigError):
         BrokerConfig.from_mapping(raw)
 
+
+def test_altering_the_standby_replicas_of_a_running_group_bumps_its_epoch_on_the_next_heartbeat() -> None:
+    """Kafka's StreamsGroupMetadata.LastAssignmentConfigs: a heartbeat that finds the group's assignment configs
+    changed since its last epoch bump bumps it, so the new standbys are assigned without a membership change."""
+    shard = _shard()
+    assert _standbys(shard) == 0
+    g = shard.streams.groups[GROUP]
+    epoch = g.group_epoch
+    assert g.last_assignment_configs == (("num.standby.replicas", "0"),)
+    assert _alter(shard, streams_num_standby_replicas="1") == 0
+    a = g.current["a"]
+    _beat(shard, "a", a.member_epoch, 20, a.active)
+    assert g.group_epoch == epoch + 1 and g.target_assignment_epoch == epoch + 1
+    assert sum(len(m.standby) for m in g.target.values()) > 0
+    _beat(shard, "a", g.current["a"].member_epoch, 30, g.current["a"].active)
+    assert g.group_epoch == epoch + 1, "unchanged configs bump nothing"

@@ -34,6 +34,11 @@ class StreamsConfigs(ModernGroupConfigs):
     def rack_aware_assignment_tags(self, group_id: str) -> tuple[str, ...]:
         return tuple(self.value(group_id, "rack.aware.assignment.tags"))
 
+    def assignment_configs(self, group_id: str) -> tuple[tuple[str, str], ...]:
+        """Kafka's streamsGroupAssignmentConfigs: the group's configs whose change calls for a new assignment
+        (recorded with each epoch bump as LastAssignmentConfigs, compared by every heartbeat)."""
+        return (("num.standby.replicas", str(self.num_standby_replicas(group_id))),)
+
     def assignment_config(self, group_id: str) -> StreamsAssignmentConfig:
         return StreamsAssignmentConfig(self.num_standby_replicas(group_id), self.max_warmup_replicas,
                                        self.acceptable_recovery_lag, self.rack_aware_assignment_tags(group_id))

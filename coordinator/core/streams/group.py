@@ -178,7 +178,8 @@ class StreamsGroups:
         return self.image.topics_hash(names)
 
     def _bump(self, g: StreamsGroup, out: Result[Any], now: int) -> None:
-        rec = StreamsGroupMetadata(g.group_id, g.group_epoch + 1, self._hash(g), g.first_assignment_not_before_ms)
+        rec = StreamsGroupMetadata(g.group_id, g.group_epoch + 1, self._hash(g), g.first_assignment_not_before_ms,
+                                   self.configs.assignment_configs(g.group_id))
         self._emit(out, rec)
 
     # --- heartbeat --------------------------------------------------------------------------------------
@@ -253,6 +254,7 @@ class StreamsGroups:
                                                             cfg.acceptable_recovery_lag)
         if g.topology is not None and self._hash(g) != g.metadata_hash:
             bump = True
+        bump |= self.configs.assignment_configs(gid) != g.last_assignment_configs  # altered since the last bump
         if bump:
             self._bump(g, out, now)
         self._maybe_assign(g, now, out)
