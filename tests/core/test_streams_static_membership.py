@@ -6,12 +6,11 @@ from __future__ import annotations
 from typing import Any
 
 from groupcoord.coordinator.core.errors import Errors
-from groupcoord.coordinator.core.streams.config import StreamsGroupConfig
 from groupcoord.coordinator.core.streams.records import NO_TASKS
-from tests.core.streams_context import GROUP, Ctx
+from tests.core.streams_context import GROUP, Ctx, StreamsSettings
 
-SYNC = StreamsGroupConfig(assignor_offload_enable=False, initial_rebalance_delay_ms=0, assignment_interval_ms=0,
-                          max_warmup_replicas=0, session_timeout_ms=3000)
+SYNC = StreamsSettings(assignor_offload_enable=False, initial_rebalance_delay_ms=0, assignment_interval_ms=0,
+                          max_warmup_replicas=0, session_timeout_ms=3000, heartbeat_interval_ms=100)
 
 
 def settle(ctx: Ctx, members: list[str], rounds: int = 4) -> None:
@@ -130,7 +129,7 @@ def test_a_static_member_leaving_with_epoch_minus_1_leaves_for_good() -> None:
 
 
 def test_a_released_static_member_does_not_count_against_a_full_group() -> None:
-    ctx = Ctx(StreamsGroupConfig(assignor_offload_enable=False, initial_rebalance_delay_ms=0,
+    ctx = Ctx(StreamsSettings(assignor_offload_enable=False, initial_rebalance_delay_ms=0,
                                  assignment_interval_ms=0, max_size=2))
     static_pair(ctx)
     assert ctx.join("c", instance_id="ic").error_code == Errors.GROUP_MAX_SIZE_REACHED
@@ -147,8 +146,8 @@ def test_static_leave_requires_an_instance_id_and_instance_ids_are_not_blank() -
 
 
 def test_an_offloaded_run_started_before_a_replacement_gives_the_tasks_to_the_new_member_id() -> None:
-    ctx = Ctx(StreamsGroupConfig(initial_rebalance_delay_ms=0, assignment_interval_ms=0, max_warmup_replicas=0,
-                                 session_timeout_ms=3000))
+    ctx = Ctx(StreamsSettings(initial_rebalance_delay_ms=0, assignment_interval_ms=0, max_warmup_replicas=0,
+                                 session_timeout_ms=3000, heartbeat_interval_ms=100))
     ctx.join("a", process="pa", instance_id="ia")
     ctx.join("b", process="pb", instance_id="ib")
     assert len(ctx.pending) == 1, "one run in flight for a and b"

@@ -25,6 +25,8 @@ class StreamsGroupMetadata:
     epoch: int
     metadata_hash: int
     first_assignment_not_before_ms: int  # group.streams.initial.rebalance.delay.ms after the group was created
+    # Kafka's LastAssignmentConfigs: the group's assignment configs at this epoch bump (sorted key-value pairs).
+    last_assignment_configs: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
