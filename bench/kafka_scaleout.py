@@ -6,8 +6,9 @@ A real 3-broker Kafka (`groupcoord.kafka_broker`, a state topic of `--state-part
 factor 3, min.insync.replicas=2), then for each instance count a fresh state topic and that many `groupcoord
 serve --state-topic` instances (`faults.kafka_cluster.serve_command`). The load is heartbeat_bench's (`Load`,
 `steady_loop`: consumer-group members heartbeating open-loop at `--rate` per second in total), routed as a
-client routes: FindCoordinator for each group, then to the instance named; a NOT_COORDINATOR (or 14/15)
-answer is counted, and the member asks FindCoordinator again. CPU is each instance's /proc utime+stime over the
+client routes: FindCoordinator for each group, then to the instance named; a routing error (NOT_COORDINATOR,
+COORDINATOR_LOAD_IN_PROGRESS or COORDINATOR_NOT_AVAILABLE: codes 16, 14, 15) is counted (the "routing err"
+columns), and the member asks FindCoordinator again. CPU is each instance's /proc utime+stime over the
 measured window, and first over `--idle-seconds` without heartbeats (what an instance costs doing nothing:
 metadata, lag and lease renewals), so "net" is what the heartbeats add. On a 2-core machine the total cannot
 grow with instances; the table shows what each instance
@@ -150,14 +151,14 @@ def run_case(broker: KafkaBroker, n: int, args: argparse.Namespace, workdir: Pat
 
 def table(results: dict[int, dict[str, Any]]) -> str:
     lines = [f"{'instances':>9} {'hb/s':>6} {'CPU cores':>9} {'idle':>5} {'us/hb':>6} {'net us/hb':>9} "
-             f"{'per instance (cores)':>20} {'FindCoord/1k hb':>15} {'NOT_COORD/1k hb':>15} "
+             f"{'per instance (cores)':>20} {'FindCoord/1k hb':>15} {'routing err/1k hb':>17} "
              f"{'at join, per member':>20}"]
     for n, r in sorted(results.items()):
         per = " ".join(f"{c:.2f}" for c in r["cpu"])
-        join = f"{r['join_find']:.2f} FC, {r['join_redirects']:.2f} NC"
+        join = f"{r['join_find']:.2f} FC, {r['join_redirects']:.2f} err"
         lines.append(f"{n:>9} {r['rate']:>6.0f} {sum(r['cpu']):>9.2f} {r['idle']:>5.2f} {r['us_per_hb']:>6.0f} "
                      f"{r['net_us_per_hb']:>9.0f} {per:>20} {r['find_per_1000']:>15.2f} "
-                     f"{r['redirects_per_1000']:>15.2f} {join:>20}")
+                     f"{r['redirects_per_1000']:>17.2f} {join:>20}")
     worst = max(r["us_per_hb"] for r in results.values())
     needed = PROJECTED_MEMBERS / PROJECTED_INTERVAL_S * worst / 1e6
     lines.append(f"projection: {PROJECTED_MEMBERS:,} members at {PROJECTED_INTERVAL_S:.0f} s heartbeats = "

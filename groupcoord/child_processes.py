@@ -19,6 +19,21 @@ def free_ports(n: int) -> list[int]:
             s.close()
 
 
+def ports_in_use(ports: list[int]) -> list[int]:
+    """Those of `ports` something listens on or holds now (a bind with SO_REUSEADDR fails, as a server's would):
+    a child that exited at start-up without saying why (a Kafka node without an SLF4J binding) lost a port
+    picked by `free_ports` to another process between the pick and its bind."""
+    taken = []
+    for port in ports:
+        with socket.socket() as s:
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                taken.append(port)
+    return taken
+
+
 def die_with_parent(command: list[str]) -> list[str]:
     """`command` run so that the JVM gets SIGKILL when this process dies (Linux's PR_SET_PDEATHSIG, set by
     util-linux's `setpriv` before it execs the JVM), so no broker outlives a killed pytest. Not by a

@@ -200,7 +200,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
               file=sys.stderr)
         return 2
     if args.advertised_listener:
-        from groupcoord.coordinator.runtime.sharding import parse_host_port
+        from groupcoord.coordinator.runtime.kafka_state_options import parse_host_port
 
         try:
             parse_host_port(args.advertised_listener)
@@ -271,7 +271,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     kafka_state = None
     if args.state_topic:
-        from groupcoord.coordinator.runtime.sharding import KafkaStateOptions
+        from groupcoord.coordinator.runtime.kafka_state_options import KafkaStateOptions
 
         kafka_state = KafkaStateOptions(str(bootstrap), topic=args.state_topic, partitions=args.state_partitions,
                                         session_timeout_ms=args.state_session_timeout_ms, lease_margin_ms=margin)

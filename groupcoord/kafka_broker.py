@@ -32,20 +32,22 @@ import threading
 import time
 import uuid
 from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from types import TracebackType
 
 from confluent_kafka import TopicPartition
 from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic
 
-from groupcoord.child_processes import die_with_parent, free_ports
+from groupcoord.child_processes import die_with_parent, free_ports, ports_in_use
 
-__all__ = ["KAFKA_VERSION", "PRODUCTION_JVM_OPTIONS", "KafkaBroker", "KafkaBrokerError", "install", "main"]
+__all__ = ["KAFKA_VERSION", "PRODUCTION_JVM_OPTIONS", "KafkaBroker", "KafkaBrokerError", "PortInUse", "install", "main"]
 
 KAFKA_VERSION = "4.4.0"
 _CHECKOUT = Path(__file__).resolve().parents[1]
 _INSTALL_SCRIPT = _CHECKOUT / "scripts" / "kafka-broker.sh"
 _START_TIMEOUT_S = 90.0
+_START_ATTEMPTS = 3  # a port taken between the pick and the bind (another suite on the machine): new ports
 _ADMIN_TIMEOUT_S = 30.0
 
 # Broker settings every test broker gets (Kafka's names); callers may override any of them.
@@ -75,6 +77,15 @@ PRODUCTION_JVM_OPTIONS = ("-Xmx1G", "-Xms1G", "-server", "-XX:+UseG1GC", "-XX:Ma
 
 class KafkaBrokerError(RuntimeError):
     """The broker could not be installed or started; the message carries Kafka's own output."""
+
+
+class PortInUse(KafkaBrokerError):
+    """A node exited at start-up while another process held one of its ports (`ports`): picked free, taken
+    before the JVM bound it. Kafka says nothing itself (no SLF4J binding), so the ports are probed."""
+
+    def __init__(self, message: str, ports: list[int]) -> None:
+        super().__init__(message)
+        self.ports = ports
 
 
 def install(version: str = KAFKA_VERSION) -> Path:
@@ -132,21 +143,21 @@ class KafkaBroker:
         self._heap = heap
         self._extra_listeners = {k: list(v) for k, v in (extra_listeners or {}).items()}
         self._lock = threading.Lock()
-        ports = free_ports(2 * brokers)
-        self._broker_ports, self._controller_ports = ports[:brokers], ports[brokers:]
-        voters = ",".join(f"{i + 1}@127.0.0.1:{p}" for i, p in enumerate(self._controller_ports))
+        self._broker_ports: list[int] = []
+        self._controller_ports: list[int] = []
         overrides = {k: str(v) for k, v in (config or {}).items()}
-        internal_rf = str(min(brokers, 3))
         started = time.monotonic()
         try:
-            cluster_id = new_cluster_id()
-            for node in range(1, brokers + 1):
-                mine = {**overrides, **{k: str(v) for k, v in (node_config or {}).get(node, {}).items()}}
-                props = self._write_properties(node, voters, internal_rf, mine)
-                self._run_java("kafka.tools.StorageTool", "format", "-t", cluster_id, "-c", str(props))
-            for node in range(1, brokers + 1):
-                self._procs.append(self._start_node(node, heap))
-            self._wait_ready(started + _START_TIMEOUT_S)
+            for attempt in range(_START_ATTEMPTS):
+                try:
+                    self._format_and_start(overrides, node_config or {})
+                    break
+                except PortInUse as e:  # taken between the pick and the JVM's bind: again on new ports, if ours
+                    if attempt == _START_ATTEMPTS - 1 or not set(e.ports) <= self._own_ports():
+                        raise
+                    self._kill_all()
+                    shutil.rmtree(self._dir, ignore_errors=True)
+                    self._dir = Path(tempfile.mkdtemp(prefix="kafka-"))
             self.start_seconds = time.monotonic() - started
             self.admin = AdminClient({"bootstrap.servers": self.bootstrap_servers})
             for name, partitions in (topics or {}).items():
@@ -156,6 +167,34 @@ class KafkaBroker:
             raise
 
     # --- start ----------------------------------------------------------------------------------------
+    def _format_and_start(self, overrides: Mapping[str, str],
+                          node_config: Mapping[int, Mapping[str, str | int]]) -> None:
+        ports = free_ports(2 * self.brokers)
+        self._broker_ports, self._controller_ports = ports[:self.brokers], ports[self.brokers:]
+        voters = ",".join(f"{i + 1}@127.0.0.1:{p}" for i, p in enumerate(self._controller_ports))
+        internal_rf = str(min(self.brokers, 3))
+        cluster_id = new_cluster_id()
+        formats = []
+        for node in range(1, self.brokers + 1):
+            mine = {**overrides, **{k: str(v) for k, v in node_config.get(node, {}).items()}}
+            props = self._write_properties(node, voters, internal_rf, mine)
+            formats.append(("kafka.tools.StorageTool", "format", "-t", cluster_id, "-c", str(props)))
+        # Side by side: each format is a JVM start of seconds on a loaded machine.
+        with ThreadPoolExecutor(len(formats)) as pool:
+            for done in [pool.submit(self._run_java, *args) for args in formats]:
+                done.result()
+        for node in range(1, self.brokers + 1):
+            self._procs.append(self._start_node(node, self._heap))
+        self._wait_ready(time.monotonic() + _START_TIMEOUT_S)
+
+    def _own_ports(self) -> set[int]:
+        return {*self._broker_ports, *self._controller_ports}
+
+    def node_ports(self, node: int) -> list[int]:
+        """Every port node `node` listens on: its broker and controller listeners and its extra listeners."""
+        return [self._broker_ports[node - 1], self._controller_ports[node - 1],
+                *(ports[node - 1][0] for ports in self._extra_listeners.values())]
+
     def _write_properties(self, node: int, voters: str, internal_rf: str, overrides: Mapping[str, str]) -> Path:
         broker_port, controller_port = self._broker_ports[node - 1], self._controller_ports[node - 1]
         log_dir = self._dir / f"node-{node}" / "data"
@@ -214,8 +253,11 @@ class KafkaBroker:
         while True:
             for node, proc in enumerate(self._procs, start=1):
                 if proc.poll() is not None:
-                    raise KafkaBrokerError(f"Kafka node {node} exited with {proc.returncode}:\n"
-                                           f"{self.node_output(node)[-4000:]}")
+                    taken = ports_in_use(self.node_ports(node))
+                    message = (f"Kafka node {node} exited with {proc.returncode}"
+                               + (f"; its ports {taken} are in use by another process" if taken else "")
+                               + f":\n{self.node_output(node)[-4000:]}")
+                    raise PortInUse(message, taken) if taken else KafkaBrokerError(message)
             try:
                 if len(admin.list_topics(timeout=1).brokers) == self.brokers:
                     return
@@ -245,6 +287,10 @@ class KafkaBroker:
         SIGKILL, not a controlled shutdown: the data is thrown away, and three nodes moving leaderships
         among themselves on SIGTERM take seconds a test session should not wait.
         """
+        self._kill_all()
+        shutil.rmtree(self._dir, ignore_errors=True)
+
+    def _kill_all(self) -> None:
         with self._lock:
             procs, self._procs = self._procs, []
         for proc in procs:
@@ -252,7 +298,6 @@ class KafkaBroker:
                 proc.kill()
         for proc in procs:
             proc.wait()
-        shutil.rmtree(self._dir, ignore_errors=True)
 
     def kill_node(self, node: int) -> None:
         """kill -9 node `node` (1-based) and wait for it to exit; its data stays for `restart_node`."""
@@ -263,12 +308,22 @@ class KafkaBroker:
         proc.wait()
 
     def restart_node(self, node: int, timeout_s: float = _START_TIMEOUT_S) -> None:
-        """Start node `node` again on its data and wait until Metadata lists every node."""
-        with self._lock:
-            if self._procs[node - 1].poll() is None:
-                raise KafkaBrokerError(f"node {node} is still running")
-            self._procs[node - 1] = self._start_node(node, self._heap)
-        self._wait_ready(time.monotonic() + timeout_s)
+        """Start node `node` again on its data and wait until Metadata lists every node. Its ports are fixed (the
+        quorum's voters name them): while another process holds one (it was free while the node was down), start
+        it again every second until `timeout_s`."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            with self._lock:
+                if self._procs[node - 1].poll() is None:
+                    raise KafkaBrokerError(f"node {node} is still running")
+                self._procs[node - 1] = self._start_node(node, self._heap)
+            try:
+                self._wait_ready(deadline)
+                return
+            except PortInUse:
+                if time.monotonic() + 1 > deadline:
+                    raise
+                time.sleep(1)
 
     @property
     def pids(self) -> list[int]:

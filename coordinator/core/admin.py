@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from groupcoord.coordinator.core.config import GROUP_CONFIG_DEFS, render_value, validate_group_configs
+from groupcoord.coordinator.core.config import GROUP_CONFIG_DEFS, altered_group_configs, render_value
 from groupcoord.coordinator.core.errors import CoordinatorError, Errors
 from groupcoord.coordinator.core.group import OffsetGroup
 from groupcoord.coordinator.core.messages import (
@@ -148,17 +148,11 @@ def alter_group_configs(shard: GroupCoordinatorShard, group_id: str, updates: Ma
     if not group_id:
         return Result(GroupResult(group_id, Errors.INVALID_GROUP_ID, "group id can't be empty."))
     try:
-        parsed = validate_group_configs(updates, shard.config)
+        merged = altered_group_configs(shard.group_configs.get(group_id, {}), updates, shard.config)
     except CoordinatorError as e:
         return Result(GroupResult(group_id, e.code, e.message))
     result: Result[GroupResult] = Result(GroupResult(group_id))
     if validate_only:
         return result
-    merged = dict(shard.group_configs.get(group_id, {}))
-    for name, value in parsed.items():
-        if value is None:
-            merged.pop(name, None)
-        else:
-            merged[name] = value
     shard._write(result, GroupConfig(group_id, merged))
     return result

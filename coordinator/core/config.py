@@ -20,6 +20,7 @@ from groupcoord.coordinator.core.limits import shorten
 
 INT32_MAX = 2_147_483_647
 MIGRATION_POLICIES = ("bidirectional", "upgrade", "downgrade", "disabled")  # Kafka's ConsumerGroupMigrationPolicy
+MODERN_TYPES = ("consumer", "share", "streams")
 
 
 class ConfigError(ValueError):
@@ -85,8 +86,8 @@ def _coerce(kind: type, raw: Any) -> Any:
 
 
 def _member_defs(kind: str) -> list[ConfigDef]:
-    """Kafka's session timeout and heartbeat interval of a consumer or share group's members, with their bounds
-    (the same defaults for both types)."""
+    """Kafka's session timeout and heartbeat interval of a consumer, share or streams group's members, with their
+    bounds (the same defaults for the three types)."""
     return [
         ConfigDef(f"group.{kind}.session.timeout.ms", int, 45000, f"Timeout to detect a failed {kind}-group member.",
                   1),
@@ -159,13 +160,13 @@ BROKER_CONFIG_DEFS: dict[str, ConfigDef] = {
                   "The maximum number of delivery attempts for a record delivered to a share group.", 2, 10),
         ConfigDef("group.share.partition.max.record.locks", int, 2000,
                   "Share-group record lock limit per share-partition.", 100, 10000),
+        # Streams groups (KIP-1071), Kafka 4.x names, defaults and bounds.
         *_interval_defs("streams", ""),
-        ConfigDef("group.streams.session.timeout.ms", int, 45000, "Timeout to detect a failed streams-group member.",
-                  1),
-        ConfigDef("group.streams.heartbeat.interval.ms", int, 5000,
-                  "Interval at which streams-group members heartbeat.", 1),
+        *_member_defs("streams"),
         ConfigDef("group.streams.max.size", int, INT32_MAX, "Maximum number of members of a streams group.", 1),
-        ConfigDef("group.streams.num.standby.replicas", int, 0, "Standby replicas per stateful task.", 0, 2),
+        ConfigDef("group.streams.num.standby.replicas", int, 0, "Standby replicas per stateful task.", 0),
+        ConfigDef("group.streams.max.standby.replicas", int, 2,
+                  "Upper bound for streams-group standby replicas (the broker's and a group's).", 0),
         ConfigDef("group.streams.rack.aware.assignment.tags", list, [],
                   "Client tag keys, by priority, over which a streams task's standbys are spread (distinct values "
                   "first)."),
@@ -263,16 +264,19 @@ def _check_bounds(v: Mapping[str, Any]) -> None:
     def bounded(prefix: str, name: str) -> None:
         between(f"{prefix}.{name}", f"{prefix}.min.{name}", f"{prefix}.max.{name}")
 
-    for kind in ("consumer", "share"):
+    for kind in MODERN_TYPES:
         bounded(f"group.{kind}", "session.timeout.ms")
         bounded(f"group.{kind}", "heartbeat.interval.ms")
-    bounded("group.share", "record.lock.duration.ms")
-    if v["group.share.heartbeat.interval.ms"] >= v["group.share.session.timeout.ms"]:
-        raise ConfigError("group.share.heartbeat.interval.ms must be lower than group.share.session.timeout.ms")
-    for kind in ("consumer", "share", "streams"):
         bounded(f"group.{kind}", "assignment.interval.ms")
-    if v["group.consumer.heartbeat.interval.ms"] >= v["group.consumer.session.timeout.ms"]:
-        raise ConfigError("group.consumer.heartbeat.interval.ms must be lower than group.consumer.session.timeout.ms")
+        if v[f"group.{kind}.heartbeat.interval.ms"] >= v[f"group.{kind}.session.timeout.ms"]:
+            raise ConfigError(f"group.{kind}.heartbeat.interval.ms must be lower than group.{kind}.session.timeout.ms")
+    bounded("group.share", "record.lock.duration.ms")
+    if v["group.streams.num.standby.replicas"] > v["group.streams.max.standby.replicas"]:
+        raise ConfigError(f"group.streams.num.standby.replicas={v['group.streams.num.standby.replicas']} must not "
+                          f"exceed group.streams.max.standby.replicas={v['group.streams.max.standby.replicas']}")
+    tags = v["group.streams.rack.aware.assignment.tags"]
+    if len(set(tags)) != len(tags):
+        raise ConfigError("group.streams.rack.aware.assignment.tags names a key twice")
     if v["group.min.session.timeout.ms"] > v["group.max.session.timeout.ms"]:
         raise ConfigError("group.min.session.timeout.ms must not exceed group.max.session.timeout.ms")
     if str(v["group.consumer.migration.policy"]).lower() not in MIGRATION_POLICIES:
@@ -310,13 +314,13 @@ GROUP_CONFIG_DEFS: dict[str, GroupConfigDef] = {
         *[
             GroupConfigDef(f"{kind}.{name}", int, None, f"{doc} for this {kind} group.",
                            _bounds(f"group.{kind}.min.{name}", f"group.{kind}.max.{name}"))
-            for kind in ("consumer", "share")
+            for kind in MODERN_TYPES
             for name, doc in (("session.timeout.ms", "Session timeout"),
                               ("heartbeat.interval.ms", "Heartbeat interval"))
         ],
         *[
             d
-            for kind in ("consumer", "share", "streams")
+            for kind in MODERN_TYPES
             for d in (
                 GroupConfigDef(f"{kind}.assignment.interval.ms", int, -1,
                                f"Interval between assignment updates for this {kind} group; -1 uses the broker's "
@@ -327,6 +331,12 @@ GROUP_CONFIG_DEFS: dict[str, GroupConfigDef] = {
                                f"Whether to offload this {kind} group's assignor runs; not set uses the broker's."),
             )
         ],
+        GroupConfigDef("streams.num.standby.replicas", int, None,
+                       "Standby replicas per stateful task of this streams group.",
+                       lambda b: (0, b["group.streams.max.standby.replicas"])),
+        GroupConfigDef("streams.initial.rebalance.delay.ms", int, None,
+                       "How long this new streams group waits for more members before its first assignment.",
+                       lambda b: (0, INT32_MAX)),
         GroupConfigDef("streams.rack.aware.assignment.tags", list, None,
                        "Client tag keys for this streams group's standby placement; not set uses the broker's."),
         GroupConfigDef("share.record.lock.duration.ms", int, None,
@@ -349,8 +359,10 @@ GROUP_CONFIG_DEFS: dict[str, GroupConfigDef] = {
 }
 
 
-def validate_group_configs(updates: Mapping[str, str | None], broker: BrokerConfig) -> dict[str, Any]:
-    """Parse dynamic group config updates (None deletes an override). Raises CoordinatorError(INVALID_CONFIG)."""
+def validate_group_configs(updates: Mapping[str, str | None], broker: BrokerConfig,
+                           current: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """Parse dynamic group config updates (None deletes an override) over the group's `current` overrides.
+    Raises CoordinatorError(INVALID_CONFIG)."""
     parsed: dict[str, Any] = {}
     for name, raw in updates.items():
         d = GROUP_CONFIG_DEFS.get(name)
@@ -374,8 +386,40 @@ def validate_group_configs(updates: Mapping[str, str | None], broker: BrokerConf
         if d.choices is not None and value not in d.choices:
             raise CoordinatorError(Errors.INVALID_CONFIG,
                                    f"{name}={shorten(value)} must be one of {', '.join(d.choices)}")
+        if d.type is list and len(set(value)) != len(value):
+            raise CoordinatorError(Errors.INVALID_CONFIG, f"{name}={shorten(raw)} names a value twice")
         parsed[name] = value
+    _check_session_above_heartbeat(parsed, broker, current or {})
     return parsed
+
+
+def _check_session_above_heartbeat(parsed: Mapping[str, Any], broker: BrokerConfig, current: Mapping[str, Any]) -> None:
+    """Kafka's GroupConfig.validateSessionExceedsHeartbeat: when a group sets either, its session timeout must
+    exceed its heartbeat interval, each the group's (after this change) or else the broker's."""
+    for kind in MODERN_TYPES:
+        session, heartbeat = f"{kind}.session.timeout.ms", f"{kind}.heartbeat.interval.ms"
+        if session not in parsed and heartbeat not in parsed:
+            continue
+
+        def effective(name: str) -> int:
+            value = parsed[name] if name in parsed else current.get(name)
+            return int(broker[f"group.{name}"] if value is None else value)
+
+        if effective(session) <= effective(heartbeat):
+            raise CoordinatorError(Errors.INVALID_CONFIG, f"{session} must be greater than {heartbeat} "
+                                                          f"({effective(session)} <= {effective(heartbeat)})")
+
+
+def altered_group_configs(current: Mapping[str, Any], updates: Mapping[str, str | None],
+                          broker: BrokerConfig) -> dict[str, Any]:
+    """A group's overrides after an incremental alter (None deletes one); all-or-nothing: CoordinatorError."""
+    merged = dict(current)
+    for name, value in validate_group_configs(updates, broker, current).items():
+        if value is None:
+            merged.pop(name, None)
+        else:
+            merged[name] = value
+    return merged
 
 
 def render_value(value: Any) -> str:
@@ -392,10 +436,34 @@ class GroupConfigSource(Protocol):
     def group_config(self, group_id: str, name: str) -> Any: ...
 
 
+def group_override(overrides: Mapping[str, Mapping[str, Any]], group_id: str, name: str) -> Any:
+    """The group's override of `name`, or its schema default (None = not set)."""
+    mine = overrides.get(group_id)
+    if mine is not None and name in mine:
+        return mine[name]
+    return GROUP_CONFIG_DEFS[name].default
+
+
+class GroupConfigStore:
+    """A broker config and group overrides outside a shard (a group type's core tests): a GroupConfigSource."""
+
+    def __init__(self, config: BrokerConfig) -> None:
+        self.config = config
+        self.group_configs: dict[str, dict[str, Any]] = {}
+
+    def group_config(self, group_id: str, name: str) -> Any:
+        return group_override(self.group_configs, group_id, name)
+
+    def alter(self, group_id: str, updates: Mapping[str, str | None]) -> None:
+        """AlterGroupConfigs without the log (CoordinatorError when invalid)."""
+        self.group_configs[group_id] = altered_group_configs(self.group_configs.get(group_id, {}), updates,
+                                                             self.config)
+
+
 class ModernGroupConfigs:
-    """One consumer or share group's settings: its override (`<type>.<name>`, AlterGroupConfigs) over the
-    broker's (`group.<type>.<name>`), -1 meaning unset, as Kafka's GroupConfigManager. One lookup for every
-    modern group type (streams groups validate theirs as a whole: `streams_config.StreamsGroupConfig`)."""
+    """One consumer, share or streams group's settings: its override (`<type>.<name>`, AlterGroupConfigs) over
+    the broker's (`group.<type>.<name>`), -1 meaning unset, as Kafka's GroupConfigManager. One lookup for every
+    modern group type; each type's subclass adds the settings only it has."""
 
     def __init__(self, source: GroupConfigSource, group_type: str) -> None:
         self.source = source

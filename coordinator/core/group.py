@@ -122,7 +122,6 @@ class Group(OffsetGroup, Protocol):
         ...
 
 
-
 class GroupDefaults:
     """The answers most group types give alike, for a group keeping its members in a `members` dict; a type
     overrides what it decides differently (consumer groups know their subscriptions, share groups never

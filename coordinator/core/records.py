@@ -14,6 +14,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+
+class Tombstone:
+    """A record with a key and no value (every `...Tombstone` type, of every group type): it deletes what its key
+    names, so the log may drop the key once it is compacted (runtime/kafka_tombstones.py)."""
+
+    __slots__ = ()
+
+
 # topic id -> partitions
 Partitions = Mapping[str, frozenset[int]]
 # topic id -> partition -> epoch at which the member was assigned the partition
@@ -28,7 +36,7 @@ class ConsumerGroupMetadata:
 
 
 @dataclass(frozen=True, slots=True)
-class ConsumerGroupMetadataTombstone:
+class ConsumerGroupMetadataTombstone(Tombstone):
     group_id: str
 
 
@@ -48,7 +56,7 @@ class ConsumerGroupMemberMetadata:
 
 
 @dataclass(frozen=True, slots=True)
-class ConsumerGroupMemberMetadataTombstone:
+class ConsumerGroupMemberMetadataTombstone(Tombstone):
     group_id: str
     member_id: str
 
@@ -61,7 +69,7 @@ class ConsumerGroupTargetAssignmentMember:
 
 
 @dataclass(frozen=True, slots=True)
-class ConsumerGroupTargetAssignmentMemberTombstone:
+class ConsumerGroupTargetAssignmentMemberTombstone(Tombstone):
     group_id: str
     member_id: str
 
@@ -85,7 +93,7 @@ class ConsumerGroupCurrentMemberAssignment:
 
 
 @dataclass(frozen=True, slots=True)
-class ConsumerGroupCurrentMemberAssignmentTombstone:
+class ConsumerGroupCurrentMemberAssignmentTombstone(Tombstone):
     group_id: str
     member_id: str
 
@@ -101,7 +109,7 @@ class ConsumerGroupRegularExpression:
 
 
 @dataclass(frozen=True, slots=True)
-class ConsumerGroupRegularExpressionTombstone:
+class ConsumerGroupRegularExpressionTombstone(Tombstone):
     group_id: str
     regex: str
 
@@ -118,7 +126,7 @@ class OffsetCommit:
 
 
 @dataclass(frozen=True, slots=True)
-class OffsetCommitTombstone:
+class OffsetCommitTombstone(Tombstone):
     group_id: str
     topic: str
     partition: int
@@ -134,7 +142,7 @@ class GroupEmptySince:
 
 
 @dataclass(frozen=True, slots=True)
-class GroupEmptySinceTombstone:
+class GroupEmptySinceTombstone(Tombstone):
     group_id: str
 
 
@@ -158,7 +166,7 @@ class ConsumerGroupClassicMemberMetadata:
 
 
 @dataclass(frozen=True, slots=True)
-class ConsumerGroupClassicMemberMetadataTombstone:
+class ConsumerGroupClassicMemberMetadataTombstone(Tombstone):
     group_id: str
     member_id: str
 

@@ -24,7 +24,7 @@ from typing import Any, Protocol, TypeVar
 from groupcoord.coordinator.core import admin, offsets, retention, retention_check
 from groupcoord.coordinator.core.classic import handlers as classic_handlers
 from groupcoord.coordinator.core.classic import messages as cm
-from groupcoord.coordinator.core.config import GROUP_CONFIG_DEFS, BrokerConfig, ModernGroupConfigs
+from groupcoord.coordinator.core.config import BrokerConfig, ModernGroupConfigs, group_override
 from groupcoord.coordinator.core.consumer import assignment as consumer_assignment
 from groupcoord.coordinator.core.consumer import heartbeat as consumer_heartbeat
 from groupcoord.coordinator.core.consumer import regex_subscriptions as regex_subscriptions
@@ -81,7 +81,6 @@ class LagProvider(Protocol):
 
 class GroupCoordinatorShard:
     """All groups of one coordinator shard. Not thread-safe by design: the runtime feeds it one op at a time."""
-
 
     def __init__(
         self,
@@ -184,10 +183,7 @@ class GroupCoordinatorShard:
     # =====================================================================================================
     def group_config(self, group_id: str, name: str) -> Any:
         """The group's override of `name`, or its schema default (None = not set)."""
-        overrides = self.group_configs.get(group_id)
-        if overrides is not None and name in overrides:
-            return overrides[name]
-        return GROUP_CONFIG_DEFS[name].default
+        return group_override(self.group_configs, group_id, name)
 
     def session_timeout_ms(self, group_id: str) -> int:
         return self.consumer_configs.session_timeout_ms(group_id)
@@ -280,7 +276,6 @@ class GroupCoordinatorShard:
         if len(key) > 1:
             retention.note_membership(self, key[1], now, result)
         return result
-
 
     # =====================================================================================================
     # Offsets and administration (rules in offsets.py / admin.py; the shard is the single entry point)

@@ -13,18 +13,31 @@ the pending records of earlier operations on those groups. Memory never holds wh
 
 from __future__ import annotations
 
+import asyncio
 import itertools
-from collections.abc import Callable, Iterable
+import logging
+from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
 from groupcoord.coordinator.core.group_state import group_records, restore_groups
 from groupcoord.coordinator.core.results import Result
 from groupcoord.coordinator.core.shard import GroupCoordinatorShard
+from groupcoord.coordinator.core.snapshot import snapshot_records
+
+log = logging.getLogger("groupcoord.runtime")
 
 
 def record_group_ids(records: Iterable[Any]) -> set[str]:
     """The groups records belong to (every record type names its group)."""
     return {r.group_id for r in records}
+
+
+def same_records(applied: list[Any], returned: list[Any]) -> bool:
+    """Did the operation return exactly what it replayed (the same objects, in order)? Else the runtime puts its
+    groups back and applies what it returned."""
+    if not returned:  # a steady heartbeat: nothing replayed, nothing returned
+        return not applied
+    return len(applied) == len(returned) and all(a is b for a, b in zip(applied, returned, strict=True))
 
 
 class CommittedImage:
@@ -52,6 +65,21 @@ class CommittedImage:
         held, self._held = self._held, []
         for record in held:
             self.shard.replay(record)
+
+    async def write_snapshot(self, sink: Any, generation: int, rotated: Awaitable[Any]) -> None:
+        """Write the image as the snapshot of `generation`, which `sink` (a FileLog) closed with a mark in its
+        writer's queue: once the writer passed it (`rotated`), the image holds exactly what the closed
+        generation's logs hold, and it is held still (`freeze`) while a thread reads it. A failure is logged:
+        the log keeps everything."""
+        try:
+            await rotated
+            self.freeze()
+            try:
+                await asyncio.to_thread(sink.write_snapshot, generation, snapshot_records(self.shard))
+            finally:
+                self.thaw()
+        except Exception:
+            log.exception("snapshot %d failed; the log keeps everything", generation)
 
     def appended(self, records: list[Any]) -> int:
         """An operation's records went to the log; returns the sequence to report durability with."""

@@ -19,39 +19,22 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from groupcoord.coordinator.core import records as r
-from groupcoord.coordinator.core.classic.records import ClassicGroupMetadataTombstone
-from groupcoord.coordinator.core.records import ConsumerGroupClassicMemberMetadataTombstone
 from groupcoord.coordinator.core.share import records as sr
 from groupcoord.coordinator.core.streams import records as st
 
 __all__ = ["deleted_keys", "deletes"]
 
-_TOMBSTONES: tuple[type, ...] = (
-    r.ConsumerGroupMetadataTombstone,
-    r.ConsumerGroupMemberMetadataTombstone,
-    r.ConsumerGroupTargetAssignmentMemberTombstone,
-    r.ConsumerGroupCurrentMemberAssignmentTombstone,
-    r.OffsetCommitTombstone,
-    r.ConsumerGroupRegularExpressionTombstone,
-    r.GroupEmptySinceTombstone,
-    ClassicGroupMetadataTombstone,
-    ConsumerGroupClassicMemberMetadataTombstone,
-    sr.ShareGroupMetadataTombstone,
-    sr.ShareGroupMemberMetadataTombstone,
-    sr.ShareGroupTargetAssignmentMemberTombstone,
-    sr.ShareGroupCurrentMemberAssignmentTombstone,
-    sr.SharePartitionStateTombstone,
-    st.StreamsGroupMetadataTombstone,
-    st.StreamsGroupTopologyTombstone,
-    st.StreamsGroupMemberMetadataTombstone,
-    st.StreamsGroupTargetAssignmentMemberTombstone,
-    st.StreamsGroupCurrentMemberAssignmentTombstone,
-)
+# A group's target-assignment metadata has no tombstone of its own: it goes with the group's metadata.
+_GOES_WITH: dict[type, type] = {
+    r.ConsumerGroupMetadataTombstone: r.ConsumerGroupTargetAssignmentMetadata,
+    sr.ShareGroupMetadataTombstone: sr.ShareGroupTargetAssignmentMetadata,
+    st.StreamsGroupMetadataTombstone: st.StreamsGroupTargetAssignmentMetadata,
+}
 
 
 def deletes(record: Any) -> bool:
     """True for a record whose key is gone after it: a tombstone, or a group's configs set to none."""
-    return isinstance(record, _TOMBSTONES) or (isinstance(record, r.GroupConfig) and not record.configs)
+    return isinstance(record, r.Tombstone) or (isinstance(record, r.GroupConfig) and not record.configs)
 
 
 def deleted_keys(records: Sequence[Any], key_of: Callable[[Any], bytes]) -> list[tuple[str, bytes]]:
@@ -63,11 +46,7 @@ def deleted_keys(records: Sequence[Any], key_of: Callable[[Any], bytes]) -> list
             deleted.pop(key, None)
             continue
         deleted[key] = record.group_id
-        # A group's target-assignment metadata has no tombstone of its own: it goes with the group's metadata.
-        if isinstance(record, r.ConsumerGroupMetadataTombstone):
-            deleted[key_of(r.ConsumerGroupTargetAssignmentMetadata(record.group_id, 0, 0))] = record.group_id
-        elif isinstance(record, sr.ShareGroupMetadataTombstone):
-            deleted[key_of(sr.ShareGroupTargetAssignmentMetadata(record.group_id, 0, 0))] = record.group_id
-        elif isinstance(record, st.StreamsGroupMetadataTombstone):
-            deleted[key_of(st.StreamsGroupTargetAssignmentMetadata(record.group_id, 0, 0))] = record.group_id
+        target_metadata = _GOES_WITH.get(type(record))
+        if target_metadata is not None:
+            deleted[key_of(target_metadata(record.group_id, 0, 0))] = record.group_id
     return [(group_id, key) for key, group_id in deleted.items()]

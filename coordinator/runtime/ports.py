@@ -1,13 +1,19 @@
 """The runtime's ports to the outside that every deployment fills differently: where records go (`RecordSink`:
-the FileLog, the Kafka log, or `InMemorySink`), where topic metadata comes from, and the wall clock."""
+the FileLog, the Kafka log, or `InMemorySink`), where topic metadata comes from (polled by `poll_metadata`),
+and the wall clock."""
 
 from __future__ import annotations
 
+import asyncio
+import logging
 import time
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
+from groupcoord.coordinator.core.errors import CoordinatorError
 from groupcoord.coordinator.core.metadata import MetadataImage
+
+log = logging.getLogger("groupcoord.runtime")
 
 
 def wall_clock_ms() -> int:
@@ -34,3 +40,18 @@ class InMemorySink:
 
 class MetadataSource(Protocol):
     def snapshot(self) -> MetadataImage: ...
+
+
+async def poll_metadata(source: MetadataSource, current: Callable[[], MetadataImage],
+                        update: Callable[[MetadataImage], Awaitable[Any]], interval_s: float) -> None:
+    """Every `interval_s`, hand a changed image to `update` (an operation on the shard's queue)."""
+    while True:
+        image = source.snapshot()
+        if image is not current() and image != current():
+            try:
+                await update(image)
+            except CoordinatorError as e:  # its write (or one before it) failed: the next poll tries again
+                log.warning("metadata update not applied: %s", e)
+            except Exception:  # a bug: the operation applied nothing; keep polling
+                log.exception("metadata update failed")
+        await asyncio.sleep(interval_s)

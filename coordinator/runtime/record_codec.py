@@ -27,6 +27,7 @@ from groupcoord.coordinator.core import records as r
 from groupcoord.coordinator.core.classic.records import CLASSIC_RECORD_TYPES
 from groupcoord.coordinator.core.config import GROUP_CONFIG_DEFS, render_value
 from groupcoord.coordinator.core.config import _coerce as coerce_config_value
+from groupcoord.coordinator.core.errors import CoordinatorError, Errors
 from groupcoord.coordinator.core.mixed.group import MIXED_RECORD_TYPES
 from groupcoord.coordinator.core.share.records import SHARE_RECORD_TYPES
 from groupcoord.coordinator.core.streams.handlers import RECORD_TYPES as STREAMS_RECORD_TYPES
@@ -52,6 +53,11 @@ class RecordTooLargeError(ValueError):
         self.size = size
         self.limit = limit
         self.group_ids = group_ids
+
+    def answer(self, op_name: str) -> CoordinatorError:
+        """What the operation's requests are answered (Kafka's codes, above)."""
+        code = Errors.INVALID_COMMIT_OFFSET_SIZE if op_name.startswith("OffsetCommit") else Errors.UNKNOWN_SERVER_ERROR
+        return CoordinatorError(code, f"not written: {self}")
 
 
 class PartitionFenced(RuntimeError):

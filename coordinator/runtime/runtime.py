@@ -20,27 +20,21 @@ from typing import Any
 
 from groupcoord.coordinator.core.consumer.topic_regex import RegexResolution, RegexResolutionCompletion
 from groupcoord.coordinator.core.errors import CoordinatorError, Errors
+from groupcoord.coordinator.core.metadata import MetadataImage
 from groupcoord.coordinator.core.modern.assignor_runs import AssignorCompletion, AssignorRun
 from groupcoord.coordinator.core.results import CancelTimer, Result, ScheduleTimer
 from groupcoord.coordinator.core.shard import GroupCoordinatorShard
-from groupcoord.coordinator.core.snapshot import snapshot_records, timers_after_load
+from groupcoord.coordinator.core.snapshot import timers_after_load
 from groupcoord.coordinator.core.streams.group import StreamsAssignorCompletion, StreamsAssignorRun
 from groupcoord.coordinator.core.streams.messages import CreateInternalTopics
-from groupcoord.coordinator.runtime.committed_image import CommittedImage, record_group_ids
+from groupcoord.coordinator.runtime.committed_image import CommittedImage, record_group_ids, same_records
 from groupcoord.coordinator.runtime.executor import BackgroundExecutor
 from groupcoord.coordinator.runtime.metrics import CoordinatorMetrics
-from groupcoord.coordinator.runtime.ports import InMemorySink, MetadataSource, RecordSink, wall_clock_ms
+from groupcoord.coordinator.runtime.ports import InMemorySink, MetadataSource, RecordSink, poll_metadata, wall_clock_ms
 from groupcoord.coordinator.runtime.record_codec import PartitionFenced, RecordTooLargeError
 from groupcoord.coordinator.runtime.timers import TimerQueue
 
 log = logging.getLogger("groupcoord.runtime")
-
-
-def _too_large(op_name: str, e: RecordTooLargeError) -> CoordinatorError:
-    """Kafka's coordinator answers a log append refused as too large with INVALID_COMMIT_OFFSET_SIZE for an
-    offset commit and UNKNOWN_SERVER_ERROR for other operations."""
-    code = Errors.INVALID_COMMIT_OFFSET_SIZE if op_name.startswith("OffsetCommit") else Errors.UNKNOWN_SERVER_ERROR
-    return CoordinatorError(code, f"not written: {e}")
 
 
 @dataclass(slots=True)
@@ -56,13 +50,6 @@ class _Op:
     inline: bool = False
     response: Any = None
     answered: bool = False
-
-
-def _same_records(applied: list[Any], returned: list[Any]) -> bool:
-    """Did the operation return exactly what it replayed (the same objects, in order)?"""
-    if not returned:  # a steady heartbeat: nothing replayed, nothing returned
-        return not applied
-    return len(applied) == len(returned) and all(a is b for a, b in zip(applied, returned, strict=True))
 
 
 class CoordinatorRuntime:
@@ -121,7 +108,12 @@ class CoordinatorRuntime:
         self._apply(timers_after_load(self.shard, self.clock()))
         self._tasks.append(asyncio.create_task(self._process(), name="groupcoord-events"))
         if self.metadata_source is not None:
-            self._tasks.append(asyncio.create_task(self._poll_metadata(), name="groupcoord-metadata"))
+            def update(image: MetadataImage) -> Awaitable[Any]:
+                return self.submit("metadata-update", lambda now: self.shard.on_metadata_update(image, now))
+
+            self._tasks.append(asyncio.create_task(poll_metadata(
+                self.metadata_source, lambda: self.shard.metadata, update, self.metadata_poll_s),
+                name="groupcoord-metadata"))
         self.loaded = True
         return report
 
@@ -259,7 +251,7 @@ class CoordinatorRuntime:
             self.image.discard(record_group_ids(applied))
             for record in applied:
                 self.image.replay(record)
-        elif (applied or result.records) and not _same_records(applied, result.records):
+        elif (applied or result.records) and not same_records(applied, result.records):
             # It replayed records it does not return (a refusal after a partial change): put its groups back and
             # apply what it returns, as Kafka's runtime replays the records a handler returns.
             self._put_back(op, applied, now)
@@ -335,7 +327,7 @@ class CoordinatorRuntime:
         for future, response in replies:
             if refused is not None:
                 if not future.done():
-                    future.set_exception(_too_large(op.name, refused))
+                    future.set_exception(refused.answer(op.name))
             elif durable is None:
                 if not future.done():
                     future.set_result(response)
@@ -403,22 +395,13 @@ class CoordinatorRuntime:
 
     def _start_snapshot(self) -> None:
         """Rotate the log and write a snapshot of the committed image on a thread (start-up then replays one
-        snapshot plus a short log instead of the whole history). Nothing here waits on the event loop: the
-        rotation is a mark in the writer's queue, and once the writer passed it the image holds exactly what
-        the closed generation's logs hold; it is held still while the thread reads it."""
+        snapshot plus a short log instead of the whole history), without waiting on the event loop."""
         sink: Any = self.sink
         generation, rotated = sink.rotate_async()
 
         async def write() -> None:
             try:
-                await rotated
-                self.image.freeze()
-                try:
-                    await asyncio.to_thread(sink.write_snapshot, generation, snapshot_records(self.image.shard))
-                finally:
-                    self.image.thaw()
-            except Exception:
-                log.exception("snapshot %d failed; the log keeps everything", generation)
+                await self.image.write_snapshot(sink, generation, rotated)
             finally:
                 self._snapshot_task = None
 
@@ -504,18 +487,3 @@ class CoordinatorRuntime:
             group = key[1:2] if isinstance(key, tuple) else ()  # a group's timer names it second
             self._enqueue("timer", lambda now, key=key: self.shard.on_timer(key, now), group)  # type: ignore[misc]
         self._arm_wakeup()
-
-    # --- metadata --------------------------------------------------------------------------------------------
-    async def _poll_metadata(self) -> None:
-        assert self.metadata_source is not None
-        while True:
-            image = self.metadata_source.snapshot()
-            if image is not self.shard.metadata and image != self.shard.metadata:
-                try:
-                    await self.submit("metadata-update", lambda now, image=image: self.shard.on_metadata_update(
-                        image, now))  # type: ignore[misc]
-                except CoordinatorError as e:  # its write (or one before it) failed: the next poll tries again
-                    log.warning("metadata update not applied: %s", e)
-                except Exception:  # a bug: the operation applied nothing; keep polling
-                    log.exception("metadata update failed")
-            await asyncio.sleep(self.metadata_poll_s)

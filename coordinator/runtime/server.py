@@ -28,13 +28,14 @@ from groupcoord.coordinator.runtime.auth import TlsOptions, TokenStore
 from groupcoord.coordinator.runtime.counts import shard_counts
 from groupcoord.coordinator.runtime.executor import BackgroundExecutor
 from groupcoord.coordinator.runtime.kafka_log import KafkaRecordLog
+from groupcoord.coordinator.runtime.kafka_state_options import KafkaStateOptions, parse_host_port
 from groupcoord.coordinator.runtime.log import FileLog
 from groupcoord.coordinator.runtime.metrics import CoordinatorCollector, CoordinatorMetrics
 from groupcoord.coordinator.runtime.pipeline import Pipeline
 from groupcoord.coordinator.runtime.ports import MetadataSource, RecordSink
 from groupcoord.coordinator.runtime.runtime import CoordinatorRuntime
 from groupcoord.coordinator.runtime.service import GroupCoordinatorService
-from groupcoord.coordinator.runtime.sharding import KafkaStateOptions, PartitionOwnership, parse_host_port
+from groupcoord.coordinator.runtime.sharding import PartitionOwnership
 from groupcoord.coordinator.runtime.share_service import ShareGroupService
 from groupcoord.coordinator.runtime.static_metadata import StaticMetadataSource
 from groupcoord.coordinator.runtime.streams_service import StreamsService

@@ -1,5 +1,8 @@
 """Several coordinator instances share the groups, and Kafka decides who serves which.
 
+This module owns the state partitions (routing, gaining, losing, fencing); its options are in
+`kafka_state_options`, its lease in `ownership_lease`, its directory in `ownership_directory`.
+
 Theory of operation. The state topic has P partitions and a group lives in partition hash(group_id) mod P
 (`groupcoord.coordinator.core.partitioning`). The instances are members of one Kafka consumer group subscribed to the
 state topic ("groupcoord-coordinators.<topic>"): Kafka's group protocol, not ours, hands each partition to
@@ -41,7 +44,8 @@ session). A success sent at time T confirms ownership until T + session.timeout.
 answers NOT_COORDINATOR for every group (on this instance's monotonic clock). The margin covers the clock-rate
 difference with the broker and the time between the router's check and the response leaving. A process that
 was paused (SIGSTOP, a long stall) finds its lease lapsed when it resumes, before its
-first request, and its writers are fenced by then if another instance took over.
+first request, and its writers are fenced by then if another instance took over. The claims and their results:
+`ownership_lease.Lease` (asynchronous, one in flight, each result matched to its claim by a serial).
 
 Directory. Each owner commits, in the coordinators' group, an offset for each partition it is assigned whose
 metadata is its advertised `host:port` (an OffsetCommit under the group's generation: Kafka rejects it from an
@@ -49,7 +53,7 @@ instance that is no longer a member). `FindCoordinator` answers from those commi
 OffsetFetch by a consumer of that group that never subscribes. (librdkafka's mock cluster implements neither
 DescribeGroups nor ConsumerGroupDescribe, so members' client ids and assignments cannot be described there.)
 An entry can be stale for a moment after a move: a client that reaches an instance no longer owning the
-group gets NOT_COORDINATOR and asks again.
+group gets NOT_COORDINATOR and asks again. The reader: `ownership_directory.OwnershipDirectory`.
 
 Fenced: an instance cut off from the group can have records queued or a transaction open when another
 instance gains the partition; that instance's `init_transactions` aborts the open transaction and the zombie's
@@ -59,17 +63,16 @@ later commits fail with PRODUCER_FENCED, so replay (read_committed) never sees t
 from __future__ import annotations
 
 import asyncio
-import collections
 import enum
 import functools
 import logging
 import threading
 import time
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
-from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
+from confluent_kafka import Consumer, KafkaError, TopicPartition
 
 from groupcoord.coordinator.core.errors import Errors
 from groupcoord.coordinator.core.partitioning import (
@@ -80,62 +83,13 @@ from groupcoord.coordinator.core.partitioning import (
 )
 from groupcoord.coordinator.core.results import Result
 from groupcoord.coordinator.runtime.kafka_log import KafkaRecordLog
+from groupcoord.coordinator.runtime.kafka_state_options import KafkaStateOptions, format_host_port
+from groupcoord.coordinator.runtime.ownership_directory import OwnershipDirectory
+from groupcoord.coordinator.runtime.ownership_lease import Lease
 from groupcoord.coordinator.runtime.record_codec import PartitionFenced
 from groupcoord.coordinator.runtime.runtime import CoordinatorRuntime
 
 log = logging.getLogger("groupcoord.sharding")
-
-
-def parse_host_port(value: str) -> tuple[str, int]:
-    """`host:port` or `[v6]:port` -> (host, port); raises ValueError with the offending text."""
-    host, sep, port = value.rpartition(":")
-    host = host.strip("[]")
-    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
-        raise ValueError(f"expected HOST:PORT, got {value!r}")
-    return host, int(port)
-
-
-def format_host_port(host: str, port: int) -> str:
-    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
-
-
-@dataclass(frozen=True, slots=True)
-class KafkaStateOptions:
-    """Records in a Kafka topic; groups sharded over every instance configured with the same topic."""
-
-    bootstrap_servers: str
-    topic: str = "__groupcoord_state"
-    partitions: int = 50  # Kafka's offsets.topic.num.partitions; must equal the topic's partition count
-    group_id: str | None = None  # the coordinators' consumer group; default "groupcoord-coordinators.<topic>"
-    session_timeout_ms: int = 10_000  # how long a dead instance keeps its partitions
-    heartbeat_interval_ms: int | None = None  # default: a fifth of the session timeout
-    lease_margin_ms: int | None = None  # serve until confirmed + session - margin; default: a fifth of the session
-    directory_refresh_ms: int = 1_000
-    load_timeout_s: float = 60.0
-    linger_ms: int = 5
-    create_topic: bool = True  # create it (compacted) when missing; the mock cluster cannot: tests create it
-    client_config: Mapping[str, Any] = field(default_factory=dict)  # for every Kafka client (e.g. SASL/SSL)
-    producer_config: Mapping[str, Any] = field(default_factory=dict)  # the record log's producer
-    consumer_config: Mapping[str, Any] = field(default_factory=dict)  # the coordinators' group member
-
-    @property
-    def heartbeat_ms(self) -> int:
-        return self.heartbeat_interval_ms or max(100, self.session_timeout_ms // 5)
-
-    @property
-    def lease_ms(self) -> int:
-        """How long a confirmation of membership lets this instance serve: session timeout minus the margin."""
-        margin = self.lease_margin_ms if self.lease_margin_ms is not None else self.session_timeout_ms // 5
-        return self.session_timeout_ms - margin
-
-    @property
-    def coordinators_group(self) -> str:
-        return self.group_id or f"groupcoord-coordinators.{self.topic}"
-
-    def record_log(self, client_id: str = "groupcoord") -> KafkaRecordLog:
-        return KafkaRecordLog(self.bootstrap_servers, self.topic, self.partitions, client_id=client_id,
-                              linger_ms=self.linger_ms, create_topic=self.create_topic, transactional=True,
-                              client_config=self.client_config, producer_config=self.producer_config)
 
 
 class PartitionState(enum.Enum):
@@ -167,8 +121,7 @@ class PartitionOwnership:
         self._state: dict[int, PartitionState] = {}
         self._epochs: dict[int, int] = {}  # bumped on every gain and loss: a load finishing late sees it moved
         self._tasks: set[asyncio.Task[None]] = set()
-        # Replaced whole by the directory thread: partition -> (host, port) of the owner that claimed it.
-        self._directory: dict[int, tuple[str, int]] = {}
+        self._directory = OwnershipDirectory(options)
         self._advertised = ("", 0)
         self._loop: asyncio.AbstractEventLoop | None = None
         self._consumer: Consumer | None = None
@@ -176,16 +129,13 @@ class PartitionOwnership:
         self._threads: list[threading.Thread] = []
         self._unclaimed: set[int] = set()  # assigned partitions not yet recorded in the directory (polling thread)
         self._assigned: set[int] = set()  # what Kafka assigns this instance now (polling thread writes)
-        self._confirmed_at = float("-inf")  # monotonic send time of the last membership confirmation
-        self._lapse_reported = False  # a failed renewal after the lease lapsed was logged (polling thread)
-        self._claims: collections.deque[tuple[float, list[int]]] = collections.deque()  # in flight: (sent, partitions)
-        self._next_renew = 0.0
+        self.lease = Lease(options)
         self.fenced = 0  # times a partition's writer failed (metrics, tests)
         record_log.transactional = True
         record_log.on_fenced = self._on_fenced
 
     def lease_remaining_s(self) -> float:
-        return self._confirmed_at + self.options.lease_ms / 1000 - time.monotonic()
+        return self.lease.remaining_s()
 
     # --- routing (event loop) ----------------------------------------------------------------------------------
     def __call__(self, group_id: str) -> tuple[Errors, str] | None:
@@ -211,7 +161,7 @@ class PartitionOwnership:
         state = self._state.get(p)
         if state is PartitionState.LOADING or (state is PartitionState.OWNED and self.lease_remaining_s() > 0):
             return Located(*self._advertised)
-        owner = self._directory.get(p)
+        owner = self._directory.entries.get(p)
         if owner is None or owner == self._advertised:  # never claimed, or our own claim from before a move
             return Located(error=Errors.COORDINATOR_NOT_AVAILABLE,
                            message=f"No instance owns partition {p} of {self.topic} (group {group_id}) yet; retry.")
@@ -237,13 +187,14 @@ class PartitionOwnership:
         return out
 
     def directory(self) -> dict[int, tuple[str, int]]:
-        return dict(self._directory)
+        return dict(self._directory.entries)
 
     # --- lifecycle ---------------------------------------------------------------------------------------------
     def start(self, advertised: tuple[str, int]) -> None:
         """Join the coordinators' group (call on the event loop, after the runtime started)."""
         self._loop = asyncio.get_running_loop()
         self._advertised = advertised
+        self._directory.advertised = advertised
         o = self.options
         session = o.session_timeout_ms
         heartbeat = o.heartbeat_ms
@@ -255,7 +206,8 @@ class PartitionOwnership:
             "auto.offset.reset": "latest", **o.consumer_config})
         self._consumer.subscribe([self.topic], on_assign=self._on_assign, on_revoke=self._on_revoke,
                                  on_lost=self._on_lost)
-        for target, name in ((self._poll, "groupcoord-ownership"), (self._refresh_directory, "groupcoord-directory")):
+        directory = functools.partial(self._directory.run, self._stopping)
+        for target, name in ((self._poll, "groupcoord-ownership"), (directory, "groupcoord-directory")):
             thread = threading.Thread(target=target, name=name, daemon=True)
             thread.start()
             self._threads.append(thread)
@@ -273,30 +225,8 @@ class PartitionOwnership:
 
     def wait_claimed_elsewhere(self, partitions: list[int], timeout_s: float) -> bool:
         """After `stop`: wait (up to `timeout_s`) until another instance has claimed each of `partitions` in the
-        directory, so a leaving instance keeps answering NOT_COORDINATOR (clients ask FindCoordinator again)
-        until someone else owns its groups, instead of refusing calls while no one does. Blocking."""
-        if not partitions:
-            return True
-        o = self.options
-        reader = Consumer({"bootstrap.servers": o.bootstrap_servers, **o.client_config,
-                           "group.id": o.coordinators_group, "enable.auto.commit": False,
-                           "client.id": f"{format_host_port(*self._advertised)}-leaving"})
-        deadline = time.monotonic() + timeout_s
-        try:
-            while time.monotonic() < deadline:
-                try:
-                    committed = reader.committed([TopicPartition(self.topic, p) for p in partitions],
-                                                 timeout=max(0.1, min(5.0, deadline - time.monotonic())))
-                except Exception as e:  # noqa: BLE001 - a leaving instance only waits less
-                    log.debug("reading the directory while leaving failed: %s", e)
-                    committed = []
-                owners = self._parse_directory(committed)
-                if all(owners.get(p, self._advertised) != self._advertised for p in partitions):
-                    return True
-                time.sleep(0.1)
-            return False
-        finally:
-            reader.close()
+        directory (`OwnershipDirectory.wait_claimed_elsewhere`). Blocking."""
+        return self._directory.wait_claimed_elsewhere(partitions, timeout_s)
 
     def _cancel_loads(self) -> None:
         for task in list(self._tasks):
@@ -305,64 +235,20 @@ class PartitionOwnership:
     def _poll(self) -> None:
         consumer = self._consumer
         assert consumer is not None
-        renew_s = self.options.heartbeat_ms / 1000
+        owner = format_host_port(*self._advertised)
         try:
             while not self._stopping.is_set():
                 msg = consumer.poll(0.1)  # serves the rebalance and commit callbacks; partitions are paused
                 if msg is not None and msg.error() is not None:
                     log.warning("coordinators' group: %s", msg.error())
-                now = time.monotonic()
-                stuck = bool(self._claims) and now - self._claims[0][0] > self.options.session_timeout_ms / 1000
-                if (self._unclaimed or self._assigned) and (self._unclaimed or now >= self._next_renew) \
-                        and (not self._claims or stuck):
-                    self._claim(consumer)
-                    self._next_renew = now + renew_s
+                if self.lease.due(time.monotonic(), bool(self._assigned), bool(self._unclaimed)):
+                    self.lease.claim(consumer, sorted(self._assigned | self._unclaimed), owner)
         finally:
             consumer.close()  # revokes what we own (on_revoke runs here) and leaves the group
 
-    def _claim(self, consumer: Consumer) -> None:
-        """Record this instance as the owner of the assigned partitions in the directory, and renew the lease. The
-        commit carries the group generation, so it fails while a rebalance is in progress (retried) and from an
-        ex-member; its success confirms membership as of its send time (`_on_commit`).
-
-        Asynchronous: a synchronous commit held the polling thread, which also serves the rebalance callbacks,
-        for tens of seconds after instance pauses and broker kills (the fault suite saw an owner Kafka still
-        assigned a partition to answer NOT_COORDINATOR for 36-80 s, its lease unrenewed, until another
-        rebalance). One commit is in flight at a time, unless it has waited longer than a session."""
-        partitions = sorted(self._assigned | self._unclaimed)
-        claim = format_host_port(*self._advertised)
-        self._claims.append((time.monotonic(), partitions))
-        try:
-            consumer.commit(offsets=[TopicPartition(self.topic, p, 0, metadata=claim) for p in partitions],
-                            asynchronous=True)
-        except KafkaException as e:
-            self._claims.pop()
-            self._claimed(None, e)
-
-    def _on_commit(self, error: KafkaError | None, _: list[TopicPartition]) -> None:
-        """A claim's result (the polling thread). Results come in the order the commits were sent; were they not,
-        taking the oldest send time only makes the lease shorter."""
-        if self._claims:
-            self._claimed(self._claims.popleft(), error)
-
-    def _claimed(self, claim: tuple[float, list[int]] | None, error: object) -> None:
-        now = time.monotonic()
-        if claim is None or error is not None:
-            lapsed = self.lease_remaining_s() <= 0
-            (log.warning if lapsed and not self._lapse_reported else log.debug)(
-                "recording ownership of partitions %s in the directory failed (%s); retrying%s",
-                claim[1] if claim else sorted(self._assigned), error,
-                "; the lease has lapsed: NOT_COORDINATOR" if lapsed else "")
-            self._lapse_reported = self._lapse_reported or lapsed
-            self._next_renew = now + 0.2
-            return
-        sent, partitions = claim
-        if self._lapse_reported or (now - sent) * 1000 > self.options.lease_ms:
-            log.warning("lease renewed %.1f s after it lapsed; the commit took %.1f s (partitions %s)",
-                        max(0.0, -self.lease_remaining_s()), now - sent, partitions)
-            self._lapse_reported = False
-        self._confirmed_at = max(self._confirmed_at, sent)
-        self._unclaimed.difference_update(partitions)
+    def _on_commit(self, error: KafkaError | None, tps: list[TopicPartition]) -> None:
+        """A claim's result (the polling thread): what it confirmed is in the directory now."""
+        self._unclaimed.difference_update(self.lease.on_commit(error, tps))
 
     # --- rebalance callbacks (the polling thread) --------------------------------------------------------------
     def _on_assign(self, consumer: Consumer, tps: list[TopicPartition]) -> None:
@@ -511,42 +397,3 @@ class PartitionOwnership:
         ours = p in self._assigned and (not fatal or self.lease_remaining_s() > 0)
         if ours and not self._stopping.is_set():
             await self._gain([p])
-
-    # --- directory (its own thread) ----------------------------------------------------------------------------
-    def _refresh_directory(self) -> None:
-        """Read the owners' claims with a consumer of the coordinators' group that never subscribes (so never
-        joins). Not `AdminClient.list_consumer_group_offsets`: in librdkafka (2.16.1 here) a NOT_COORDINATOR or
-        COORDINATOR_LOAD_IN_PROGRESS answer to the admin OffsetFetch dereferences the consumer-group handle an
-        admin client does not have and the process dies with SIGSEGV (rd_kafka_cgrp_op <- rd_kafka_handle_OffsetFetch
-        <- rd_kafka_ListConsumerGroupOffsetsResponse_parse; librdkafka issue 5040). A real broker answers so
-        whenever the group's coordinator is loading or moving; a consumer handles it by finding the coordinator."""
-        o = self.options
-        reader = Consumer({"bootstrap.servers": o.bootstrap_servers, **o.client_config,
-                           "group.id": o.coordinators_group, "enable.auto.commit": False,
-                           "client.id": f"{format_host_port(*self._advertised)}-directory"})
-        partitions = [TopicPartition(self.topic, p) for p in range(self.partitions)]
-        interval = o.directory_refresh_ms / 1000
-        try:
-            while True:
-                try:
-                    committed: list[TopicPartition] | None = reader.committed(partitions, timeout=max(interval, 5.0))
-                except Exception as e:
-                    log.warning("reading the coordinators' directory failed: %s", e)
-                    committed = None
-                if committed is not None:
-                    self._directory = self._parse_directory(committed)
-                if self._stopping.wait(interval):
-                    return
-        finally:
-            reader.close()
-
-    @staticmethod
-    def _parse_directory(committed: list[TopicPartition]) -> dict[int, tuple[str, int]]:
-        directory: dict[int, tuple[str, int]] = {}
-        for tp in committed:
-            if tp.offset >= 0 and tp.metadata:
-                try:
-                    directory[tp.partition] = parse_host_port(tp.metadata)
-                except ValueError:
-                    log.warning("directory entry for partition %d is not HOST:PORT: %r", tp.partition, tp.metadata)
-        return directory

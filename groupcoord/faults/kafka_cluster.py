@@ -40,7 +40,7 @@ from groupcoord.faults.history import Event, Kind
 from groupcoord.faults.router import GroupRouter
 from groupcoord.faults.tcp_proxy import TcpProxy
 from groupcoord.faults.views import RoutedViews
-from groupcoord.kafka_broker import KafkaBroker
+from groupcoord.kafka_broker import KafkaBroker, PortInUse
 from groupcoord.wire.v1 import coordinator_pb2 as pb
 from groupcoord.wire.v1 import coordinator_pb2_grpc as pb_grpc
 
@@ -51,13 +51,44 @@ _LOADED = re.compile(r"state partition (\d+) loaded: (\d+) records up to offset 
 
 @dataclass(frozen=True, slots=True)
 class KafkaTiming:
-    """The Kafka-backed mode's own settings (the members' are `Timing`)."""
+    """The Kafka-backed mode's own settings (the members' are `Timing`).
+
+    `broker_session_timeout_ms` is how long Kafka's controller waits for a killed broker's heartbeat before it
+    fences it and moves its leaderships (Kafka's `broker.session.timeout.ms`, 9 s by default). Until then the
+    partitions it led have no leader, among them the coordinators' group's coordinator, so no instance can renew
+    its lease: the floor of every `broker-kill-9` step. The short run in the test suite shortens it."""
 
     brokers: int = 3
     instances: int = 3
     state_partitions: int = 6
     state_session_timeout_ms: int = 3000
     broker_heap: str = "512m"
+    broker_session_timeout_ms: int = 9000
+
+    def broker_config(self) -> dict[str, int]:
+        """Kafka's failure detection scaled to `broker_session_timeout_ms`, in Kafka's default ratios: a broker
+        heartbeats the controller every 2/9 of the session, voters wait 2/9 of it (at least 1 s, under load) for
+        the active controller before electing another, and an election times out after half of that."""
+        session = self.broker_session_timeout_ms
+        fetch = max(1000, session * 2 // 9)
+        return {"broker.session.timeout.ms": session, "broker.heartbeat.interval.ms": max(250, session * 2 // 9),
+                "controller.quorum.fetch.timeout.ms": fetch, "controller.quorum.election.timeout.ms": fetch // 2}
+
+    def broker_failover_s(self) -> float:
+        """The longest Kafka takes to move leaderships off a killed node: the active controller itself killed
+        (the voters' fetch timeout, then an election), then the new controller's session for the dead broker."""
+        c = self.broker_config()
+        return (c["controller.quorum.fetch.timeout.ms"] + c["controller.quorum.election.timeout.ms"]
+                + c["broker.session.timeout.ms"]) / 1000
+
+    def converge_bound_s(self, member_session_ms: int) -> float:
+        """How long a step may take to converge after its fault healed: the chain of timeouts it can wait out in
+        a row (Kafka moving leaderships, the coordinators' session moving state partitions, the members' session
+        moving their partitions), six times over for a loaded machine (replays, rejoins and restarts on 2 cores
+        shared with other suites; at a load average of 80 the short run's broker kill took 3.3 chains, with sessions
+        of 2 s lapsing for want of CPU), and never under 30 s."""
+        chain = self.broker_failover_s() + (self.state_session_timeout_ms + member_session_ms) / 1000
+        return max(30.0, 6 * chain)
 
 
 @dataclass(slots=True)
@@ -68,6 +99,7 @@ class Instance:
     log: Path
     proc: subprocess.Popen[bytes] | None = None
     stopped: bool = False
+    log_offset: int = 0  # where the log of the current process starts
     starts: list[float] = field(default_factory=list)
 
     @property
@@ -112,6 +144,7 @@ class KafkaModeCluster(Cluster):
                                          for b in range(kafka.brokers)], workdir / f"instance{slot}.log")
             for slot in range(SLOTS)]
         self.broker: KafkaBroker | None = None
+        self.start_phases: list[tuple[str, float]] = []  # (what was ready, seconds since the start)
         self.router = GroupRouter(self.groups, self.instance_addresses, self._route, self.record)
         self.views.close()
         self.views = RoutedViews(self.router.owner, self.groups, self.topic, self.share_topic)
@@ -147,19 +180,37 @@ class KafkaModeCluster(Cluster):
         k = self.kafka_timing
         listeners = {f"INST{i.slot}": [(int(p.upstream.rsplit(":", 1)[1]), p.port) for p in i.kafka_proxies]
                      for i in self.instances}
-        self.broker = KafkaBroker(k.brokers, heap=k.broker_heap, extra_listeners=listeners,
-                                  config={"transaction.state.log.min.isr": 2, "min.insync.replicas": 1})
+        config = {"transaction.state.log.min.isr": 2, "min.insync.replicas": 1, **k.broker_config()}
+        for attempt in range(3):
+            try:
+                broker = KafkaBroker(k.brokers, heap=k.broker_heap, extra_listeners=listeners, config=config)
+                break
+            except PortInUse as e:  # a proxy's upstream port taken before the broker bound it: pick new ones
+                if attempt == 2:
+                    raise
+                listeners = self._new_listener_ports(set(e.ports))
+        self.broker = broker
         rf = min(3, k.brokers)
-        self.broker.create_topic(STATE_TOPIC, k.state_partitions, rf,
-                                 config={"cleanup.policy": "compact", "min.insync.replicas": str(min(2, rf))})
-        self.broker.create_topic(self.topic, self.partitions, rf)
-        self.broker.create_topic(self.share_topic, self.share_partitions, rf)
+        broker.create_topic(STATE_TOPIC, k.state_partitions, rf,
+                            config={"cleanup.policy": "compact", "min.insync.replicas": str(min(2, rf))})
+        broker.create_topic(self.topic, self.partitions, rf)
+        broker.create_topic(self.share_topic, self.share_partitions, rf)
+
+    def _new_listener_ports(self, taken: set[int]) -> dict[str, list[tuple[int, int]]]:
+        """New upstream ports for the Kafka proxies whose port was `taken` (every proxy keeps its own port)."""
+        for inst in self.instances:
+            for proxy in inst.kafka_proxies:
+                if int(proxy.upstream.rsplit(":", 1)[1]) in taken:
+                    proxy.retarget(f"127.0.0.1:{free_ports(1)[0]}")
+        return {f"INST{i.slot}": [(int(p.upstream.rsplit(":", 1)[1]), p.port) for p in i.kafka_proxies]
+                for i in self.instances}
 
     def start_instance(self, inst: Instance, wait: bool = True) -> None:
         k = self.kafka_timing
         bootstrap = ",".join(p.address for p in inst.kafka_proxies)
         command = serve_command(inst.address, bootstrap, STATE_TOPIC, k.state_partitions,
                                 k.state_session_timeout_ms, self.timing.server_flags())
+        inst.log_offset = inst.log.stat().st_size if inst.log.exists() else 0
         with inst.log.open("ab") as out:
             inst.proc = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT)
         inst.stopped = False
@@ -168,15 +219,31 @@ class KafkaModeCluster(Cluster):
             self.wait_instance(inst)
 
     def wait_instance(self, inst: Instance, timeout_s: float = 90.0) -> None:
+        """Until the instance answers. An instance whose port was taken while it was down (another suite's pick
+        or outgoing connection) starts again on a new port, at most twice: clients find it through the router."""
+        for attempt in range(3):
+            if self._wait_answering(inst, timeout_s):
+                return
+            assert inst.proc is not None
+            with inst.log.open("rb") as f:
+                f.seek(inst.log_offset)
+                said = f.read().decode(errors="replace")
+            if "cannot listen on" not in said or attempt == 2:
+                raise RuntimeError(f"instance {inst.slot} exited with {inst.proc.returncode}; see {inst.log}")
+            inst.port = free_ports(1)[0]
+            self.start_instance(inst, wait=False)
+
+    def _wait_answering(self, inst: Instance, timeout_s: float) -> bool:
+        """True once it answers ListGroups; False if it exited; RuntimeError after `timeout_s`."""
         deadline = time.monotonic() + timeout_s
         with grpc.insecure_channel(inst.address) as channel:
             stub = pb_grpc.GroupCoordinatorStub(channel)
             while time.monotonic() < deadline:
                 if inst.proc is not None and inst.proc.poll() is not None:
-                    raise RuntimeError(f"instance {inst.slot} exited with {inst.proc.returncode}; see {inst.log}")
+                    return False
                 with contextlib.suppress(grpc.RpcError):
                     if stub.ListGroups(pb.ListGroupsRequest(), timeout=1).error_code == 0:
-                        return
+                        return True
                 time.sleep(0.1)
         raise RuntimeError(f"instance {inst.slot} did not come up; see {inst.log}")
 
@@ -190,16 +257,25 @@ class KafkaModeCluster(Cluster):
 
     def stop_instance(self, inst: Instance, timeout_s: float = 60.0) -> None:
         """SIGTERM: a clean leave of the coordinators' group (its partitions move at once)."""
-        if inst.proc is None or inst.proc.poll() is not None:
-            return
-        self.record(Event(time.monotonic(), Kind.NEMESIS, detail=f"instance-sigterm {inst.address}", role="nemesis"))
-        inst.proc.send_signal(signal.SIGCONT)
-        inst.proc.terminate()
-        try:
-            inst.proc.wait(timeout=timeout_s)
-        except subprocess.TimeoutExpired:
-            inst.proc.kill()
-            inst.proc.wait()
+        self.stop_instances([inst], timeout_s)
+
+    def stop_instances(self, instances: list[Instance], timeout_s: float = 60.0) -> None:
+        """SIGTERM to every one of `instances` at once, then wait for each (kill -9 past `timeout_s`)."""
+        running = [i for i in instances if i.proc is not None and i.proc.poll() is None]
+        for inst in running:
+            assert inst.proc is not None
+            self.record(Event(time.monotonic(), Kind.NEMESIS, detail=f"instance-sigterm {inst.address}",
+                              role="nemesis"))
+            inst.proc.send_signal(signal.SIGCONT)
+            inst.proc.terminate()
+        deadline = time.monotonic() + timeout_s
+        for inst in running:
+            assert inst.proc is not None
+            try:
+                inst.proc.wait(timeout=max(0.0, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                inst.proc.kill()
+                inst.proc.wait()
 
     def signal_instance(self, inst: Instance, sig: signal.Signals) -> None:
         assert inst.proc is not None
@@ -225,28 +301,35 @@ class KafkaModeCluster(Cluster):
 
     # --- lifecycle ----------------------------------------------------------------------------------------
     def start(self) -> None:
+        t = time.monotonic()
         self.start_brokers()
+        self.start_phases.append(("brokers up, topics created", time.monotonic() - t))
         for inst in self.instances[:self.kafka_timing.instances]:
             self.start_instance(inst, wait=False)
         for inst in self.instances[:self.kafka_timing.instances]:
             self.wait_instance(inst)
+        self.start_phases.append(("instances answering", time.monotonic() - t))
         self.router.start()
         if not self.wait_for(self.router.all_served, 120):
             raise RuntimeError(f"not every group is served: {self.router.owners()}")
+        self.start_phases.append(("every group served", time.monotonic() - t))
         for m in self.members:
             m.proxy.retarget(self.router.owner(m.role) or self.instances[0].address)
             self.start_member(m)
 
     def read_back_fresh(self, timeout_s: float = 120.0) -> bool:
-        """Stop every member and instance, start a fresh instance alone, and read back what it replayed."""
+        """Stop every member, start a fresh instance, stop every other instance, and read back from the fresh one
+        alone what it replayed. The fresh instance starts before the others leave (it is up by the time they
+        hand over; what it is handed at its join it replays from the topic like the rest), and they all leave at
+        once: the read-back waits for one process start and one hand-over, not one per instance."""
         for m in self.members:
             if m.proc is not None and m.proc.poll() is None:
                 m.proc.send_signal(signal.SIGCONT)
                 self.kill_member(m)
-        for inst in self.instances:
-            self.stop_instance(inst)
         fresh = self.instances[-1]
+        self.stop_instance(fresh)
         self.start_instance(fresh)
+        self.stop_instances([i for i in self.instances if i is not fresh])
         served = self.wait_for(lambda: all(self.router.owner(k) == fresh.address for k in self.groups), timeout_s)
         return served and self.wait_for(self.fetch_offsets, 30)
 

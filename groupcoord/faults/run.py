@@ -53,7 +53,7 @@ class Options:
     partitions: int = 12
     share_partitions: int = 1
     timing: Timing = Timing()
-    converge_timeout_s: float = 30.0
+    converge_timeout_s: float | None = None  # None: 30 s; --mode kafka: KafkaTiming.converge_bound_s
     pause_s: float = 0.5  # normal operation between steps
     stop_on_violation: bool = False
     faults: tuple[StrEnum, ...] = tuple(Fault)
@@ -75,6 +75,7 @@ class Report:
     elapsed_s: float = 0.0
     workdir: str = ""
     kafka_figures: str = ""  # --mode kafka: unavailability, takeover and replay figures
+    durations: list[tuple[str, float, float]] = field(default_factory=list)  # (phase, fault s, converge s)
 
     @property
     def violations(self) -> int:
@@ -117,13 +118,20 @@ def _not_converged_detail(cluster: Cluster, healed: float) -> str:
             f"{len(live)}/{len(cluster.members)} members live, {fatal} member(s) stopped on a fatal client error")
 
 
+def converge_timeout_s(opts: Options) -> float:
+    if opts.converge_timeout_s is not None:
+        return opts.converge_timeout_s
+    return opts.kafka.converge_bound_s(opts.timing.session_timeout_ms) if opts.mode == "kafka" else 30.0
+
+
 def _settle_then_check(cluster: Cluster, label: str, healed: float, opts: Options, report: Report) -> str:
     settle_s = max(1.0, 5 * opts.timing.heartbeat_interval_ms / 1000)
-    took = wait_converged(cluster, healed, opts.converge_timeout_s, settle_s)
+    bound = converge_timeout_s(opts)
+    took = wait_converged(cluster, healed, bound, settle_s)
     if took is None:
         detail = f"{label}: {_not_converged_detail(cluster, healed)}"
         cluster.record(Event(time.monotonic(), Kind.NOT_CONVERGED, detail=detail))
-        outcome = f"NOT converged within {opts.converge_timeout_s:.0f} s"
+        outcome = f"NOT converged within {bound:.0f} s"
     else:
         report.convergence_s.append((took, label))
         outcome = f"converged in {took:.2f} s"
@@ -159,8 +167,9 @@ def run(opts: Options, out: TextIO = sys.stdout) -> Report:
                            KAFKA_WEIGHTS, kafka_hold)
         kafka_cluster = cluster
         inject_step = lambda step: inject_kafka(kafka_cluster, step)  # noqa: E731
-        where = (f"{opts.kafka.brokers} Kafka brokers, {opts.kafka.instances} instances, state topic of "
-                 f"{opts.kafka.state_partitions} partitions, state session {opts.kafka.state_session_timeout_ms} ms")
+        where = (f"{opts.kafka.brokers} Kafka brokers (session {opts.kafka.broker_session_timeout_ms} ms), "
+                 f"{opts.kafka.instances} instances, state topic of {opts.kafka.state_partitions} partitions, "
+                 f"state session {opts.kafka.state_session_timeout_ms} ms")
     else:
         step_of = schedule(opts.seed, len(roles), opts.timing.session_timeout_ms / 1000, opts.faults, roles)
         inject_step = lambda step: inject(cluster, step)  # noqa: E731
@@ -168,36 +177,48 @@ def run(opts: Options, out: TextIO = sys.stdout) -> Report:
     say(f"seed {opts.seed}: {where}; {opts.members} consumer, {opts.classic_members} classic, {opts.share_members} "
         f"share and {opts.streams_members} streams members, topics t:{opts.partitions} and "
         f"t-queue:{opts.share_partitions} (share), session {opts.timing.session_timeout_ms} ms, heartbeat "
-        f"{opts.timing.heartbeat_interval_ms} ms; workdir {workdir}")
+        f"{opts.timing.heartbeat_interval_ms} ms; convergence bound {converge_timeout_s(opts):.0f} s; "
+        f"workdir {workdir}")
     try:
+        t0 = time.monotonic()
         cluster.start()
-        say(f"start: {_settle_then_check(cluster, 'start', time.monotonic(), opts, report)}")
+        t1 = time.monotonic()
+        outcome = _settle_then_check(cluster, "start", t1, opts, report)
+        report.durations.append(("start", t1 - t0, time.monotonic() - t1))
+        phases = ", ".join(f"{what} at {s:.1f} s" for what, s in getattr(cluster, "start_phases", []))
+        say(f"start: {outcome}; {_took(report.durations[-1])}" + (f"; {phases}" if phases else ""))
         end = started + opts.minutes * 60
         n = 0
         while (opts.steps and n < opts.steps) or (not opts.steps and time.monotonic() < end):
             n += 1
             step = step_of(n)
-            report.step_starts.append((time.monotonic(), step.fault.value))
+            t0 = time.monotonic()
+            report.step_starts.append((t0, step.fault.value))
             inject_step(step)
+            t1 = time.monotonic()
             report.steps = n
             report.faults[step.fault.value] += 1
             target = cluster.members[step.target]
             if aimed_at_member(step.fault):
                 report.member_faults[target.role] += 1
-            outcome = _settle_then_check(cluster, f"step {n} {step.fault}", time.monotonic(), opts, report)
+            outcome = _settle_then_check(cluster, f"step {n} {step.fault}", t1, opts, report)
+            report.durations.append((f"step {n} {step.fault}", t1 - t0, time.monotonic() - t1))
             kinds = ", ".join(f"{k}={v}" for k, v in sorted(report.findings.by_kind().items())) or "none"
-            say(f"step {n}: {step.describe(target.name.split('.')[0])}: {outcome}; violations so far: {kinds}")
+            say(f"step {n}: {step.describe(target.name.split('.')[0])}: {outcome}; {_took(report.durations[-1])}; "
+                f"violations so far: {kinds}")
             if opts.stop_on_violation and report.violations:
                 say("stopping at the first violation (--stop-on-violation)")
                 break
             time.sleep(opts.pause_s)
         if isinstance(cluster, KafkaModeCluster):
             say("read-back: every member and instance stopped, a fresh instance replays the state topic")
-            report.step_starts.append((time.monotonic(), READ_BACK))
+            t0 = time.monotonic()
+            report.step_starts.append((t0, READ_BACK))
             if not cluster.read_back_fresh():
                 cluster.record(Event(time.monotonic(), Kind.NOT_CONVERGED,
                                      detail="read-back: the fresh instance did not serve every group in time"))
             report.findings = check(cluster.snapshot())
+            report.durations.append((READ_BACK, time.monotonic() - t0, 0.0))
             say(f"read-back: {report.findings.acknowledged_commits} acknowledged commits and "
                 f"{report.findings.records_accepted} accepted share records checked against the fresh instance")
     except KeyboardInterrupt:
@@ -215,6 +236,20 @@ def run(opts: Options, out: TextIO = sys.stdout) -> Report:
 
 
 READ_BACK = "read-back"  # the steps' label for the final read-back (its unavailability is by design)
+
+
+def _took(phase: tuple[str, float, float]) -> str:
+    _, fault_s, converge_s = phase
+    return f"took {fault_s + converge_s:.1f} s (fault {fault_s:.1f} s, then {converge_s:.1f} s to converge and check)"
+
+
+def durations(report: Report) -> str:
+    """Where the wall time went: per phase, the fault (injected, held, healed; start: processes up) and the wait
+    for convergence with its settle window and read-backs."""
+    lines = ["wall time per phase (fault: injected, held and healed; converge: settled and read back)",
+             f"  {'phase':<36} {'fault s':>8} {'converge s':>11} {'total s':>8}"]
+    lines += [f"  {label:<36} {f:>8.1f} {c:>11.1f} {f + c:>8.1f}" for label, f, c in report.durations]
+    return "\n".join(lines)
 
 VIOLATIONS_BY_KIND = {
     "consumer and classic": ("double_ownership", "lost_commit"),
@@ -256,6 +291,8 @@ def figures(report: Report) -> str:
     ]
     if report.kafka_figures:
         lines.append(report.kafka_figures)
+    if report.durations:
+        lines.append(durations(report))
     if f.violations:
         lines.append("violations by the fault of the step in which they began:")
         by_fault = sorted(report.violations_by_fault().items())
@@ -297,7 +334,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--state-partitions", type=int, default=6, help="--mode kafka: state topic partitions (default 6)")
     p.add_argument("--state-session-timeout-ms", type=int, default=3000,
                    help="--mode kafka: the instances' --state-session-timeout-ms (default 3000)")
-    p.add_argument("--converge-timeout-s", type=float, default=30.0)
+    p.add_argument("--broker-session-timeout-ms", type=int, default=9000,
+                   help="--mode kafka: the brokers' broker.session.timeout.ms (default 9000, Kafka's), with the "
+                        "controller's failure detection scaled to it")
+    p.add_argument("--converge-timeout-s", type=float, default=None,
+                   help="how long a step may take to converge (default 30; --mode kafka: six times the chain of "
+                        "broker, state and member session timeouts, at least 30)")
     p.add_argument("--workdir", type=Path, help="keep the state dir, history.jsonl and logs here")
     p.add_argument("--stop-on-violation", action="store_true", help="stop after the step that found the first one")
     p.add_argument("--faults", default=None,
@@ -326,7 +368,8 @@ def main(argv: list[str] | None = None) -> int:
                    share_members=args.share_members, streams_members=args.streams_members,
                    share_partitions=args.share_partitions, classic_members=classic, mode=args.mode,
                    kafka=KafkaTiming(instances=args.instances, state_partitions=args.state_partitions,
-                                     state_session_timeout_ms=args.state_session_timeout_ms),
+                                     state_session_timeout_ms=args.state_session_timeout_ms,
+                                     broker_session_timeout_ms=args.broker_session_timeout_ms),
                    partitions=args.partitions, timing=timing, converge_timeout_s=args.converge_timeout_s,
                    workdir=args.workdir, stop_on_violation=args.stop_on_violation, faults=faults)
     # SIGTERM stops the run like Ctrl-C does, so that the processes it started are killed on the way out.

@@ -3,12 +3,13 @@ heartbeat, the virtual clock advances, armed timers fire, offloaded assignor run
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from groupcoord.coordinator.core.config import BrokerConfig, GroupConfigStore
 from groupcoord.coordinator.core.metadata import MetadataImage, TopicMetadata, topic_id_for_name
 from groupcoord.coordinator.core.results import CancelTimer, Result, ScheduleTimer
-from groupcoord.coordinator.core.streams.config import StreamsGroupConfig
+from groupcoord.coordinator.core.streams.config import StreamsConfigs
 from groupcoord.coordinator.core.streams.group import (
     StreamsAssignorRun,
     StreamsGroups,
@@ -39,9 +40,38 @@ def word_count(epoch: int = 1) -> StreamsTopology:
 READY = {"lines": 4, "app-words-repartition": 4, "app-counts-changelog": 4}
 
 
+CLIENT_SIDE = ("max_warmup_replicas", "acceptable_recovery_lag", "task_offset_interval_ms")
+
+
+@dataclass(frozen=True)
+class StreamsSettings:
+    """A test's broker settings for streams groups, by field (`group.streams.<field>`), with the session and
+    heartbeat bounds opened so a test may pick short ones; Kafka Streams' client-side values beside them."""
+
+    session_timeout_ms: int = 45_000
+    heartbeat_interval_ms: int = 5_000
+    max_size: int = 2_147_483_647
+    num_standby_replicas: int = 0
+    initial_rebalance_delay_ms: int = 3_000
+    assignment_interval_ms: int = 1_000
+    assignor_offload_enable: bool = True
+    rack_aware_assignment_tags: tuple[str, ...] = ()
+    max_warmup_replicas: int = 2
+    acceptable_recovery_lag: int = 10_000
+    task_offset_interval_ms: int = 60_000
+
+    def configs(self) -> StreamsConfigs:
+        broker = {"group.streams.min.session.timeout.ms": 1, "group.streams.min.heartbeat.interval.ms": 1}
+        for name, value in asdict(self).items():
+            if name not in CLIENT_SIDE:
+                broker["group.streams." + name.replace("_", ".")] = list(value) if isinstance(value, tuple) else value
+        return StreamsConfigs(GroupConfigStore(BrokerConfig.from_mapping(broker)),
+                              **{n: getattr(self, n) for n in CLIENT_SIDE})
+
+
 @dataclass
 class Ctx:
-    config: StreamsGroupConfig = field(default_factory=StreamsGroupConfig)
+    config: StreamsSettings = field(default_factory=StreamsSettings)
     topics: dict[str, int] = field(default_factory=lambda: dict(READY))
     now: int = 0
     log: list[Any] = field(default_factory=list)
@@ -50,7 +80,13 @@ class Ctx:
     creates: list[CreateInternalTopics] = field(default_factory=list)  # topic creation tasks, in order
 
     def __post_init__(self) -> None:
-        self.sg = StreamsGroups(self.config, image(**self.topics))
+        self.sg = StreamsGroups(self.config.configs(), image(**self.topics))
+
+    def set_group_config(self, configs: dict[str, str | None]) -> None:
+        """AlterGroupConfigs for GROUP (CoordinatorError when invalid); the next heartbeat reads it."""
+        store = self.sg.configs.source
+        assert isinstance(store, GroupConfigStore)
+        store.alter(GROUP, configs)
 
     def _take(self, res: Result[Any]) -> None:
         self.log.extend(res.records)

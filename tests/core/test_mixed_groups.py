@@ -30,7 +30,7 @@ from groupcoord.coordinator.core.messages import ConsumerGroupHeartbeatRequest, 
 from groupcoord.coordinator.core.modern.assignor_runs import AssignorCompletion, AssignorRun
 from groupcoord.coordinator.core.results import Result
 from groupcoord.coordinator.core.shard import GroupCoordinatorShard
-from tests.classic.context import ClassicContext
+from tests.classic.context import REBALANCE_MS, ClassicContext
 from tests.core.context import check_group_invariants, image_of, shard_state, tid
 
 TopicPartition = tuple[str, int]
@@ -475,6 +475,22 @@ def test_the_last_consumer_member_leaving_converts_the_group_back_to_classic() -
         Subscription(("foo",), None, tuple(sorted(c.owned)), c.generation))),)) for c in (m1, m2)]
     assert all(ctx.join_answer(call).error_code is Errors.NONE for call in calls)
     assert group.state is ClassicGroupState.AWAITING_SYNC
+
+
+def test_a_downgraded_group_completes_its_join_at_the_rebalance_timeout_without_a_member_that_only_heartbeats(
+) -> None:
+    """The downgrade arms the classic group's join timer inside a consumer heartbeat: the shard's stale-timer
+    check must know its deadline, or the join (and every member's JoinGroup) would wait for ever."""
+    ctx = MixedContext()
+    (m1, m2), consumer = upgraded(ctx)
+    ctx.consumer(consumer, -1)
+    call = ctx.join(m1.member_id, protocols=(("range", encode_subscription(
+        Subscription(("foo",), None, tuple(sorted(m1.owned)), m1.generation))),))
+    for _ in range(10):  # m2 keeps its session alive but never rejoins
+        ctx.advance(REBALANCE_MS // 8)
+        ctx.chb(m2)
+    response = ctx.join_answer(call)
+    assert response.error_code is Errors.NONE and [m.member_id for m in response.members] == [m1.member_id]
 
 
 def test_a_fenced_last_consumer_member_converts_the_group_back_to_classic() -> None:

@@ -8,8 +8,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from groupcoord.coordinator.core.streams.config import StreamsGroupConfig
-from tests.core.streams_context import GROUP, READY, Ctx, image
+from tests.core.streams_context import GROUP, READY, Ctx, StreamsSettings, image
 
 MEMBERS = ["a", "b", "c", "d"]
 
@@ -37,8 +36,9 @@ def no_task_held_twice(ctx: Ctx) -> None:
 @settings(max_examples=60, deadline=None)
 @given(ops, st.booleans())
 def test_streams_churn_keeps_single_ownership_and_replays(steps, offload) -> None:  # type: ignore[no-untyped-def]
-    ctx = Ctx(StreamsGroupConfig(assignor_offload_enable=offload, initial_rebalance_delay_ms=100,
+    ctx = Ctx(StreamsSettings(assignor_offload_enable=offload, initial_rebalance_delay_ms=100,
                                  assignment_interval_ms=100, session_timeout_ms=1500, max_warmup_replicas=1,
+                                 heartbeat_interval_ms=100,
                                  num_standby_replicas=1))
     for op, x, y in steps:
         g = ctx.sg.groups.get(GROUP)

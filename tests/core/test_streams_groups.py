@@ -7,13 +7,13 @@ from dataclasses import replace
 
 import pytest
 
+from groupcoord.coordinator.core.config import ConfigError
 from groupcoord.coordinator.core.errors import CoordinatorError, Errors
-from groupcoord.coordinator.core.streams.config import StreamsGroupConfig
 from groupcoord.coordinator.core.streams.records import NO_TASKS
 from groupcoord.coordinator.core.streams.topology import StreamsStatus, StreamsTopology, Subtopology, TopicInfo
-from tests.core.streams_context import GROUP, READY, Ctx, image, word_count
+from tests.core.streams_context import GROUP, READY, Ctx, StreamsSettings, image, word_count
 
-SYNC = StreamsGroupConfig(assignor_offload_enable=False, initial_rebalance_delay_ms=0, assignment_interval_ms=0,
+SYNC = StreamsSettings(assignor_offload_enable=False, initial_rebalance_delay_ms=0, assignment_interval_ms=0,
                           max_warmup_replicas=0)
 
 
@@ -38,7 +38,7 @@ def stable_pair(ctx: Ctx) -> None:
 
 
 def test_first_member_gets_the_empty_epoch_1_while_the_initial_delay_runs() -> None:
-    ctx = Ctx(StreamsGroupConfig(initial_rebalance_delay_ms=3000))
+    ctx = Ctx(StreamsSettings(initial_rebalance_delay_ms=3000))
     r = ctx.join("a")
     assert r.error_code == 0 and r.member_epoch == 1 and r.active_tasks == NO_TASKS
     assert ctx.sg.groups[GROUP].group_epoch == 2
@@ -49,7 +49,7 @@ def test_first_member_gets_the_empty_epoch_1_while_the_initial_delay_runs() -> N
 
 
 def test_initial_delay_timer_starts_the_first_offloaded_run_and_its_result_reaches_the_member() -> None:
-    ctx = Ctx(StreamsGroupConfig(initial_rebalance_delay_ms=3000))
+    ctx = Ctx(StreamsSettings(initial_rebalance_delay_ms=3000))
     ctx.join("a")
     ctx.join("b")
     ctx.advance(3000)
@@ -65,7 +65,7 @@ def test_initial_delay_timer_starts_the_first_offloaded_run_and_its_result_reach
 
 
 def test_assignment_interval_starts_after_the_initial_delay() -> None:
-    ctx = Ctx(StreamsGroupConfig(initial_rebalance_delay_ms=3000, assignment_interval_ms=1000,
+    ctx = Ctx(StreamsSettings(initial_rebalance_delay_ms=3000, assignment_interval_ms=1000,
                                  assignor_offload_enable=False))
     ctx.join("a")
     ctx.advance(3000)
@@ -83,7 +83,7 @@ def test_assignment_interval_starts_after_the_initial_delay() -> None:
 
 
 def test_inflight_run_blocks_a_second_run_and_missed_changes_trigger_the_next() -> None:
-    ctx = Ctx(StreamsGroupConfig(initial_rebalance_delay_ms=0, assignment_interval_ms=0))
+    ctx = Ctx(StreamsSettings(initial_rebalance_delay_ms=0, assignment_interval_ms=0))
     ctx.join("a")
     assert len(ctx.pending) == 1
     ctx.join("b")
@@ -102,7 +102,7 @@ def test_inflight_run_blocks_a_second_run_and_missed_changes_trigger_the_next() 
 
 def test_group_level_interval_override_and_bounds() -> None:
     ctx = Ctx(replace(SYNC, assignment_interval_ms=0))
-    ctx.sg.set_group_config(GROUP, {"streams.assignment.interval.ms": "5000"})
+    ctx.set_group_config({"streams.assignment.interval.ms": "5000"})
     ctx.join("a")
     ctx.now = 10
     ctx.join("b")
@@ -111,17 +111,16 @@ def test_group_level_interval_override_and_bounds() -> None:
     beat(ctx, "a")
     assert ctx.sg.groups[GROUP].target_assignment_epoch == 3
     with pytest.raises(CoordinatorError) as e:
-        ctx.sg.set_group_config(GROUP, {"streams.assignment.interval.ms": "20000"})
+        ctx.set_group_config({"streams.assignment.interval.ms": "20000"})
     assert e.value.code == Errors.INVALID_CONFIG and "15000" in e.value.message
-    ctx.sg.set_group_config(GROUP, {"streams.assignment.interval.ms": "-1",
-                                    "streams.assignor.offload.enable": "true"})
-    assert ctx.sg._cfg(GROUP).assignor_offload_enable and ctx.sg._cfg(GROUP).assignment_interval_ms == 0
+    ctx.set_group_config({"streams.assignment.interval.ms": "-1", "streams.assignor.offload.enable": "true"})
+    assert ctx.sg.configs.offload_enabled(GROUP) and ctx.sg.configs.assignment_interval_ms(GROUP) == 0
 
 
 def test_broker_interval_outside_its_bounds_is_refused_at_start_up() -> None:
-    with pytest.raises(ValueError, match="assignment.interval.ms"):
-        StreamsGroupConfig(assignment_interval_ms=20_000)
-    assert StreamsGroupConfig.from_broker({"group.streams.assignment.interval.ms": 0}).assignment_interval_ms == 0
+    with pytest.raises(ConfigError, match="assignment.interval.ms"):
+        StreamsSettings(assignment_interval_ms=20_000).configs()
+    assert StreamsSettings(assignment_interval_ms=0).configs().assignment_interval_ms(GROUP) == 0
 
 
 def test_active_tasks_are_revoked_before_they_are_assigned_elsewhere() -> None:
@@ -157,7 +156,7 @@ def test_a_member_that_never_revokes_is_fenced_after_its_rebalance_timeout() -> 
 
 
 def test_session_expiry_removes_the_member_and_bumps_the_epoch() -> None:
-    ctx = Ctx(replace(SYNC, session_timeout_ms=1000))
+    ctx = Ctx(replace(SYNC, session_timeout_ms=1000, heartbeat_interval_ms=100))
     ctx.join("a")
     epoch = ctx.sg.groups[GROUP].group_epoch
     ctx.advance(1000)
@@ -255,8 +254,9 @@ def test_a_group_left_empty_is_deleted_by_its_tombstones_and_is_dead() -> None:
 
 @pytest.mark.parametrize("offload", [False, True])
 def test_replaying_the_records_rebuilds_the_same_groups(offload: bool) -> None:
-    ctx = Ctx(StreamsGroupConfig(assignor_offload_enable=offload, initial_rebalance_delay_ms=500,
-                                 assignment_interval_ms=200, num_standby_replicas=1, session_timeout_ms=5000))
+    ctx = Ctx(StreamsSettings(assignor_offload_enable=offload, initial_rebalance_delay_ms=500,
+                                 assignment_interval_ms=200, num_standby_replicas=1,
+                                 session_timeout_ms=5000, heartbeat_interval_ms=100))
     for i, m in enumerate("abcde"):
         ctx.join(m, process=f"p{i % 3}")
         ctx.advance(150)
@@ -366,3 +366,11 @@ def test_partitions_by_user_endpoint_are_sent_when_the_endpoint_epoch_differs() 
     again = ctx.owned("a", g.current["a"].member_epoch, g.current["a"].active,
                       endpoint_information_epoch=r.endpoint_information_epoch)
     assert again.partitions_by_user_endpoint is None, "unchanged since the member's endpoint epoch"
+
+
+def test_a_streams_member_fenced_by_its_session_timeout_is_counted_like_any_modern_members() -> None:
+    ctx = Ctx(replace(SYNC, session_timeout_ms=3000, heartbeat_interval_ms=100))
+    ctx.join("a")
+    ctx.advance(3001)
+    assert GROUP in ctx.sg.groups and "a" not in ctx.sg.groups[GROUP].members
+    assert ctx.sg.stats.members_fenced_session == 1

@@ -5,7 +5,6 @@ group NotReady with Kafka's status detail until they exist with the right counts
 from __future__ import annotations
 
 from groupcoord.coordinator.core.errors import Errors
-from groupcoord.coordinator.core.streams.config import StreamsGroupConfig
 from groupcoord.coordinator.core.streams.records import NO_TASKS
 from groupcoord.coordinator.core.streams.topology import (
     CopartitionGroup,
@@ -14,9 +13,9 @@ from groupcoord.coordinator.core.streams.topology import (
     Subtopology,
     TopicInfo,
 )
-from tests.core.streams_context import GROUP, READY, Ctx, image, word_count
+from tests.core.streams_context import GROUP, READY, Ctx, StreamsSettings, image, word_count
 
-SYNC = StreamsGroupConfig(assignor_offload_enable=False, initial_rebalance_delay_ms=0, assignment_interval_ms=0,
+SYNC = StreamsSettings(assignor_offload_enable=False, initial_rebalance_delay_ms=0, assignment_interval_ms=0,
                           max_warmup_replicas=0, heartbeat_interval_ms=500)
 
 

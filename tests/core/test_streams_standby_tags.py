@@ -4,8 +4,7 @@ streams assignor with the members' client tags: standbys go to the other zone.""
 from __future__ import annotations
 
 from groupcoord.coordinator.core.errors import CoordinatorError, Errors
-from groupcoord.coordinator.core.streams.config import StreamsGroupConfig
-from tests.core.streams_context import GROUP, Ctx
+from tests.core.streams_context import GROUP, Ctx, StreamsSettings
 
 BASE = dict(assignor_offload_enable=False, initial_rebalance_delay_ms=0, assignment_interval_ms=0,
             max_warmup_replicas=0, num_standby_replicas=1)
@@ -26,7 +25,7 @@ def standby_zones_differ(ctx: Ctx) -> bool:
 
 
 def test_broker_tags_put_each_standby_in_the_other_zone() -> None:
-    ctx = Ctx(StreamsGroupConfig(**BASE, rack_aware_assignment_tags=("zone",)))  # type: ignore[arg-type]
+    ctx = Ctx(StreamsSettings(**BASE, rack_aware_assignment_tags=("zone",)))  # type: ignore[arg-type]
     run(ctx)
     g = ctx.sg.groups[GROUP]
     assert sum(len(a.standby) for a in g.target.values()) == 4, "one standby per stateful task"
@@ -34,22 +33,22 @@ def test_broker_tags_put_each_standby_in_the_other_zone() -> None:
 
 
 def test_without_tags_some_standby_shares_its_actives_zone() -> None:
-    ctx = Ctx(StreamsGroupConfig(**BASE))  # type: ignore[arg-type]
+    ctx = Ctx(StreamsSettings(**BASE))  # type: ignore[arg-type]
     run(ctx)
     assert not standby_zones_differ(ctx), "the layout must be one the tags change"
 
 
 def test_a_group_override_sets_the_tags() -> None:
-    ctx = Ctx(StreamsGroupConfig(**BASE))  # type: ignore[arg-type]
-    ctx.sg.set_group_config(GROUP, {"streams.rack.aware.assignment.tags": "zone"})
+    ctx = Ctx(StreamsSettings(**BASE))  # type: ignore[arg-type]
+    ctx.set_group_config({"streams.rack.aware.assignment.tags": "zone"})
     run(ctx)
     assert standby_zones_differ(ctx)
 
 
 def test_a_repeated_tag_key_is_an_invalid_config() -> None:
-    ctx = Ctx(StreamsGroupConfig(**BASE))  # type: ignore[arg-type]
+    ctx = Ctx(StreamsSettings(**BASE))  # type: ignore[arg-type]
     try:
-        ctx.sg.set_group_config(GROUP, {"streams.rack.aware.assignment.tags": "zone,zone"})
+        ctx.set_group_config({"streams.rack.aware.assignment.tags": "zone,zone"})
     except CoordinatorError as e:
         assert e.code == Errors.INVALID_CONFIG
     else:
@@ -59,7 +58,7 @@ def test_a_repeated_tag_key_is_an_invalid_config() -> None:
 def test_a_member_without_a_configured_tag_key_gets_missing_client_tags_last() -> None:
     from groupcoord.coordinator.core.streams.topology import StreamsStatus
 
-    ctx = Ctx(StreamsGroupConfig(**BASE, rack_aware_assignment_tags=("zone", "rack")))  # type: ignore[arg-type]
+    ctx = Ctx(StreamsSettings(**BASE, rack_aware_assignment_tags=("zone", "rack")))  # type: ignore[arg-type]
     r = ctx.join("a", client_tags=(("zone", "z1"),))
     assert [(s.code, s.detail) for s in r.status or ()] == [(
         StreamsStatus.MISSING_CLIENT_TAGS,

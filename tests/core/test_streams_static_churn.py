@@ -10,8 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from groupcoord.coordinator.core.errors import Errors
-from groupcoord.coordinator.core.streams.config import StreamsGroupConfig
-from tests.core.streams_context import GROUP, READY, Ctx, image
+from tests.core.streams_context import GROUP, READY, Ctx, StreamsSettings, image
 from tests.core.test_streams_churn import no_task_held_twice
 
 INSTANCES = ["i1", "i2", "i3"]
@@ -29,8 +28,9 @@ ops = st.lists(st.one_of(
 @settings(max_examples=60, deadline=None)
 @given(ops, st.booleans())
 def test_static_churn_keeps_single_ownership_and_replays(steps, offload) -> None:  # type: ignore[no-untyped-def]
-    ctx = Ctx(StreamsGroupConfig(assignor_offload_enable=offload, initial_rebalance_delay_ms=100,
+    ctx = Ctx(StreamsSettings(assignor_offload_enable=offload, initial_rebalance_delay_ms=100,
                                  assignment_interval_ms=100, session_timeout_ms=1500, max_warmup_replicas=1,
+                                 heartbeat_interval_ms=100,
                                  num_standby_replicas=1))
     joins = 0
     for op, inst, y in steps:

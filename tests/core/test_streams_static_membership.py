@@ -6,12 +6,11 @@ from __future__ import annotations
 from typing import Any
 
 from groupcoord.coordinator.core.errors import Errors
-from groupcoord.coordinator.core.streams.config import StreamsGroupConfig
 from groupcoord.coordinator.core.streams.records import NO_TASKS
-from tests.core.streams_context import GROUP, Ctx
+from tests.core.streams_context import GROUP, Ctx, StreamsSettings
 
-SYNC = StreamsGroupConfig(assignor_offload_enable=False, initial_rebalance_delay_ms=0, assignment_interval_ms=0,
-                          max_warmup_replicas=0, session_timeout_ms=3000)
+SYNC = StreamsSettings(assignor_offload_enable=False, initial_rebalance_delay_ms=0, assignment_interval_ms=0,
+                          max_warmup_replicas=0, session_timeout_ms=3000, heartbeat_interval_ms=100)
 
 
 def settle(ctx: Ctx, members: list[str], rounds: int = 4) -> None:
@@ -130,7 +129,7 @@ def test_a_static_member_leaving_with_epoch_minus_1_leaves_for_good() -> None:
 
 
 def test_a_released_static_member_does_not_count_against_a_full_group() -> None:
-    ctx = Ctx(StreamsGroupConfig(assignor_offload_enable=False, initial_rebalance_delay_ms=0,
+    ctx = Ctx(StreamsSettings(assignor_offload_enable=False, initial_rebalance_delay_ms=0,
                                  assignment_interval_ms=0, max_size=2))
     static_pair(ctx)
     assert ctx.join("c", instance_id="ic").error_code == Errors.GROUP_MAX_SIZE_REACHED
@@ -147,8 +146,8 @@ def test_static_leave_requires_an_instance_id_and_instance_ids_are_not_blank() -
 
 
 def test_an_offloaded_run_started_before_a_replacement_gives_the_tasks_to_the_new_member_id() -> None:
-    ctx = Ctx(StreamsGroupConfig(initial_rebalance_delay_ms=0, assignment_interval_ms=0, max_warmup_replicas=0,
-                                 session_timeout_ms=3000))
+    ctx = Ctx(StreamsSettings(initial_rebalance_delay_ms=0, assignment_interval_ms=0, max_warmup_replicas=0,
+                                 session_timeout_ms=3000, heartbeat_interval_ms=100))
     ctx.join("a", process="pa", instance_id="ia")
     ctx.join("b", process="pb", instance_id="ib")
     assert len(ctx.pending) == 1, "one run in flight for a and b"
@@ -159,3 +158,14 @@ def test_an_offloaded_run_started_before_a_replacement_gives_the_tasks_to_the_ne
     assert set(g.target) == {"a", "b2"}
     assert len(g.target["a"].active) + len(g.target["b2"].active) == 8, "no task lost with the old member id"
     assert ctx.replayed() == ctx.live()
+
+
+def test_a_member_back_from_a_static_leave_must_rejoin_with_epoch_0_even_at_its_previous_epoch() -> None:
+    """Kafka's throwIfStreamsGroupMemberEpochIsInvalid, as for consumer groups: an epoch greater than the
+    member's (-2 after the leave) is fenced, even the one it had before leaving."""
+    ctx = Ctx(SYNC)
+    static_pair(ctx)
+    before = ctx.sg.groups[GROUP].current["b"].member_epoch
+    ctx.hb("b", -2, instance_id="ib")
+    r = ctx.owned("b", before, active(ctx, "b"), instance_id="ib")
+    assert r.error_code == Errors.FENCED_MEMBER_EPOCH and "rejoin with epoch 0" in (r.error_message or "")

@@ -40,7 +40,8 @@ def test_every_heartbeat_pushes_the_session_deadline_back() -> None:
 
 def test_session_timeout_group_override_applies() -> None:
     ctx = CoreContext(group_consumer_max_session_timeout_ms=60_000)
-    ctx.apply(ctx.shard.alter_group_configs("grp", {"consumer.session.timeout.ms": "1000"}, False, ctx.now))
+    ctx.apply(ctx.shard.alter_group_configs("grp", {"consumer.session.timeout.ms": "1000",
+                                                         "consumer.heartbeat.interval.ms": "500"}, False, ctx.now))
     result = ctx.shard.consumer_group_heartbeat(ctx.request(member_id="a"), ctx.now)
     ctx.apply(result)
     assert ScheduleTimer(("session", "grp", "a"), ctx.now + 1000) in result.timers

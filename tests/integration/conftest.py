@@ -17,6 +17,8 @@ FAST: dict[str, Any] = {
     "group.consumer.min.session.timeout.ms": 300,
     "group.consumer.session.timeout.ms": 1500,
     "group.consumer.assignment.interval.ms": 100,
+    "group.streams.min.heartbeat.interval.ms": 20,
+    "group.streams.min.session.timeout.ms": 300,
 }
 
 

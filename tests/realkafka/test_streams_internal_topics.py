@@ -43,7 +43,9 @@ def coordinator(kafka_broker: KafkaBroker) -> Iterator[Callable[[], tuple[Server
         source = KafkaMetadataSource(kafka_broker.bootstrap_servers, refresh_interval_s=0.2, request_timeout_s=10)
         assert source.refresh_now()
         source.start()
-        config = BrokerConfig.from_mapping({"group.streams.heartbeat.interval.ms": 200,
+        config = BrokerConfig.from_mapping({"group.streams.min.heartbeat.interval.ms": 100,
+                                            "group.streams.min.session.timeout.ms": 1000,
+                                            "group.streams.heartbeat.interval.ms": 200,
                                             "group.streams.session.timeout.ms": 5000,
                                             "group.streams.initial.rebalance.delay.ms": 0,
                                             "group.streams.assignment.interval.ms": 0})

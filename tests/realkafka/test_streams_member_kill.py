@@ -53,7 +53,9 @@ def coordinator(kafka_broker: KafkaBroker) -> Iterator[ServerThread]:
     source = KafkaMetadataSource(kafka_broker.bootstrap_servers, refresh_interval_s=0.3, request_timeout_s=10)
     assert source.refresh_now()
     source.start()
-    config = BrokerConfig.from_mapping({"group.streams.heartbeat.interval.ms": 200,
+    config = BrokerConfig.from_mapping({"group.streams.min.heartbeat.interval.ms": 100,
+                                        "group.streams.min.session.timeout.ms": 1000,
+                                        "group.streams.heartbeat.interval.ms": 200,
                                         "group.streams.session.timeout.ms": SESSION_MS,
                                         # all three processes join before the first assignment (else stateful
                                         # tasks reach the later ones only through warm-ups, which is slower)

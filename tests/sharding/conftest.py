@@ -19,8 +19,9 @@ from confluent_kafka import KafkaError, KafkaException
 from groupcoord.coordinator.core.config import BrokerConfig
 from groupcoord.coordinator.core.partitioning import state_partition
 from groupcoord.coordinator.runtime.kafka_log import KafkaRecordLog
+from groupcoord.coordinator.runtime.kafka_state_options import KafkaStateOptions
 from groupcoord.coordinator.runtime.server import ServerOptions, ServerThread
-from groupcoord.coordinator.runtime.sharding import KafkaStateOptions, PartitionState
+from groupcoord.coordinator.runtime.sharding import PartitionState
 from groupcoord.coordinator.runtime.static_metadata import StaticMetadataSource
 from groupcoord.embedded_kafka import EmbeddedKafka
 from groupcoord.kafka_broker import KafkaBroker

@@ -252,3 +252,28 @@ def test_offset_commit_and_fetch_over_grpc_are_checked_against_the_streams_membe
     assert out.returncode == 0, out.stderr
     rows = [line.split()[:4] for line in out.stdout.splitlines() if line.startswith("app ")]
     assert rows == [["app", "lines", "0", "5"]], out.stdout  # the committed offsets, after the task table
+
+
+def test_altered_streams_group_configs_reach_the_next_heartbeat_and_describe(server: ServerThread) -> None:
+    """AlterGroupConfigs / DescribeGroupConfigs over gRPC: the group's streams.heartbeat.interval.ms is what
+    its next StreamsGroupHeartbeat answers; a value outside the broker's bounds is INVALID_CONFIG."""
+    with grpc.insecure_channel(server.address) as channel:
+        stub, admin = spb_grpc.StreamsGroupCoordinatorStub(channel), pb_grpc.GroupCoordinatorStub(channel)
+        a = Member(stub, "a", "pa")
+        assert a.beat().heartbeat_interval_ms == 100
+
+        def alter(name: str, value: str) -> pb.AlterGroupConfigsResponse:
+            req = pb.AlterGroupConfigsRequest(group_id="app", configs=[pb.AlterableConfig(name=name, value=value)])
+            resp: pb.AlterGroupConfigsResponse = admin.AlterGroupConfigs(req, timeout=10)
+            return resp
+
+        assert alter("streams.heartbeat.interval.ms", "250").error_code == 0
+        assert a.beat().heartbeat_interval_ms == 250
+        refused = alter("streams.heartbeat.interval.ms", "15001")  # group.streams.max.heartbeat.interval.ms
+        assert refused.error_code == int(Errors.INVALID_CONFIG) and "15000" in refused.error_message
+        refused = alter("streams.num.standby.replicas", "3")  # group.streams.max.standby.replicas
+        assert refused.error_code == int(Errors.INVALID_CONFIG)
+        described = admin.DescribeGroupConfigs(pb.DescribeGroupConfigsRequest(group_ids=["app"]), timeout=10)
+        entries = {e.name: (e.value, e.is_default) for e in described.results[0].configs}
+        assert entries["streams.heartbeat.interval.ms"] == ("250", False)
+        assert entries["streams.num.standby.replicas"][1] and entries["streams.session.timeout.ms"][1]

@@ -21,6 +21,7 @@ def test_serve_with_embedded_kafka_creates_the_internal_topics_and_the_group_bec
     proc = subprocess.Popen([sys.executable, "-m", "groupcoord", "serve", "--listen", f"127.0.0.1:{port}",
                              "--embedded-kafka", "--topic", "lines:4", "--metadata-refresh-ms", "200",
                              "--set", "group.streams.initial.rebalance.delay.ms=0",
+                             "--set", "group.streams.min.heartbeat.interval.ms=200",
                              "--set", "group.streams.heartbeat.interval.ms=200"],
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:

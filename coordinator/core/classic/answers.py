@@ -32,14 +32,16 @@ class ClassicGroupAnswers(ClassicGroupMembership):
         if self.state is not ClassicGroupState.INITIALIZE:
             return self._armed_timers()
         self.state = self.loaded_state
-        fx = Effects(now, _no_writes, [], [])
+        timers: list[TimerOp] = []
+        fx = Effects(now, _no_writes, lambda key, deadline: timers.append(ScheduleTimer(key, deadline)),
+                     lambda key: timers.append(CancelTimer(key)), [])
         for member_id in self.members:
             self._rearm_session(member_id, fx)
         if self.state is ClassicGroupState.AWAITING_SYNC:
             self.pending_sync = set(self.members)
             self.sync_deadline = now + self.rebalance_timeout_ms()
             fx.schedule(sync_timer(self.group_id), self.sync_deadline)
-        return fx.timers
+        return timers
 
     def _armed_timers(self) -> list[TimerOp]:
         """The timers a live group has armed, at their deadlines (what `drop_groups` cancels)."""

@@ -1,7 +1,8 @@
 """What a classic-group transition asks of the shard (`Effects`), and the keys of the timers it arms.
 
-Timers are data: a transition schedules or cancels them by key, and the group keeps each deadline too, so a
-timer that fires after it was re-armed or cancelled is recognised as stale (`group.py`).
+Timers are data: a transition schedules or cancels them by key through the shard's `arm_timer`/`cancel_timer`,
+as every group type does, so the shard's one stale check knows their deadlines; the group keeps each deadline
+too, for the timers it has armed (`answers.py`).
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from groupcoord.coordinator.core.results import CancelTimer, ScheduleTimer, TimerKey, TimerOp
+from groupcoord.coordinator.core.results import TimerKey
 
 SESSION_TIMER = "classic-session"
 JOIN_TIMER = "classic-join"
@@ -31,20 +32,16 @@ def sync_timer(group_id: str) -> TimerKey:
 
 @dataclass(slots=True)
 class Effects:
-    """What a transition asks of the shard: records (written = replayed at once and appended), timers, and
-    answers to parked requests (`(token, response)`, see `Result.completions`)."""
+    """What a transition asks of the shard: records (written = replayed at once and appended), timers armed
+    (`schedule`) and cancelled (`cancel`), and answers to parked requests (`(token, response)`, see
+    `Result.completions`)."""
 
     now: int
     write: Callable[[Any], None]
-    timers: list[TimerOp]
+    schedule: Callable[[TimerKey, int], None]
+    cancel: Callable[[TimerKey], None]
     completions: list[tuple[int, Any]]
     initial_rebalance_delay_ms: int = 0
-
-    def schedule(self, key: TimerKey, deadline_ms: int) -> None:
-        self.timers.append(ScheduleTimer(key, deadline_ms))
-
-    def cancel(self, key: TimerKey) -> None:
-        self.timers.append(CancelTimer(key))
 
     def answer(self, token: int, response: Any) -> None:
         self.completions.append((token, response))

@@ -70,9 +70,10 @@ group comes back in its last persisted phase and members that were rejoining sim
 full protocol list is persisted, not only the chosen protocol's metadata (Kafka's choice), so a replayed
 group votes exactly as the live one did.
 
-Timers are data (`Effects.timers`): "classic-session" per member, "classic-join" and "classic-sync" per
-group. Each carries its deadline in the group too, so a timer that fires after it was re-armed or cancelled
-(the runtime may already have queued it) is recognised as stale and ignored.
+Timers are data, armed through `Effects` like every group type's (the shard's `arm_timer`, whose one stale
+check drops a timer that fires after it was re-armed or cancelled): "classic-session" per member,
+"classic-join" and "classic-sync" per group. Each carries its deadline in the group too, checked again when it
+fires.
 """
 
 from __future__ import annotations

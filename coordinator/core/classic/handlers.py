@@ -82,7 +82,8 @@ def _replay_tombstone(shard: GroupCoordinatorShard, r: ClassicGroupMetadataTombs
 
 def effects_for(shard: GroupCoordinatorShard, result: Result[Any], now: int) -> Effects:
     """What a classic-group transition asks, collected into `result`; records go through `shard._write`."""
-    return Effects(now, lambda record: shard._write(result, record), result.timers, result.completions,
+    return Effects(now, partial(shard._write, result), partial(shard.arm_timer, result),
+                   partial(shard.cancel_timer, result), result.completions,
                    shard.config["group.initial.rebalance.delay.ms"])
 
 

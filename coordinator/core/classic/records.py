@@ -10,6 +10,7 @@ import enum
 from dataclasses import dataclass
 
 from groupcoord.coordinator.core.classic.messages import Protocols
+from groupcoord.coordinator.core.records import Tombstone
 
 GROUP_TYPE = "classic"
 
@@ -71,7 +72,7 @@ class ClassicGroupMetadata:
 
 
 @dataclass(frozen=True, slots=True)
-class ClassicGroupMetadataTombstone:
+class ClassicGroupMetadataTombstone(Tombstone):
     group_id: str
 
 

@@ -36,7 +36,7 @@ from groupcoord.coordinator.core.consumer.topic_regex import compile_topic_regex
 from groupcoord.coordinator.core.errors import CoordinatorError, Errors
 from groupcoord.coordinator.core.group import CLASSIC, CONSUMER, GroupView, not_this_type
 from groupcoord.coordinator.core.messages import ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse
-from groupcoord.coordinator.core.modern.group import FIRST_GROUP_EPOCH, LEAVE_GROUP_MEMBER_EPOCH
+from groupcoord.coordinator.core.modern.group import FIRST_GROUP_EPOCH, LEAVE_GROUP_MEMBER_EPOCH, check_member_epoch
 from groupcoord.coordinator.core.modern.heartbeat import HeartbeatSteps
 from groupcoord.coordinator.core.principals import check_member_principal
 from groupcoord.coordinator.core.records import (
@@ -221,7 +221,8 @@ def _heartbeat(shard: GroupCoordinatorShard, r: ConsumerGroupHeartbeatRequest,
             raise CoordinatorError(Errors.UNKNOWN_MEMBER_ID,
                                    f"Member {member_id} is not a consumer-protocol member of group "
                                    f"{group.group_id}.")
-        lost_response = _check_member_epoch(member, r)
+        lost_response = check_member_epoch(r.member_epoch, member.member_epoch, member.previous_member_epoch,
+                                           partial(_owns_only_assigned, member, r))
 
     # Subscription / metadata updates.
     is_new = member_id not in group.members
@@ -314,21 +315,11 @@ def _replace_static_member(shard: GroupCoordinatorShard, group: ConsumerGroup, o
     return group.members[new_id]
 
 
-def _check_member_epoch(member: ConsumerGroupMember, r: ConsumerGroupHeartbeatRequest) -> bool:
-    """Kafka's epoch fencing. Returns True when the client missed our last response (tolerated)."""
-    if r.member_epoch == member.member_epoch:
-        return False
-    if r.member_epoch > member.member_epoch:
-        raise CoordinatorError(Errors.FENCED_MEMBER_EPOCH,
-                               f"Member epoch {r.member_epoch} is newer than the coordinator's "
-                               f"{member.member_epoch}; rejoin with epoch 0.")
-    if r.member_epoch == member.previous_member_epoch and r.topic_partitions is not None:
-        assigned = member.assigned_partitions
-        if all(not ps or set(ps) <= set(assigned.get(t, ())) for t, ps in r.topic_partitions.items()):
-            return True
-    raise CoordinatorError(Errors.FENCED_MEMBER_EPOCH,
-                           f"Member epoch {r.member_epoch} is stale (current {member.member_epoch}); "
-                           "rejoin with epoch 0.")
+def _owns_only_assigned(member: ConsumerGroupMember, r: ConsumerGroupHeartbeatRequest) -> bool:
+    """A client at its previous epoch is tolerated if it owns nothing it was not assigned."""
+    assigned = member.assigned_partitions
+    return r.topic_partitions is not None and all(
+        not ps or set(ps) <= set(assigned.get(t, ())) for t, ps in r.topic_partitions.items())
 
 
 def _updated_member(m: ConsumerGroupMember, r: ConsumerGroupHeartbeatRequest) -> ConsumerGroupMember:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable
 from functools import partial
+from operator import attrgetter
 from typing import TYPE_CHECKING, Any
 
 from groupcoord.coordinator.core import records
@@ -13,6 +14,7 @@ from groupcoord.coordinator.core.consumer import assignment as consumer_assignme
 from groupcoord.coordinator.core.consumer import heartbeat as consumer_heartbeat
 from groupcoord.coordinator.core.consumer.group import GROUP_TYPE, ConsumerGroup, ConsumerGroupMember, MemberState
 from groupcoord.coordinator.core.group import GroupTypeHooks
+from groupcoord.coordinator.core.modern.replay import modern_replayers
 from groupcoord.coordinator.core.results import Result, TimerKey
 
 if TYPE_CHECKING:
@@ -23,27 +25,21 @@ TIMER_KINDS = ("session", "rebalance")
 
 def hooks(shard: GroupCoordinatorShard) -> GroupTypeHooks:
     """Consumer groups' records, timers and assignor completions, for the shard's constructor."""
-    replayers: dict[type, Callable[[Any], None]] = {record_type: partial(fn, shard) for record_type, fn in (
-        (records.ConsumerGroupMetadata, _replay_group_metadata),
+    replayers: dict[type, Callable[[Any], None]] = modern_replayers(
+        partial(consumer_group, shard), partial(_existing, shard), attrgetter("target_assignment"),
+        records.ConsumerGroupMetadata, records.ConsumerGroupTargetAssignmentMember,
+        records.ConsumerGroupTargetAssignmentMemberTombstone, records.ConsumerGroupTargetAssignmentMetadata)
+    replayers.update({record_type: partial(fn, shard) for record_type, fn in (
         (records.ConsumerGroupMetadataTombstone, _replay_group_tombstone),
         (records.ConsumerGroupMemberMetadata, _replay_member_metadata),
         (records.ConsumerGroupMemberMetadataTombstone, _replay_member_tombstone),
-        (records.ConsumerGroupTargetAssignmentMember, _replay_target_member),
-        (records.ConsumerGroupTargetAssignmentMemberTombstone, _replay_target_member_tombstone),
-        (records.ConsumerGroupTargetAssignmentMetadata, _replay_target_metadata),
         (records.ConsumerGroupCurrentMemberAssignment, _replay_current_assignment),
         (records.ConsumerGroupCurrentMemberAssignmentTombstone, _replay_current_assignment_tombstone),
         (records.ConsumerGroupRegularExpression, _replay_regex),
         (records.ConsumerGroupRegularExpressionTombstone, _replay_regex_tombstone),
-    )}
+    )})
     return GroupTypeHooks(replayers, {kind: partial(_on_member_timer, shard) for kind in TIMER_KINDS},
                           {GROUP_TYPE: partial(consumer_assignment.on_assignment_complete, shard)})
-
-
-def _replay_group_metadata(shard: GroupCoordinatorShard, r: records.ConsumerGroupMetadata) -> None:
-    group = consumer_group(shard, r.group_id)
-    group.group_epoch = r.epoch
-    group.metadata_hash = r.metadata_hash
 
 
 def _replay_group_tombstone(shard: GroupCoordinatorShard, r: records.ConsumerGroupMetadataTombstone) -> None:
@@ -63,6 +59,11 @@ def consumer_group(shard: GroupCoordinatorShard, group_id: str) -> ConsumerGroup
     return group
 
 
+def _existing(shard: GroupCoordinatorShard, group_id: str) -> ConsumerGroup | None:
+    group = shard.groups.get(group_id)
+    return group if isinstance(group, ConsumerGroup) else None
+
+
 def _replay_member_metadata(shard: GroupCoordinatorShard, r: records.ConsumerGroupMemberMetadata) -> None:
     group = consumer_group(shard, r.group_id)
     old = group.members.get(r.member_id) or ConsumerGroupMember(r.member_id)
@@ -77,23 +78,6 @@ def _replay_member_tombstone(shard: GroupCoordinatorShard, r: records.ConsumerGr
     group = shard.groups.get(r.group_id)
     if isinstance(group, ConsumerGroup):
         group.remove_member(r.member_id)
-
-
-def _replay_target_member(shard: GroupCoordinatorShard, r: records.ConsumerGroupTargetAssignmentMember) -> None:
-    consumer_group(shard, r.group_id).target_assignment[r.member_id] = r.partitions
-
-
-def _replay_target_member_tombstone(shard: GroupCoordinatorShard,
-                                    r: records.ConsumerGroupTargetAssignmentMemberTombstone) -> None:
-    group = shard.groups.get(r.group_id)
-    if isinstance(group, ConsumerGroup) and r.member_id in group.target_assignment:
-        del group.target_assignment[r.member_id]
-
-
-def _replay_target_metadata(shard: GroupCoordinatorShard, r: records.ConsumerGroupTargetAssignmentMetadata) -> None:
-    group = consumer_group(shard, r.group_id)
-    group.target_assignment_epoch = r.assignment_epoch
-    group.assignment_timestamp_ms = r.timestamp_ms
 
 
 def _replay_current_assignment(shard: GroupCoordinatorShard, r: records.ConsumerGroupCurrentMemberAssignment) -> None:

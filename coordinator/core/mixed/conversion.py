@@ -202,6 +202,3 @@ def _write_consumer_group_tombstones(shard: GroupCoordinatorShard, group: Consum
     for regex in list(group.resolved_regexes):
         shard._write(result, ConsumerGroupRegularExpressionTombstone(gid, regex))
     shard._write(result, ConsumerGroupMetadataTombstone(gid))
-
-
-

@@ -98,8 +98,6 @@ MIXED_RECORD_TYPES: tuple[type, ...] = (ConsumerGroupClassicMemberMetadata,
                                         ConsumerGroupClassicMemberMetadataTombstone)
 
 
-
-
 def hooks(shard: GroupCoordinatorShard) -> GroupTypeHooks:
     """Classic members' records and join/sync timers in consumer groups, for the shard's constructor."""
     return GroupTypeHooks(

@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from groupcoord.coordinator.core.errors import CoordinatorError, Errors
 from groupcoord.coordinator.core.group import GroupDefaults
 from groupcoord.coordinator.core.results import Result
 from groupcoord.coordinator.core.stats import CoreStats
@@ -66,6 +67,21 @@ class MemberTombstones:
         if in_target:
             write(self.target_member(group_id, member_id))
         write(self.member_metadata(group_id, member_id))
+
+
+def check_member_epoch(requested: int, current: int, previous: int, tolerated: Callable[[], bool]) -> bool:
+    """Kafka's member-epoch fencing, alike for consumer, share and streams groups: an epoch newer than the
+    member's, or older and not its previous one (or the previous one with `tolerated()` false: it owns what it
+    no longer has), is FENCED_MEMBER_EPOCH. True when the client missed the last response (tolerated)."""
+    if requested == current:
+        return False
+    if requested > current:
+        raise CoordinatorError(Errors.FENCED_MEMBER_EPOCH, f"Member epoch {requested} is newer than the "
+                                                           f"coordinator's {current}; rejoin with epoch 0.")
+    if requested == previous and tolerated():
+        return True
+    raise CoordinatorError(Errors.FENCED_MEMBER_EPOCH,
+                           f"Member epoch {requested} is stale (current {current}); rejoin with epoch 0.")
 
 
 def may_compute_target(inflight: InflightRun | None, last_finished_ms: int | None, now: int, interval_ms: int,

@@ -25,12 +25,14 @@ import dataclasses
 import enum
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from operator import attrgetter
 from typing import TYPE_CHECKING, Any
 
 from groupcoord.coordinator.core.errors import CoordinatorError, Errors
 from groupcoord.coordinator.core.messages import DescribedGroup, DescribedMember, ListedGroup
 from groupcoord.coordinator.core.metadata import MetadataImage
 from groupcoord.coordinator.core.modern.group import ModernGroup
+from groupcoord.coordinator.core.modern.replay import modern_replayers
 from groupcoord.coordinator.core.results import CancelTimer, ScheduleTimer, TimerKey, TimerOp
 from groupcoord.coordinator.core.share.partition import Batch, RecordState, SharePartition
 from groupcoord.coordinator.core.share.records import (
@@ -206,10 +208,6 @@ def replayers(shard: GroupCoordinatorShard, owner: Any) -> dict[type, Callable[[
         g = shard.groups.get(gid)
         return g if isinstance(g, ShareGroup) else None
 
-    def metadata(r: ShareGroupMetadata) -> None:
-        g = group(r.group_id)
-        g.group_epoch, g.metadata_hash = r.epoch, r.metadata_hash
-
     def tombstone(r: ShareGroupMetadataTombstone) -> None:
         g = existing(r.group_id)
         if g is not None:
@@ -228,18 +226,6 @@ def replayers(shard: GroupCoordinatorShard, owner: Any) -> dict[type, Callable[[
         if g is not None:
             g.members.pop(r.member_id, None)
 
-    def target(r: ShareGroupTargetAssignmentMember) -> None:
-        group(r.group_id).target_assignment[r.member_id] = r.partitions
-
-    def target_tombstone(r: ShareGroupTargetAssignmentMemberTombstone) -> None:
-        g = existing(r.group_id)
-        if g is not None:
-            g.target_assignment.pop(r.member_id, None)
-
-    def target_metadata(r: ShareGroupTargetAssignmentMetadata) -> None:
-        g = group(r.group_id)
-        g.target_assignment_epoch, g.assignment_timestamp_ms = r.assignment_epoch, r.timestamp_ms
-
     def current(r: ShareGroupCurrentMemberAssignment) -> None:
         g = group(r.group_id)
         old = g.members.get(r.member_id) or ShareGroupMember(r.member_id)
@@ -257,11 +243,13 @@ def replayers(shard: GroupCoordinatorShard, owner: Any) -> dict[type, Callable[[
         if g is not None:
             g.partitions.pop((r.topic_id, r.partition), None)
 
-    return dict((
-        (ShareGroupMetadata, metadata), (ShareGroupMetadataTombstone, tombstone),
-        (ShareGroupMemberMetadata, member), (ShareGroupMemberMetadataTombstone, remove_member),
-        (ShareGroupTargetAssignmentMember, target), (ShareGroupTargetAssignmentMemberTombstone, target_tombstone),
-        (ShareGroupTargetAssignmentMetadata, target_metadata), (ShareGroupCurrentMemberAssignment, current),
-        (ShareGroupCurrentMemberAssignmentTombstone, remove_member), (SharePartitionState, partition),
-        (SharePartitionStateTombstone, partition_tombstone),
-    ))
+    out = modern_replayers(group, existing, attrgetter("target_assignment"), ShareGroupMetadata,
+                           ShareGroupTargetAssignmentMember, ShareGroupTargetAssignmentMemberTombstone,
+                           ShareGroupTargetAssignmentMetadata)
+    out.update({
+        ShareGroupMetadataTombstone: tombstone, ShareGroupMemberMetadata: member,
+        ShareGroupMemberMetadataTombstone: remove_member, ShareGroupCurrentMemberAssignment: current,
+        ShareGroupCurrentMemberAssignmentTombstone: remove_member, SharePartitionState: partition,
+        SharePartitionStateTombstone: partition_tombstone,
+    })
+    return out

@@ -21,6 +21,7 @@ from groupcoord.coordinator.core.modern.assignor_runs import AssignorCompletion,
 from groupcoord.coordinator.core.modern.group import (
     FIRST_GROUP_EPOCH,
     LEAVE_GROUP_MEMBER_EPOCH,
+    check_member_epoch,
     may_compute_target,
     offload,
     take_completion,
@@ -164,14 +165,8 @@ def _heartbeat(shard: GroupCoordinatorShard, r: ShareGroupHeartbeatRequest,
         member = ShareGroupMember(member_id, principal=r.principal)
     else:
         check_member_principal(member.principal, r.principal, member_id, gid)
-        if not joining and r.member_epoch > member.member_epoch:
-            raise CoordinatorError(Errors.FENCED_MEMBER_EPOCH,
-                                   f"Member epoch {r.member_epoch} is newer than the coordinator's "
-                                   f"{member.member_epoch}; rejoin with epoch 0.")
-        if not joining and r.member_epoch < member.member_epoch and r.member_epoch != member.previous_member_epoch:
-            raise CoordinatorError(Errors.FENCED_MEMBER_EPOCH,
-                                   f"Member epoch {r.member_epoch} is stale (current {member.member_epoch}); "
-                                   "rejoin with epoch 0.")
+        if not joining:  # no revocation: a client at its previous epoch owns nothing it must give up
+            check_member_epoch(r.member_epoch, member.member_epoch, member.previous_member_epoch, lambda: True)
     is_new = member_id not in group.members
     updated = ShareGroupMember(
         member_id, r.rack_id if r.rack_id is not None else member.rack_id,

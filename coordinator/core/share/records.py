@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 from groupcoord.coordinator.core.errors import Errors
 from groupcoord.coordinator.core.modern.group import MemberTombstones
+from groupcoord.coordinator.core.records import Tombstone
 
 # topic id -> partitions
 Partitions = Mapping[str, frozenset[int]]
@@ -28,7 +29,7 @@ class ShareGroupMetadata:
 
 
 @dataclass(frozen=True, slots=True)
-class ShareGroupMetadataTombstone:
+class ShareGroupMetadataTombstone(Tombstone):
     group_id: str
 
 
@@ -44,7 +45,7 @@ class ShareGroupMemberMetadata:
 
 
 @dataclass(frozen=True, slots=True)
-class ShareGroupMemberMetadataTombstone:
+class ShareGroupMemberMetadataTombstone(Tombstone):
     group_id: str
     member_id: str
 
@@ -57,7 +58,7 @@ class ShareGroupTargetAssignmentMember:
 
 
 @dataclass(frozen=True, slots=True)
-class ShareGroupTargetAssignmentMemberTombstone:
+class ShareGroupTargetAssignmentMemberTombstone(Tombstone):
     group_id: str
     member_id: str
 
@@ -79,7 +80,7 @@ class ShareGroupCurrentMemberAssignment:
 
 
 @dataclass(frozen=True, slots=True)
-class ShareGroupCurrentMemberAssignmentTombstone:
+class ShareGroupCurrentMemberAssignmentTombstone(Tombstone):
     group_id: str
     member_id: str
 
@@ -95,7 +96,7 @@ class SharePartitionState:
 
 
 @dataclass(frozen=True, slots=True)
-class SharePartitionStateTombstone:
+class SharePartitionStateTombstone(Tombstone):
     group_id: str
     topic_id: str
     partition: int

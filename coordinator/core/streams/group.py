@@ -40,15 +40,16 @@ from functools import partial
 from typing import Any
 
 from groupcoord.assignors.sticky_task import StreamsMemberSpec, TaskId
+from groupcoord.coordinator.core.config import BrokerConfig, GroupConfigStore
 from groupcoord.coordinator.core.errors import CoordinatorError, Errors
 from groupcoord.coordinator.core.limits import ECHO_MAX_CHARS
 from groupcoord.coordinator.core.metadata import EMPTY_IMAGE, MetadataImage
-from groupcoord.coordinator.core.modern.group import may_compute_target, offload, take_completion
+from groupcoord.coordinator.core.modern.group import check_member_epoch, may_compute_target, offload, take_completion
 from groupcoord.coordinator.core.modern.heartbeat import HeartbeatSteps
 from groupcoord.coordinator.core.principals import check_member_principal
 from groupcoord.coordinator.core.results import CancelTimer, Result, ScheduleTimer
 from groupcoord.coordinator.core.stats import CoreStats
-from groupcoord.coordinator.core.streams.config import StreamsGroupConfig
+from groupcoord.coordinator.core.streams.config import StreamsConfigs
 from groupcoord.coordinator.core.streams.endpoints import partitions_by_endpoint
 from groupcoord.coordinator.core.streams.internal_topics import configure_topology
 from groupcoord.coordinator.core.streams.members import member_metadata, warmup_caught_up
@@ -104,15 +105,15 @@ from groupcoord.coordinator.core.streams.topology import (
 class StreamsGroups:
     """All streams groups of one shard: heartbeat, timers, offloaded-run completions, admin views."""
 
-    def __init__(self, config: StreamsGroupConfig | None = None, image: MetadataImage = EMPTY_IMAGE,
+    def __init__(self, configs: StreamsConfigs | None = None, image: MetadataImage = EMPTY_IMAGE,
                  stats: CoreStats | None = None, run_ids: Iterator[int] | None = None,
                  store: MutableMapping[str, Any] | None = None) -> None:
-        self.config = config or StreamsGroupConfig()
+        # The shard's (its broker config and AlterGroupConfigs' records), or the defaults' outside a shard.
+        self.configs = configs or StreamsConfigs(GroupConfigStore(BrokerConfig.from_mapping()))
         self.stats = stats or CoreStats()  # the shard's: KIP-1263's metrics count every modern type alike
         self.run_ids = run_ids or itertools.count(1)  # the shard's: one run id sequence for every type
         self._image_of: Callable[[], MetadataImage] = lambda: image
         self.groups = StreamsGroupsIn(store if store is not None else {})  # the shard's groups, in a shard
-        self.group_configs: dict[str, Mapping[str, object]] = {}
         self._apply: Callable[[object], None] = self.replay  # the shard's replay, once installed in one
 
     # --- plumbing ---------------------------------------------------------------------------------------
@@ -143,20 +144,8 @@ class StreamsGroups:
     def replay(self, rec: object) -> None:
         apply_record(self.groups, rec, self)
 
-    def follow_group_configs(self, configs: dict[str, Mapping[str, object]]) -> None:
-        """Read the group-level overrides from the shard's GroupConfig state (AlterGroupConfigs)."""
-        self.group_configs = configs
-
-    def set_group_config(self, group_id: str, configs: Mapping[str, object]) -> None:
-        """Group-level `streams.*` overrides, validated against the broker's bounds (INVALID_CONFIG)."""
-        self.config.validate_group_overrides(configs)
-        self.group_configs[group_id] = dict(configs)
-
-    def _cfg(self, group_id: str) -> StreamsGroupConfig:
-        return self.config.with_overrides(self.group_configs.get(group_id, {}))
-
     def session_timeout_ms(self, group_id: str) -> int:
-        return self._cfg(group_id).session_timeout_ms
+        return self.configs.session_timeout_ms(group_id)
 
     def configured(self, g: StreamsGroup) -> ConfiguredTopology | None:
         if g.topology is None:
@@ -189,7 +178,8 @@ class StreamsGroups:
         return self.image.topics_hash(names)
 
     def _bump(self, g: StreamsGroup, out: Result[Any], now: int) -> None:
-        rec = StreamsGroupMetadata(g.group_id, g.group_epoch + 1, self._hash(g), g.first_assignment_not_before_ms)
+        rec = StreamsGroupMetadata(g.group_id, g.group_epoch + 1, self._hash(g), g.first_assignment_not_before_ms,
+                                   self.configs.assignment_configs(g.group_id))
         self._emit(out, rec)
 
     # --- heartbeat --------------------------------------------------------------------------------------
@@ -214,7 +204,7 @@ class StreamsGroups:
         if req.member_epoch == LEAVE_STATIC_EPOCH:  # KIP-345: keep its tasks until its session expires
             static_leave(g, req.member_id, partial(self._emit, out))
             out.timers += [ScheduleTimer(session_key(g.group_id, req.member_id),
-                                         now + self._cfg(g.group_id).session_timeout_ms),
+                                         now + self.configs.session_timeout_ms(g.group_id)),
                            CancelTimer(rebalance_key(g.group_id, req.member_id))]
         else:
             self._remove_member(g, req.member_id, out, now)
@@ -224,21 +214,21 @@ class StreamsGroups:
 
     def _join(self, req: StreamsHeartbeatRequest, now: int) -> Result[StreamsHeartbeatResponse]:
         out = Result(StreamsHeartbeatResponse())
-        cfg = self._cfg(req.group_id)
+        cfg, gid = self.configs, req.group_id
         g = self._group_of(req)
         if g is None:
             if req.member_epoch != 0:  # Kafka's getStreamsGroupOrThrow
                 raise CoordinatorError(Errors.GROUP_ID_NOT_FOUND,
                                        f"Streams group {req.group_id[:ECHO_MAX_CHARS]} not found.")
             # KIP-1263: a new group starts at epoch 1; epoch 1 is the empty target's.
-            self._emit(out, StreamsGroupMetadata(req.group_id, 1, 0, now + cfg.initial_rebalance_delay_ms))
+            self._emit(out, StreamsGroupMetadata(req.group_id, 1, 0, now + cfg.initial_rebalance_delay_ms(gid)))
             g = self.groups[req.group_id]
         bump = False
         replaced = static_member(g, req)
         member = g.members.get(req.member_id)
         if req.member_epoch == 0:
             assert req.topology is not None
-            if member is None and replaced is None and len(g.members) >= cfg.max_size:
+            if member is None and replaced is None and len(g.members) >= cfg.max_size():
                 raise CoordinatorError(Errors.GROUP_MAX_SIZE_REACHED, "The group is full.")
             bump |= self._join_topology(g, req.topology, out)
             if replaced is not None:
@@ -248,12 +238,9 @@ class StreamsGroups:
         else:
             if member is None:
                 raise CoordinatorError(Errors.UNKNOWN_MEMBER_ID, "The member is not in the group.")
-            cur = g.current[req.member_id]
-            owned = req.active_tasks
-            if req.member_epoch != cur.member_epoch and not (
-                req.member_epoch == cur.previous_member_epoch and owned is not None and owned <= cur.active
-            ):
-                raise CoordinatorError(Errors.FENCED_MEMBER_EPOCH, "The member epoch is fenced.")
+            cur, owned = g.current[req.member_id], req.active_tasks
+            check_member_epoch(req.member_epoch, cur.member_epoch, cur.previous_member_epoch,
+                               lambda: owned is not None and owned <= cur.active)
         if req.shutdown_application:
             g.shutdown_requested = True
         if req.active_tasks is not None:
@@ -267,15 +254,16 @@ class StreamsGroups:
                                                             cfg.acceptable_recovery_lag)
         if g.topology is not None and self._hash(g) != g.metadata_hash:
             bump = True
+        bump |= self.configs.assignment_configs(gid) != g.last_assignment_configs  # altered since the last bump
         if bump:
             self._bump(g, out, now)
-        self._maybe_assign(g, now, out, cfg)
+        self._maybe_assign(g, now, out)
         conf = self.configured(g)
         if conf is not None and conf.topics_to_create:
-            out.tasks.append(CreateInternalTopics(g.group_id, conf.topics_to_create, 2 * cfg.heartbeat_interval_ms))
+            out.tasks.append(CreateInternalTopics(gid, conf.topics_to_create, 2 * cfg.heartbeat_interval_ms(gid)))
         changed = self._reconcile(g, req.member_id, out)
         cur = g.current[req.member_id]
-        out.timers.append(ScheduleTimer(session_key(g.group_id, req.member_id), now + cfg.session_timeout_ms))
+        out.timers.append(ScheduleTimer(session_key(g.group_id, req.member_id), now + cfg.session_timeout_ms(gid)))
         if cur.state == UNREVOKED:
             timeout = g.members[req.member_id].rebalance_timeout_ms
             if changed:
@@ -286,7 +274,7 @@ class StreamsGroups:
         out.response = StreamsHeartbeatResponse(
             member_id=req.member_id,
             member_epoch=cur.member_epoch,
-            heartbeat_interval_ms=cfg.heartbeat_interval_ms,
+            heartbeat_interval_ms=cfg.heartbeat_interval_ms(gid),
             acceptable_recovery_lag=cfg.acceptable_recovery_lag,
             task_offset_interval_ms=cfg.task_offset_interval_ms,
             status=self._statuses(g, g.members[req.member_id]),
@@ -330,7 +318,7 @@ class StreamsGroups:
             statuses.append(StatusEntry(StreamsStatus.SHUTDOWN_APPLICATION,
                                         "A member requested the application to shut down."))
         sent = {k for k, _ in member.client_tags}
-        missing = [k for k in self._cfg(g.group_id).rack_aware_assignment_tags if k not in sent]
+        missing = [k for k in self.configs.rack_aware_assignment_tags(g.group_id) if k not in sent]
         if missing:  # Kafka 4.4 (heartbeat v1), last
             statuses.append(StatusEntry(StreamsStatus.MISSING_CLIENT_TAGS, (
                 f"Missing required client tags for rack-aware standby assignment: [{', '.join(missing)}]. "
@@ -338,11 +326,12 @@ class StreamsGroups:
         return tuple(statuses)
 
     # --- KIP-1263: when a new target is computed ----------------------------------------------------------
-    def _maybe_assign(self, g: StreamsGroup, now: int, out: Result[Any], cfg: StreamsGroupConfig) -> None:
+    def _maybe_assign(self, g: StreamsGroup, now: int, out: Result[Any]) -> None:
         if g.target_assignment_epoch >= g.group_epoch or not g.members:
             return
         last = g.assignment_timestamp_ms if g.target_assignment_epoch else None
-        if not may_compute_target(g.inflight, last, now, cfg.assignment_interval_ms, self.stats):
+        if not may_compute_target(g.inflight, last, now, self.configs.assignment_interval_ms(g.group_id),
+                                  self.stats):
             return  # a later heartbeat from any member runs it
         conf = self.configured(g)
         if conf is None or not conf.ready:
@@ -357,15 +346,15 @@ class StreamsGroups:
                 task_offsets=m.task_offsets, task_end_offsets=m.task_end_offsets, client_tags=dict(m.client_tags))
             for mid, m in g.members.items()
         }
-        if cfg.assignor_offload_enable:
+        if self.configs.offload_enabled(g.group_id):
             g.inflight = offload(self.run_ids, g.group_epoch, self.stats,
                                  {mid: m.instance_id for mid, m in g.members.items() if m.instance_id is not None})
             out.tasks.append(StreamsAssignorRun(g.group_id, g.inflight.run_id, g.group_epoch, members,
-                                                conf.subtopologies, cfg.assignment_config()))
+                                                conf.subtopologies, self.configs.assignment_config(g.group_id)))
             return
         self.stats.assignor_runs_sync += 1
         done = StreamsAssignorRun(g.group_id, next(self.run_ids), g.group_epoch, members, conf.subtopologies,
-                                  cfg.assignment_config()).run()
+                                  self.configs.assignment_config(g.group_id)).run()
         if done.assignment is None:
             self.stats.assignor_failures += 1
         else:
@@ -441,13 +430,15 @@ class StreamsGroups:
         if g is None:
             return out
         if kind == "streams-session" and key[2] in g.members:
+            self.stats.members_fenced_session += 1  # counted with every modern type's fences
             self._remove_member(g, key[2], out, now)
             out.timers.append(CancelTimer(rebalance_key(gid, key[2])))
         elif kind == "streams-rebalance" and key[2] in g.members and g.current[key[2]].state == UNREVOKED:
+            self.stats.members_fenced_rebalance += 1
             self._remove_member(g, key[2], out, now)
             out.timers.append(CancelTimer(session_key(gid, key[2])))
         elif kind == "streams-assign":
-            self._maybe_assign(g, now, out, self._cfg(gid))
+            self._maybe_assign(g, now, out)
         return out
 
 

@@ -3,9 +3,8 @@ the one entry point per operation that keeps group ids unique across group types
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from functools import partial
-from typing import TYPE_CHECKING, Any, TypeVar, cast
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from groupcoord.coordinator.core import retention
 from groupcoord.coordinator.core.errors import Errors
@@ -14,7 +13,7 @@ from groupcoord.coordinator.core.limits import ECHO_MAX_CHARS
 from groupcoord.coordinator.core.records import GroupEmptySinceTombstone
 from groupcoord.coordinator.core.results import Result
 from groupcoord.coordinator.core.streams import records as sr
-from groupcoord.coordinator.core.streams.config import StreamsGroupConfig
+from groupcoord.coordinator.core.streams.config import StreamsConfigs
 from groupcoord.coordinator.core.streams.group import (
     StreamsAssignorCompletion,
     StreamsGroups,
@@ -39,12 +38,8 @@ TIMER_KINDS = ("streams-session", "streams-rebalance", "streams-assign")
 def new_groups(shard: GroupCoordinatorShard) -> StreamsGroups:
     """The operations on the shard's streams groups, kept in its `groups` beside every other type and reading its
     image, group configs, replay, metrics and run ids."""
-    values = getattr(shard.config, "values", {})
-    config = StreamsGroupConfig.from_broker({k: values[k] for k in StreamsGroupConfig.broker_keys() if k in values})
-    groups = StreamsGroups(config, stats=shard.stats, run_ids=shard._run_ids, store=shard.groups)
+    groups = StreamsGroups(StreamsConfigs(shard), stats=shard.stats, run_ids=shard._run_ids, store=shard.groups)
     groups.follow_image(lambda: shard.metadata)
-    # The same dict, not a copy: AlterGroupConfigs' records update what the streams groups read.
-    groups.follow_group_configs(cast("dict[str, Mapping[str, object]]", shard.group_configs))
     groups.apply_through(shard.replay)
     return groups
 

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 from groupcoord.assignors.sticky_task import TaskId
 from groupcoord.coordinator.core.modern.group import MemberTombstones
+from groupcoord.coordinator.core.records import Tombstone
 from groupcoord.coordinator.core.streams.topology import StreamsTopology
 
 Tasks = frozenset[TaskId]
@@ -24,10 +25,12 @@ class StreamsGroupMetadata:
     epoch: int
     metadata_hash: int
     first_assignment_not_before_ms: int  # group.streams.initial.rebalance.delay.ms after the group was created
+    # Kafka's LastAssignmentConfigs: the group's assignment configs at this epoch bump (sorted key-value pairs).
+    last_assignment_configs: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
-class StreamsGroupMetadataTombstone:
+class StreamsGroupMetadataTombstone(Tombstone):
     group_id: str
 
 
@@ -38,7 +41,7 @@ class StreamsGroupTopologyRecord:
 
 
 @dataclass(frozen=True, slots=True)
-class StreamsGroupTopologyTombstone:
+class StreamsGroupTopologyTombstone(Tombstone):
     group_id: str
 
 
@@ -61,7 +64,7 @@ class StreamsGroupMemberMetadata:
 
 
 @dataclass(frozen=True, slots=True)
-class StreamsGroupMemberMetadataTombstone:
+class StreamsGroupMemberMetadataTombstone(Tombstone):
     group_id: str
     member_id: str
 
@@ -76,7 +79,7 @@ class StreamsGroupTargetAssignmentMember:
 
 
 @dataclass(frozen=True, slots=True)
-class StreamsGroupTargetAssignmentMemberTombstone:
+class StreamsGroupTargetAssignmentMemberTombstone(Tombstone):
     group_id: str
     member_id: str
 
@@ -102,7 +105,7 @@ class StreamsGroupCurrentMemberAssignment:
 
 
 @dataclass(frozen=True, slots=True)
-class StreamsGroupCurrentMemberAssignmentTombstone:
+class StreamsGroupCurrentMemberAssignmentTombstone(Tombstone):
     group_id: str
     member_id: str
 

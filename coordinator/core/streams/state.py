@@ -61,6 +61,7 @@ class StreamsGroup(ModernGroup):
     run) a failover may lose harmlessly. It answers the `Group` protocol (group.py) itself."""
 
     first_assignment_not_before_ms: int = 0
+    last_assignment_configs: tuple[tuple[str, str], ...] = ()
     topology: StreamsTopology | None = None
     members: dict[str, StreamsGroupMemberMetadata] = field(default_factory=dict)
     static_members: dict[str, str] = field(default_factory=dict)  # instance id -> member id (from members)
@@ -78,7 +79,8 @@ class StreamsGroup(ModernGroup):
 
     def persisted(self) -> tuple[object, ...]:
         """The replayed part, for replay-equality checks."""
-        return (self.group_epoch, self.metadata_hash, self.first_assignment_not_before_ms, self.topology,
+        return (self.group_epoch, self.metadata_hash, self.first_assignment_not_before_ms,
+                self.last_assignment_configs, self.topology,
                 self.members, self.current, self.target, self.target_assignment_epoch, self.assignment_timestamp_ms)
 
     # --- the Group protocol (group.py), with Kafka 4.4's StreamsGroup rules -------------------------------
@@ -153,7 +155,8 @@ class StreamsGroup(ModernGroup):
 
     def snapshot_records(self) -> Iterator[Any]:
         gid = self.group_id
-        yield StreamsGroupMetadata(gid, self.group_epoch, self.metadata_hash, self.first_assignment_not_before_ms)
+        yield StreamsGroupMetadata(gid, self.group_epoch, self.metadata_hash, self.first_assignment_not_before_ms,
+                                   self.last_assignment_configs)
         if self.topology is not None:
             yield StreamsGroupTopologyRecord(gid, self.topology)
         yield from self.members.values()
@@ -204,6 +207,7 @@ def apply_record(groups: MutableMapping[str, StreamsGroup], rec: object, owner: 
     if isinstance(rec, StreamsGroupMetadata):
         g.group_epoch, g.metadata_hash = rec.epoch, rec.metadata_hash
         g.first_assignment_not_before_ms = rec.first_assignment_not_before_ms
+        g.last_assignment_configs = rec.last_assignment_configs
     elif isinstance(rec, StreamsGroupTopologyRecord):
         g.topology = rec.topology
     elif isinstance(rec, StreamsGroupTopologyTombstone):
