@@ -32,7 +32,7 @@ from groupcoord.coordinator.runtime.executor import BackgroundExecutor
 from groupcoord.coordinator.runtime.metrics import CoordinatorMetrics
 from groupcoord.coordinator.runtime.ports import InMemorySink, MetadataSource, RecordSink, poll_metadata, wall_clock_ms
 from groupcoord.coordinator.runtime.record_codec import PartitionFenced, RecordTooLargeError
-from groupcoord.coordinator.runtime.timers import TimerQueue
+from groupcoord.coordinator.runtime.timers import LoopTimers
 
 log = logging.getLogger("groupcoord.runtime")
 
@@ -63,11 +63,9 @@ class CoordinatorRuntime:
         self.metadata_source = metadata_source
         self.metadata_poll_s = metadata_poll_s
         self.clock = clock
-        self.timers = TimerQueue()
+        self.timers = LoopTimers(clock, self._on_timer_due)
         self._queue: asyncio.Queue[_Op] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._timer_handle: asyncio.TimerHandle | None = None
-        self._timer_at: int | None = None
         self._tasks: list[asyncio.Task[Any]] = []
         self.failed: Exception | None = None
         self.on_failure: list[Callable[[Exception], None]] = []
@@ -94,7 +92,7 @@ class CoordinatorRuntime:
     async def start(self, load: Callable[[Callable[[Any], None]], Any] | None = None) -> Any:
         """Start processing. With `load` (e.g. `FileLog.load`), replay persisted records into the shard first,
         on a worker thread; until then every request is answered COORDINATOR_LOAD_IN_PROGRESS."""
-        self._loop = asyncio.get_running_loop()
+        self._loop = self.timers.loop = asyncio.get_running_loop()
         self._queue = asyncio.Queue()
         report = None
         if load is not None:
@@ -124,8 +122,7 @@ class CoordinatorRuntime:
             with contextlib.suppress(asyncio.CancelledError):
                 await t
         self._tasks.clear()
-        if self._timer_handle is not None:
-            self._timer_handle.cancel()
+        self.timers.stop()
         if self._snapshot_task is not None:
             await self._snapshot_task
         await asyncio.to_thread(self.executor.shutdown)
@@ -173,8 +170,7 @@ class CoordinatorRuntime:
         if out is None:
             return None
         response, key, deadline = out
-        if self.timers.schedule(key, deadline) or self._timer_handle is None:
-            self._arm_wakeup()
+        self.timers.arm(key, deadline)
         elapsed = time.perf_counter() - started
         metrics = self.metrics
         metrics.event_idle.add_busy(elapsed)
@@ -443,8 +439,8 @@ class CoordinatorRuntime:
                 moved_earlier |= timers.schedule(t.key, t.deadline_ms)
             elif isinstance(t, CancelTimer):
                 timers.cancel(t.key)
-        if moved_earlier or (self._timer_handle is None and timers.next_deadline() is not None):
-            self._arm_wakeup()
+        if moved_earlier or (timers.handle is None and timers.next_deadline() is not None):
+            timers.wake_up()
         if not result.tasks:
             return
         for task in result.tasks:
@@ -466,24 +462,6 @@ class CoordinatorRuntime:
         self.enqueue_threadsafe("regex-resolved", lambda now: self.shard.on_regex_resolution_complete(completion, now),
                                 (completion.group_id,))
 
-    # --- timers ----------------------------------------------------------------------------------------------
-    def _arm_wakeup(self) -> None:
-        assert self._loop is not None
-        deadline = self.timers.next_deadline()
-        if deadline is None:
-            return
-        if self._timer_handle is not None and self._timer_at is not None and self._timer_at <= deadline:
-            return
-        if self._timer_handle is not None:
-            self._timer_handle.cancel()
-        delay = max(0.0, (deadline - self.clock()) / 1000.0)
-        self._timer_at = deadline
-        self._timer_handle = self._loop.call_later(delay, self._fire_timers)
-
-    def _fire_timers(self) -> None:
-        self._timer_handle = None
-        self._timer_at = None
-        for key in self.timers.pop_due(self.clock()):
-            group = key[1:2] if isinstance(key, tuple) else ()  # a group's timer names it second
-            self._enqueue("timer", lambda now, key=key: self.shard.on_timer(key, now), group)  # type: ignore[misc]
-        self._arm_wakeup()
+    def _on_timer_due(self, key: Any) -> None:
+        group = key[1:2] if isinstance(key, tuple) else ()  # a group's timer names it second
+        self._enqueue("timer", lambda now: self.shard.on_timer(key, now), group)

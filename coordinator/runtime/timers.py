@@ -7,9 +7,10 @@ So the heartbeat hot path costs a dict write, not a heap push.
 
 from __future__ import annotations
 
+import asyncio
 import heapq
 import itertools
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 
 
 class TimerQueue:
@@ -58,3 +59,44 @@ class TimerQueue:
             del self._deadline[key]
             due.append(key)
         return due
+
+
+class LoopTimers(TimerQueue):
+    """The runtime's timers on an event loop: one `call_later` for the earliest deadline, re-armed only when
+    that deadline moves earlier; `on_due(key)` gets each key whose deadline has passed."""
+
+    def __init__(self, clock: Callable[[], int], on_due: Callable[[Hashable], None]) -> None:
+        super().__init__()
+        self.clock = clock
+        self.on_due = on_due
+        self.loop: asyncio.AbstractEventLoop | None = None  # set when the runtime starts
+        self.handle: asyncio.TimerHandle | None = None
+        self._handle_at: int | None = None
+
+    def arm(self, key: Hashable, deadline: int) -> None:
+        if self.schedule(key, deadline) or self.handle is None:
+            self.wake_up()
+
+    def wake_up(self) -> None:
+        """Make sure the loop wakes at the earliest deadline."""
+        assert self.loop is not None
+        deadline = self.next_deadline()
+        if deadline is None or (self.handle is not None and self._handle_at is not None
+                                and self._handle_at <= deadline):
+            return
+        if self.handle is not None:
+            self.handle.cancel()
+        self._handle_at = deadline
+        self.handle = self.loop.call_later(max(0.0, (deadline - self.clock()) / 1000.0), self.fire)
+
+    def fire(self) -> None:
+        self.handle = None
+        self._handle_at = None
+        for key in self.pop_due(self.clock()):
+            self.on_due(key)
+        self.wake_up()
+
+    def stop(self) -> None:
+        if self.handle is not None:
+            self.handle.cancel()
+        self.handle = self._handle_at = None

@@ -80,9 +80,7 @@ class RuntimeHarness:
     def _hold_wall_clock(self) -> None:
         """Timers fire only when the test says (`fire_timers`), never on the wall clock."""
         assert self.runtime is not None
-        if self.runtime._timer_handle is not None:
-            self.runtime._timer_handle.cancel()
-            self.runtime._timer_handle = None
+        self.runtime.timers.stop()
 
     async def submit(self, name: str, fn: Callable[[int], Any], *group_ids: str) -> Any:
         assert self.runtime is not None
@@ -94,7 +92,7 @@ class RuntimeHarness:
         """Advance the clock and run every timer due, as the runtime's wake-up would."""
         assert self.runtime is not None
         self.now[0] += advance_ms
-        self.runtime._fire_timers()
+        self.runtime.timers.fire()
         self._hold_wall_clock()
         await self.drain()
 

@@ -32,13 +32,11 @@ def test_heartbeat_queued_before_a_popped_session_timer_keeps_the_member() -> No
                                               subscribed_topic_names=("foo",), topic_partitions={}), t))
             member_id, epoch = joined.member_id, joined.member_epoch
             # Keep the runtime's own wake-up from firing on the wall clock; we drive the timer by hand.
-            if runtime._timer_handle is not None:
-                runtime._timer_handle.cancel()
-                runtime._timer_handle = None
+            runtime.timers.stop()
             now[0] += 1000  # the session deadline is reached
             heartbeat = ConsumerGroupHeartbeatRequest(group_id="g", member_id=member_id, member_epoch=epoch)
             runtime._enqueue("heartbeat", lambda t: shard.consumer_group_heartbeat(heartbeat, t))  # queued first
-            runtime._fire_timers()  # pops the due session timer and queues its operation behind the heartbeat
+            runtime.timers.fire()  # pops the due session timer and queues its operation behind the heartbeat
             await runtime.submit("drain", lambda t: shard.list_groups([], [], t))
             assert member_id in shard.groups["g"].members
             assert shard.stats.members_fenced_session == 0

@@ -89,10 +89,9 @@ class Server:
     async def advance(self, ms: int) -> None:
         """Move the clock and run what the timers due by then queue (session expiries)."""
         self.now += ms
-        if self.runtime._timer_handle is not None:
-            self.runtime._timer_handle.cancel()
-            self.runtime._timer_handle = None
-        self.runtime._fire_timers()
+        timers = self.runtime.timers
+        timers.stop()
+        timers.fire()
         await self.runtime.submit("drain", lambda t: self.shard.list_groups([], [], t))
 
 
