@@ -12,6 +12,7 @@ import random
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from bench.heartbeat_path_bench import Context, Handlers
 from groupcoord.coordinator.core.config import BrokerConfig
 from groupcoord.coordinator.core.errors import Errors
 from groupcoord.coordinator.core.shard import GroupCoordinatorShard
@@ -32,27 +33,6 @@ class FullPathService(GroupCoordinatorService):
 
     def submit_steady(self, name: str, fn: Callable[[int], Any], group_id: str) -> Any | None:
         return None
-
-
-class Handlers:
-    """Stands in for the grpc.aio server: keeps the handlers the pipeline registers."""
-
-    def __init__(self) -> None:
-        self.by_name: dict[str, Any] = {}
-
-    def add_generic_rpc_handlers(self, handlers: Any) -> None:
-        pass
-
-    def add_registered_method_handlers(self, service: str, handlers: dict[str, Any]) -> None:
-        self.by_name.update(handlers)
-
-
-class Context:
-    def peer(self) -> str:
-        return "ipv4:127.0.0.1:50000"
-
-    def invocation_metadata(self) -> tuple[()]:
-        return ()
 
 
 class Server:
