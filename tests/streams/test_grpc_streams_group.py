@@ -18,6 +18,8 @@ from groupcoord.wire.v1 import streams_pb2_grpc as spb_grpc
 from tests.integration.conftest import start_server
 
 STREAMS_FAST = {
+    "group.streams.min.heartbeat.interval.ms": 20,  # below Kafka's start-up bounds, as tests/integration's FAST
+    "group.streams.min.session.timeout.ms": 300,
     "group.streams.heartbeat.interval.ms": 100,
     "group.streams.session.timeout.ms": 1500,
     "group.streams.initial.rebalance.delay.ms": 200,
