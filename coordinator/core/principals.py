@@ -13,6 +13,10 @@ from __future__ import annotations
 from groupcoord.coordinator.core.errors import CoordinatorError, Errors
 
 
+def principal_may_act(owner: str | None, principal: str | None) -> bool:
+    return owner is None or principal is None or owner == principal
+
+
 def check_member_principal(owner: str | None, principal: str | None, member_id: str, group_id: str) -> None:
-    if owner is not None and principal is not None and owner != principal:
+    if not principal_may_act(owner, principal):
         raise CoordinatorError(Errors.UNKNOWN_MEMBER_ID, f"Member {member_id} is not a member of group {group_id}.")

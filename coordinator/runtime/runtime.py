@@ -160,11 +160,8 @@ class CoordinatorRuntime:
         queue = self._queue
         if queue is None or not queue.empty() or self.failed is not None:
             return None
-        last = self._last_append
-        if last is not None:
-            if not last.done() or last.exception() is not None:
-                return None
-            self._last_append = None
+        if self._unfinished_append() is not None:
+            return None
         started = time.perf_counter()
         out = fn(self.clock())
         if out is None:
@@ -304,11 +301,8 @@ class CoordinatorRuntime:
         # sees state that a crash could take back. A partition's load or drop is no client's read: it answers
         # what it replayed or forgot, whatever became of earlier appends.
         durable = pending
-        if durable is None and self._last_append is not None and not result.from_log:
-            if self._last_append.done() and self._last_append.exception() is None:
-                self._last_append = None
-            else:
-                durable = self._last_append
+        if durable is None and not result.from_log:
+            durable = self._unfinished_append()
         replies: list[tuple[asyncio.Future[Any], Any]] = []
         if own:
             if op.future is None and refused is None and durable is None:  # inline, released now: no future
@@ -359,6 +353,14 @@ class CoordinatorRuntime:
                 if future is not None and not future.done():
                     future.set_exception(CoordinatorError(
                         Errors.COORDINATOR_NOT_AVAILABLE, "The group was reloaded while this request waited; retry."))
+
+    def _unfinished_append(self) -> asyncio.Future[None] | None:
+        """The newest append not yet known durable (pending, or failed), which a reply must wait for; None, and
+        forgotten, once it is durable."""
+        last = self._last_append
+        if last is not None and last.done() and last.exception() is None:
+            self._last_append = last = None
+        return last
 
     def _on_durable(self, seq: int, pending: asyncio.Future[None]) -> None:
         """An append completed: its records join the committed image; if it failed, memory goes back to what

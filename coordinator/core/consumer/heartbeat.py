@@ -38,7 +38,7 @@ from groupcoord.coordinator.core.group import CLASSIC, CONSUMER, GroupView, not_
 from groupcoord.coordinator.core.messages import ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse
 from groupcoord.coordinator.core.modern.group import FIRST_GROUP_EPOCH, LEAVE_GROUP_MEMBER_EPOCH, check_member_epoch
 from groupcoord.coordinator.core.modern.heartbeat import HeartbeatSteps
-from groupcoord.coordinator.core.principals import check_member_principal
+from groupcoord.coordinator.core.principals import check_member_principal, principal_may_act
 from groupcoord.coordinator.core.records import (
     ConsumerGroupClassicMemberMetadataTombstone,
     ConsumerGroupMetadata,
@@ -103,11 +103,11 @@ def steady(shard: GroupCoordinatorShard, group_id: str, member_id: str, member_e
             or member_epoch != group.effective_target_epoch or group.group_epoch > group.target_assignment_epoch
             or group.metadata_image_seen is not shard.metadata or group.regex_subscribers
             or member_id in group.classic_members or group_id in shard.empty_since
-            or (member.principal is not None and principal is not None and member.principal != principal)
+            or not principal_may_act(member.principal, principal)
             or not group_id.strip() or not member_id.strip()):
         return None
     session_timeout_ms = shard.session_timeout_ms(group_id)
-    key = ("session", group_id, member_id)  # session_timer(group_id, member_id)
+    key = session_timer(group_id, member_id)
     deadline = shard.timer_deadlines[key] = now + session_timeout_ms
     shard.stats.heartbeats_by_error["NONE"] += 1
     return (shard.heartbeat_interval_ms(group_id), session_timeout_ms), key, deadline
