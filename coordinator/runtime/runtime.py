@@ -355,8 +355,11 @@ class CoordinatorRuntime:
                         Errors.COORDINATOR_NOT_AVAILABLE, "The group was reloaded while this request waited; retry."))
 
     def _unfinished_append(self) -> asyncio.Future[None] | None:
-        """The newest append not yet known durable (pending, or failed), which a reply must wait for; None, and
-        forgotten, once it is durable."""
+        """The newest append not yet known durable (pending, or failed and its groups not yet put back), which a
+        reply must wait for; None, and forgotten, once it is durable. A failed one is forgotten by `_on_durable`
+        once it has put back the groups it touched: a reply computed after that saw only what the log holds, and
+        waiting for the failure would refuse it for as long as nothing newer is appended (the Kafka-backed
+        fault suite: a share group whose steady heartbeats write nothing answered "not written" for minutes)."""
         last = self._last_append
         if last is not None and last.done() and last.exception() is None:
             self._last_append = last = None
@@ -381,6 +384,8 @@ class CoordinatorRuntime:
             log.error("an append failed (%s): groups %s put back to what the log holds", error,
                       ", ".join(sorted(groups))[:200])
             self._restore(groups, self.clock(), keep_pending=False)
+        if self._last_append is pending and self.failed is None:  # put back: later replies need not wait for it
+            self._last_append = None
 
     def _notify(self, name: str, records: list[Any], now: int) -> None:
         """Observers (the web view's rebalance timeline) see each operation's records once they are applied; one
