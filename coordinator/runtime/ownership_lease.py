@@ -21,6 +21,12 @@ lapsed until the lost one timed out (tests/realkafka/test_unanswered_claim.py). 
 before it moot: they are forgotten, and their results, when they come, ignored. A result naming no claim's serial
 (not seen) is taken for the oldest claim in flight, as before: the reading that renews the lease least.
 
+Claims keep librdkafka's request timeout (`socket.timeout.ms`, 60 s). Its log line "Timed out HeartbeatRequest in
+flight ... possibly held back by preceeding OffsetCommitRequest" suggested that an unanswered claim held the group's
+heartbeats behind it for that long; in the fault suite's 30-minute run every such line came one heartbeat timeout
+after the group coordinator was killed or cut off (so nothing on that connection was answered, claim or heartbeat),
+and the share-group stall blamed on it had another cause, with this lease intact (runtime.py: a failed append).
+
 Everything here runs on the polling thread of `PartitionOwnership`, but `remaining_s`, read by the router.
 """
 

@@ -4,6 +4,12 @@ Kafka's CoordinatorRuntime in miniature. Every operation (a request, a fired tim
 result, a metadata change) is queued and run on the event loop one at a time, so the shard needs no locks.
 An operation's records go to the record sink; its response is released only once the sink says they are
 durable. Timers and background tasks the shard asks for are armed and submitted here.
+
+A reply that wrote nothing waits for the newest append not yet durable (Kafka's deferred read: no client sees
+state a crash could take back). An append that fails is put back (its groups rebuilt from the committed image)
+and then forgotten: a reply computed after that saw only what the log holds. Kept as "the newest", it refused
+every later read with "not written" for as long as nothing else was appended (an instance of the Kafka-backed
+mode serving only a share group, whose steady heartbeats write nothing: minutes; `_unfinished_append`).
 """
 
 from __future__ import annotations
