@@ -97,7 +97,7 @@ class BackgroundRefresh:
                 self._record_failure(exc)
                 return False
 
-    def _age_s(self) -> float:
+    def age_seconds(self) -> float:
         """Seconds since the last complete refresh; infinity before one."""
         last = self._failures.last_ok
         return math.inf if last is None else max(0.0, self._clock() - last)

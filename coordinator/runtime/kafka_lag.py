@@ -97,7 +97,7 @@ class KafkaLagSource(BackgroundRefresh):
     def snapshot_age_seconds(self) -> float:
         """Seconds since the last refresh that fetched every partition of interest; infinity before one.
         A partial refresh (one leader unreachable) updates the partitions it got but not this age."""
-        return self._age_s()
+        return self.age_seconds()
 
     def _refresh(self) -> bool:
         with self._interest_lock:

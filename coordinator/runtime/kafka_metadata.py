@@ -92,10 +92,6 @@ class KafkaMetadataSource(BackgroundRefresh):
         """The last image built (empty before the first successful refresh). Never blocks."""
         return self._image
 
-    def age_seconds(self) -> float:
-        """Seconds since the last successful refresh; infinity before the first one."""
-        return self._age_s()
-
     def on_change(self, callback: Callable[[MetadataImage], None]) -> None:
         """Call `callback(new_image)` (on the refreshing thread) each time a refresh yields a different
         image, so the coordinator can bump the epoch of groups whose subscribed topics changed. Keep it
