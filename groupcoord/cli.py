@@ -493,7 +493,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 def cmd_log(args: argparse.Namespace) -> int:
     """Exit 0: intact (or repaired); 1: damaged (check) or not repaired; 2: not a state directory."""
-    from groupcoord.coordinator.runtime import log_check
+    from groupcoord import log_check
     from groupcoord.coordinator.runtime.log_frames import LogCorruptError
 
     try:

@@ -248,11 +248,6 @@ class BrokerConfig:
         _check_bounds(values)
         return BrokerConfig(values)
 
-    def with_overrides(self, raw: Mapping[str, Any]) -> BrokerConfig:
-        merged: dict[str, Any] = dict(self.values)
-        merged.update(raw)
-        return BrokerConfig.from_mapping(merged)
-
 
 def _check_bounds(v: Mapping[str, Any]) -> None:
     def between(name: str, lo: str, hi: str) -> None:

@@ -117,10 +117,6 @@ class Group(OffsetGroup, Protocol):
         """The timers to arm once the group was replayed (timers are not state)."""
         ...
 
-    def forget_timers(self) -> list[TimerOp]:
-        """Cancellations for every timer the group may have armed: it is being dropped (partition moved)."""
-        ...
-
 
 class GroupDefaults:
     """The answers most group types give alike, for a group keeping its members in a `members` dict; a type

@@ -53,13 +53,12 @@ def group_records(shard: GroupCoordinatorShard, group_id: str) -> list[Any]:
 
 
 def forget_groups(shard: GroupCoordinatorShard, group_ids: Iterable[str]) -> list[TimerOp]:
-    """Drop every trace of `group_ids` from memory; returns the cancellations of every timer they armed."""
+    """Drop every trace of `group_ids` from memory; returns the cancellations of every timer they armed. The
+    shard notes the deadline of every timer any group type arms (`note_timers`, `arm_timer`), and a timer that
+    fires without one does nothing, so its deadlines are the groups' timers: no type lists its own."""
     gids = set(group_ids)
-    cancels: list[TimerOp] = []
     for gid in gids:
-        group = shard.groups.get(gid)
-        if group is not None:
-            cancels.extend(group.forget_timers())
+        if gid in shard.groups:
             shard.replay(ConsumerGroupMetadataTombstone(gid))  # drops a group of any type (consumer/replay.py)
         for topic, partition in list(shard.offsets.committed(gid)):
             shard.replay(OffsetCommitTombstone(gid, topic, partition))
@@ -67,16 +66,12 @@ def forget_groups(shard: GroupCoordinatorShard, group_ids: Iterable[str]) -> lis
             shard.replay(GroupEmptySinceTombstone(gid))
         if gid in shard.group_configs:
             shard.replay(GroupConfig(gid, {}))
-    # Timers no group listed (a deadline armed by an operation that then failed) go too.
-    stale = [k for k in shard.timer_deadlines if len(k) > 1 and k[1] in gids]
-    cancels.extend(CancelTimer(k) for k in stale)
-    for key in stale:
+    armed = [k for k in shard.timer_deadlines if len(k) > 1 and k[1] in gids]
+    for key in armed:
         del shard.timer_deadlines[key]
     for key in [k for k in shard.rebalance_timer_epochs if k[0] in gids]:
         del shard.rebalance_timer_epochs[key]
-    for t in cancels:
-        shard.timer_deadlines.pop(t.key, None)
-    return cancels
+    return [CancelTimer(k) for k in armed]
 
 
 def restore_groups(shard: GroupCoordinatorShard, group_ids: frozenset[str], records: Iterable[Any],

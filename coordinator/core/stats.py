@@ -25,7 +25,6 @@ class CoreStats:
     members_fenced_session: int = 0
     members_fenced_rebalance: int = 0
     metadata_bumps: int = 0
-    regex_resolutions: int = 0  # background resolutions of subscribed regexes asked for
     groups_upgraded: int = 0  # classic groups converted to consumer groups (online upgrade)
     groups_downgraded: int = 0  # consumer groups converted back to classic groups (online downgrade)
 

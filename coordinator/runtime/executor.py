@@ -366,38 +366,29 @@ class BackgroundExecutor:
 
     def submit_call(self, fn: Callable[[], Any], done: Callable[[Any], None]) -> None:
         """Run a self-contained background computation (a streams assignor run) and hand its result to `done`."""
-        submitted = time.perf_counter()
-
-        def task() -> None:
-            started = time.perf_counter()
-            self._metrics.background_queue_time.record((started - submitted) * 1000)
-            result = fn()
-            elapsed = time.perf_counter() - started
-            self._metrics.background_processing_time.record(elapsed * 1000)
-            self._metrics.background_idle.add_busy(elapsed)
-            done(result)
-
-        self._call_pool.submit(task)
+        self._call_pool.submit(self._timed, fn, done, time.perf_counter())
 
     def submit_regex(self, task: RegexResolution, done: Callable[[RegexResolutionCompletion], None]) -> None:
         """Resolve a group's regexes against every topic on a worker (RE2: linear in each name), so neither a
         hostile pattern nor many topics hold the event loop."""
-        submitted = time.perf_counter()
-
-        def run() -> None:
-            started = time.perf_counter()
-            self._metrics.background_queue_time.record((started - submitted) * 1000)
+        def run() -> RegexResolutionCompletion:
             try:
-                completion = resolve_in_slices(task)
+                return resolve_in_slices(task)
             except Exception:  # a bug must not kill the worker; the group keeps its last resolution
                 log.exception("regex resolution crashed for group %s", task.group_id)
-                completion = RegexResolutionCompletion(task.group_id, task.run_id, {})
-            elapsed = time.perf_counter() - started
-            self._metrics.background_processing_time.record(elapsed * 1000)
-            self._metrics.background_idle.add_busy(elapsed)
-            done(completion)
+                return RegexResolutionCompletion(task.group_id, task.run_id, {})
 
-        self._regex_pool.submit(run)
+        self._regex_pool.submit(self._timed, run, done, time.perf_counter())
+
+    def _timed(self, fn: Callable[[], Any], done: Callable[[Any], None], submitted: float) -> None:
+        """`done(fn())` on a worker thread, counted in the background-* metrics."""
+        started = time.perf_counter()
+        self._metrics.background_queue_time.record((started - submitted) * 1000)
+        result = fn()
+        elapsed = time.perf_counter() - started
+        self._metrics.background_processing_time.record(elapsed * 1000)
+        self._metrics.background_idle.add_busy(elapsed)
+        done(result)
 
     def shutdown(self) -> None:
         self._regex_pool.shutdown(wait=True, cancel_futures=True)

@@ -1,4 +1,5 @@
-"""What the Kafka metadata and lag sources share: their admin client and their failure-streak logging.
+"""What the Kafka metadata and lag sources share: their admin client, their background refresh and its
+failure-streak logging.
 
 Both poll Kafka in the background and must survive outages quietly: one warning when a streak of failures
 starts, one info line when it ends, debug lines in between; librdkafka's own per-attempt lines go to a child
@@ -8,6 +9,8 @@ logger (`<module>.librdkafka`) operators can silence.
 from __future__ import annotations
 
 import logging
+import math
+import threading
 import time
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -24,13 +27,6 @@ def admin_client(bootstrap_servers: str, client_id: str, module: str,
     }
     config.update(client_config or {})
     return AdminClient(config)
-
-
-def check_intervals(refresh_interval_s: float, request_timeout_s: float) -> None:
-    if refresh_interval_s <= 0:
-        raise ValueError(f"refresh_interval_s must be > 0, got {refresh_interval_s}")
-    if request_timeout_s <= 0:
-        raise ValueError(f"request_timeout_s must be > 0, got {request_timeout_s}")
 
 
 class FailureStreak:
@@ -61,3 +57,70 @@ class FailureStreak:
             self.log.warning("%s failed, %s: %s", self.what, first_message, reason)
         else:
             self.log.debug("%s failed again (%d in a row): %s", self.what, self.count, reason)
+
+
+class BackgroundRefresh:
+    """A source refreshed every `refresh_interval_s` on a daemon thread (`start`/`stop`; the first refresh at
+    once), or on demand (`refresh_now`), one refresh at a time. A subclass's `_refresh` fetches and keeps what it
+    got, returning whether that was everything; whatever it raises is a failed refresh, logged once per streak
+    (`_failures`), and the source keeps what it had."""
+
+    def __init__(self, what: str, thread_name: str, log: logging.Logger, refresh_interval_s: float,
+                 request_timeout_s: float, clock: Callable[[], float]) -> None:
+        if refresh_interval_s <= 0:
+            raise ValueError(f"refresh_interval_s must be > 0, got {refresh_interval_s}")
+        if request_timeout_s <= 0:
+            raise ValueError(f"request_timeout_s must be > 0, got {request_timeout_s}")
+        self.refresh_interval_s = refresh_interval_s
+        self.request_timeout_s = request_timeout_s
+        self._clock = clock
+        self._failures = FailureStreak(what, log, clock)
+        # Reentrant, so that what a refresh calls (a metadata source's callbacks) may itself call refresh_now().
+        self._refresh_lock = threading.RLock()
+        self._thread_name = thread_name
+        self._stopping = False
+        self._wake = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def _refresh(self) -> bool:
+        raise NotImplementedError
+
+    def _record_failure(self, reason: object) -> None:
+        raise NotImplementedError
+
+    def refresh_now(self) -> bool:
+        """Refresh on the calling thread; True if everything was fetched. Never raises for a Kafka failure."""
+        with self._refresh_lock:
+            try:
+                return self._refresh()
+            except Exception as exc:  # keep what the last refresh got, whatever went wrong
+                self._record_failure(exc)
+                return False
+
+    def age_seconds(self) -> float:
+        """Seconds since the last complete refresh; infinity before one."""
+        last = self._failures.last_ok
+        return math.inf if last is None else max(0.0, self._clock() - last)
+
+    def start(self) -> None:
+        """Start the background refresh; the first refresh runs at once."""
+        if self._thread is not None:
+            return
+        self._stopping = False
+        self._thread = threading.Thread(target=self._run, name=self._thread_name, daemon=True)
+        self._thread.start()
+
+    def stop(self, timeout_s: float | None = None) -> None:
+        """Stop the background refresh. A refresh in flight finishes first (bounded by its requests' timeouts),
+        so by default this waits up to twice the request timeout and a margin."""
+        self._stopping = True
+        self._wake.set()
+        thread, self._thread = self._thread, None
+        if thread is not None:
+            thread.join(2 * self.request_timeout_s + 6 if timeout_s is None else timeout_s)
+
+    def _run(self) -> None:
+        while not self._stopping:
+            self._wake.clear()
+            self.refresh_now()
+            self._wake.wait(self.refresh_interval_s)

@@ -20,7 +20,6 @@ so lag for a member without a committed offset under `auto.offset.reset=earliest
 from __future__ import annotations
 
 import logging
-import math
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
@@ -32,7 +31,7 @@ from confluent_kafka.admin import OffsetSpec
 
 from groupcoord.assignors.api import LagSnapshot, PartitionOffsets
 from groupcoord.coordinator.core.metadata import MetadataImage
-from groupcoord.coordinator.runtime.kafka_common import FailureStreak, admin_client, check_intervals
+from groupcoord.coordinator.runtime.kafka_common import BackgroundRefresh, admin_client
 
 __all__ = ["KafkaLagSource", "TopicPartitionKey", "build_lag_snapshot", "partitions_of"]
 
@@ -47,7 +46,7 @@ def partitions_of(image: MetadataImage) -> list[TopicPartitionKey]:
     return [(t.name, p) for t in image.by_name.values() for p in range(t.partition_count)]
 
 
-class KafkaLagSource:
+class KafkaLagSource(BackgroundRefresh):
     """(log start, end) offsets per partition, refreshed every `refresh_interval_s` on a daemon thread.
 
     `isolation_level` picks what "end" means: READ_UNCOMMITTED gives the high watermark, READ_COMMITTED
@@ -66,23 +65,16 @@ class KafkaLagSource:
         client_config: Mapping[str, Any] | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        check_intervals(refresh_interval_s, request_timeout_s)
-        self.refresh_interval_s = refresh_interval_s
-        self.request_timeout_s = request_timeout_s
+        super().__init__("kafka offsets refresh", "kafka-lag-refresh", log, refresh_interval_s, request_timeout_s,
+                         clock)
         self._partitions = partitions
         self._isolation_level = isolation_level
-        self._clock = clock
         self._admin = admin_client(bootstrap_servers, "groupcoord-lag", __name__, client_config)
 
         self._cache: dict[TopicPartitionKey, tuple[int, int]] = {}  # replaced whole, never mutated
         self._interest: set[TopicPartitionKey] = set()
         self._warm_topics: set[str] = set()  # topics already in the client's metadata cache
         self._interest_lock = threading.Lock()
-        self._refresh_lock = threading.Lock()
-        self._failures = FailureStreak("kafka offsets refresh", log, clock)
-        self._stopping = False
-        self._wake = threading.Event()
-        self._thread: threading.Thread | None = None
 
     # --- reading ---------------------------------------------------------------------------------------
     def offsets(self, topic_partitions: Iterable[TopicPartitionKey]) -> dict[TopicPartitionKey, tuple[int, int]]:
@@ -105,42 +97,7 @@ class KafkaLagSource:
     def snapshot_age_seconds(self) -> float:
         """Seconds since the last refresh that fetched every partition of interest; infinity before one.
         A partial refresh (one leader unreachable) updates the partitions it got but not this age."""
-        last = self._failures.last_ok
-        return math.inf if last is None else max(0.0, self._clock() - last)
-
-    # --- refreshing ------------------------------------------------------------------------------------
-    def start(self) -> None:
-        """Start the background refresh; the first refresh runs at once."""
-        if self._thread is not None:
-            return
-        self._stopping = False
-        self._thread = threading.Thread(target=self._run, name="kafka-lag-refresh", daemon=True)
-        self._thread.start()
-
-    def stop(self, timeout_s: float | None = None) -> None:
-        """Stop the background refresh; a refresh in flight finishes first (bounded by the request timeout)."""
-        self._stopping = True
-        self._wake.set()
-        thread, self._thread = self._thread, None
-        if thread is not None:
-            thread.join(self.request_timeout_s + 6 if timeout_s is None else timeout_s)
-
-    def refresh_now(self) -> bool:
-        """Fetch offsets of every partition of interest on the calling thread; True if all were fetched.
-        Never raises for a Kafka failure: partitions that failed keep their previous offsets."""
-        with self._refresh_lock:
-            try:
-                ok = self._refresh()
-            except Exception as exc:  # keep the last snapshot whatever went wrong; see module docstring
-                self._record_failure(str(exc))
-                return False
-            return ok
-
-    def _run(self) -> None:
-        while not self._stopping:
-            self._wake.clear()
-            self.refresh_now()
-            self._wake.wait(self.refresh_interval_s)
+        return self.age_seconds()
 
     def _refresh(self) -> bool:
         with self._interest_lock:
@@ -148,7 +105,7 @@ class KafkaLagSource:
                 self._interest.update(self._partitions())
             wanted = sorted(self._interest)
         if not wanted:
-            self._record_success()
+            self._failures.success()
             return True
         self._warm_metadata_cache({topic for topic, _ in wanted})
         tps = [TopicPartition(topic, partition) for topic, partition in wanted]
@@ -191,7 +148,7 @@ class KafkaLagSource:
             summary = "; ".join(f"{n} partition(s): {reason}" for reason, n in errors.items())
             self._record_failure(f"{sum(errors.values())} of {len(wanted)} partition(s) failed: {summary}")
             return False
-        self._record_success()
+        self._failures.success()
         return True
 
     def _warm_metadata_cache(self, topics: set[str]) -> None:
@@ -218,10 +175,7 @@ class KafkaLagSource:
             raise KafkaException(KafkaError(KafkaError._FAIL, f"no offset returned (got {offset})"))
         return offset
 
-    def _record_success(self) -> None:
-        self._failures.success()
-
-    def _record_failure(self, reason: str) -> None:
+    def _record_failure(self, reason: object) -> None:
         self._failures.failure("keeping the previous offsets", reason)
 
 

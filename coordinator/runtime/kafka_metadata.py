@@ -28,7 +28,6 @@ subscribe to them through the coordinator.
 from __future__ import annotations
 
 import logging
-import math
 import threading
 import time
 import uuid
@@ -38,7 +37,7 @@ from typing import Any
 from confluent_kafka import KafkaError, KafkaException, TopicCollection
 
 from groupcoord.coordinator.core.metadata import EMPTY_IMAGE, MetadataImage, TopicMetadata, topic_id_for_name
-from groupcoord.coordinator.runtime.kafka_common import FailureStreak, admin_client, check_intervals
+from groupcoord.coordinator.runtime.kafka_common import BackgroundRefresh, admin_client
 
 __all__ = ["KafkaMetadataSource", "kafka_uuid_to_str"]
 
@@ -59,7 +58,7 @@ def _is_internal(name: str) -> bool:
     return name.startswith("__")
 
 
-class KafkaMetadataSource:
+class KafkaMetadataSource(BackgroundRefresh):
     """Topic ids, partition counts and partition racks of a Kafka cluster, refreshed every
     `refresh_interval_s` on a daemon thread (`start()`/`stop()`), or on demand with `refresh_now()`.
 
@@ -77,33 +76,21 @@ class KafkaMetadataSource:
         clock: Callable[[], float] = time.monotonic,
         wall_clock: Callable[[], float] = time.time,
     ) -> None:
-        check_intervals(refresh_interval_s, request_timeout_s)
-        self.refresh_interval_s = refresh_interval_s
-        self.request_timeout_s = request_timeout_s
-        self._clock = clock
+        super().__init__("kafka metadata refresh", "kafka-metadata-refresh", log, refresh_interval_s,
+                         request_timeout_s, clock)
         self._wall_clock = wall_clock
         self._admin = admin_client(bootstrap_servers, "groupcoord-metadata", __name__, client_config)
 
         self._image: MetadataImage = EMPTY_IMAGE
         self._callbacks: list[Callable[[MetadataImage], None]] = []
         self._callbacks_lock = threading.Lock()
-        # One refresh at a time. Reentrant so that a callback may itself call refresh_now().
-        self._refresh_lock = threading.RLock()
-        self._failures = FailureStreak("kafka metadata refresh", log, clock)
         self.last_refresh_ok_ms: int | None = None  # epoch ms of the last successful refresh
         self._warned_no_describe = False
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
 
     # --- reading ---------------------------------------------------------------------------------------
     def snapshot(self) -> MetadataImage:
         """The last image built (empty before the first successful refresh). Never blocks."""
         return self._image
-
-    def age_seconds(self) -> float:
-        """Seconds since the last successful refresh; infinity before the first one."""
-        last = self._failures.last_ok
-        return math.inf if last is None else max(0.0, self._clock() - last)
 
     def on_change(self, callback: Callable[[MetadataImage], None]) -> None:
         """Call `callback(new_image)` (on the refreshing thread) each time a refresh yields a different
@@ -113,41 +100,15 @@ class KafkaMetadataSource:
             self._callbacks.append(callback)
 
     # --- refreshing ------------------------------------------------------------------------------------
-    def start(self) -> None:
-        """Start the background refresh; the first refresh runs at once."""
-        if self._thread is not None:
-            return
-        self._stop.clear()
-        self._thread = threading.Thread(target=self._run, name="kafka-metadata-refresh", daemon=True)
-        self._thread.start()
-
-    def stop(self, timeout_s: float | None = None) -> None:
-        """Stop the background refresh. A refresh in flight finishes first (bounded by the request
-        timeout), so by default this waits up to twice the request timeout."""
-        self._stop.set()
-        thread, self._thread = self._thread, None
-        if thread is not None:
-            thread.join(2 * self.request_timeout_s + 1 if timeout_s is None else timeout_s)
-
-    def refresh_now(self) -> bool:
-        """Refresh synchronously on the calling thread; True if the image is now current. Never raises for
-        a Kafka failure (the previous image stays)."""
-        with self._refresh_lock:
-            try:
-                image = self._fetch()
-            except Exception as exc:  # any failure keeps the previous image; see module docstring
-                self._record_failure(exc)
-                return False
-            self._record_success()
-            previous, self._image = self._image, image
-            if image != previous:
-                self._notify(image)  # under the lock, so callbacks see images in the order they were made
+    def _refresh(self) -> bool:
+        """The image is now current; a failure (raised) keeps the previous one (see the module docstring)."""
+        image = self._fetch()
+        self._failures.success()
+        self.last_refresh_ok_ms = int(self._wall_clock() * 1000)
+        previous, self._image = self._image, image
+        if image != previous:
+            self._notify(image)  # under the refresh lock, so callbacks see images in the order they were made
         return True
-
-    def _run(self) -> None:
-        while not self._stop.is_set():
-            self.refresh_now()
-            self._stop.wait(self.refresh_interval_s)
 
     def _notify(self, image: MetadataImage) -> None:
         with self._callbacks_lock:
@@ -158,12 +119,8 @@ class KafkaMetadataSource:
             except Exception:
                 log.exception("metadata on_change callback %r failed", callback)
 
-    def _record_success(self) -> None:
-        self._failures.success()
-        self.last_refresh_ok_ms = int(self._wall_clock() * 1000)
-
-    def _record_failure(self, exc: Exception) -> None:
-        self._failures.failure(f"keeping the previous image ({len(self._image.by_name)} topics)", exc)
+    def _record_failure(self, reason: object) -> None:
+        self._failures.failure(f"keeping the previous image ({len(self._image.by_name)} topics)", reason)
 
     # --- fetching ------------------------------------------------------------------------------------
     def _fetch(self) -> MetadataImage:

@@ -246,28 +246,29 @@ class FileLog:
             waiter = asyncio.get_running_loop().create_future()
         except RuntimeError:  # no loop (tools): a thread future, awaited as one
             waiter = Future()
-        with self._lock:
-            if self._closed:
-                raise RuntimeError("log is closed")
-            if self.write_error is not None:  # failed like the write that broke it: the caller's failure path runs
-                waiter.set_exception(self.write_error)
-            else:
-                self._pending.append((data, waiter))
-                self._lock.notify()
+        self._queue(data, waiter)
         self.records_since_snapshot += len(records)
         return waiter if isinstance(waiter, asyncio.Future) else asyncio.wrap_future(waiter)
 
     def append_sync(self, records: Iterable[Any]) -> None:
         """Append one operation and wait (for tools and tests outside an event loop)."""
         records = list(records)
-        if not records:
-            return
-        data = self._operation_frame(records)
-        future: Future[None] = Future()
+        if records:
+            future: Future[None] = Future()
+            self._queue(self._operation_frame(records), future)
+            future.result()
+
+    def _queue(self, data: bytes, waiter: Future[None] | asyncio.Future[None]) -> None:
+        """Hand a frame (or a rotation mark) to the writer; after a write error, fail `waiter` as the write that
+        broke the log failed (fail-stop: the caller's failure path runs)."""
         with self._lock:
-            self._pending.append((data, future))
-            self._lock.notify()
-        future.result()
+            if self._closed:
+                raise RuntimeError("log is closed")
+            if self.write_error is not None:
+                waiter.set_exception(self.write_error)
+            else:
+                self._pending.append((data, waiter))
+                self._lock.notify()
 
     def _write_loop(self) -> None:
         while True:
@@ -335,22 +336,11 @@ class FileLog:
 
     # --- snapshots --------------------------------------------------------------------------------------------
     def rotate(self) -> int:
-        """Start a new log generation (call between operations); returns the generation a snapshot of the
-        current state must be written for."""
-        with self._lock:
-            old = self.generation
-            # Everything queued so far belongs to the old file: flush it there first.
-            while self._pending:
-                self._lock.wait(0.01)
-            with self._io_lock:  # the batch being written (if any) finishes in the old file
-                assert self._file is not None
-                self._file.flush()
-                os.fsync(self._file.fileno())
-                self._file.close()
-                self.generation = old + 1
-                self._file = open(self._path(self.generation, ".log"), "ab")  # noqa: SIM115
-                self._fsync_dir()
-            self.records_since_snapshot = 0
+        """`rotate_async`, waited for (tools and tests, off the event loop): returns the generation a snapshot of
+        the current state must be written for."""
+        future: Future[None] = Future()
+        old = self._rotate(future)
+        future.result()
         return old
 
     def rotate_async(self) -> tuple[int, asyncio.Future[None]]:
@@ -358,15 +348,14 @@ class FileLog:
         the event loop, between operations). Returns the generation a snapshot must be written for, and a future
         that completes once the writer has closed it: then every record of that generation is durable."""
         waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        return self._rotate(waiter), waiter
+
+    def _rotate(self, waiter: Future[None] | asyncio.Future[None]) -> int:
         with self._lock:
             old = self.generation + sum(1 for data, _ in self._pending if data is ROTATE)
-            if self.write_error is not None:
-                waiter.set_exception(self.write_error)
-            else:
-                self._pending.append((ROTATE, waiter))
-                self._lock.notify()
+            self._queue(ROTATE, waiter)
             self.records_since_snapshot = 0
-        return old, waiter
+        return old
 
     def write_snapshot(self, generation: int, records: Iterable[Any]) -> int:
         """Write the state as of the end of log `generation`, atomically; then drop what it supersedes."""

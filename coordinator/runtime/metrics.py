@@ -254,15 +254,19 @@ class CoordinatorMetrics:
         self.registry = CollectorRegistry()
 
         def windowed(name: str, doc: str) -> WindowedPercentiles:
+            """Kafka's `<name>-ms` percentiles (a summary, `_ms`) and an aggregatable histogram (`_seconds`)."""
             return WindowedPercentiles(window_s, histogram=Histogram(f"group_coordinator_{name}_seconds", doc))
 
-        self.event_queue_time = windowed("event_queue_time", "Time an operation waited in the event queue")
+        self.event_queue_time = windowed("event_queue_time", "Time an operation waited in the coordinator's event "
+                                         "queue")
         self.event_processing_time = windowed("event_processing_time", "Time the coordinator spent processing "
                                               "an operation")
-        self.background_queue_time = windowed("background_queue_time", "Time a background task waited for an "
-                                              "executor worker")
-        self.background_processing_time = windowed("background_processing_time", "Time a background task ran "
-                                                   "on an executor worker")
+        self.background_queue_time = windowed("background_queue_time", "Time a background task (offloaded "
+                                              "assignor run) waited for an executor worker")
+        self.background_processing_time = windowed("background_processing_time", "Time a background task "
+                                                   "(offloaded assignor run) ran on an executor worker")
+        self.windowed = (self.event_queue_time, self.event_processing_time, self.background_queue_time,
+                         self.background_processing_time)
         self.request_latency = Histogram(
             "group_coordinator_request_latency_seconds",
             "Time from a request's arrival at the runtime to its response (queued, processed, records durable; "
@@ -289,16 +293,10 @@ class CoordinatorCollector(Collector):
 
     def collect(self) -> Iterable[Any]:
         m = self._m
-        for name, series, doc in (
-            ("group_coordinator_event_queue_time_ms", m.event_queue_time,
-             "Time an operation waited in the coordinator's event queue"),
-            ("group_coordinator_event_processing_time_ms", m.event_processing_time,
-             "Time the coordinator spent processing an operation"),
-            ("group_coordinator_background_queue_time_ms", m.background_queue_time,
-             "Time a background task (offloaded assignor run) waited for an executor worker"),
-            ("group_coordinator_background_processing_time_ms", m.background_processing_time,
-             "Time a background task (offloaded assignor run) ran on an executor worker"),
-        ):
+        for series in m.windowed:
+            hist = series.histogram
+            assert hist is not None
+            name, doc = hist.name.removesuffix("_seconds") + "_ms", hist.doc
             quantiles, maximum = series.snapshot()
             s = SummaryMetricFamily(name, doc + " (rolling window)", labels=["quantile"])
             for q, v in quantiles.items():
@@ -307,10 +305,7 @@ class CoordinatorCollector(Collector):
             s.add_sample(name + "_sum", {}, series.sum_ms)
             yield s
             yield GaugeMetricFamily(name + "_max", doc + ", maximum over the rolling window", value=maximum)
-        for series in (m.event_queue_time, m.event_processing_time, m.background_queue_time,
-                       m.background_processing_time):
-            if series.histogram is not None:
-                yield series.histogram.family()
+            yield hist.family()
         for hist in (m.request_latency, m.assignor_time, m.log_flush_time):
             yield hist.family()
         yield GaugeMetricFamily("group_coordinator_thread_idle_ratio_avg",

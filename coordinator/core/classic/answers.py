@@ -105,9 +105,6 @@ class ClassicGroupAnswers(ClassicGroupMembership):
     def deletion_records(self) -> list[Any]:
         return [ClassicGroupMetadataTombstone(self.group_id)]
 
-    def forget_timers(self) -> list[TimerOp]:
-        return [CancelTimer(t.key) for t in self.timers_after_load(0)]
-
     def snapshot_records(self) -> Iterator[Any]:
         if self.persisted is not None:
             yield self.persisted

@@ -52,7 +52,7 @@ from groupcoord.coordinator.core.records import (
     PartitionEpochs,
     Partitions,
 )
-from groupcoord.coordinator.core.results import CancelTimer, Result, TimerKey, TimerOp
+from groupcoord.coordinator.core.results import Result, TimerKey, TimerOp
 
 
 class MemberState(enum.StrEnum):
@@ -326,17 +326,6 @@ class ConsumerGroup(ModernGroup):
                 timers.rebalance_timer_epochs[(gid, m.member_id)] = m.member_epoch
                 timers.arm_timer(result, rebalance_timer(gid, m.member_id), now + m.rebalance_timeout_ms)
         return result.timers
-
-    def forget_timers(self) -> list[TimerOp]:
-        gid = self.group_id
-        out: list[TimerOp] = []
-        for member_id in self.members:
-            out += [CancelTimer(session_timer(gid, member_id)), CancelTimer(rebalance_timer(gid, member_id))]
-            if member_id in self.classic_members:
-                out += [CancelTimer(join_timer(gid, member_id)), CancelTimer(sync_timer(gid, member_id))]
-            if self.timers is not None:
-                self.timers.rebalance_timer_epochs.pop((gid, member_id), None)
-        return out
 
     # --- replay helpers: the only mutators ------------------------------------------------------------
     def put_member(self, member: ConsumerGroupMember) -> None:

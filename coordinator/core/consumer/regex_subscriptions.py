@@ -42,7 +42,6 @@ def maybe_resolve(shard: GroupCoordinatorShard, group: ConsumerGroup, now: int, 
     group.regex_inflight = RegexResolutionInflight(run_id, shard.metadata)
     result.tasks.append(RegexResolution(group.group_id, run_id, tuple(sorted(regexes)),
                                         tuple(shard.metadata.by_name)))
-    shard.stats.regex_resolutions += 1
 
 
 def on_resolution_complete(shard: GroupCoordinatorShard, completion: RegexResolutionCompletion,

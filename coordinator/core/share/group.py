@@ -33,7 +33,7 @@ from groupcoord.coordinator.core.messages import DescribedGroup, DescribedMember
 from groupcoord.coordinator.core.metadata import MetadataImage
 from groupcoord.coordinator.core.modern.group import ModernGroup
 from groupcoord.coordinator.core.modern.replay import modern_replayers
-from groupcoord.coordinator.core.results import CancelTimer, ScheduleTimer, TimerKey, TimerOp
+from groupcoord.coordinator.core.results import ScheduleTimer, TimerKey, TimerOp
 from groupcoord.coordinator.core.share.partition import Batch, RecordState, SharePartition
 from groupcoord.coordinator.core.share.records import (
     Partitions,
@@ -174,9 +174,6 @@ class ShareGroup(ModernGroup):
             if deadline is not None:
                 timers.append(ScheduleTimer(lock_timer(self.group_id, t, p), deadline))
         return timers
-
-    def forget_timers(self) -> list[TimerOp]:
-        return [CancelTimer(t.key) for t in self.timers_after_load(0)]
 
 
 def member_record(gid: str, m: ShareGroupMember) -> ShareGroupMemberMetadata:

@@ -17,7 +17,7 @@ from groupcoord.coordinator.core.limits import ECHO_MAX_CHARS
 from groupcoord.coordinator.core.messages import DescribedGroup, DescribedMember, ListedGroup
 from groupcoord.coordinator.core.metadata import MetadataImage
 from groupcoord.coordinator.core.modern.group import ModernGroup
-from groupcoord.coordinator.core.results import CancelTimer, ScheduleTimer, TimerOp
+from groupcoord.coordinator.core.results import ScheduleTimer, TimerOp
 from groupcoord.coordinator.core.streams.records import (
     StreamsGroupCurrentMemberAssignment,
     StreamsGroupCurrentMemberAssignmentTombstone,
@@ -179,13 +179,6 @@ class StreamsGroup(ModernGroup):
         if self.members and self.target_assignment_epoch < self.group_epoch:
             timers.append(ScheduleTimer(assign_key(gid), now))
         return timers
-
-    def forget_timers(self) -> list[TimerOp]:
-        gid = self.group_id
-        out: list[TimerOp] = [CancelTimer(assign_key(gid))]
-        for mid in self.members:
-            out += [CancelTimer(session_key(gid, mid)), CancelTimer(rebalance_key(gid, mid))]
-        return out
 
 
 def _by_subtopology(tasks: frozenset[tuple[str, int]]) -> dict[str, frozenset[int]]:
