@@ -68,7 +68,8 @@ def _ends(bootstrap: str, topic: str) -> dict[tuple[str, int], tuple[int, int]]:
 def two_applications(kind: str, env: dict[str, Any], args: argparse.Namespace, output: Path) -> Act:
     """Act 1 (kind "groupcoord") or 3 (kind "kafka"): two drivers, one topic, the same producer."""
     from groupcoord.clients.spark_driver import DriverProcess, batch_ranges, coverage
-    from groupcoord.demo import GROUP, GroupMonitor, SkewedProducer
+    from groupcoord.demo_monitor import GROUP, GroupMonitor
+    from groupcoord.demo_processes import SkewedProducer
 
     topic = f"shared-{kind}"
     env["broker"].create_topic(topic, PARTITIONS)
@@ -178,7 +179,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.quick:
         args.seconds = 15.0
 
-    from groupcoord.demo import CoordinatorProcess
+    from groupcoord.demo_processes import CoordinatorProcess
     from groupcoord.demo_share import SHARE_SETTINGS
     from groupcoord.kafka_broker import KafkaBroker
     from groupcoord.spark_cluster import SparkStandaloneCluster

@@ -345,7 +345,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.quick:
         args.records, args.live_seconds, args.rounds = 150_000, 10.0, 1
 
-    from groupcoord.demo import CoordinatorProcess
+    from groupcoord.demo_processes import CoordinatorProcess
     from groupcoord.kafka_broker import KafkaBroker
     from groupcoord.spark_cluster import SparkStandaloneCluster
     from groupcoord.spark_kafka_jars import kafka_source_jars

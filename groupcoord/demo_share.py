@@ -68,7 +68,7 @@ class ShareAct:
         return self
 
     def run(self, start_timeout_s: float, catch_up_s: float = 60.0) -> dict[str, Any]:
-        from groupcoord.demo import SkewedProducer
+        from groupcoord.demo_processes import SkewedProducer
 
         self.say(f"share-group act: {len(DRIVERS)} Spark drivers on a {PARTITIONS}-partition topic {TOPIC} as share "
                  f"group {GROUP} (group.type=share): more drivers than partitions")
@@ -177,7 +177,7 @@ def run_alone(output: Path, driver_memory: str, start_timeout_s: float, out: Cal
               spark_args: tuple[str, ...] = ()) -> int:
     """``groupcoord demo --share-only``: the share act by itself (embedded Kafka, coordinator, three drivers),
     for a look at queue semantics without the consumer-group acts (about a minute on a quiet machine)."""
-    from groupcoord.demo import CoordinatorProcess
+    from groupcoord.demo_processes import CoordinatorProcess
     from groupcoord.embedded_kafka import EmbeddedKafka
 
     t0 = time.monotonic()

@@ -22,7 +22,7 @@ from confluent_kafka import TopicPartition
 from confluent_kafka.admin import AdminClient, OffsetSpec
 
 from groupcoord.clients.spark_driver import Coverage, DriverProcess, batch_ranges, coverage
-from groupcoord.demo import SkewedProducer
+from groupcoord.demo_processes import SkewedProducer
 from groupcoord.embedded_kafka import EmbeddedKafka
 from groupcoord.kafka_broker import KafkaBroker
 

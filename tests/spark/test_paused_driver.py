@@ -19,7 +19,7 @@ from confluent_kafka.admin import AdminClient, OffsetSpec
 from groupcoord.clients.group_member import GroupMember
 from groupcoord.clients.spark_driver import DriverProcess, batch_ranges, coverage
 from groupcoord.coordinator.runtime.server import ServerThread
-from groupcoord.demo import SkewedProducer
+from groupcoord.demo_processes import SkewedProducer
 from groupcoord.embedded_kafka import EmbeddedKafka
 
 from .conftest import COORDINATOR_CONFIG, LaunchDriver, wait_until

@@ -24,7 +24,7 @@ from confluent_kafka.admin import AdminClient, OffsetSpec
 
 from groupcoord.clients.spark_driver import DriverProcess
 from groupcoord.coordinator.runtime.server import ServerThread
-from groupcoord.demo import SkewedProducer
+from groupcoord.demo_processes import SkewedProducer
 from groupcoord.embedded_kafka import EmbeddedKafka
 from groupcoord.wire.v1 import share_pb2 as spb
 from groupcoord.wire.v1 import share_pb2_grpc as spb_grpc
