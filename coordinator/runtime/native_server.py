@@ -150,9 +150,14 @@ def _code(code: grpc.StatusCode | None, default: grpc.StatusCode = grpc.StatusCo
 class NativeServer:
     """The subset of `grpc.aio.Server` that `CoordinatorServer` drives, served by the compiled front end."""
 
-    def __init__(self, max_receive_bytes: int, max_send_bytes: int) -> None:
+    def __init__(self, max_receive_bytes: int, max_send_bytes: int, max_concurrent_calls: int = 0,
+                 max_concurrent_streams: int = 0) -> None:
+        """The transport's bounds, as on grpcio: socket.request.max.bytes, groupcoord.response.max.bytes,
+        groupcoord.max.concurrent.requests (beyond it a call is refused with RESOURCE_EXHAUSTED; 0: none) and
+        groupcoord.grpc.max.concurrent.streams (per connection; 0: none). queued.max.requests has nothing to
+        size here: tonic refuses no call for want of a queue, every call waits in the front end's queue."""
         self._module = load_frontend()
-        self._limits = (max_receive_bytes, max_send_bytes)
+        self._limits = (max_receive_bytes, max_send_bytes, max_concurrent_calls or 0, max_concurrent_streams or 0)
         self._handlers: dict[str, grpc.RpcMethodHandler] = {}
         self._frontend: Any = None
         self._loop: asyncio.AbstractEventLoop | None = None

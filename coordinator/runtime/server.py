@@ -183,7 +183,8 @@ class CoordinatorServer:
             *transport_queue_options(o.config),
         ], maximum_concurrent_rpcs=o.config["groupcoord.max.concurrent.requests"] or None) \
             if o.front_end == "grpcio" else \
-            NativeServer(o.config["socket.request.max.bytes"], o.config["groupcoord.response.max.bytes"])
+            NativeServer(o.config["socket.request.max.bytes"], o.config["groupcoord.response.max.bytes"],
+                         o.config["groupcoord.max.concurrent.requests"], o.config["groupcoord.grpc.max.concurrent.streams"])
         if o.acl_file is not None:
             if o.tokens is None and (o.tls is None or o.tls.client_ca is None):
                 raise ValueError("an ACL file needs an authentication mode: client certificates or tokens")

@@ -16,7 +16,7 @@ use std::future::Future;
 use std::net::SocketAddr;
 use std::os::fd::RawFd;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
@@ -82,6 +82,31 @@ struct Shared {
     efd: RawFd,
     max_receive: usize,
     stopped: AtomicBool,
+    in_flight: AtomicUsize,
+    max_in_flight: usize, // 0: no limit (groupcoord.max.concurrent.requests)
+}
+
+/// One call counted against groupcoord.max.concurrent.requests for as long as it lives (a stream for its
+/// whole life, as grpc.aio counts it).
+struct InFlight(Arc<Shared>);
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        self.0.in_flight.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+/// A stream's replies, holding its place among the calls in flight until the stream is gone.
+struct Counted {
+    replies: UnboundedReceiverStream<Result<Bytes, Status>>,
+    _slot: Option<InFlight>,
+}
+
+impl tokio_stream::Stream for Counted {
+    type Item = Result<Bytes, Status>;
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> std::task::Poll<Option<Self::Item>> {
+        Pin::new(&mut self.replies).poll_next(cx)
+    }
 }
 
 impl Shared {
@@ -181,13 +206,13 @@ impl Decoder for RawDecoder {
 // --- one call -------------------------------------------------------------------------------------------------
 
 type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send>>;
-type Replies = UnboundedReceiverStream<Result<Bytes, Status>>;
+type Replies = Counted;
 
-#[derive(Clone)]
 struct Call {
     shared: Arc<Shared>,
     method: u32,
     peer: Arc<str>,
+    slot: Option<InFlight>,
 }
 
 fn stopping() -> Status {
@@ -210,7 +235,9 @@ impl UnaryService<Bytes> for Call {
             metadata,
             peer: Some(self.peer.clone()),
         });
+        let slot = self.slot.take();
         Box::pin(async move {
+            let _slot = slot;
             match rx.await {
                 Ok(Ok(bytes)) => Ok(Response::new(bytes)),
                 Ok(Err(status)) => Err(status),
@@ -237,7 +264,8 @@ impl ServerStreamingService<Bytes> for Call {
             metadata,
             peer: Some(self.peer.clone()),
         });
-        Box::pin(async move { Ok(Response::new(UnboundedReceiverStream::new(rx))) })
+        let replies = Counted { replies: UnboundedReceiverStream::new(rx), _slot: self.slot.take() };
+        Box::pin(async move { Ok(Response::new(replies)) })
     }
 }
 
@@ -278,7 +306,8 @@ impl StreamingService<Bytes> for Call {
             };
             shared.push(Event { kind: last, id, method, payload: None, metadata: None, peer: None });
         });
-        Box::pin(async move { Ok(Response::new(UnboundedReceiverStream::new(rx))) })
+        let replies = Counted { replies: UnboundedReceiverStream::new(rx), _slot: self.slot.take() };
+        Box::pin(async move { Ok(Response::new(replies)) })
     }
 }
 
@@ -295,6 +324,7 @@ struct Router {
     shared: Arc<Shared>,
     methods: HashMap<String, (u32, Kind)>,
     max_send: usize,
+    max_streams: Option<u32>, // per connection (groupcoord.grpc.max.concurrent.streams)
 }
 
 impl Router {
@@ -307,7 +337,18 @@ impl Router {
         let mut grpc = Grpc::new(codec)
             .max_decoding_message_size(usize::MAX)
             .max_encoding_message_size(self.max_send);
-        let call = Call { shared: self.shared.clone(), method, peer };
+        let shared = &self.shared;
+        let slot = if shared.max_in_flight > 0 {
+            if shared.in_flight.fetch_add(1, Ordering::Relaxed) >= shared.max_in_flight {
+                shared.in_flight.fetch_sub(1, Ordering::Relaxed);
+                // grpc.aio's answer beyond maximum_concurrent_rpcs
+                return Status::resource_exhausted("Concurrent RPC limit exceeded!").into_http();
+            }
+            Some(InFlight(shared.clone()))
+        } else {
+            None
+        };
+        let call = Call { shared: shared.clone(), method, peer, slot };
         match kind {
             Kind::Unary => grpc.unary(call, request).await,
             Kind::ServerStreaming => grpc.server_streaming(call, request).await,
@@ -335,6 +376,7 @@ async fn serve(listener: std::net::TcpListener, router: Arc<Router>, mut shutdow
                 let Ok((socket, addr)) = accepted else { continue };
                 let _ = socket.set_nodelay(true);
                 let router = router.clone();
+                let max_streams = router.max_streams;
                 let mut stop = shutdown.clone();
                 connections.spawn(async move {
                     let peer = peer_name(addr);
@@ -344,7 +386,7 @@ async fn serve(listener: std::net::TcpListener, router: Arc<Router>, mut shutdow
                         async move { Ok::<_, Infallible>(router.handle(peer, request).await) }
                     });
                     let mut builder = hyper::server::conn::http2::Builder::new(TokioExecutor::new());
-                    builder.max_concurrent_streams(None);
+                    builder.max_concurrent_streams(max_streams);
                     let connection = builder.serve_connection(TokioIo::new(socket), service);
                     tokio::pin!(connection);
                     tokio::select! {
@@ -375,6 +417,7 @@ struct Frontend {
     #[pyo3(get)]
     port: u16,
     max_send: usize,
+    max_streams: Option<u32>,
     shutdown: watch::Sender<Option<f64>>,
     thread: Option<JoinHandle<()>>,
 }
@@ -382,8 +425,14 @@ struct Frontend {
 #[pymethods]
 impl Frontend {
     #[new]
-    #[pyo3(signature = (listen, max_receive_bytes, max_send_bytes))]
-    fn new(listen: &str, max_receive_bytes: usize, max_send_bytes: usize) -> PyResult<Self> {
+    #[pyo3(signature = (listen, max_receive_bytes, max_send_bytes, max_concurrent_calls=0, max_concurrent_streams=0))]
+    fn new(
+        listen: &str,
+        max_receive_bytes: usize,
+        max_send_bytes: usize,
+        max_concurrent_calls: usize,
+        max_concurrent_streams: u32,
+    ) -> PyResult<Self> {
         let listener = std::net::TcpListener::bind(listen)
             .map_err(|e| PyOSError::new_err(format!("cannot listen on {listen}: {e}")))?;
         listener.set_nonblocking(true).map_err(|e| PyOSError::new_err(e.to_string()))?;
@@ -400,9 +449,12 @@ impl Frontend {
             efd,
             max_receive: max_receive_bytes,
             stopped: AtomicBool::new(false),
+            in_flight: AtomicUsize::new(0),
+            max_in_flight: max_concurrent_calls,
         });
         let (shutdown, _) = watch::channel(None);
-        Ok(Frontend { shared, listener: Some(listener), port, max_send: max_send_bytes, shutdown, thread: None })
+        let max_streams = if max_concurrent_streams > 0 { Some(max_concurrent_streams) } else { None };
+        Ok(Frontend { shared, listener: Some(listener), port, max_send: max_send_bytes, max_streams, shutdown, thread: None })
     }
 
     /// The fd to watch: readable when events wait for `drain`.
@@ -425,7 +477,12 @@ impl Frontend {
             };
             table.insert(path, (i as u32, kind));
         }
-        let router = Arc::new(Router { shared: self.shared.clone(), methods: table, max_send: self.max_send });
+        let router = Arc::new(Router {
+            shared: self.shared.clone(),
+            methods: table,
+            max_send: self.max_send,
+            max_streams: self.max_streams,
+        });
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
