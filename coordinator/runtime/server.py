@@ -176,15 +176,15 @@ class CoordinatorServer:
 
         # The transport's bounds come first: a request over socket.request.max.bytes is refused by gRPC
         # (RESOURCE_EXHAUSTED) before a byte of it is parsed; responses are bounded the same way.
+        c = o.config
         server: Any = grpc.aio.server(options=[
             ("grpc.so_reuseport", 0),
-            ("grpc.max_receive_message_length", o.config["socket.request.max.bytes"]),
-            ("grpc.max_send_message_length", o.config["groupcoord.response.max.bytes"]),
-            *transport_queue_options(o.config),
-        ], maximum_concurrent_rpcs=o.config["groupcoord.max.concurrent.requests"] or None) \
-            if o.front_end == "grpcio" else \
-            NativeServer(o.config["socket.request.max.bytes"], o.config["groupcoord.response.max.bytes"],
-                         o.config["groupcoord.max.concurrent.requests"], o.config["groupcoord.grpc.max.concurrent.streams"])
+            ("grpc.max_receive_message_length", c["socket.request.max.bytes"]),
+            ("grpc.max_send_message_length", c["groupcoord.response.max.bytes"]),
+            *transport_queue_options(c),
+        ], maximum_concurrent_rpcs=c["groupcoord.max.concurrent.requests"] or None) if o.front_end == "grpcio" else \
+            NativeServer(c["socket.request.max.bytes"], c["groupcoord.response.max.bytes"],
+                         c["groupcoord.max.concurrent.requests"], c["groupcoord.grpc.max.concurrent.streams"])
         if o.acl_file is not None:
             if o.tokens is None and (o.tls is None or o.tls.client_ca is None):
                 raise ValueError("an ACL file needs an authentication mode: client certificates or tokens")

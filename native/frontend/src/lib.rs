@@ -47,7 +47,14 @@ const STREAM_HALF_CLOSE: u8 = 3;
 const STREAM_CANCEL: u8 = 4;
 
 /// Headers that are the transport's, not the call's metadata (grpc.aio leaves them out too).
-const RESERVED: [&str; 6] = ["te", "content-type", "user-agent", "grpc-accept-encoding", "grpc-encoding", "grpc-timeout"];
+const RESERVED: [&str; 6] = [
+    "te",
+    "content-type",
+    "user-agent",
+    "grpc-accept-encoding",
+    "grpc-encoding",
+    "grpc-timeout",
+];
 
 type Metadata = Vec<(String, MetaValue)>;
 
@@ -174,7 +181,9 @@ impl Codec for RawCodec {
         RawEncoder
     }
     fn decoder(&mut self) -> RawDecoder {
-        RawDecoder { max_receive: self.max_receive }
+        RawDecoder {
+            max_receive: self.max_receive,
+        }
     }
 }
 
@@ -264,7 +273,10 @@ impl ServerStreamingService<Bytes> for Call {
             metadata,
             peer: Some(self.peer.clone()),
         });
-        let replies = Counted { replies: UnboundedReceiverStream::new(rx), _slot: self.slot.take() };
+        let replies = Counted {
+            replies: UnboundedReceiverStream::new(rx),
+            _slot: self.slot.take(),
+        };
         Box::pin(async move { Ok(Response::new(replies)) })
     }
 }
@@ -304,9 +316,19 @@ impl StreamingService<Bytes> for Call {
                     Err(_) => break STREAM_CANCEL,
                 }
             };
-            shared.push(Event { kind: last, id, method, payload: None, metadata: None, peer: None });
+            shared.push(Event {
+                kind: last,
+                id,
+                method,
+                payload: None,
+                metadata: None,
+                peer: None,
+            });
         });
-        let replies = Counted { replies: UnboundedReceiverStream::new(rx), _slot: self.slot.take() };
+        let replies = Counted {
+            replies: UnboundedReceiverStream::new(rx),
+            _slot: self.slot.take(),
+        };
         Box::pin(async move { Ok(Response::new(replies)) })
     }
 }
@@ -333,7 +355,9 @@ impl Router {
             let path = request.uri().path().to_owned();
             return Status::unimplemented(format!("Method not found: {path}")).into_http();
         };
-        let codec = RawCodec { max_receive: self.shared.max_receive };
+        let codec = RawCodec {
+            max_receive: self.shared.max_receive,
+        };
         let mut grpc = Grpc::new(codec)
             .max_decoding_message_size(usize::MAX)
             .max_encoding_message_size(self.max_send);
@@ -348,7 +372,12 @@ impl Router {
         } else {
             None
         };
-        let call = Call { shared: shared.clone(), method, peer, slot };
+        let call = Call {
+            shared: shared.clone(),
+            method,
+            peer,
+            slot,
+        };
         match kind {
             Kind::Unary => grpc.unary(call, request).await,
             Kind::ServerStreaming => grpc.server_streaming(call, request).await,
@@ -435,15 +464,23 @@ impl Frontend {
     ) -> PyResult<Self> {
         let listener = std::net::TcpListener::bind(listen)
             .map_err(|e| PyOSError::new_err(format!("cannot listen on {listen}: {e}")))?;
-        listener.set_nonblocking(true).map_err(|e| PyOSError::new_err(e.to_string()))?;
-        let port = listener.local_addr().map_err(|e| PyOSError::new_err(e.to_string()))?.port();
+        listener
+            .set_nonblocking(true)
+            .map_err(|e| PyOSError::new_err(e.to_string()))?;
+        let port = listener
+            .local_addr()
+            .map_err(|e| PyOSError::new_err(e.to_string()))?
+            .port();
         // SAFETY: plain syscall; the fd is owned by this Frontend and closed on drop.
         let efd = unsafe { libc::eventfd(0, libc::EFD_NONBLOCK | libc::EFD_CLOEXEC) };
         if efd < 0 {
             return Err(PyOSError::new_err("eventfd failed"));
         }
         let shared = Arc::new(Shared {
-            queue: Mutex::new(Queue { events: Vec::new(), armed: false }),
+            queue: Mutex::new(Queue {
+                events: Vec::new(),
+                armed: false,
+            }),
             replies: Mutex::new(HashMap::new()),
             next_id: AtomicU64::new(1),
             efd,
@@ -453,8 +490,20 @@ impl Frontend {
             max_in_flight: max_concurrent_calls,
         });
         let (shutdown, _) = watch::channel(None);
-        let max_streams = if max_concurrent_streams > 0 { Some(max_concurrent_streams) } else { None };
-        Ok(Frontend { shared, listener: Some(listener), port, max_send: max_send_bytes, max_streams, shutdown, thread: None })
+        let max_streams = if max_concurrent_streams > 0 {
+            Some(max_concurrent_streams)
+        } else {
+            None
+        };
+        Ok(Frontend {
+            shared,
+            listener: Some(listener),
+            port,
+            max_send: max_send_bytes,
+            max_streams,
+            shutdown,
+            thread: None,
+        })
     }
 
     /// The fd to watch: readable when events wait for `drain`.
@@ -464,7 +513,10 @@ impl Frontend {
 
     /// Serve `methods`, a list of (path, client streaming, server streaming); an event's method is its index.
     fn start(&mut self, methods: Vec<(String, bool, bool)>) -> PyResult<()> {
-        let listener = self.listener.take().ok_or_else(|| PyRuntimeError::new_err("already started"))?;
+        let listener = self
+            .listener
+            .take()
+            .ok_or_else(|| PyRuntimeError::new_err("already started"))?;
         let mut table = HashMap::new();
         for (i, (path, client_streaming, server_streaming)) in methods.into_iter().enumerate() {
             let kind = match (client_streaming, server_streaming) {
@@ -472,7 +524,9 @@ impl Frontend {
                 (false, true) => Kind::ServerStreaming,
                 (true, true) => Kind::Bidirectional,
                 (true, false) => {
-                    return Err(PyValueError::new_err(format!("{path}: client-streaming RPCs are not served")))
+                    return Err(PyValueError::new_err(format!(
+                        "{path}: client-streaming RPCs are not served"
+                    )))
                 }
             };
             table.insert(path, (i as u32, kind));
@@ -498,7 +552,14 @@ impl Frontend {
                     shared.stopped.store(true, Ordering::Release);
                     // Every call still waiting gets UNAVAILABLE; wake Python one last time.
                     shared.replies.lock().unwrap().clear();
-                    shared.push(Event { kind: STREAM_CANCEL, id: 0, method: 0, payload: None, metadata: None, peer: None });
+                    shared.push(Event {
+                        kind: STREAM_CANCEL,
+                        id: 0,
+                        method: 0,
+                        payload: None,
+                        metadata: None,
+                        peer: None,
+                    });
                 })
                 .map_err(|e| PyRuntimeError::new_err(e.to_string()))?,
         );
@@ -526,8 +587,12 @@ impl Frontend {
                     let items: Vec<Bound<'py, PyTuple>> = md
                         .iter()
                         .map(|(k, v)| match v {
-                            MetaValue::Ascii(s) => PyTuple::new(py, [k.into_pyobject(py)?.into_any(), s.into_pyobject(py)?.into_any()]),
-                            MetaValue::Binary(b) => PyTuple::new(py, [k.into_pyobject(py)?.into_any(), PyBytes::new(py, b).into_any()]),
+                            MetaValue::Ascii(s) => {
+                                PyTuple::new(py, [k.into_pyobject(py)?.into_any(), s.into_pyobject(py)?.into_any()])
+                            }
+                            MetaValue::Binary(b) => {
+                                PyTuple::new(py, [k.into_pyobject(py)?.into_any(), PyBytes::new(py, b).into_any()])
+                            }
                         })
                         .collect::<PyResult<_>>()?;
                     PyTuple::new(py, items)?.into_any().unbind()
@@ -560,7 +625,8 @@ impl Frontend {
     fn complete(&self, answers: &Bound<'_, PyList>) -> PyResult<()> {
         let mut replies = self.shared.replies.lock().unwrap();
         for item in answers.iter() {
-            let (id, payload, code, message): (u64, Option<Bound<'_, PyBytes>>, i32, Option<String>) = item.extract()?;
+            let (id, payload, code, message): (u64, Option<Bound<'_, PyBytes>>, i32, Option<String>) =
+                item.extract()?;
             let status = || Status::new(Code::from_i32(code), message.clone().unwrap_or_default());
             match (code, payload) {
                 (-1, Some(bytes)) => {
