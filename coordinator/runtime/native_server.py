@@ -192,18 +192,21 @@ class NativeServer:
         raise ValueError("--front-end native does not serve TLS yet: use --front-end grpcio")
 
     # --- serving ------------------------------------------------------------------------------------------
-    def proto_methods_missing(self) -> list[str]:
-        """proto/'s RPCs (as compiled into the front end) that no handler serves: a stale build, or a method
-        the servicers lack."""
-        return sorted(path for path, _, _ in self._module.PROTO_METHODS if path not in self._handlers)
+    def differences_from_build(self) -> list[str]:
+        """Where groupcoord's registered RPCs and the front end's table of proto/ (compiled by its build.rs)
+        differ: a build older or newer than proto/."""
+        built = {path: (client, server) for path, client, server in self._module.PROTO_METHODS}
+        ours = {path: (h.request_streaming, h.response_streaming) for path, h in self._handlers.items()
+                if path.startswith("/groupcoord.")}
+        return sorted(path for path in built.keys() | ours.keys() if built.get(path) != ours.get(path))
 
     async def start(self) -> None:
         if self._frontend is None:
             raise RuntimeError("add_insecure_port first")
-        missing = self.proto_methods_missing()
-        if missing:
-            raise RuntimeError(f"the native front end was built from another proto/ ({', '.join(missing)} not "
-                               "served): reinstall it (`pip install ./native/frontend`)")
+        differences = self.differences_from_build()
+        if differences:
+            raise RuntimeError(f"the native front end was built from another proto/ (it differs on "
+                               f"{', '.join(differences)}): reinstall it (`pip install ./native/frontend`)")
         methods = []
         for path, h in self._handlers.items():
             if h.request_streaming and not h.response_streaming:
