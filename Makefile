@@ -17,12 +17,21 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install --quiet -e '.[dev]'
 	touch $(STAMP)
 
-demo: $(STAMP)
+# The compiled gRPC front end (`serve --front-end native`): maturin builds native/frontend with cargo (Rust from
+# rustup; crates from crates.io; build.rs compiles proto/ itself). Rebuilt when its sources or proto/ change.
+FRONTEND := $(VENV)/.frontend-installed
+$(FRONTEND): $(STAMP) native/frontend/pyproject.toml native/frontend/Cargo.toml native/frontend/Cargo.lock \
+		native/frontend/build.rs native/frontend/src/lib.rs $(wildcard proto/groupcoord/wire/v1/*.proto)
+	@command -v cargo >/dev/null 2>&1 || { echo "the native front end needs Rust's cargo on PATH (rustup.rs)"; exit 1; }
+	CARGO_TARGET_DIR=$(CURDIR)/.cache/frontend-target $(PY) -m pip install --quiet ./native/frontend
+	touch $(FRONTEND)
+
+demo: $(FRONTEND)
 	$(VENV)/bin/groupcoord demo
 
 # What the tests need beyond PyPI: Debian's docker-compose and chromium, Java 17 and Maven (scripts/ci-setup.sh
 # apt-installs the missing ones and says which), then Kafka 4.4.0's jars from Maven Central into .cache/.
-setup: $(STAMP)
+setup: $(FRONTEND)
 	bash scripts/ci-setup.sh
 	bash scripts/kafka-broker.sh
 	$(PY) -c "from groupcoord.spark_kafka_jars import kafka_source_jars as j; print('spark-sql-kafka', j().version)"
@@ -43,7 +52,7 @@ test-kafka-faults: setup
 	$(PY) -m pytest -q tests/faults/test_kafka_fault_suite.py $(PYTEST_ARGS)
 
 # The in-process tests only (core, assignors, conformance, tools): no server, broker, JVM, Spark or browser.
-test-fast: $(STAMP)
+test-fast: $(FRONTEND)
 	$(PY) -m pytest -q -m "$(FAST)" --durations=10 $(PYTEST_ARGS)
 
 # The documentation site: regenerate docs/reference/ from the code, then build it into site/.

@@ -43,7 +43,8 @@ TOPIC = "bench"
 DEFAULT_ROWS = ("kafka:kafka:3000,groupcoord:unary:3000,echo:unary:3000,"
                 "groupcoord:unary:1000,echo:unary:1000,kafka:kafka:1000,"
                 "groupcoord:stream:3000,echo:stream:3000,groupcoord:batch:3000,echo:batch:3000")
-SERVER_LABEL = {"groupcoord": "groupcoord", "echo": "bare grpc.aio echo (canned reply)",
+SERVER_LABEL = {"groupcoord": "groupcoord", "native": "groupcoord, native front end (tonic through PyO3)",
+                "echo": "bare grpc.aio echo (canned reply)",
                 "echo-sync": "bare grpc sync-server echo (thread pool)",
                 "echo-reuseport": "bare grpc.aio echo, 2 processes on one port (SO_REUSEPORT)",
                 "echo-throughput": "bare grpc.aio echo, grpc.optimization_target=throughput",
@@ -127,15 +128,17 @@ class Server:
     idle_rate: float = 0.0  # CPU seconds per second while idle
 
 
-def start_groupcoord(args: argparse.Namespace, logs: Path) -> Server:
+def start_groupcoord(args: argparse.Namespace, logs: Path, front_end: str = "grpcio") -> Server:
+    """`groupcoord serve` with grpcio or (the `native` rows) the compiled front end of native/frontend."""
     port = free_port()
     cmd = [sys.executable, "-m", "groupcoord", "serve", "--listen", f"127.0.0.1:{port}",
-           "--topic", f"{TOPIC}:{args.partitions}"]
+           "--topic", f"{TOPIC}:{args.partitions}", "--front-end", front_end]
     for kv in args.groupcoord_set:
         cmd += ["--set", kv]
-    proc = subprocess.Popen(cmd, stdout=open(logs / "groupcoord.log", "wb"), stderr=subprocess.STDOUT)  # noqa: SIM115
+    kind = "groupcoord" if front_end == "grpcio" else "native"
+    proc = subprocess.Popen(cmd, stdout=open(logs / f"{kind}.log", "wb"), stderr=subprocess.STDOUT)  # noqa: SIM115
     wait_port(port, proc, "groupcoord serve")
-    return Server("groupcoord", f"127.0.0.1:{port}", proc.pid, lambda: stop_process(proc))
+    return Server(kind, f"127.0.0.1:{port}", proc.pid, lambda: stop_process(proc))
 
 
 def start_echo(args: argparse.Namespace, logs: Path, kind: str) -> Server:
@@ -317,8 +320,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         for kind in dict.fromkeys(r.server for r in rows):
             progress(f"starting {SERVER_LABEL[kind]}")
-            servers[kind] = (start_groupcoord(args, logs) if kind == "groupcoord" else start_kafka(args)
-                             if kind == "kafka" else start_echo(args, logs, kind))
+            servers[kind] = (start_groupcoord(args, logs) if kind == "groupcoord" else
+                             start_groupcoord(args, logs, "native") if kind == "native" else
+                             start_kafka(args) if kind == "kafka" else start_echo(args, logs, kind))
         progress(f"settling {args.settle:.0f} s (Kafka's JIT and its 1,000 new partitions' start-up work)")
         time.sleep(args.settle)
         progress(f"idle baseline: {args.seconds:.0f} s, every server at once")

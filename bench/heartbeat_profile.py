@@ -50,6 +50,9 @@ PARTS: list[tuple[str, re.Pattern[str]]] = [(name, re.compile(p)) for name, p in
     ("runtime: submit, execute, futures (runtime.py)", r"runtime/runtime\.py"),
     ("service: validation, request/response conversion", r"runtime/(service|service_base|kafka_common)\.py"),
     ("wake-up coalescing (aio_wakeups.py)", r"aio_wakeups"),
+    ("native front end: Python side (runtime/native_server.py)", r"runtime/native_server\.py"),
+    ("native front end: tonic, hyper, h2, tokio (groupcoord_frontend)",
+     r"groupcoord_frontend|tokio|hyper|h2::|tonic|mio::|bytes::"),
     ("grpcio: grpc.aio's Cython and gRPC core (cygrpc, symbols stripped)",
      r"grpc/aio|grpc/_cython|cygrpc|\(grpc/|grpc_core|chttp2|absl"),
     ("asyncio event loop", r"asyncio/|_asyncio|selectors\.py|uvloop"),
@@ -118,8 +121,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--members", type=int, default=2000)
     p.add_argument("--groups", type=int, default=20)
     p.add_argument("--partitions", type=int, default=1000)
-    p.add_argument("--server", default="groupcoord", choices=["groupcoord", "echo"],
-                   help="echo: profile the control of bench.heartbeat_cost (bench/echo_server.py) instead")
+    p.add_argument("--server", default="groupcoord", choices=["groupcoord", "native", "echo"],
+                   help="native: `groupcoord serve --front-end native`; echo: the control of bench.heartbeat_cost "
+                        "(bench/echo_server.py)")
     p.add_argument("--rpc", default="unary", choices=["unary", "stream", "batch"])
     p.add_argument("--rate", type=int, default=1000)
     p.add_argument("--conns", type=int, default=20)
@@ -140,7 +144,8 @@ def main(argv: list[str] | None = None) -> int:
     binary = build_generator()
     port = free_port()
     cmd = [sys.executable, "-m", "groupcoord", "serve", "--listen", f"127.0.0.1:{port}",
-           "--topic", f"{TOPIC}:{args.partitions}", *(a for kv in args.set for a in ("--set", kv))]
+           "--topic", f"{TOPIC}:{args.partitions}", *(a for kv in args.set for a in ("--set", kv)),
+           "--front-end", "native" if args.server == "native" else "grpcio"]
     if args.server == "echo":
         from groupcoord.coordinator.core.config import BrokerConfig
         from groupcoord.coordinator.runtime.server import transport_queue_options
@@ -176,7 +181,8 @@ def main(argv: list[str] | None = None) -> int:
         server.terminate()
         server.wait()
     progress(f"load: {result.strip()[:400]}")
-    server_name = "groupcoord serve" if args.server == "groupcoord" else "the echo control (bench/echo_server.py)"
+    server_name = {"groupcoord": "groupcoord serve", "native": "groupcoord serve --front-end native",
+                   "echo": "the echo control (bench/echo_server.py)"}[args.server]
     print(f"\n{server_name}, {args.rpc} heartbeats at {args.rate:,}/s from the Go load generator "
           f"({args.members:,} members, {args.groups} groups, {args.partitions:,} partitions), py-spy --native:\n")
     print(report(parse_raw(raw), args.top))

@@ -277,6 +277,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
                                         session_timeout_ms=args.state_session_timeout_ms, lease_margin_ms=margin)
     try:
         security = _security_options(args)
+        if args.front_end == "native":
+            _native_front_end_usable(security)
         if args.http_port is not None and args.acl_file and not args.auth_tokens:
             raise CliError("--http-port with --acl-file needs --auth-tokens: the web view's API authenticates "
                            "with bearer tokens (client certificates are not asked for over HTTP)")
@@ -288,7 +290,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
                             config=config, metadata_source=metadata_source, lag_provider=lag_provider,
                             gauges=gauges, state_dir=Path(args.state_dir) if args.state_dir else None,
                             kafka_state=kafka_state, advertised_listener=args.advertised_listener,
-                            workers=getattr(args, "layout", None), topic_creator=topic_creator)
+                            workers=getattr(args, "layout", None), topic_creator=topic_creator,
+                            front_end=args.front_end)
 
     async def main() -> None:
         server = CoordinatorServer(options)
@@ -320,6 +323,16 @@ def cmd_serve(args: argparse.Namespace) -> int:
         for cleanup in cleanups:
             cleanup()
     return 0
+
+
+def _native_front_end_usable(security: dict[str, Any]) -> None:
+    """--front-end native refuses, in one line, what it cannot serve yet and a missing build."""
+    from groupcoord.coordinator.runtime.native_server import load_frontend, refuse_unsupported
+    try:
+        refuse_unsupported(tls="tls" in security, acls="acl_file" in security, tokens="tokens" in security)
+        load_frontend()
+    except (ValueError, RuntimeError) as e:
+        raise CliError(str(e)) from None
 
 
 def _web_url(options: Any, port: int) -> str:
@@ -537,6 +550,9 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--http-host", default="127.0.0.1",
                    help="address for the web view (default 127.0.0.1; with --acl-file the API needs a token of "
                         "--auth-tokens, with --tls-cert it is HTTPS)")
+    s.add_argument("--front-end", choices=("grpcio", "native"), default="grpcio",
+                   help="who serves gRPC: grpcio (grpc.aio, default) or native, the compiled front end (Rust tonic, "
+                        "native/frontend; no TLS, tokens or ACLs yet)")
     s.add_argument("--config", help="TOML file with [config] (Kafka config names), [topics], [kafka] tables")
     s.add_argument("--set", action="append", metavar="KEY=VALUE",
                    help="a broker config, e.g. group.consumer.heartbeat.interval.ms=5000 (repeatable); "

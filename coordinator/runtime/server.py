@@ -31,6 +31,7 @@ from groupcoord.coordinator.runtime.kafka_log import KafkaRecordLog
 from groupcoord.coordinator.runtime.kafka_state_options import KafkaStateOptions, parse_host_port
 from groupcoord.coordinator.runtime.log import FileLog
 from groupcoord.coordinator.runtime.metrics import CoordinatorCollector, CoordinatorMetrics
+from groupcoord.coordinator.runtime.native_server import NativeServer, load_frontend, refuse_unsupported
 from groupcoord.coordinator.runtime.pipeline import Pipeline
 from groupcoord.coordinator.runtime.ports import MetadataSource, RecordSink
 from groupcoord.coordinator.runtime.runtime import CoordinatorRuntime
@@ -84,6 +85,8 @@ class ServerOptions:
     http_host: str = "127.0.0.1"
     # creates streams groups' missing internal topics; None: in memory over a static metadata source, else none
     topic_creator: Any = None
+    # "grpcio" (grpc.aio) or "native": the compiled front end (native/frontend, coordinator/runtime/native_server.py)
+    front_end: str = "grpcio"
 
 
 def transport_queue_options(config: BrokerConfig) -> list[tuple[str, int]]:
@@ -120,6 +123,11 @@ class CoordinatorServer:
         """Process-wide settings (the GC's, the switch interval) are `groupcoord serve`'s (cli.py), not the
         library's: a server built in a test or an application leaves them as they are."""
         o = self.options
+        if o.front_end == "native":  # before anything starts: what it cannot serve is refused in one line
+            refuse_unsupported(tls=o.tls is not None, acls=o.acl_file is not None, tokens=o.tokens is not None)
+            load_frontend()
+        elif o.front_end != "grpcio":
+            raise ValueError(f"front end {o.front_end!r}: grpcio or native")
         metrics = CoordinatorMetrics(o.config["group.coordinator.background.threads"])
         for assignor in o.config["group.consumer.assignors"]:
             metrics.assignor_time.touch(assignor)
@@ -168,12 +176,15 @@ class CoordinatorServer:
 
         # The transport's bounds come first: a request over socket.request.max.bytes is refused by gRPC
         # (RESOURCE_EXHAUSTED) before a byte of it is parsed; responses are bounded the same way.
-        server = grpc.aio.server(options=[
+        c = o.config
+        server: Any = grpc.aio.server(options=[
             ("grpc.so_reuseport", 0),
-            ("grpc.max_receive_message_length", o.config["socket.request.max.bytes"]),
-            ("grpc.max_send_message_length", o.config["groupcoord.response.max.bytes"]),
-            *transport_queue_options(o.config),
-        ], maximum_concurrent_rpcs=o.config["groupcoord.max.concurrent.requests"] or None)
+            ("grpc.max_receive_message_length", c["socket.request.max.bytes"]),
+            ("grpc.max_send_message_length", c["groupcoord.response.max.bytes"]),
+            *transport_queue_options(c),
+        ], maximum_concurrent_rpcs=c["groupcoord.max.concurrent.requests"] or None) if o.front_end == "grpcio" else \
+            NativeServer(c["socket.request.max.bytes"], c["groupcoord.response.max.bytes"],
+                         c["groupcoord.max.concurrent.requests"], c["groupcoord.grpc.max.concurrent.streams"])
         if o.acl_file is not None:
             if o.tokens is None and (o.tls is None or o.tls.client_ca is None):
                 raise ValueError("an ACL file needs an authentication mode: client certificates or tokens")

@@ -15,6 +15,7 @@ import grpc
 
 from groupcoord.wire.v1 import coordinator_pb2 as pb
 from groupcoord.wire.v1 import coordinator_pb2_grpc as pb_grpc
+from tests.integration.conftest import FRONT_END  # GROUPCOORD_TEST_FRONT_END=native: through the compiled one
 
 TopicPartition = tuple[str, int]
 
@@ -45,7 +46,7 @@ class Coordinator:
 
     def start(self) -> Coordinator:
         args = [sys.executable, "-m", "groupcoord", "--log-level", "WARNING", "serve", "--listen", self.address,
-                "--topic", self._topics]
+                "--topic", self._topics, "--front-end", FRONT_END]
         if self._state_dir is not None:
             args += ["--state-dir", self._state_dir]
         for k, v in self._settings.items():

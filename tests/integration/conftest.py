@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from typing import Any
 
@@ -22,11 +23,15 @@ FAST: dict[str, Any] = {
 }
 
 
-def start_server(topics: dict[str, Any], **overrides: Any) -> ServerThread:
+# GROUPCOORD_TEST_FRONT_END=native runs the tests that start servers here through the compiled front end.
+FRONT_END = os.environ.get("GROUPCOORD_TEST_FRONT_END", "grpcio")
+
+
+def start_server(topics: dict[str, Any], front_end: str = FRONT_END, **overrides: Any) -> ServerThread:
     raw = dict(FAST)
     raw.update(overrides)
     options = ServerOptions(listen="127.0.0.1:0", metrics_port=0, config=BrokerConfig.from_mapping(raw),
-                            metadata_source=StaticMetadataSource(topics), metadata_poll_s=0.2)
+                            metadata_source=StaticMetadataSource(topics), metadata_poll_s=0.2, front_end=front_end)
     return ServerThread(options).start()
 
 

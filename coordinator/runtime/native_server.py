@@ -1,0 +1,345 @@
+"""The compiled gRPC front end (`groupcoord serve --front-end native`): tonic serves HTTP/2 and gRPC's framing
+on a thread of its own (native/frontend, Rust, module `groupcoord_frontend`); the calls run here, through the
+same request pipeline and servicers as on grpcio.
+
+Theory of operation. `NativeServer` stands where `grpc.aio.server()` stands in `CoordinatorServer.start`: the
+pipeline, health and reflection register their method handlers on it as on grpc.aio, and it serves exactly
+those RPCs. tonic hands the calls over in batches: the first call of an empty queue writes an eventfd this
+event loop watches; `_on_ready` takes every call waiting with one `drain()` and runs each through its
+registered handler: the handler's own deserializer (the pipeline's, which turns bad bytes into
+INVALID_ARGUMENT), the handler coroutine, its serializer. A handler that finishes without waiting (a steady
+heartbeat) is run to the end right there, with no task; one that waits (an operation writing records) goes on
+in a task. Every answer of a pass of the loop goes back to tonic in one `complete()`. grpc.aio's per-call cost
+(a task, a completion queue round trip, metadata objects) is what this leaves out.
+
+What it does not serve refuses to start (`refuse_unsupported`): TLS, client certificates, tokens and ACLs
+(authentication reads the call's TLS session), and client-streaming RPCs (the API has none).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import types
+from collections import deque
+from collections.abc import AsyncIterator, Callable, Generator, Sequence
+from typing import Any
+
+import grpc
+
+log = logging.getLogger("groupcoord.native")
+
+INSTALL_HINT = ("the native front end is not installed: `pip install ./native/frontend` (Rust's cargo builds it; "
+                "`make demo` and `make test` do it)")
+
+
+def load_frontend() -> Any:
+    try:
+        import groupcoord_frontend
+    except ImportError:
+        raise RuntimeError(INSTALL_HINT) from None
+    return groupcoord_frontend
+
+
+def refuse_unsupported(*, tls: bool, acls: bool, tokens: bool) -> None:
+    """One line for what the native front end cannot serve yet, instead of serving it less safely."""
+    missing = [name for name, on in (("TLS", tls), ("ACLs", acls), ("bearer tokens", tokens)) if on]
+    if missing:
+        raise ValueError(f"--front-end native does not serve {', '.join(missing)} yet: use --front-end grpcio")
+
+
+class NativeContext:
+    """The part of grpc.aio's ServicerContext the pipeline and the health and reflection servicers use."""
+
+    __slots__ = ("_peer", "_metadata", "code", "details", "writes")
+
+    def __init__(self, peer: str, metadata: tuple[tuple[str, Any], ...] | None) -> None:
+        self._peer = peer
+        self._metadata = metadata
+        self.code: grpc.StatusCode | None = None
+        self.details = ""
+        self.writes: Callable[[Any], None] | None = None  # a server stream's `write`
+
+    def peer(self) -> str:
+        return self._peer
+
+    def invocation_metadata(self) -> tuple[tuple[str, Any], ...]:
+        return self._metadata or ()
+
+    def auth_context(self) -> dict[str, list[bytes]]:
+        return {}
+
+    def set_code(self, code: grpc.StatusCode) -> None:
+        self.code = code
+
+    def set_details(self, details: str) -> None:
+        self.details = details
+
+    async def abort(self, code: grpc.StatusCode, details: str = "", trailing_metadata: Any = ()) -> None:
+        self.code, self.details = code, details
+        raise grpc.aio.AbortError()
+
+    async def write(self, message: Any) -> None:
+        assert self.writes is not None, "write() is for server streams"
+        self.writes(message)
+
+
+@types.coroutine
+def _resume(coro: Any, yielded: Any) -> Generator[Any, Any, Any]:
+    """Goes on with a coroutine already started outside a task: what it waits for is passed up to the task
+    running this, what the task sends or throws is passed down (as `yield from` would)."""
+    while True:
+        try:
+            sent = yield yielded
+        except BaseException as e:
+            try:
+                yielded = coro.throw(e)
+            except StopIteration as done:
+                return done.value
+        else:
+            try:
+                yielded = coro.send(sent)
+            except StopIteration as done:
+                return done.value
+
+
+class _Inbox:
+    """A bidirectional stream's requests, as the async iterator its handler reads."""
+
+    __slots__ = ("items", "waiter", "closed")
+
+    def __init__(self) -> None:
+        self.items: deque[Any] = deque()
+        self.waiter: asyncio.Future[None] | None = None
+        self.closed = False
+
+    def put(self, item: Any) -> None:
+        self.items.append(item)
+        self._wake()
+
+    def close(self) -> None:
+        self.closed = True
+        self._wake()
+
+    def _wake(self) -> None:
+        waiter = self.waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+
+    def __aiter__(self) -> _Inbox:
+        return self
+
+    async def __anext__(self) -> Any:
+        while not self.items:
+            if self.closed:
+                raise StopAsyncIteration
+            self.waiter = asyncio.get_running_loop().create_future()
+            await self.waiter
+            self.waiter = None
+        return self.items.popleft()
+
+
+OK = 0
+MESSAGE = -1  # a stream's message, not its end
+
+
+def _code(code: grpc.StatusCode | None, default: grpc.StatusCode = grpc.StatusCode.UNKNOWN) -> int:
+    return int((code or default).value[0])
+
+
+class NativeServer:
+    """The subset of `grpc.aio.Server` that `CoordinatorServer` drives, served by the compiled front end."""
+
+    def __init__(self, max_receive_bytes: int, max_send_bytes: int, max_concurrent_calls: int = 0,
+                 max_concurrent_streams: int = 0) -> None:
+        """The transport's bounds, as on grpcio: socket.request.max.bytes, groupcoord.response.max.bytes,
+        groupcoord.max.concurrent.requests (beyond it a call is refused with RESOURCE_EXHAUSTED; 0: none) and
+        groupcoord.grpc.max.concurrent.streams (per connection; 0: none). queued.max.requests has nothing to
+        size here: tonic refuses no call for want of a queue, every call waits in the front end's queue."""
+        self._module = load_frontend()
+        self._limits = (max_receive_bytes, max_send_bytes, max_concurrent_calls or 0, max_concurrent_streams or 0)
+        self._handlers: dict[str, grpc.RpcMethodHandler] = {}
+        self._frontend: Any = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._table: list[tuple[int, Any, Any, Any, Any]] = []  # per method index: kind and handler parts
+        self._answers: list[tuple[int, bytes | None, int, str | None]] = []
+        self._flush_scheduled = False
+        self._streams: dict[int, tuple[_Inbox | None, asyncio.Task[None]]] = {}
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self._stopped: asyncio.Event | None = None
+
+    # --- registration, as on grpc.aio ---------------------------------------------------------------------
+    def add_generic_rpc_handlers(self, handlers: Sequence[Any]) -> None:
+        for handler in handlers:
+            methods = getattr(handler, "_method_handlers", None)
+            if methods is None:
+                raise TypeError(f"the native front end serves handlers by method name, not {type(handler).__name__}")
+            self._handlers.update(methods)
+
+    def add_registered_method_handlers(self, service: str, handlers: dict[str, grpc.RpcMethodHandler]) -> None:
+        self._handlers.update({f"/{service}/{name}": h for name, h in handlers.items()})
+
+    def add_insecure_port(self, address: str) -> int:
+        if self._frontend is not None:
+            raise RuntimeError("the native front end listens on one address")
+        try:
+            self._frontend = self._module.Frontend(address, *self._limits)
+        except OSError:
+            return 0  # as grpc.aio's bind failure: CoordinatorServer says which address
+        return int(self._frontend.port)
+
+    def add_secure_port(self, address: str, credentials: Any) -> int:
+        raise ValueError("--front-end native does not serve TLS yet: use --front-end grpcio")
+
+    # --- serving ------------------------------------------------------------------------------------------
+    def differences_from_build(self) -> list[str]:
+        """Where groupcoord's registered RPCs and the front end's table of proto/ (compiled by its build.rs)
+        differ: a build older or newer than proto/."""
+        built = {path: (client, server) for path, client, server in self._module.PROTO_METHODS}
+        ours = {path: (h.request_streaming, h.response_streaming) for path, h in self._handlers.items()
+                if path.startswith("/groupcoord.")}
+        return sorted(path for path in built.keys() | ours.keys() if built.get(path) != ours.get(path))
+
+    async def start(self) -> None:
+        if self._frontend is None:
+            raise RuntimeError("add_insecure_port first")
+        differences = self.differences_from_build()
+        if differences:
+            raise RuntimeError(f"the native front end was built from another proto/ (it differs on "
+                               f"{', '.join(differences)}): reinstall it (`pip install ./native/frontend`)")
+        methods = []
+        for path, h in self._handlers.items():
+            if h.request_streaming and not h.response_streaming:
+                raise ValueError(f"{path}: the native front end serves no client-streaming RPC")
+            methods.append((path, h.request_streaming, h.response_streaming))
+            behaviour = (h.unary_unary or h.unary_stream or h.stream_stream)
+            self._table.append((0 if not h.response_streaming else 1 if not h.request_streaming else 2,
+                                behaviour, h.request_deserializer or (lambda b: b),
+                                h.response_serializer or (lambda m: m), path))
+        self._loop = asyncio.get_running_loop()
+        self._stopped = asyncio.Event()
+        self._loop.add_reader(self._frontend.fileno(), self._on_ready)
+        self._frontend.start(methods)
+
+    async def stop(self, grace: float | None) -> None:
+        frontend, loop = self._frontend, self._loop
+        if frontend is None or loop is None:
+            return
+        frontend.shutdown(float(grace or 0))
+        deadline = loop.time() + float(grace or 0) + 5
+        while not frontend.stopped() and loop.time() < deadline:
+            await asyncio.sleep(0.01)
+        loop.remove_reader(frontend.fileno())
+        for task in [*self._tasks, *(t for _, t in self._streams.values())]:
+            task.cancel()
+        frontend.join()
+        assert self._stopped is not None
+        self._stopped.set()
+
+    async def wait_for_termination(self) -> None:
+        assert self._stopped is not None
+        await self._stopped.wait()
+
+    # --- one batch ----------------------------------------------------------------------------------------
+    def _on_ready(self) -> None:
+        table, answers = self._table, self._answers
+        for kind, call, method, payload, metadata, peer in self._frontend.drain():
+            if kind == 0:  # a unary call
+                _, behaviour, decode, encode, _ = table[method]
+                context = NativeContext(peer, metadata)
+                try:
+                    coro = behaviour(decode(payload), context)
+                    yielded = coro.send(None)
+                except StopIteration as done:
+                    try:
+                        answers.append((call, encode(done.value), OK, None))
+                    except Exception as e:
+                        answers.append((call, None, _code(None), f"cannot encode the response: {e}"))
+                    continue
+                except grpc.aio.AbortError:
+                    answers.append((call, None, _code(context.code), context.details))
+                    continue
+                except Exception as e:
+                    log.exception("%s failed", table[method][4])
+                    answers.append((call, None, _code(None), f"Unexpected {type(e).__name__}"))
+                    continue
+                self._spawn(self._finish_unary(call, _resume(coro, yielded), encode, context))
+            elif kind == 1:  # a stream opens
+                self._open_stream(call, table[method], payload, NativeContext(peer, metadata))
+            elif kind == 2:
+                stream = self._streams.get(call)
+                if stream is not None and stream[0] is not None:
+                    stream[0].put(table[method][2](payload))
+            elif kind == 3:
+                stream = self._streams.get(call)
+                if stream is not None and stream[0] is not None:
+                    stream[0].close()
+            elif kind == 4:
+                stream = self._streams.pop(call, None)
+                if stream is not None:
+                    stream[1].cancel()
+        self._flush()
+
+    def _spawn(self, coro: Any) -> asyncio.Task[Any]:
+        assert self._loop is not None
+        task = self._loop.create_task(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        return task
+
+    def _answer(self, item: tuple[int, bytes | None, int, str | None]) -> None:
+        """An answer from a task: sent with the others of this pass of the loop."""
+        self._answers.append(item)
+        if not self._flush_scheduled:
+            self._flush_scheduled = True
+            assert self._loop is not None
+            self._loop.call_soon(self._flush)
+
+    def _flush(self) -> None:
+        self._flush_scheduled = False
+        if self._answers:
+            answers, self._answers = self._answers, []
+            self._frontend.complete(answers)
+
+    async def _finish_unary(self, call: int, rest: Any, encode: Callable[[Any], bytes],
+                            context: NativeContext) -> None:
+        try:
+            self._answer((call, encode(await rest), OK, None))
+        except grpc.aio.AbortError:
+            self._answer((call, None, _code(context.code), context.details))
+        except asyncio.CancelledError:
+            self._answer((call, None, _code(grpc.StatusCode.UNAVAILABLE), "the coordinator is stopping"))
+            raise
+        except Exception as e:
+            log.exception("a call failed")
+            self._answer((call, None, _code(None), f"Unexpected {type(e).__name__}"))
+
+    def _open_stream(self, call: int, entry: tuple[int, Any, Any, Any, Any], payload: bytes | None,
+                     context: NativeContext) -> None:
+        kind, behaviour, decode, encode, _ = entry
+        inbox = _Inbox() if kind == 2 else None
+        context.writes = lambda message: self._answer((call, encode(message), MESSAGE, None))
+        task = self._spawn(self._run_stream(call, behaviour, inbox if inbox is not None else decode(payload),
+                                            encode, context))
+        self._streams[call] = (inbox, task)
+
+    async def _run_stream(self, call: int, behaviour: Any, requests: Any, encode: Callable[[Any], bytes],
+                          context: NativeContext) -> None:
+        answer = self._answer
+        try:
+            out = behaviour(requests, context)
+            if isinstance(out, AsyncIterator):
+                async for message in out:
+                    answer((call, encode(message), MESSAGE, None))
+            else:
+                await out  # writes with context.write
+            answer((call, None, _code(context.code, grpc.StatusCode.OK), context.details or None))
+        except grpc.aio.AbortError:
+            answer((call, None, _code(context.code), context.details))
+        except asyncio.CancelledError:
+            answer((call, None, _code(grpc.StatusCode.CANCELLED), "cancelled"))
+        except Exception as e:
+            log.exception("a stream failed")
+            answer((call, None, _code(None), f"Unexpected {type(e).__name__}"))
+        finally:
+            self._streams.pop(call, None)

@@ -1,0 +1,703 @@
+//! groupcoord's compiled gRPC front end: tonic's HTTP/2 and gRPC framing on a tokio thread of its own, the
+//! coordinator in Python.
+//!
+//! Theory of operation. `Frontend(listen, ...)` binds; `start(methods)` serves the given RPC paths (each with
+//! whether the client and the server stream) on one tokio current-thread runtime. A call is not decoded here:
+//! its message bytes, its metadata and the peer go into one queue as an event (a unary call; a stream's
+//! opening, each of its messages, its half-close, its cancellation), and the first event of an empty queue
+//! writes the eventfd that the Python event loop watches (`fileno()`). Python takes the whole queue with one
+//! `drain()`, runs every call through the same request pipeline as the grpcio server, and answers with one
+//! `complete()` per batch: per call, the reply bytes or a gRPC status. The tokio thread never takes the GIL;
+//! Python never waits for the tokio thread.
+
+use std::collections::HashMap;
+use std::convert::Infallible;
+use std::future::Future;
+use std::net::SocketAddr;
+use std::os::fd::RawFd;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use bytes::{Buf, BufMut, Bytes};
+use hyper::body::Incoming;
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use pyo3::exceptions::{PyOSError, PyRuntimeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyList, PyTuple};
+use tokio::sync::{mpsc, oneshot, watch};
+use tokio_stream::wrappers::UnboundedReceiverStream;
+use tonic::body::BoxBody;
+use tonic::codec::{Codec, DecodeBuf, Decoder, EncodeBuf, Encoder};
+use tonic::metadata::KeyAndValueRef;
+use tonic::server::{Grpc, ServerStreamingService, StreamingService, UnaryService};
+use tonic::{Code, Request, Response, Status, Streaming};
+
+mod proto {
+    include!(concat!(env!("OUT_DIR"), "/methods.rs"));
+}
+
+// Event kinds, as Python sees them (groupcoord/coordinator/runtime/native_server.py).
+const UNARY: u8 = 0;
+const STREAM_OPEN: u8 = 1; // a bidirectional stream (no payload) or a server stream (its one request)
+const STREAM_MESSAGE: u8 = 2;
+const STREAM_HALF_CLOSE: u8 = 3;
+const STREAM_CANCEL: u8 = 4;
+
+/// Headers that are the transport's, not the call's metadata (grpc.aio leaves them out too).
+const RESERVED: [&str; 6] = [
+    "te",
+    "content-type",
+    "user-agent",
+    "grpc-accept-encoding",
+    "grpc-encoding",
+    "grpc-timeout",
+];
+
+type Metadata = Vec<(String, MetaValue)>;
+
+enum MetaValue {
+    Ascii(String),
+    Binary(Bytes),
+}
+
+struct Event {
+    kind: u8,
+    id: u64,
+    method: u32,
+    payload: Option<Bytes>,
+    metadata: Option<Metadata>,
+    peer: Option<Arc<str>>,
+}
+
+enum Reply {
+    Unary(oneshot::Sender<Result<Bytes, Status>>),
+    Stream(mpsc::UnboundedSender<Result<Bytes, Status>>),
+}
+
+struct Queue {
+    events: Vec<Event>,
+    armed: bool, // the eventfd was written since the last drain
+}
+
+struct Shared {
+    queue: Mutex<Queue>,
+    replies: Mutex<HashMap<u64, Reply>>,
+    next_id: AtomicU64,
+    efd: RawFd,
+    max_receive: usize,
+    stopped: AtomicBool,
+    in_flight: AtomicUsize,
+    max_in_flight: usize, // 0: no limit (groupcoord.max.concurrent.requests)
+}
+
+/// One call counted against groupcoord.max.concurrent.requests for as long as it lives (a stream for its
+/// whole life, as grpc.aio counts it).
+struct InFlight(Arc<Shared>);
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        self.0.in_flight.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+/// A stream's replies, holding its place among the calls in flight until the stream is gone.
+struct Counted {
+    replies: UnboundedReceiverStream<Result<Bytes, Status>>,
+    _slot: Option<InFlight>,
+}
+
+impl tokio_stream::Stream for Counted {
+    type Item = Result<Bytes, Status>;
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> std::task::Poll<Option<Self::Item>> {
+        Pin::new(&mut self.replies).poll_next(cx)
+    }
+}
+
+impl Shared {
+    fn push(&self, event: Event) {
+        let mut q = self.queue.lock().unwrap();
+        q.events.push(event);
+        if !q.armed {
+            q.armed = true;
+            let one: u64 = 1;
+            // SAFETY: writes 8 bytes from a valid u64 to our own eventfd.
+            unsafe { libc::write(self.efd, &one as *const u64 as *const libc::c_void, 8) };
+        }
+    }
+
+    fn open(&self, reply: Reply) -> u64 {
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        self.replies.lock().unwrap().insert(id, reply);
+        id
+    }
+}
+
+fn metadata_of(map: &tonic::metadata::MetadataMap) -> Option<Metadata> {
+    let mut out = Vec::new();
+    for entry in map.iter() {
+        match entry {
+            KeyAndValueRef::Ascii(key, value) => {
+                if RESERVED.contains(&key.as_str()) {
+                    continue;
+                }
+                let text = String::from_utf8_lossy(value.as_encoded_bytes()).into_owned();
+                out.push((key.as_str().to_owned(), MetaValue::Ascii(text)));
+            }
+            KeyAndValueRef::Binary(key, value) => {
+                if let Ok(bytes) = value.to_bytes() {
+                    out.push((key.as_str().to_owned(), MetaValue::Binary(bytes)));
+                }
+            }
+        }
+    }
+    if out.is_empty() {
+        None
+    } else {
+        Some(out)
+    }
+}
+
+// --- the codec: message bytes in and out as they are ---------------------------------------------------------
+
+#[derive(Clone, Copy)]
+struct RawCodec {
+    max_receive: usize,
+}
+
+struct RawEncoder;
+struct RawDecoder {
+    max_receive: usize,
+}
+
+impl Codec for RawCodec {
+    type Encode = Bytes;
+    type Decode = Bytes;
+    type Encoder = RawEncoder;
+    type Decoder = RawDecoder;
+    fn encoder(&mut self) -> RawEncoder {
+        RawEncoder
+    }
+    fn decoder(&mut self) -> RawDecoder {
+        RawDecoder {
+            max_receive: self.max_receive,
+        }
+    }
+}
+
+impl Encoder for RawEncoder {
+    type Item = Bytes;
+    type Error = Status;
+    fn encode(&mut self, item: Bytes, dst: &mut EncodeBuf<'_>) -> Result<(), Status> {
+        dst.put(item);
+        Ok(())
+    }
+}
+
+impl Decoder for RawDecoder {
+    type Item = Bytes;
+    type Error = Status;
+    fn decode(&mut self, src: &mut DecodeBuf<'_>) -> Result<Option<Bytes>, Status> {
+        let n = src.remaining();
+        if n > self.max_receive {
+            // gRPC core's answer to a message over grpc.max_receive_message_length (socket.request.max.bytes)
+            return Err(Status::resource_exhausted(format!(
+                "Received message larger than max ({n} vs. {})",
+                self.max_receive
+            )));
+        }
+        Ok(Some(src.copy_to_bytes(n)))
+    }
+}
+
+// --- one call -------------------------------------------------------------------------------------------------
+
+type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send>>;
+type Replies = Counted;
+
+struct Call {
+    shared: Arc<Shared>,
+    method: u32,
+    peer: Arc<str>,
+    slot: Option<InFlight>,
+}
+
+fn stopping() -> Status {
+    Status::unavailable("the coordinator is stopping")
+}
+
+impl UnaryService<Bytes> for Call {
+    type Response = Bytes;
+    type Future = BoxFuture<Result<Response<Bytes>, Status>>;
+
+    fn call(&mut self, request: Request<Bytes>) -> Self::Future {
+        let (tx, rx) = oneshot::channel();
+        let id = self.shared.open(Reply::Unary(tx));
+        let metadata = metadata_of(request.metadata());
+        self.shared.push(Event {
+            kind: UNARY,
+            id,
+            method: self.method,
+            payload: Some(request.into_inner()),
+            metadata,
+            peer: Some(self.peer.clone()),
+        });
+        let slot = self.slot.take();
+        Box::pin(async move {
+            let _slot = slot;
+            match rx.await {
+                Ok(Ok(bytes)) => Ok(Response::new(bytes)),
+                Ok(Err(status)) => Err(status),
+                Err(_) => Err(stopping()),
+            }
+        })
+    }
+}
+
+impl ServerStreamingService<Bytes> for Call {
+    type Response = Bytes;
+    type ResponseStream = Replies;
+    type Future = BoxFuture<Result<Response<Replies>, Status>>;
+
+    fn call(&mut self, request: Request<Bytes>) -> Self::Future {
+        let (tx, rx) = mpsc::unbounded_channel();
+        let id = self.shared.open(Reply::Stream(tx));
+        let metadata = metadata_of(request.metadata());
+        self.shared.push(Event {
+            kind: STREAM_OPEN,
+            id,
+            method: self.method,
+            payload: Some(request.into_inner()),
+            metadata,
+            peer: Some(self.peer.clone()),
+        });
+        let replies = Counted {
+            replies: UnboundedReceiverStream::new(rx),
+            _slot: self.slot.take(),
+        };
+        Box::pin(async move { Ok(Response::new(replies)) })
+    }
+}
+
+impl StreamingService<Bytes> for Call {
+    type Response = Bytes;
+    type ResponseStream = Replies;
+    type Future = BoxFuture<Result<Response<Replies>, Status>>;
+
+    fn call(&mut self, request: Request<Streaming<Bytes>>) -> Self::Future {
+        let (tx, rx) = mpsc::unbounded_channel();
+        let shared = self.shared.clone();
+        let id = shared.open(Reply::Stream(tx));
+        let metadata = metadata_of(request.metadata());
+        shared.push(Event {
+            kind: STREAM_OPEN,
+            id,
+            method: self.method,
+            payload: None,
+            metadata,
+            peer: Some(self.peer.clone()),
+        });
+        let method = self.method;
+        let mut inbound = request.into_inner();
+        tokio::spawn(async move {
+            let last = loop {
+                match inbound.message().await {
+                    Ok(Some(bytes)) => shared.push(Event {
+                        kind: STREAM_MESSAGE,
+                        id,
+                        method,
+                        payload: Some(bytes),
+                        metadata: None,
+                        peer: None,
+                    }),
+                    Ok(None) => break STREAM_HALF_CLOSE,
+                    Err(_) => break STREAM_CANCEL,
+                }
+            };
+            shared.push(Event {
+                kind: last,
+                id,
+                method,
+                payload: None,
+                metadata: None,
+                peer: None,
+            });
+        });
+        let replies = Counted {
+            replies: UnboundedReceiverStream::new(rx),
+            _slot: self.slot.take(),
+        };
+        Box::pin(async move { Ok(Response::new(replies)) })
+    }
+}
+
+// --- the server -----------------------------------------------------------------------------------------------
+
+#[derive(Clone, Copy)]
+enum Kind {
+    Unary,
+    ServerStreaming,
+    Bidirectional,
+}
+
+struct Router {
+    shared: Arc<Shared>,
+    methods: HashMap<String, (u32, Kind)>,
+    max_send: usize,
+    max_streams: Option<u32>, // per connection (groupcoord.grpc.max.concurrent.streams)
+}
+
+impl Router {
+    async fn handle(self: Arc<Self>, peer: Arc<str>, request: http::Request<Incoming>) -> http::Response<BoxBody> {
+        let Some(&(method, kind)) = self.methods.get(request.uri().path()) else {
+            let path = request.uri().path().to_owned();
+            return Status::unimplemented(format!("Method not found: {path}")).into_http();
+        };
+        let codec = RawCodec {
+            max_receive: self.shared.max_receive,
+        };
+        let mut grpc = Grpc::new(codec)
+            .max_decoding_message_size(usize::MAX)
+            .max_encoding_message_size(self.max_send);
+        let shared = &self.shared;
+        let slot = if shared.max_in_flight > 0 {
+            if shared.in_flight.fetch_add(1, Ordering::Relaxed) >= shared.max_in_flight {
+                shared.in_flight.fetch_sub(1, Ordering::Relaxed);
+                // grpc.aio's answer beyond maximum_concurrent_rpcs
+                return Status::resource_exhausted("Concurrent RPC limit exceeded!").into_http();
+            }
+            Some(InFlight(shared.clone()))
+        } else {
+            None
+        };
+        let call = Call {
+            shared: shared.clone(),
+            method,
+            peer,
+            slot,
+        };
+        match kind {
+            Kind::Unary => grpc.unary(call, request).await,
+            Kind::ServerStreaming => grpc.server_streaming(call, request).await,
+            Kind::Bidirectional => grpc.streaming(call, request).await,
+        }
+    }
+}
+
+fn peer_name(addr: SocketAddr) -> Arc<str> {
+    match addr {
+        SocketAddr::V4(a) => format!("ipv4:{}:{}", a.ip(), a.port()).into(),
+        SocketAddr::V6(a) => format!("ipv6:[{}]:{}", a.ip(), a.port()).into(),
+    }
+}
+
+async fn serve(listener: std::net::TcpListener, router: Arc<Router>, mut shutdown: watch::Receiver<Option<f64>>) {
+    let listener = match tokio::net::TcpListener::from_std(listener) {
+        Ok(l) => l,
+        Err(_) => return,
+    };
+    let mut connections = tokio::task::JoinSet::new();
+    let grace = loop {
+        tokio::select! {
+            accepted = listener.accept() => {
+                let Ok((socket, addr)) = accepted else { continue };
+                let _ = socket.set_nodelay(true);
+                let router = router.clone();
+                let max_streams = router.max_streams;
+                let mut stop = shutdown.clone();
+                connections.spawn(async move {
+                    let peer = peer_name(addr);
+                    let service = hyper::service::service_fn(move |request| {
+                        let router = router.clone();
+                        let peer = peer.clone();
+                        async move { Ok::<_, Infallible>(router.handle(peer, request).await) }
+                    });
+                    let mut builder = hyper::server::conn::http2::Builder::new(TokioExecutor::new());
+                    builder.max_concurrent_streams(max_streams);
+                    let connection = builder.serve_connection(TokioIo::new(socket), service);
+                    tokio::pin!(connection);
+                    tokio::select! {
+                        _ = connection.as_mut() => {}
+                        _ = async { let _ = stop.wait_for(|g| g.is_some()).await; } => {
+                            connection.as_mut().graceful_shutdown();
+                            let _ = connection.await;
+                        }
+                    }
+                });
+            }
+            _ = shutdown.changed() => {
+                if let Some(grace) = *shutdown.borrow() { break grace; }
+            }
+        }
+    };
+    drop(listener);
+    let all_done = async { while connections.join_next().await.is_some() {} };
+    let _ = tokio::time::timeout(Duration::from_secs_f64(grace.max(0.0)), all_done).await;
+    connections.abort_all();
+}
+
+/// The compiled front end: bound at construction, serving from `start` until `shutdown`.
+#[pyclass(module = "groupcoord_frontend")]
+struct Frontend {
+    shared: Arc<Shared>,
+    listener: Option<std::net::TcpListener>,
+    #[pyo3(get)]
+    port: u16,
+    max_send: usize,
+    max_streams: Option<u32>,
+    shutdown: watch::Sender<Option<f64>>,
+    thread: Option<JoinHandle<()>>,
+}
+
+#[pymethods]
+impl Frontend {
+    #[new]
+    #[pyo3(signature = (listen, max_receive_bytes, max_send_bytes, max_concurrent_calls=0, max_concurrent_streams=0))]
+    fn new(
+        listen: &str,
+        max_receive_bytes: usize,
+        max_send_bytes: usize,
+        max_concurrent_calls: usize,
+        max_concurrent_streams: u32,
+    ) -> PyResult<Self> {
+        let listener = std::net::TcpListener::bind(listen)
+            .map_err(|e| PyOSError::new_err(format!("cannot listen on {listen}: {e}")))?;
+        listener
+            .set_nonblocking(true)
+            .map_err(|e| PyOSError::new_err(e.to_string()))?;
+        let port = listener
+            .local_addr()
+            .map_err(|e| PyOSError::new_err(e.to_string()))?
+            .port();
+        // SAFETY: plain syscall; the fd is owned by this Frontend and closed on drop.
+        let efd = unsafe { libc::eventfd(0, libc::EFD_NONBLOCK | libc::EFD_CLOEXEC) };
+        if efd < 0 {
+            return Err(PyOSError::new_err("eventfd failed"));
+        }
+        let shared = Arc::new(Shared {
+            queue: Mutex::new(Queue {
+                events: Vec::new(),
+                armed: false,
+            }),
+            replies: Mutex::new(HashMap::new()),
+            next_id: AtomicU64::new(1),
+            efd,
+            max_receive: max_receive_bytes,
+            stopped: AtomicBool::new(false),
+            in_flight: AtomicUsize::new(0),
+            max_in_flight: max_concurrent_calls,
+        });
+        let (shutdown, _) = watch::channel(None);
+        let max_streams = if max_concurrent_streams > 0 {
+            Some(max_concurrent_streams)
+        } else {
+            None
+        };
+        Ok(Frontend {
+            shared,
+            listener: Some(listener),
+            port,
+            max_send: max_send_bytes,
+            max_streams,
+            shutdown,
+            thread: None,
+        })
+    }
+
+    /// The fd to watch: readable when events wait for `drain`.
+    fn fileno(&self) -> RawFd {
+        self.shared.efd
+    }
+
+    /// Serve `methods`, a list of (path, client streaming, server streaming); an event's method is its index.
+    fn start(&mut self, methods: Vec<(String, bool, bool)>) -> PyResult<()> {
+        let listener = self
+            .listener
+            .take()
+            .ok_or_else(|| PyRuntimeError::new_err("already started"))?;
+        let mut table = HashMap::new();
+        for (i, (path, client_streaming, server_streaming)) in methods.into_iter().enumerate() {
+            let kind = match (client_streaming, server_streaming) {
+                (false, false) => Kind::Unary,
+                (false, true) => Kind::ServerStreaming,
+                (true, true) => Kind::Bidirectional,
+                (true, false) => {
+                    return Err(PyValueError::new_err(format!(
+                        "{path}: client-streaming RPCs are not served"
+                    )))
+                }
+            };
+            table.insert(path, (i as u32, kind));
+        }
+        let router = Arc::new(Router {
+            shared: self.shared.clone(),
+            methods: table,
+            max_send: self.max_send,
+            max_streams: self.max_streams,
+        });
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| PyRuntimeError::new_err(e.to_string()))?;
+        let stop = self.shutdown.subscribe();
+        let shared = self.shared.clone();
+        self.thread = Some(
+            std::thread::Builder::new()
+                .name("groupcoord-frontend".into())
+                .spawn(move || {
+                    runtime.block_on(serve(listener, router, stop));
+                    drop(runtime);
+                    shared.stopped.store(true, Ordering::Release);
+                    // Every call still waiting gets UNAVAILABLE; wake Python one last time.
+                    shared.replies.lock().unwrap().clear();
+                    shared.push(Event {
+                        kind: STREAM_CANCEL,
+                        id: 0,
+                        method: 0,
+                        payload: None,
+                        metadata: None,
+                        peer: None,
+                    });
+                })
+                .map_err(|e| PyRuntimeError::new_err(e.to_string()))?,
+        );
+        Ok(())
+    }
+
+    /// Every event since the last drain: (kind, call id, method index, payload, metadata, peer) tuples.
+    fn drain<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        let events = {
+            let mut q = self.shared.queue.lock().unwrap();
+            q.armed = false;
+            let mut count: u64 = 0;
+            // SAFETY: reads 8 bytes into a valid u64 from our own non-blocking eventfd.
+            unsafe { libc::read(self.shared.efd, &mut count as *mut u64 as *mut libc::c_void, 8) };
+            std::mem::take(&mut q.events)
+        };
+        let out = PyList::empty(py);
+        for e in events {
+            let payload: PyObject = match &e.payload {
+                Some(b) => PyBytes::new(py, b).into_any().unbind(),
+                None => py.None(),
+            };
+            let metadata: PyObject = match &e.metadata {
+                Some(md) => {
+                    let items: Vec<Bound<'py, PyTuple>> = md
+                        .iter()
+                        .map(|(k, v)| match v {
+                            MetaValue::Ascii(s) => {
+                                PyTuple::new(py, [k.into_pyobject(py)?.into_any(), s.into_pyobject(py)?.into_any()])
+                            }
+                            MetaValue::Binary(b) => {
+                                PyTuple::new(py, [k.into_pyobject(py)?.into_any(), PyBytes::new(py, b).into_any()])
+                            }
+                        })
+                        .collect::<PyResult<_>>()?;
+                    PyTuple::new(py, items)?.into_any().unbind()
+                }
+                None => py.None(),
+            };
+            let peer: PyObject = match &e.peer {
+                Some(p) => p.as_ref().into_pyobject(py)?.into_any().unbind(),
+                None => py.None(),
+            };
+            let item = PyTuple::new(
+                py,
+                [
+                    e.kind.into_pyobject(py)?.into_any().unbind(),
+                    e.id.into_pyobject(py)?.into_any().unbind(),
+                    e.method.into_pyobject(py)?.into_any().unbind(),
+                    payload,
+                    metadata,
+                    peer,
+                ],
+            )?;
+            out.append(item)?;
+        }
+        Ok(out)
+    }
+
+    /// Answers: (call id, reply bytes or None, status code, status message or None) per item. A unary call
+    /// takes its reply (status 0) or its status; a stream takes a message with status -1, and ends with its
+    /// status (0: OK) and no bytes.
+    fn complete(&self, answers: &Bound<'_, PyList>) -> PyResult<()> {
+        let mut replies = self.shared.replies.lock().unwrap();
+        for item in answers.iter() {
+            let (id, payload, code, message): (u64, Option<Bound<'_, PyBytes>>, i32, Option<String>) =
+                item.extract()?;
+            let status = || Status::new(Code::from_i32(code), message.clone().unwrap_or_default());
+            match (code, payload) {
+                (-1, Some(bytes)) => {
+                    if let Some(Reply::Stream(tx)) = replies.get(&id) {
+                        let _ = tx.send(Ok(Bytes::copy_from_slice(bytes.as_bytes())));
+                    }
+                }
+                (0, Some(bytes)) => match replies.remove(&id) {
+                    Some(Reply::Unary(tx)) => {
+                        let _ = tx.send(Ok(Bytes::copy_from_slice(bytes.as_bytes())));
+                    }
+                    Some(Reply::Stream(tx)) => {
+                        let _ = tx.send(Ok(Bytes::copy_from_slice(bytes.as_bytes())));
+                    }
+                    None => {}
+                },
+                (_, _) => match replies.remove(&id) {
+                    Some(Reply::Unary(tx)) => {
+                        let _ = tx.send(Err(status()));
+                    }
+                    Some(Reply::Stream(tx)) => {
+                        if code != 0 {
+                            let _ = tx.send(Err(status()));
+                        }
+                    }
+                    None => {}
+                },
+            }
+        }
+        Ok(())
+    }
+
+    /// Stop accepting, let calls in flight finish within `grace_s`, then close every connection. Returns at
+    /// once: Python keeps answering until `stopped()`.
+    fn shutdown(&self, grace_s: f64) {
+        let _ = self.shutdown.send(Some(grace_s));
+    }
+
+    fn stopped(&self) -> bool {
+        self.thread.is_none() || self.shared.stopped.load(Ordering::Acquire)
+    }
+
+    fn join(&mut self, py: Python<'_>) {
+        if let Some(thread) = self.thread.take() {
+            let _ = self.shutdown.send(Some(0.0));
+            py.allow_threads(|| {
+                let _ = thread.join();
+            });
+        }
+    }
+}
+
+impl Drop for Frontend {
+    fn drop(&mut self) {
+        let _ = self.shutdown.send(Some(0.0));
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+        // SAFETY: closes the eventfd this Frontend created; the serving thread is gone.
+        unsafe { libc::close(self.shared.efd) };
+    }
+}
+
+#[pymodule]
+fn groupcoord_frontend(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<Frontend>()?;
+    m.add("PROTO_METHODS", proto::PROTO_METHODS.to_vec())?;
+    m.add("UNARY", UNARY)?;
+    m.add("STREAM_OPEN", STREAM_OPEN)?;
+    m.add("STREAM_MESSAGE", STREAM_MESSAGE)?;
+    m.add("STREAM_HALF_CLOSE", STREAM_HALF_CLOSE)?;
+    m.add("STREAM_CANCEL", STREAM_CANCEL)?;
+    Ok(())
+}

@@ -1,0 +1,17 @@
+"""The native front end's method table is compiled from proto/ by its build.rs (protox): the installed build
+serves exactly the RPCs, with the streaming kinds, of the generated Python modules. A build older than proto/
+fails here (and `serve --front-end native` refuses to start with it)."""
+
+from __future__ import annotations
+
+import groupcoord_frontend
+
+from groupcoord.wire.v1 import coordinator_pb2, share_pb2, streams_pb2
+
+
+def test_the_installed_front_end_serves_every_rpc_of_proto_with_its_streaming_kind() -> None:
+    expected = {(f"/{service.full_name}/{m.name}", m.client_streaming, m.server_streaming)
+                for module in (coordinator_pb2, share_pb2, streams_pb2)
+                for service in module.DESCRIPTOR.services_by_name.values() for m in service.methods}
+    assert set(groupcoord_frontend.PROTO_METHODS) == expected
+    assert len(groupcoord_frontend.PROTO_METHODS) == len(expected)
