@@ -550,9 +550,10 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--http-host", default="127.0.0.1",
                    help="address for the web view (default 127.0.0.1; with --acl-file the API needs a token of "
                         "--auth-tokens, with --tls-cert it is HTTPS)")
-    s.add_argument("--front-end", choices=("grpcio", "native"), default="grpcio",
-                   help="who serves gRPC: grpcio (grpc.aio, default) or native, the compiled front end (Rust tonic, "
-                        "native/frontend; no TLS, tokens or ACLs yet)")
+    s.add_argument("--front-end", choices=("auto", "native", "grpcio"), default="auto",
+                   help="who serves gRPC: native, the compiled front end (Rust tonic, native/frontend: a third of "
+                        "grpcio's CPU per heartbeat; no TLS, tokens or ACLs yet), or grpcio (grpc.aio). auto "
+                        "(default): native unless TLS, tokens or ACLs are on or it is not built")
     s.add_argument("--config", help="TOML file with [config] (Kafka config names), [topics], [kafka] tables")
     s.add_argument("--set", action="append", metavar="KEY=VALUE",
                    help="a broker config, e.g. group.consumer.heartbeat.interval.ms=5000 (repeatable); "

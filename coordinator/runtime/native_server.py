@@ -41,6 +41,28 @@ def load_frontend() -> Any:
     return groupcoord_frontend
 
 
+def choose_front_end(requested: str, *, tls: bool, acls: bool, tokens: bool) -> tuple[str, str]:
+    """Who serves gRPC, and why: `auto` (the default) is the native front end wherever it serves everything
+    configured and is built, grpcio otherwise (TLS, tokens and ACLs, or a machine without the build); `grpcio`
+    and `native` are taken as asked (`native` refusing what it cannot serve)."""
+    if requested == "grpcio":
+        return "grpcio", "asked for"
+    if requested == "native":
+        refuse_unsupported(tls=tls, acls=acls, tokens=tokens)
+        load_frontend()
+        return "native", "asked for"
+    if requested != "auto":
+        raise ValueError(f"front end {requested!r}: auto, grpcio or native")
+    missing = [name for name, on in (("TLS", tls), ("ACLs", acls), ("bearer tokens", tokens)) if on]
+    if missing:
+        return "grpcio", f"{', '.join(missing)}: served by grpcio only"
+    try:
+        load_frontend()
+    except RuntimeError:
+        return "grpcio", "the native front end is not built (`pip install ./native/frontend`)"
+    return "native", "the default"
+
+
 def refuse_unsupported(*, tls: bool, acls: bool, tokens: bool) -> None:
     """One line for what the native front end cannot serve yet, instead of serving it less safely."""
     missing = [name for name, on in (("TLS", tls), ("ACLs", acls), ("bearer tokens", tokens)) if on]

@@ -31,7 +31,7 @@ from groupcoord.coordinator.runtime.kafka_log import KafkaRecordLog
 from groupcoord.coordinator.runtime.kafka_state_options import KafkaStateOptions, parse_host_port
 from groupcoord.coordinator.runtime.log import FileLog
 from groupcoord.coordinator.runtime.metrics import CoordinatorCollector, CoordinatorMetrics
-from groupcoord.coordinator.runtime.native_server import NativeServer, load_frontend, refuse_unsupported
+from groupcoord.coordinator.runtime.native_server import NativeServer, choose_front_end
 from groupcoord.coordinator.runtime.pipeline import Pipeline
 from groupcoord.coordinator.runtime.ports import MetadataSource, RecordSink
 from groupcoord.coordinator.runtime.runtime import CoordinatorRuntime
@@ -85,8 +85,9 @@ class ServerOptions:
     http_host: str = "127.0.0.1"
     # creates streams groups' missing internal topics; None: in memory over a static metadata source, else none
     topic_creator: Any = None
-    # "grpcio" (grpc.aio) or "native": the compiled front end (native/frontend, coordinator/runtime/native_server.py)
-    front_end: str = "grpcio"
+    # "auto" (native where it serves everything configured and is built, else grpcio), "grpcio" (grpc.aio) or
+    # "native": the compiled front end (native/frontend, coordinator/runtime/native_server.py)
+    front_end: str = "auto"
 
 
 def transport_queue_options(config: BrokerConfig) -> list[tuple[str, int]]:
@@ -118,16 +119,16 @@ class CoordinatorServer:
         self._health_server: grpc.aio.Server | None = None
         self.web: WebView | None = None
         self.http_port: int | None = None
+        self.front_end = options.front_end  # who serves gRPC once started: "grpcio" or "native"
 
     async def start(self) -> None:
         """Process-wide settings (the GC's, the switch interval) are `groupcoord serve`'s (cli.py), not the
         library's: a server built in a test or an application leaves them as they are."""
         o = self.options
-        if o.front_end == "native":  # before anything starts: what it cannot serve is refused in one line
-            refuse_unsupported(tls=o.tls is not None, acls=o.acl_file is not None, tokens=o.tokens is not None)
-            load_frontend()
-        elif o.front_end != "grpcio":
-            raise ValueError(f"front end {o.front_end!r}: grpcio or native")
+        # Before anything starts: a native front end asked for refuses in one line what it cannot serve.
+        self.front_end, why = choose_front_end(o.front_end, tls=o.tls is not None, acls=o.acl_file is not None,
+                                               tokens=o.tokens is not None)
+        log.info("gRPC served by %s (%s)", "the native front end" if self.front_end == "native" else "grpcio", why)
         metrics = CoordinatorMetrics(o.config["group.coordinator.background.threads"])
         for assignor in o.config["group.consumer.assignors"]:
             metrics.assignor_time.touch(assignor)
@@ -182,7 +183,7 @@ class CoordinatorServer:
             ("grpc.max_receive_message_length", c["socket.request.max.bytes"]),
             ("grpc.max_send_message_length", c["groupcoord.response.max.bytes"]),
             *transport_queue_options(c),
-        ], maximum_concurrent_rpcs=c["groupcoord.max.concurrent.requests"] or None) if o.front_end == "grpcio" else \
+        ], maximum_concurrent_rpcs=c["groupcoord.max.concurrent.requests"] or None) if self.front_end == "grpcio" else \
             NativeServer(c["socket.request.max.bytes"], c["groupcoord.response.max.bytes"],
                          c["groupcoord.max.concurrent.requests"], c["groupcoord.grpc.max.concurrent.streams"])
         if o.acl_file is not None:

@@ -15,7 +15,7 @@ import grpc
 
 from groupcoord.wire.v1 import coordinator_pb2 as pb
 from groupcoord.wire.v1 import coordinator_pb2_grpc as pb_grpc
-from tests.integration.conftest import FRONT_END  # GROUPCOORD_TEST_FRONT_END=native: through the compiled one
+from tests.integration.conftest import FRONT_END  # GROUPCOORD_TEST_FRONT_END=grpcio: through grpcio
 
 TopicPartition = tuple[str, int]
 

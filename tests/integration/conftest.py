@@ -23,8 +23,9 @@ FAST: dict[str, Any] = {
 }
 
 
-# GROUPCOORD_TEST_FRONT_END=native runs the tests that start servers here through the compiled front end.
-FRONT_END = os.environ.get("GROUPCOORD_TEST_FRONT_END", "grpcio")
+# GROUPCOORD_TEST_FRONT_END=grpcio or native runs the tests that start servers here through that front end (default:
+# auto, the native one where it serves what the test configures).
+FRONT_END = os.environ.get("GROUPCOORD_TEST_FRONT_END", "auto")
 
 
 def start_server(topics: dict[str, Any], front_end: str = FRONT_END, **overrides: Any) -> ServerThread:

@@ -255,3 +255,20 @@ def test_beyond_max_concurrent_requests_a_call_is_refused_with_resource_exhauste
                 assert admitted(lambda stub=stub: stub.ConsumerGroupHeartbeat(join("admitted"), timeout=10)), name
         finally:
             server.stop()
+
+
+def test_auto_serves_through_the_native_front_end_unless_tokens_tls_or_acls_are_on() -> None:
+    """The default (`auto`) is the native front end wherever it serves everything configured; with bearer tokens
+    (as with TLS or ACLs) it is grpcio, which serves them, instead of a refusal."""
+    chosen = {}
+    for name, extra in (("plain", {}), ("tokens", {"tokens": TokenStore({"t" * 32: "User:a"})})):
+        options = ServerOptions(listen="127.0.0.1:0", config=BrokerConfig.from_mapping({}),
+                                metadata_source=StaticMetadataSource({"orders": 1}), **extra)
+        assert options.front_end == "auto"
+        with ServerThread(options) as server:
+            chosen[name] = server.server.front_end
+            with grpc.insecure_channel(server.address) as channel:
+                answer = pb_grpc.GroupCoordinatorStub(channel).ConsumerGroupHeartbeat(
+                    join("auto"), metadata=(("authorization", "Bearer " + "t" * 32),), timeout=10)
+            assert answer.error_code == 0, answer
+    assert chosen == {"plain": "native", "tokens": "grpcio"}
