@@ -18,7 +18,7 @@ from typing import Any
 
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
-from grpc_reflection.v1alpha import reflection
+from grpc_reflection.v1alpha import reflection, reflection_pb2_grpc
 from prometheus_client import start_http_server
 
 from groupcoord.coordinator.core.config import BrokerConfig
@@ -201,10 +201,11 @@ class CoordinatorServer:
         pipeline.add(server, ShareGroupService(runtime), SHARE_SERVICE)
         pipeline.add(server, StreamsService(runtime), STREAMS_SERVICE)
         health_pb2_grpc.add_HealthServicer_to_server(self.health, server)
-        reflection.enable_server_reflection(
+        # The asyncio servicer on either front end (`enable_server_reflection` picks the thread-pool one for any
+        # server that is not a grpc.aio.Server, and the native front end runs handlers on this loop).
+        reflection_pb2_grpc.add_ServerReflectionServicer_to_server(reflection.aio.ReflectionServicer(
             (SERVICE_NAME, SHARE_SERVICE_NAME, STREAMS_SERVICE_NAME,
-             health_pb2.DESCRIPTOR.services_by_name["Health"].full_name, reflection.SERVICE_NAME),
-            server)
+             health_pb2.DESCRIPTOR.services_by_name["Health"].full_name, reflection.SERVICE_NAME)), server)
         for extend in o.extensions:
             extend(runtime, server)
         try:

@@ -17,6 +17,7 @@ from typing import Any
 import grpc
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
+from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 
 from groupcoord.clients.group_member import GroupMember
 from groupcoord.coordinator.core.config import BrokerConfig
@@ -187,11 +188,18 @@ def test_a_burst_of_2000_concurrent_joins_is_answered_in_full(servers: dict[str,
     assert asyncio.run(burst()) == Counter({"answered": 2000})
 
 
-def test_health_and_a_real_member_are_served(servers: dict[str, ServerThread]) -> None:
+def test_health_reflection_and_a_real_member_are_served(servers: dict[str, ServerThread]) -> None:
+    listed = {}
+    for name, server in servers.items():
+        with grpc.insecure_channel(server.address) as channel:
+            status = health_pb2_grpc.HealthStub(channel).Check(health_pb2.HealthCheckRequest(), timeout=10)
+            assert status.status == health_pb2.HealthCheckResponse.SERVING
+            replies = list(reflection_pb2_grpc.ServerReflectionStub(channel).ServerReflectionInfo(
+                iter([reflection_pb2.ServerReflectionRequest(list_services="")]), timeout=10))
+            listed[name] = sorted(s.name for r in replies for s in r.list_services_response.service)
+    assert "groupcoord.v1.GroupCoordinator" in listed["grpcio"]
+    assert listed["native"] == listed["grpcio"]
     address = servers["native"].address
-    with grpc.insecure_channel(address) as channel:
-        status = health_pb2_grpc.HealthStub(channel).Check(health_pb2.HealthCheckRequest(), timeout=10)
-        assert status.status == health_pb2.HealthCheckResponse.SERVING
     member = GroupMember(address, "real-member", ["orders"], heartbeat_stream=False)
     try:
         member.start()
