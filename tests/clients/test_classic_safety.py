@@ -102,3 +102,32 @@ def test_cut_off_writer_is_demoted_before_another_writer_is_elected(coordinator:
         finally:
             for e in elections:
                 e.close()
+
+
+def test_classic_member_cut_off_while_its_join_waits_releases_at_its_lease_end(coordinator: Coordinator) -> None:
+    """Found by the Kafka-backed fault suite (30-minute run, classic group): a member that had just revoked and
+    sent JoinGroup was cut off; the call waited out its deadline (rebalance timeout plus RPC timeout), so its
+    `on_lost` came 1 s after its lease had ended and 0.5 s after the other member was given its partitions. Its
+    `assignment()` was empty at the lease end, but `on_lost` is what tells the application to stop."""
+    events = Events()
+    with TcpProxy(coordinator.address) as proxy:
+        cut = classic(proxy.address, "cut", events).start()
+        other = classic(coordinator.address, "other", events).start()
+        try:
+            wait_until(lambda: len(cut.assignment()) + len(other.assignment()) == 12 and bool(cut.assignment()),
+                       30, "first convergence")
+            held = cut.assignment()
+            silenced = time.monotonic()
+            proxy.silence()
+            cut.request_rejoin()  # its JoinGroup goes out on the cut link and waits there for its deadline
+            wait_until(lambda: other.assignment() >= held, 30, "the other member takes over")
+            taken = min(t for t, w, e, tps in events.log if w == "other" and e == "assigned" and tps & held
+                        and t > silenced)
+            lost = [t for t, w, e, _ in events.log if w == "cut" and e == "lost" and t > silenced]
+            assert lost and lost[0] < taken, (
+                f"on_lost {'not yet' if not lost else f'{(lost[0] - silenced) * 1000:.0f} ms after the cut'} when "
+                f"the other member had its partitions, {(taken - silenced) * 1000:.0f} ms after the cut")
+        finally:
+            proxy.forward()
+            cut.close()
+            other.close()
