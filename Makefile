@@ -21,7 +21,7 @@ $(STAMP): pyproject.toml
 # rustup; crates from crates.io; build.rs compiles proto/ itself). Rebuilt when its sources or proto/ change.
 FRONTEND := $(VENV)/.frontend-installed
 $(FRONTEND): $(STAMP) native/frontend/pyproject.toml native/frontend/Cargo.toml native/frontend/Cargo.lock \
-		native/frontend/build.rs native/frontend/src/lib.rs $(wildcard proto/groupcoord/wire/v1/*.proto)
+		native/frontend/build.rs $(wildcard native/frontend/src/*.rs) $(wildcard proto/groupcoord/wire/v1/*.proto)
 	@command -v cargo >/dev/null 2>&1 || { echo "the native front end needs Rust's cargo on PATH (rustup.rs)"; exit 1; }
 	CARGO_TARGET_DIR=$(CURDIR)/.cache/frontend-target $(PY) -m pip install --quiet ./native/frontend
 	touch $(FRONTEND)
