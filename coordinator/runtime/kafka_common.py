@@ -12,6 +12,7 @@ import logging
 import math
 import threading
 import time
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -59,7 +60,7 @@ class FailureStreak:
             self.log.debug("%s failed again (%d in a row): %s", self.what, self.count, reason)
 
 
-class BackgroundRefresh:
+class BackgroundRefresh(ABC):
     """A source refreshed every `refresh_interval_s` on a daemon thread (`start`/`stop`; the first refresh at
     once), or on demand (`refresh_now`), one refresh at a time. A subclass's `_refresh` fetches and keeps what it
     got, returning whether that was everything; whatever it raises is a failed refresh, logged once per streak
@@ -82,11 +83,13 @@ class BackgroundRefresh:
         self._wake = threading.Event()
         self._thread: threading.Thread | None = None
 
+    @abstractmethod
     def _refresh(self) -> bool:
-        raise NotImplementedError
+        """Fetch and keep what was got; True if that was everything."""
 
-    def _record_failure(self, reason: object) -> None:
-        raise NotImplementedError
+    @abstractmethod
+    def _kept_on_failure(self) -> str:
+        """What a failed refresh leaves the source with, for the failure's log line ("keeping ...")."""
 
     def refresh_now(self) -> bool:
         """Refresh on the calling thread; True if everything was fetched. Never raises for a Kafka failure."""
@@ -94,7 +97,7 @@ class BackgroundRefresh:
             try:
                 return self._refresh()
             except Exception as exc:  # keep what the last refresh got, whatever went wrong
-                self._record_failure(exc)
+                self._failures.failure(self._kept_on_failure(), exc)
                 return False
 
     def age_seconds(self) -> float:

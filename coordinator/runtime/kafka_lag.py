@@ -146,7 +146,8 @@ class KafkaLagSource(BackgroundRefresh):
             log.info("dropped %d partition(s) Kafka no longer knows, e.g. %s", len(gone), gone[0])
         if errors:
             summary = "; ".join(f"{n} partition(s): {reason}" for reason, n in errors.items())
-            self._record_failure(f"{sum(errors.values())} of {len(wanted)} partition(s) failed: {summary}")
+            self._failures.failure(self._kept_on_failure(),
+                                   f"{sum(errors.values())} of {len(wanted)} partition(s) failed: {summary}")
             return False
         self._failures.success()
         return True
@@ -175,8 +176,8 @@ class KafkaLagSource(BackgroundRefresh):
             raise KafkaException(KafkaError(KafkaError._FAIL, f"no offset returned (got {offset})"))
         return offset
 
-    def _record_failure(self, reason: object) -> None:
-        self._failures.failure("keeping the previous offsets", reason)
+    def _kept_on_failure(self) -> str:
+        return "keeping the previous offsets"
 
 
 def build_lag_snapshot(

@@ -119,8 +119,8 @@ class KafkaMetadataSource(BackgroundRefresh):
             except Exception:
                 log.exception("metadata on_change callback %r failed", callback)
 
-    def _record_failure(self, reason: object) -> None:
-        self._failures.failure(f"keeping the previous image ({len(self._image.by_name)} topics)", reason)
+    def _kept_on_failure(self) -> str:
+        return f"keeping the previous image ({len(self._image.by_name)} topics)"
 
     # --- fetching ------------------------------------------------------------------------------------
     def _fetch(self) -> MetadataImage:
