@@ -277,8 +277,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
                                         session_timeout_ms=args.state_session_timeout_ms, lease_margin_ms=margin)
     try:
         security = _security_options(args)
-        if args.front_end == "native":
-            _native_front_end_usable(security)
+        _front_end_usable(args.front_end, security)
         if args.http_port is not None and args.acl_file and not args.auth_tokens:
             raise CliError("--http-port with --acl-file needs --auth-tokens: the web view's API authenticates "
                            "with bearer tokens (client certificates are not asked for over HTTP)")
@@ -325,12 +324,12 @@ def cmd_serve(args: argparse.Namespace) -> int:
     return 0
 
 
-def _native_front_end_usable(security: dict[str, Any]) -> None:
-    """--front-end native refuses, in one line, what it cannot serve yet and a missing build."""
-    from groupcoord.coordinator.runtime.native_server import load_frontend, refuse_unsupported
+def _front_end_usable(front_end: str, security: dict[str, Any]) -> None:
+    """The server's own choice of front end, made before anything starts: --front-end native refuses, in one
+    line, what it cannot serve yet and a missing build."""
+    from groupcoord.coordinator.runtime.native_server import choose_front_end
     try:
-        refuse_unsupported(tls="tls" in security, acls="acl_file" in security, tokens="tokens" in security)
-        load_frontend()
+        choose_front_end(front_end, tls="tls" in security, acls="acl_file" in security, tokens="tokens" in security)
     except (ValueError, RuntimeError) as e:
         raise CliError(str(e)) from None
 
