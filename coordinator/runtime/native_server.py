@@ -161,6 +161,10 @@ class _Inbox:
         return self.items.popleft()
 
 
+# The events `drain()` hands over (native/frontend/src/calls.rs names them the same).
+UNARY, STREAM_OPEN, STREAM_MESSAGE, STREAM_HALF_CLOSE, STREAM_CANCEL = range(5)
+# An RPC's shape, in the table built at start.
+UNARY_RPC, SERVER_STREAMING_RPC, BIDIRECTIONAL_RPC = range(3)
 OK = 0
 MESSAGE = -1  # a stream's message, not its end
 
@@ -235,7 +239,9 @@ class NativeServer:
                 raise ValueError(f"{path}: the native front end serves no client-streaming RPC")
             methods.append((path, h.request_streaming, h.response_streaming))
             behaviour = (h.unary_unary or h.unary_stream or h.stream_stream)
-            self._table.append((0 if not h.response_streaming else 1 if not h.request_streaming else 2,
+            shape = (UNARY_RPC if not h.response_streaming else
+                     SERVER_STREAMING_RPC if not h.request_streaming else BIDIRECTIONAL_RPC)
+            self._table.append((shape,
                                 behaviour, h.request_deserializer or (lambda b: b),
                                 h.response_serializer or (lambda m: m), path))
         self._loop = asyncio.get_running_loop()
@@ -266,7 +272,7 @@ class NativeServer:
     def _on_ready(self) -> None:
         table, answers = self._table, self._answers
         for kind, call, method, payload, metadata, peer in self._frontend.drain():
-            if kind == 0:  # a unary call
+            if kind == UNARY:
                 _, behaviour, decode, encode, _ = table[method]
                 context = NativeContext(peer, metadata)
                 try:
@@ -286,17 +292,17 @@ class NativeServer:
                     answers.append((call, None, _code(None), f"Unexpected {type(e).__name__}"))
                     continue
                 self._spawn(self._finish_unary(call, _resume(coro, yielded), encode, context))
-            elif kind == 1:  # a stream opens
+            elif kind == STREAM_OPEN:
                 self._open_stream(call, table[method], payload, NativeContext(peer, metadata))
-            elif kind == 2:
+            elif kind == STREAM_MESSAGE:
                 stream = self._streams.get(call)
                 if stream is not None and stream[0] is not None:
                     stream[0].put(table[method][2](payload))
-            elif kind == 3:
+            elif kind == STREAM_HALF_CLOSE:
                 stream = self._streams.get(call)
                 if stream is not None and stream[0] is not None:
                     stream[0].close()
-            elif kind == 4:
+            elif kind == STREAM_CANCEL:
                 stream = self._streams.pop(call, None)
                 if stream is not None:
                     stream[1].cancel()
@@ -339,7 +345,7 @@ class NativeServer:
     def _open_stream(self, call: int, entry: tuple[int, Any, Any, Any, Any], payload: bytes | None,
                      context: NativeContext) -> None:
         kind, behaviour, decode, encode, _ = entry
-        inbox = _Inbox() if kind == 2 else None
+        inbox = _Inbox() if kind == BIDIRECTIONAL_RPC else None
         context.writes = lambda message: self._answer((call, encode(message), MESSAGE, None))
         task = self._spawn(self._run_stream(call, behaviour, inbox if inbox is not None else decode(payload),
                                             encode, context))
