@@ -30,8 +30,8 @@ from groupcoord.coordinator.runtime.kafka_txn import transactional_id
 from groupcoord.kafka_broker import KafkaBroker
 from groupcoord.wire.v1 import coordinator_pb2 as pb
 from groupcoord.wire.v1 import coordinator_pb2_grpc as pb_grpc
-from tests.realkafka.test_split_brain import PARTITIONS, free_port, serve, wait_for
-from tests.realkafka.test_stale_fencing import commit
+from tests.realkafka.test_split_brain import PARTITIONS, wait_for
+from tests.realkafka.test_stale_fencing import commit, one_instance
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(240)]
 
@@ -58,34 +58,27 @@ def groups_on_two_partitions(prefix: str) -> tuple[str, str]:
 
 def test_reads_are_answered_after_an_append_failed_when_nothing_writes_since(
         kafka_broker: KafkaBroker, unique: str, tmp_path: Path) -> None:
-    kafka_broker.create_topic(unique, PARTITIONS, config={"cleanup.policy": "compact"})
-    if "orders" not in kafka_broker.admin.list_topics(timeout=10).topics:
-        kafka_broker.create_topic("orders", 1)
-    port = free_port()
-    proc = serve(kafka_broker.bootstrap_servers, unique, port, tmp_path / "instance.log")
-    address = f"127.0.0.1:{port}"
     fenced_group, other_group = groups_on_two_partitions("failed-append")
     answers: list[tuple[int, str]] = []
-    try:
-        wait_for(lambda: commit(address, fenced_group, 1) == 0, "the instance serves the first group")
-        wait_for(lambda: commit(address, other_group, 1) == 0, "the instance serves the second group")
-        stale = Producer({"bootstrap.servers": kafka_broker.bootstrap_servers,
-                          "transactional.id": transactional_id(unique, state_partition(fenced_group, PARTITIONS))})
-        stale.init_transactions(30)  # another instance's late acquisition: the owner's writer is fenced
-        deadline = time.monotonic() + 30
-        while (code := commit(address, fenced_group, 2)) == 0:  # the writer learns it is fenced at its next commit
-            assert time.monotonic() < deadline, "a commit after the fencing still succeeds"
-        assert code == NOT_COORDINATOR, code
+    with one_instance(kafka_broker, unique, tmp_path / "instance.log") as address:
+        try:
+            wait_for(lambda: commit(address, fenced_group, 1) == 0, "the instance serves the first group")
+            wait_for(lambda: commit(address, other_group, 1) == 0, "the instance serves the second group")
+            stale = Producer({"bootstrap.servers": kafka_broker.bootstrap_servers,
+                              "transactional.id": transactional_id(unique, state_partition(fenced_group, PARTITIONS))})
+            stale.init_transactions(30)  # another instance's late acquisition: the owner's writer is fenced
+            deadline = time.monotonic() + 30
+            while (code := commit(address, fenced_group, 2)) == 0:  # the writer learns it is fenced at its next commit
+                assert time.monotonic() < deadline, "a commit after the fencing still succeeds"
+            assert code == NOT_COORDINATOR, code
 
-        # From here on nothing writes: the failed append is the newest this instance made.
-        wait_for(lambda: answers.append(fetch(address, other_group)) or answers[-1][0] == 0,
-                 "a read of a group in another state partition is answered", timeout_s=30)
-        answers.clear()
-        wait_for(lambda: answers.append(fetch(address, fenced_group)) or answers[-1][0] == 0,
-                 "once the instance loaded the fenced partition again, a read of its group is answered", timeout_s=60)
-        stale.flush(0)
-    except AssertionError as e:
-        raise AssertionError(f"{e}; last answers: {answers[-3:]}") from None
-    finally:
-        proc.kill()
-        proc.wait(10)
+            # From here on nothing writes: the failed append is the newest this instance made.
+            wait_for(lambda: answers.append(fetch(address, other_group)) or answers[-1][0] == 0,
+                     "a read of a group in another state partition is answered", timeout_s=30)
+            answers.clear()
+            wait_for(lambda: answers.append(fetch(address, fenced_group)) or answers[-1][0] == 0,
+                     "once the instance loaded the fenced partition again, a read of its group is answered",
+                     timeout_s=60)
+            stale.flush(0)
+        except AssertionError as e:
+            raise AssertionError(f"{e}; last answers: {answers[-3:]}") from None

@@ -12,7 +12,9 @@ transactional id while one instance owns every partition.
 
 from __future__ import annotations
 
+import contextlib
 import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 
 import grpc
@@ -41,17 +43,27 @@ def commit(address: str, group_id: str, offset: int) -> int:
     return int(resp.error_code or resp.topics[0].partitions[0].error_code)
 
 
-def test_an_instance_fenced_by_a_stale_acquisition_serves_the_partition_again_while_kafka_assigns_it_there(
-        kafka_broker: KafkaBroker, unique: str, tmp_path: Path) -> None:
-    kafka_broker.create_topic(unique, PARTITIONS, config={"cleanup.policy": "compact"})
+@contextlib.contextmanager
+def one_instance(kafka_broker: KafkaBroker, state_topic: str, log_path: Path) -> Iterator[str]:
+    """One instance of the Kafka-backed mode on a fresh compacted state topic (and the `orders` topic its groups
+    subscribe to); yields its address, killed at the end."""
+    kafka_broker.create_topic(state_topic, PARTITIONS, config={"cleanup.policy": "compact"})
     if "orders" not in kafka_broker.admin.list_topics(timeout=10).topics:
         kafka_broker.create_topic("orders", 1)
     port = free_port()
-    proc = serve(kafka_broker.bootstrap_servers, unique, port, tmp_path / "instance.log")
-    address = f"127.0.0.1:{port}"
+    proc = serve(kafka_broker.bootstrap_servers, state_topic, port, log_path)
+    try:
+        yield f"127.0.0.1:{port}"
+    finally:
+        proc.kill()
+        proc.wait(10)
+
+
+def test_an_instance_fenced_by_a_stale_acquisition_serves_the_partition_again_while_kafka_assigns_it_there(
+        kafka_broker: KafkaBroker, unique: str, tmp_path: Path) -> None:
     group = "stale-fencing"
     partition = state_partition(group, PARTITIONS)
-    try:
+    with one_instance(kafka_broker, unique, tmp_path / "instance.log") as address:
         wait_for(lambda: commit(address, group, 1) == 0, "the instance serves the group")
         stale = Producer({"bootstrap.servers": kafka_broker.bootstrap_servers,
                           "transactional.id": transactional_id(unique, partition)})
@@ -64,8 +76,5 @@ def test_an_instance_fenced_by_a_stale_acquisition_serves_the_partition_again_wh
 
         wait_for(served_again, "the instance serves the group again after its writer was fenced", timeout_s=60)
         stale.flush(0)
-    finally:
-        proc.kill()
-        proc.wait(10)
     assert subprocess.run(["grep", "-c", "Traceback", str(tmp_path / "instance.log")],
                           capture_output=True, text=True, check=False).stdout.strip() == "0"
