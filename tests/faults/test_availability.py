@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from groupcoord.faults.availability import by_fault, percentile, takeovers, windows
+from groupcoord.faults.availability import by_fault, kafka_figures, percentile, takeovers, windows
 from groupcoord.faults.history import Event, Kind
 
 
@@ -43,3 +43,13 @@ def test_takeover_counts_from_the_kill_to_the_first_answer_from_another_instance
 def test_percentile_is_the_nearest_rank() -> None:
     values = [float(v) for v in range(1, 101)]
     assert (percentile(values, 0.5), percentile(values, 0.99), percentile(values, 1.0)) == (50.0, 99.0, 100.0)
+
+
+def test_a_takeover_slower_than_the_session_plus_the_slowest_replay_is_reported_over_the_bound() -> None:
+    kill = Event(10.0, Kind.NEMESIS, role="nemesis", detail="instance-kill-9 a:1")
+    history = [probe(1.0, "consumer", "ok a:1"), probe(1.0, "share", "ok a:1"), kill,
+               probe(10.2, "consumer", "error none"), probe(14.0, "consumer", "ok c:3"),
+               probe(10.3, "share", "error none"), probe(22.0, "share", "ok b:2")]
+    text = kafka_figures(history, [(10.0, "instance-kill-9")], {"instance-kill-9": 1},
+                         replays=[(0, 100, 0.5), (1, 900, 1.0)], session_ms=3000)
+    assert "over the bound of 4.00 s (the session + the slowest replay): 1 (12.00 s)" in text, text
