@@ -74,7 +74,7 @@ def coalesce_wakeups() -> int:
 
 def serve(port: int, coalesce: bool, groups: int) -> None:
     """The coordinator of one case (a subprocess of the bench), tuned as `groupcoord serve` tunes its process."""
-    from groupcoord.cli import tune_serving_process
+    from groupcoord.cli_serve import tune_serving_process
     from groupcoord.coordinator.core.config import BrokerConfig
     from groupcoord.coordinator.runtime import server
     from groupcoord.coordinator.runtime.static_metadata import StaticMetadataSource

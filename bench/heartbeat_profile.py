@@ -61,6 +61,8 @@ PARTS: list[tuple[str, re.Pattern[str]]] = [(name, re.compile(p)) for name, p in
     ("CPython interpreter", r"_PyEval|PyObject_|_PyObject|PyFrame|libpython|python3\.11"),
 ]]
 OWN = re.compile(r"^(\S+) \((?:.*/)?(coordinator/[^:]+|clients/[^:]+|groupcoord/[^:]+):\d+\)$")
+# The entry point's frames (main, `groupcoord serve`) are in every stack: they say nothing about where time goes.
+ENTRY = re.compile(r"groupcoord/cli(_serve)?\.py|__main__")
 
 
 def parse_raw(path: Path) -> list[tuple[list[str], int]]:
@@ -99,7 +101,7 @@ def report(all_samples: list[tuple[list[str], int]], top: int) -> str:
         seen = set()
         for frame in stack:
             m = OWN.match(frame)
-            if m and "groupcoord/cli.py" not in frame and "__main__" not in frame:
+            if m and not ENTRY.search(frame):
                 key = f"{m.group(1)} ({m.group(2)})"
                 if key not in seen:
                     seen.add(key)

@@ -30,7 +30,7 @@ def add_parser(sub: Any) -> None:
 
 
 def cmd_acls(args: argparse.Namespace) -> int:
-    from groupcoord.cli import CliError
+    from groupcoord.cli_base import CliError
 
     try:
         acls = load_acls(Path(args.acl_file))

@@ -19,11 +19,11 @@ from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-from groupcoord.cli import CliError, _short, _stub, _table
+from groupcoord.cli_admin import _stub, _table
+from groupcoord.cli_base import CliError, _short
+from groupcoord.cli_kafka_offsets import KAFKA_TIMEOUT_MS, KafkaOffsets, TopicPartition, kafka_offsets
 
 INACTIVE_STATES = {"EMPTY", "DEAD"}
-KAFKA_TIMEOUT_MS = 5000  # kafka-consumer-groups.sh --timeout
-TopicPartition = tuple[str, int]
 
 
 # --- small helpers ------------------------------------------------------------------------------------------
@@ -83,68 +83,6 @@ def parse_topics(specs: Iterable[str]) -> dict[str, list[int] | None]:
         previous = out.get(name, [])
         out[name] = None if previous is None and name in out else sorted({*(previous or []), *partitions})
     return out
-
-
-# --- Kafka: log start/end offsets, offsets for a time, partition counts -----------------------------------------
-class KafkaOffsets:
-    """What only the Kafka cluster knows; every failure is one CliError line."""
-
-    def __init__(self, bootstrap: str, timeout_ms: int = KAFKA_TIMEOUT_MS) -> None:
-        from confluent_kafka.admin import AdminClient
-
-        self.bootstrap = bootstrap
-        self.timeout_s = timeout_ms / 1000
-        self._admin = AdminClient({"bootstrap.servers": bootstrap, "socket.timeout.ms": timeout_ms,
-                                   "log_level": 0, "logger": _quiet_logger()})
-
-    def _fail(self, e: BaseException) -> CliError:
-        err: Any = e.args[0] if e.args else None
-        text = str(err.str()) if hasattr(err, "str") else str(e)  # a KafkaException carries a KafkaError
-        if not text:
-            text = f"no answer within {self.timeout_s:g} s (is --bootstrap-server right? --timeout MS waits longer)"
-        return CliError(f"cannot read offsets from Kafka at {self.bootstrap}: {text[:200]}")
-
-    def partitions(self, topic: str) -> list[int]:
-        try:
-            meta = self._admin.list_topics(topic=topic, timeout=self.timeout_s)
-        except Exception as e:
-            raise self._fail(e) from None
-        t = meta.topics.get(topic)
-        if t is None or t.error is not None or not t.partitions:
-            raise CliError(f"topic {_short(topic)} does not exist in Kafka at {self.bootstrap}")
-        return sorted(t.partitions)
-
-    def list_offsets(self, tps: Iterable[TopicPartition], spec: str,
-                     timestamp_ms: int = 0) -> dict[TopicPartition, int]:
-        from confluent_kafka import TopicPartition as KTp
-        from confluent_kafka.admin import OffsetSpec
-
-        offset_spec = {"earliest": OffsetSpec.earliest, "latest": OffsetSpec.latest}.get(spec)
-        wanted = {KTp(t, p): (offset_spec() if offset_spec else OffsetSpec.for_timestamp(timestamp_ms))
-                  for t, p in tps}
-        if not wanted:
-            return {}
-        try:
-            futures = self._admin.list_offsets(wanted, request_timeout=self.timeout_s)
-            return {(tp.topic, tp.partition): f.result(timeout=self.timeout_s).offset for tp, f in futures.items()}
-        except Exception as e:
-            raise self._fail(e) from None
-
-
-def _kafka(args: argparse.Namespace) -> KafkaOffsets | None:
-    if not args.bootstrap_server:
-        return None
-    if args.timeout <= 0:
-        raise CliError("--timeout expects a positive number of milliseconds")
-    return KafkaOffsets(args.bootstrap_server, args.timeout)
-
-
-def _quiet_logger() -> Any:
-    import logging
-
-    logger = logging.getLogger("groupcoord.cli.kafka")
-    logger.setLevel(logging.CRITICAL)
-    return logger
 
 
 # --- reading the group ----------------------------------------------------------------------------------------
@@ -265,7 +203,7 @@ def _print_rows(rows: list[dict[str, Any]], headers: list[str]) -> None:
 
 def cmd_describe(args: argparse.Namespace) -> int:
     stub = _stub(args)
-    kafka = _kafka(args)
+    kafka = kafka_offsets(args)
     view = "members" if args.members else "state" if args.state else "offsets"
     if args.verbose and view == "offsets":
         raise CliError("--verbose goes with --members or --state")
@@ -403,7 +341,7 @@ def cmd_reset_offsets(args: argparse.Namespace) -> int:
     if args.to_offset is not None and args.to_offset < 0:
         raise CliError("--to-offset expects a non-negative offset")
     stub = _stub(args)
-    kafka = _kafka(args)
+    kafka = kafka_offsets(args)
     _require_inactive(stub, args.group)
     committed = _committed(stub, args.group)
     tps = _targets(args, committed, kafka)

@@ -14,6 +14,12 @@ foreground and owned by this process (``spark-class`` from PySpark's own ``bin/`
 - per worker ``spark-class org.apache.spark.deploy.worker.Worker --host 127.0.0.1 --cores C --memory M
   --work-dir DIR spark://127.0.0.1:P``
 
+The ports are picked free (`free_ports`), but another process can take one between the pick and the bind; Spark
+then binds the next free port and only says so in its log (``Service 'MasterUI' could not bind on port X.
+Attempting port X+1``). So the master URL and the UI are read from the master's own ``Successfully started
+service 'sparkMaster' | 'MasterUI' on port N`` lines, and the workers start once the master has said them. A
+worker whose ports moved needs nothing: it registers with the master under the ports it bound.
+
 The daemons get a small heap (``SPARK_DAEMON_MEMORY``), C1 and the serial GC, and die with this process
 (PR_SET_PDEATHSIG through ``setpriv``). Their environment is this process's minus ``PYTHONPATH`` and
 ``PYSPARK_*``: a driver must not be helped by what happens to be set where the cluster was started.
@@ -30,6 +36,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -46,6 +53,8 @@ from groupcoord.child_processes import die_with_parent, free_ports
 __all__ = ["SparkClusterError", "SparkStandaloneCluster", "main", "spark_class"]
 
 _START_TIMEOUT_S = 120.0
+# Spark's Utils.startServiceOnPort, once a service is bound (after any "Attempting port X+1").
+_STARTED_SERVICE = re.compile(r"Successfully started service '(\w+)' on port (\d+)")
 _DAEMON_JAVA_OPTS = "-XX:+UseSerialGC -XX:TieredStopAtLevel=1 -Djava.awt.headless=true"
 # Variables a worker would pass on to its executors and their Python workers: a cluster started by hand has
 # none of them, so neither does this one.
@@ -85,14 +94,16 @@ class SparkStandaloneCluster:
         self.workers = workers
         started = time.monotonic()
         master_port, web_port, *worker_ports = free_ports(2 + 2 * workers)
-        self.master_url = f"spark://127.0.0.1:{master_port}"
-        self.web_url = f"http://127.0.0.1:{web_port}"
+        self.master_url = self.web_url = ""  # the ports the master says it bound, not the ports picked
         env = {k: v for k, v in os.environ.items() if k not in _SCRUBBED}
         env.update({"SPARK_DAEMON_MEMORY": daemon_memory, "SPARK_DAEMON_JAVA_OPTS": _DAEMON_JAVA_OPTS,
                     "SPARK_LOCAL_IP": "127.0.0.1", "SPARK_WORKER_DIR": str(self.work_dir)})
         try:
             self._start("master", env, "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1",
                         "--port", str(master_port), "--webui-port", str(web_port))
+            bound = self._wait_started("master", ("sparkMaster", "MasterUI"), started + _START_TIMEOUT_S)
+            self.master_url = f"spark://127.0.0.1:{bound['sparkMaster']}"
+            self.web_url = f"http://127.0.0.1:{bound['MasterUI']}"
             for i in range(workers):
                 port, web = worker_ports[2 * i], worker_ports[2 * i + 1]
                 self._start(f"worker-{i + 1}", env, "org.apache.spark.deploy.worker.Worker", "--host", "127.0.0.1",
@@ -123,13 +134,33 @@ class SparkStandaloneCluster:
         with urllib.request.urlopen(f"{self.web_url}/json/", timeout=5) as reply:
             return dict(json.loads(reply.read()))
 
+    def _check_running(self) -> None:
+        for i, proc in enumerate(self._procs):
+            if proc.poll() is not None:
+                name = "master" if i == 0 else f"worker-{i}"
+                raise SparkClusterError(f"the Spark {name} exited ({proc.returncode}):\n{self.output(name)}")
+
+    def _wait_started(self, name: str, services: tuple[str, ...], deadline: float) -> dict[str, int]:
+        """The port each of `services` bound, from the daemon's log: a port picked free may have been taken by
+        then, and Spark moves on to the next one without failing."""
+        while True:
+            self._check_running()
+            try:
+                log = (self.dir / f"{name}.log").read_text(errors="replace")
+            except OSError:
+                log = ""
+            bound = {service: int(port) for service, port in _STARTED_SERVICE.findall(log)}
+            if all(service in bound for service in services):
+                return bound
+            if time.monotonic() > deadline:
+                raise SparkClusterError(f"the Spark {name} did not start {', '.join(services)} in "
+                                        f"{_START_TIMEOUT_S:.0f} s:\n{self.output(name)}")
+            time.sleep(0.1)
+
     def _wait_ready(self, deadline: float) -> None:
         """Ready when the master lists every worker ALIVE."""
         while True:
-            for i, proc in enumerate(self._procs):
-                if proc.poll() is not None:
-                    name = "master" if i == 0 else f"worker-{i}"
-                    raise SparkClusterError(f"the Spark {name} exited ({proc.returncode}):\n{self.output(name)}")
+            self._check_running()
             try:
                 alive = sum(1 for w in self.state().get("workers", []) if w.get("state") == "ALIVE")
             except OSError:

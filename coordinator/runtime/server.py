@@ -122,7 +122,7 @@ class CoordinatorServer:
         self.front_end = options.front_end  # who serves gRPC once started: "grpcio" or "native"
 
     async def start(self) -> None:
-        """Process-wide settings (the GC's, the switch interval) are `groupcoord serve`'s (cli.py), not the
+        """Process-wide settings (the GC's, the switch interval) are `groupcoord serve`'s (cli_serve.py), not the
         library's: a server built in a test or an application leaves them as they are."""
         o = self.options
         # Before anything starts: a native front end asked for refuses in one line what it cannot serve.
