@@ -23,8 +23,11 @@ import time
 from collections.abc import Iterator
 
 import pytest
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, TopicPartition
 
 from groupcoord.coordinator.core.partitioning import state_partition
+from groupcoord.coordinator.runtime.kafka_txn import PartitionWriter
+from groupcoord.coordinator.runtime.record_codec import PartitionFenced
 from groupcoord.coordinator.runtime.server import ServerThread
 from groupcoord.kafka_broker import KafkaBroker
 from tests.realkafka.test_split_brain import committed_offset, fetch
@@ -32,6 +35,7 @@ from tests.realkafka.test_stale_fencing import commit
 from tests.realkafka.test_unanswered_claim import (
     PARTITIONS,
     SESSION_MS,
+    STATE_TOPIC,
     RequestSwallowingProxy,
     cut_broker,
     owned,
@@ -102,3 +106,57 @@ def test_a_hand_off_stuck_on_a_transaction_that_cannot_commit_lets_the_next_owne
         group = groups[p]
         wait_for(lambda g=group: committed_offset(fetch(b.address, g)) >= 1,
                  f"instance B serves {group} with the offset A acknowledged", timeout_s=30)
+
+
+def test_an_abandoned_writer_whose_transaction_commits_after_all_acknowledges_nothing(
+        cut_broker: tuple[KafkaBroker, RequestSwallowingProxy], monkeypatch: pytest.MonkeyPatch) -> None:
+    """Nothing acknowledged before durable: an operation failed when its writer was abandoned stays failed when its
+    transaction commits later (durable, never acknowledged: the next owner replays it)."""
+    broker, proxy = cut_broker
+    proxy.api_keys = {PRODUCE}
+    crashed: list[threading.ExceptHookArgs] = []
+    monkeypatch.setattr(threading, "excepthook", crashed.append)
+    failures: list[object] = []
+    writer = PartitionWriter(STATE_TOPIC, 0, {"bootstrap.servers": proxy.address}, writer_tag="abandoned",
+                             linger_s=0, on_failed=lambda *args: failures.append(args))
+    writer.start(30)
+    writer.submit([(b"before", b"1")]).result(30)
+    proxy.swallowing = True
+    stuck = writer.submit([(b"abandoned", b"2")])
+    time.sleep(1.0)  # its Produce request is swallowed: the commit waits
+    assert writer.abandon("handed off") == 1
+    with pytest.raises(PartitionFenced):
+        stuck.result(0)
+    assert writer.submit([(b"after", b"3")]).exception(0) is not None, "an abandoned writer takes nothing more"
+
+    proxy.swallowing = False
+    proxy.reset()  # the producer sends the swallowed request again and its transaction commits
+    wait_for(lambda: b"abandoned" in committed_keys(broker.bootstrap_servers, STATE_TOPIC, 0),
+             "the abandoned transaction commits after all", timeout_s=40)
+    for thread in threading.enumerate():
+        if thread.name == "groupcoord-txn-0":
+            thread.join(30)
+    assert isinstance(stuck.exception(0), PartitionFenced), "its operation stays failed: never acknowledged"
+    writer_crashes = [c.exc_value for c in crashed if c.thread is not None and c.thread.name == "groupcoord-txn-0"]
+    assert not writer_crashes, writer_crashes  # (the proxy's own threads may fail on its reset)
+    assert not failures, "the abandoned writer's commit reported nothing to its former owner"
+
+
+def committed_keys(bootstrap: str, topic: str, partition: int) -> list[bytes]:
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "stuck-hand-off-reader",
+                         "isolation.level": "read_committed", "enable.partition.eof": True,
+                         "enable.auto.commit": False})
+    keys: list[bytes] = []
+    try:
+        consumer.assign([TopicPartition(topic, partition, OFFSET_BEGINNING)])
+        while True:
+            msg = consumer.poll(5)
+            if msg is None:
+                return keys
+            if (error := msg.error()) is not None:
+                if error.code() == KafkaError._PARTITION_EOF:
+                    return keys
+                continue
+            keys.append(msg.key() or b"")
+    finally:
+        consumer.close()
