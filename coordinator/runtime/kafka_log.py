@@ -286,8 +286,10 @@ class KafkaRecordLog:
             producer.purge()
             producer.flush(0)
         producer.close()
-        for writer in list(self._writers.values()):
-            writer.close(timeout_s)
+        for partition, writer in list(self._writers.items()):
+            if abandoned := writer.close(timeout_s):
+                log.error("%d append(s) to %s-%d had not committed before closing: failed", abandoned, self.topic,
+                          partition)
         self._writers.clear()
         for future in self.pending():
             if not future.done():
@@ -307,11 +309,12 @@ class KafkaRecordLog:
         self._writers[partition] = writer
         return tag
 
-    def release(self, partition: int, timeout_s: float = 30.0) -> None:
-        """Stop writing `partition`: commit what is queued (or fail it, if fenced), close its producer."""
+    def release(self, partition: int, timeout_s: float = 30.0) -> int:
+        """Stop writing `partition`: commit what is queued (or fail it, if fenced), close its producer. What has
+        not committed within `timeout_s` is failed and the writer abandoned (`PartitionWriter.abandon`: a hand-off
+        must not wait for a transaction that may never commit); returns how many appends that failed."""
         writer = self._writers.pop(partition, None)
-        if writer is not None:
-            writer.close(timeout_s)
+        return 0 if writer is None else writer.close(timeout_s)
 
     def writer_tag(self, partition: int) -> str | None:
         writer = self._writers.get(partition)

@@ -12,6 +12,13 @@ or any other error) fails its operations and every later one with `PartitionFenc
 caller drops the partition's groups (memory may be ahead of the log) and, unless the failure was fatal, gains
 the partition again with a fresh writer and a fresh replay.
 
+Abandoning. A hand-off must not wait for a transaction that may never commit (a broker that does not answer: the
+commit gives up only after `transaction_timeout_s`). `abandon` fails every operation not committed at once and
+leaves the writer thread to finish its commit in the background (it closes the producer when it ends). A future
+failed so stays failed: should that transaction commit after all, its operations are durable but were never
+acknowledged, which is safe (the next owner replays them, as any write whose reply was lost); more likely the next
+owner's `init_transactions` aborts it first.
+
 Each message carries a header `groupcoord-writer: <instance id>/<acquisition>` so a reader can tell which
 owner (and which of its tenures) wrote it: tests check that no fenced tenure's record follows a newer one.
 """
@@ -23,7 +30,7 @@ import threading
 import time
 import warnings
 from collections.abc import Callable, Mapping
-from concurrent.futures import Future
+from concurrent.futures import Future, InvalidStateError
 from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException, Producer
@@ -39,6 +46,19 @@ MAX_BATCH_MESSAGES = 2_000  # per transaction: bounds one commit's latency under
 def transactional_id(topic: str, partition: int) -> str:
     """Stable across instances and restarts: the broker fences by it."""
     return f"groupcoord-{topic}-{partition}"
+
+
+def _settle(future: Future[None], error: BaseException | None) -> bool:
+    """Complete `future` unless it already is: one an abandoning hand-off failed stays failed, even if its
+    transaction commits after all (and one acknowledged stays acknowledged). False when it was already done."""
+    try:
+        if error is None:
+            future.set_result(None)
+        else:
+            future.set_exception(error)
+    except InvalidStateError:
+        return False
+    return True
 
 
 class PartitionWriter:
@@ -59,6 +79,8 @@ class PartitionWriter:
         self._queue: list[tuple[list[tuple[bytes, bytes | None]], Future[None]]] = []
         self._cond = threading.Condition()
         self._closing = False
+        self._abandoned = False  # then whichever of `abandon` and the thread ending comes last closes the producer
+        self._ended = False
         self._failure: PartitionFenced | None = None
         self._thread: threading.Thread | None = None
         self._inflight: list[Future[None]] = []  # the transaction being committed
@@ -94,19 +116,40 @@ class PartitionWriter:
         with self._cond:
             return self._inflight + [f for _, f in self._queue]
 
-    def close(self, timeout_s: float = 30.0) -> None:
-        """Commit what is queued, then close the producer (waits for the transaction in flight). Blocking."""
+    def close(self, timeout_s: float = 30.0) -> int:
+        """Commit what is queued, then close the producer. What has not committed within `timeout_s` is
+        abandoned (`abandon`); returns how many operations that failed. Blocking, at most `timeout_s`."""
         with self._cond:
             self._closing = True
             self._cond.notify()
         if self._thread is not None:
             self._thread.join(timeout_s)
-            if self._thread.is_alive():  # leave its producer to it: a newer owner's init_transactions fences it
-                log.error("the writer of state partition %d did not finish within %.0f s", self.partition, timeout_s)
-                return
-        producer = self._producer
+            if self._thread.is_alive():
+                return self.abandon(f"its writer was closed before its transaction committed ({timeout_s:.1f} s)")
+        self._close_producer()
+        return 0
+
+    def abandon(self, reason: str) -> int:
+        """Fail every operation not committed, now, and stop writing, without waiting for the transaction in
+        flight (see the module docstring); returns how many operations failed. Does not block."""
+        failure = PartitionFenced(self.partition, reason)
+        with self._cond:
+            self._closing = True
+            self._abandoned = True
+            self._failure = self._failure or failure
+            left = self._inflight + [f for _, f in self._queue]
+            self._queue, self._inflight = [], []
+            self._cond.notify()
+            running = self._thread is not None and not self._ended
+        failed = sum(_settle(future, failure) for future in left)
+        if not running:  # else the thread closes the producer when its commit returns
+            self._close_producer()
+        return failed
+
+    def _close_producer(self) -> None:
+        with self._cond:
+            producer, self._producer = self._producer, None
         if producer is not None:
-            self._producer = None
             try:
                 producer.purge()
                 producer.flush(0)
@@ -118,6 +161,16 @@ class PartitionWriter:
 
     # --- the writer thread -----------------------------------------------------------------------------------
     def _run(self) -> None:
+        try:
+            self._write()
+        finally:
+            with self._cond:
+                self._ended = True
+                abandoned = self._abandoned
+            if abandoned:
+                self._close_producer()
+
+    def _write(self) -> None:
         while True:
             idle = False
             with self._cond:
@@ -148,8 +201,7 @@ class PartitionWriter:
             with self._cond:
                 self._inflight = []
             for _, future in batch:
-                if not future.done():
-                    future.set_result(None)
+                _settle(future, None)
 
     def _commit(self, batch: list[tuple[list[tuple[bytes, bytes | None]], Future[None]]]) -> None:
         producer = self._producer
@@ -182,9 +234,10 @@ class PartitionWriter:
             self._failure = failure
             rest, self._queue = self._queue, []
             self._inflight = []
-        log.warning("state partition %d: %d operation(s) not acknowledged: %s", self.partition,
-                    len(batch) + len(rest), reason)
-        for _, future in batch + rest:
-            if not future.done():
-                future.set_exception(failure)
+            abandoned = self._abandoned
+        failed = sum(_settle(future, failure) for _, future in batch + rest)
+        if abandoned:  # its operations failed when it was abandoned
+            log.info("state partition %d: the transaction of a writer handed off ended: %s", self.partition, reason)
+        else:
+            log.warning("state partition %d: %d operation(s) not acknowledged: %s", self.partition, failed, reason)
         self._on_failed(self, failure, fatal)

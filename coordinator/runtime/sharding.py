@@ -22,10 +22,15 @@ Per partition, on this instance (all of it on the runtime's event loop, so it is
 - revoked (`on_revoke`, and `on_lost` when the session expired): stop routing to its groups (NOT_COORDINATOR),
   queue an operation that drops them from the shard (a barrier: every operation queued before it has handed
   its records to the writer), wait until those transactions committed or failed, close the writer, then let
-  the rebalance continue. It waits as long as that takes (no deadline after which it proceeds anyway): Kafka
-  gives the partition to the next owner only after this callback returns, so the next owner's replay sees
-  every record this instance acknowledged. (Were the callback to hang, the next owner's `init_transactions`
-  would still fence this instance's writer.)
+  the rebalance continue. Kafka gives a revoked partition to the next owner only after this callback returns,
+  so its replay sees every record this instance acknowledged. The wait is bounded (`hand_off_wait_s`): half the
+  session when revoked, none when lost (another instance may own the partition already). While the polling
+  thread waits, this instance takes no part in any rebalance (the partitions of an instance that died meanwhile
+  go to no one) and renews no lease; a transaction whose broker does not answer gives up only after 30 s
+  (issue 29: a takeover of 34 s). What has not committed by then is abandoned (`PartitionWriter.abandon`): its
+  operations fail (their callers get NOT_COORDINATOR: never acknowledged) and the writer's thread finishes in
+  the background. That transaction is aborted by the next owner's `init_transactions` before it loads, or
+  committed before that and replayed: durable, unacknowledged, as a write whose reply was lost.
 - fenced (the writer's transaction failed: PRODUCER_FENCED because another instance called `init_transactions`,
   or any other error): stop routing to its groups at once (NOT_COORDINATOR), fail the operations not committed
   (their callers get NOT_COORDINATOR: they were never acknowledged), drop the groups from memory (it may be
@@ -63,6 +68,7 @@ later commits fail with PRODUCER_FENCED, so replay (read_committed) never sees t
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import enum
 import functools
 import logging
@@ -130,6 +136,9 @@ class PartitionOwnership:
         self._unclaimed: set[int] = set()  # assigned partitions not yet recorded in the directory (polling thread)
         self._assigned: set[int] = set()  # what Kafka assigns this instance now (polling thread writes)
         self.lease = Lease(options)
+        # How long a revoked partition's hand-off waits for its transactions. The polling thread waits with it
+        # (no claims, no rebalance): the lease lapses `lease_ms` after the last claim, 0.8 session by default.
+        self.hand_off_wait_s = options.session_timeout_ms / 2000
         self.fenced = 0  # times a partition's writer failed (metrics, tests)
         record_log.transactional = True
         record_log.on_fenced = self._on_fenced
@@ -277,7 +286,7 @@ class PartitionOwnership:
         self._unclaimed.difference_update(partitions)
         self._assigned.difference_update(partitions)
         log.info("state partitions %s %s: handing their groups off", partitions, why)
-        self._call_on_loop(self._lose(partitions), wait=True)
+        self._call_on_loop(self._lose(partitions, 0.0 if why == "lost" else self.hand_off_wait_s), wait=True)
 
     def _call_on_loop(self, coro: Any, wait: bool) -> None:
         loop = self._loop
@@ -287,8 +296,8 @@ class PartitionOwnership:
         future = asyncio.run_coroutine_threadsafe(coro, loop)
         if not wait:
             return
-        # No deadline: the next owner must not load before this instance's transactions settled. Each one is
-        # bounded by the writer's transaction timeout; a loop that stopped running cannot finish it.
+        # Bounded by `_lose` (it abandons the transactions that do not settle in time); a loop that stopped
+        # running cannot finish it.
         waited = 0
         while True:
             try:
@@ -358,17 +367,28 @@ class PartitionOwnership:
         result.from_log = True
         return result
 
-    async def _lose(self, partitions: list[int]) -> None:
+    async def _lose(self, partitions: list[int], wait_s: float) -> None:
+        """Drop the partitions' groups, wait up to `wait_s` for their appends to commit, then release the writers,
+        abandoning what has not committed (see the module docstring)."""
         for p in partitions:
             self._epochs[p] = self._epochs.get(p, 0) + 1
             self._state.pop(p, None)  # from now on the router answers NOT_COORDINATOR
         dropped = await self.runtime.submit("drop-partitions", lambda now: self._drop(partitions))
-        pending = [asyncio.wrap_future(f) for f in self.log.pending_for(partitions)]
-        if pending:
-            await asyncio.gather(*pending, return_exceptions=True)
+        deadline = time.monotonic() + wait_s
+        pending = self.log.pending_for(partitions)
+        if pending and wait_s > 0:  # concurrent futures: nothing is left unobserved when the wait times out
+            await asyncio.to_thread(concurrent.futures.wait, pending, wait_s)
+        abandoned: dict[int, int] = {}
         for p in partitions:
             if p not in self._state:  # not gained again meanwhile
-                await asyncio.to_thread(self.log.release, p)
+                failed = await asyncio.to_thread(self.log.release, p, max(0.0, deadline - time.monotonic()))
+                if failed:
+                    abandoned[p] = failed
+        if abandoned:
+            log.warning("state partitions %s handed off with %d append(s) not committed after %.1f s: failed, "
+                        "never acknowledged (their callers get NOT_COORDINATOR); the next owner's "
+                        "init_transactions aborts their transactions", sorted(abandoned), sum(abandoned.values()),
+                        wait_s)
         log.info("state partitions %s handed off: dropped %d group(s)", partitions, len(dropped))
 
     # --- fenced (a writer's thread, then the event loop) -------------------------------------------------------
@@ -390,7 +410,7 @@ class PartitionOwnership:
         task.add_done_callback(self._tasks.discard)
 
     async def _after_fenced(self, p: int, fatal: bool) -> None:
-        await self._lose([p])
+        await self._lose([p], self.hand_off_wait_s)
         # Still ours: a fresh writer (which fences whoever fenced us) and a fresh replay. Fenced while Kafka
         # assigns the partition here and the lease holds means a stale acquisition fenced us: a former assignee
         # whose init_transactions finished after ours. No other instance can own it before our lease lapses.
