@@ -1,8 +1,11 @@
-"""The group coordinator shard: every group operation, as a pure function of (state, request, now).
+"""The group coordinator shard: every group operation, as a deterministic function of (state, request, now).
 
-Each handler validates its request, computes records, applies them through `replay` (the only way state
-changes, so replaying the log rebuilds the same state) and returns a `Result`: the response, the records
-the runtime must persist before answering, timers to arm or cancel, and assignor runs to offload.
+Each handler validates its request, computes records, applies each through `replay` as it goes (the only way
+state changes, so replaying the log rebuilds the same state; the rest of the operation reads what it wrote) and
+returns a `Result`: the response, the records the runtime must persist before answering, timers to arm or
+cancel, and assignor runs to offload. The runtime makes the operation atomic: when it raises or its append
+fails, the groups it touched are put back from the committed image (`applied` and `touched` below;
+docs/operations/durability.md, "The operation model").
 The shard never reads a clock, opens a socket or starts a thread: `now` is a parameter, member ids come
 from an injected factory, and lag comes from an injected non-blocking provider.
 
