@@ -139,6 +139,10 @@ class PartitionOwnership:
         # How long a revoked partition's hand-off waits for its transactions. The polling thread waits with it
         # (no claims, no rebalance): the lease lapses `lease_ms` after the last claim, 0.8 session by default.
         self.hand_off_wait_s = options.session_timeout_ms / 2000
+        # The hand-off's blocking steps get threads of their own: on asyncio's default pool they queued behind the
+        # loads (`acquire` and `load_partition` each hold a thread up to the load timeout), unbounded. Idle, they
+        # end with the executor (a fenced partition may still hand off after `stop`, so it is not shut down there).
+        self._hand_off_threads = concurrent.futures.ThreadPoolExecutor(2, thread_name_prefix="groupcoord-hand-off")
         self.fenced = 0  # times a partition's writer failed (metrics, tests)
         record_log.transactional = True
         record_log.on_fenced = self._on_fenced
@@ -376,12 +380,15 @@ class PartitionOwnership:
         dropped = await self.runtime.submit("drop-partitions", lambda now: self._drop(partitions))
         deadline = time.monotonic() + wait_s
         pending = self.log.pending_for(partitions)
+        loop = asyncio.get_running_loop()
+        threads = self._hand_off_threads
         if pending and wait_s > 0:  # concurrent futures: nothing is left unobserved when the wait times out
-            await asyncio.to_thread(concurrent.futures.wait, pending, wait_s)
+            await loop.run_in_executor(threads, concurrent.futures.wait, pending, wait_s)
         abandoned: dict[int, int] = {}
         for p in partitions:
             if p not in self._state:  # not gained again meanwhile
-                failed = await asyncio.to_thread(self.log.release, p, max(0.0, deadline - time.monotonic()))
+                failed = await loop.run_in_executor(threads, self.log.release, p,
+                                                    max(0.0, deadline - time.monotonic()))
                 if failed:
                     abandoned[p] = failed
         if abandoned:
