@@ -277,7 +277,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
                                         session_timeout_ms=args.state_session_timeout_ms, lease_margin_ms=margin)
     try:
         security = _security_options(args)
-        _front_end_usable(args.front_end, security)
+        _front_end_usable(args.front_end)
         if args.http_port is not None and args.acl_file and not args.auth_tokens:
             raise CliError("--http-port with --acl-file needs --auth-tokens: the web view's API authenticates "
                            "with bearer tokens (client certificates are not asked for over HTTP)")
@@ -307,12 +307,13 @@ def cmd_serve(args: argparse.Namespace) -> int:
         print("groupcoord: shutting down", flush=True)
         await server.stop(grace_s=5.0)
 
+    from groupcoord.coordinator.runtime.auth import AuthConfigError
     from groupcoord.coordinator.runtime.kafka_log import StateTopicError
     from groupcoord.coordinator.runtime.log_frames import LogCorruptError
 
     try:
         asyncio.run(main())
-    except (StateTopicError, LogCorruptError) as e:
+    except (StateTopicError, LogCorruptError, AuthConfigError) as e:  # AuthConfigError: a TLS file not PEM
         print(f"groupcoord: {e}", file=sys.stderr)
         return 2
     except OSError as e:  # a port taken between the check and the bind, or a state dir we cannot write
@@ -324,12 +325,12 @@ def cmd_serve(args: argparse.Namespace) -> int:
     return 0
 
 
-def _front_end_usable(front_end: str, security: dict[str, Any]) -> None:
-    """The server's own choice of front end, made before anything starts: --front-end native refuses, in one
-    line, what it cannot serve yet and a missing build."""
+def _front_end_usable(front_end: str) -> None:
+    """The server's own choice of front end, made before anything starts: --front-end native refuses a missing
+    build in one line."""
     from groupcoord.coordinator.runtime.native_server import choose_front_end
     try:
-        choose_front_end(front_end, tls="tls" in security, acls="acl_file" in security, tokens="tokens" in security)
+        choose_front_end(front_end)
     except (ValueError, RuntimeError) as e:
         raise CliError(str(e)) from None
 
@@ -551,8 +552,8 @@ def build_parser() -> argparse.ArgumentParser:
                         "--auth-tokens, with --tls-cert it is HTTPS)")
     s.add_argument("--front-end", choices=("auto", "native", "grpcio"), default="auto",
                    help="who serves gRPC: native, the compiled front end (Rust tonic, native/frontend: a third of "
-                        "grpcio's CPU per heartbeat; no TLS, tokens or ACLs yet), or grpcio (grpc.aio). auto "
-                        "(default): native unless TLS, tokens or ACLs are on or it is not built")
+                        "grpcio's CPU per heartbeat), or grpcio (grpc.aio); both serve TLS, tokens and ACLs. auto "
+                        "(default): native unless it is not built")
     s.add_argument("--config", help="TOML file with [config] (Kafka config names), [topics], [kafka] tables")
     s.add_argument("--set", action="append", metavar="KEY=VALUE",
                    help="a broker config, e.g. group.consumer.heartbeat.interval.ms=5000 (repeatable); "

@@ -12,8 +12,11 @@ heartbeat) is run to the end right there, with no task; one that waits (an opera
 in a task. Every answer of a pass of the loop goes back to tonic in one `complete()`. grpc.aio's per-call cost
 (a task, a completion queue round trip, metadata objects) is what this leaves out.
 
-What it does not serve refuses to start (`refuse_unsupported`): TLS, client certificates, tokens and ACLs
-(authentication reads the call's TLS session), and client-streaming RPCs (the API has none).
+TLS (`add_tls_port`) is rustls in the front end, from the same PEM files as grpcio's credentials; with a client
+CA, a client without a certificate that chains to it fails the handshake (UNAVAILABLE, as on grpcio). Each call
+over TLS carries its connection's auth context in grpcio's shape, so `authenticate` (auth.py) reads the client
+certificate's CN, bearer tokens and ACLs the same way on both front ends. Client-streaming RPCs are not served
+(the API has none).
 """
 
 from __future__ import annotations
@@ -26,6 +29,8 @@ from collections.abc import AsyncIterator, Callable, Generator, Sequence
 from typing import Any
 
 import grpc
+
+from groupcoord.coordinator.runtime.auth import AuthConfigError, TlsOptions
 
 log = logging.getLogger("groupcoord.native")
 
@@ -41,21 +46,17 @@ def load_frontend() -> Any:
     return groupcoord_frontend
 
 
-def choose_front_end(requested: str, *, tls: bool, acls: bool, tokens: bool) -> tuple[str, str]:
-    """Who serves gRPC, and why: `auto` (the default) is the native front end wherever it serves everything
-    configured and is built, grpcio otherwise (TLS, tokens and ACLs, or a machine without the build); `grpcio`
-    and `native` are taken as asked (`native` refusing what it cannot serve)."""
+def choose_front_end(requested: str) -> tuple[str, str]:
+    """Who serves gRPC, and why: `auto` (the default) is the native front end wherever it is built, grpcio on a
+    machine without the build; `grpcio` and `native` are taken as asked. Both serve TLS, client certificates,
+    bearer tokens and ACLs alike."""
     if requested == "grpcio":
         return "grpcio", "asked for"
     if requested == "native":
-        refuse_unsupported(tls=tls, acls=acls, tokens=tokens)
         load_frontend()
         return "native", "asked for"
     if requested != "auto":
         raise ValueError(f"front end {requested!r}: auto, grpcio or native")
-    missing = [name for name, on in (("TLS", tls), ("ACLs", acls), ("bearer tokens", tokens)) if on]
-    if missing:
-        return "grpcio", f"{', '.join(missing)}: served by grpcio only"
     try:
         load_frontend()
     except RuntimeError:
@@ -63,21 +64,20 @@ def choose_front_end(requested: str, *, tls: bool, acls: bool, tokens: bool) -> 
     return "native", "the default"
 
 
-def refuse_unsupported(*, tls: bool, acls: bool, tokens: bool) -> None:
-    """One line for what the native front end cannot serve yet, instead of serving it less safely."""
-    missing = [name for name, on in (("TLS", tls), ("ACLs", acls), ("bearer tokens", tokens)) if on]
-    if missing:
-        raise ValueError(f"--front-end native does not serve {', '.join(missing)} yet: use --front-end grpcio")
+# grpcio's auth context of a plaintext call (a TLS call's comes from the front end, native/frontend/src/tls.rs)
+_PLAINTEXT_AUTH = (("transport_security_type", b"insecure"), ("security_level", b"TSI_SECURITY_NONE"))
 
 
 class NativeContext:
     """The part of grpc.aio's ServicerContext the pipeline and the health and reflection servicers use."""
 
-    __slots__ = ("_peer", "_metadata", "code", "details", "writes")
+    __slots__ = ("_peer", "_metadata", "_auth", "code", "details", "writes")
 
-    def __init__(self, peer: str, metadata: tuple[tuple[str, Any], ...] | None) -> None:
+    def __init__(self, peer: str, metadata: tuple[tuple[str, Any], ...] | None,
+                 auth: dict[str, list[bytes]] | None = None) -> None:
         self._peer = peer
         self._metadata = metadata
+        self._auth = auth  # None: plaintext
         self.code: grpc.StatusCode | None = None
         self.details = ""
         self.writes: Callable[[Any], None] | None = None  # a server stream's `write`
@@ -89,7 +89,17 @@ class NativeContext:
         return self._metadata or ()
 
     def auth_context(self) -> dict[str, list[bytes]]:
-        return {}
+        """As grpcio's: over TLS `transport_security_type` ssl and, with a client certificate, its subject's
+        `x509_common_name` (the principal, auth.py); on plaintext `insecure`. A new dict per call, as grpcio's."""
+        if self._auth is None:
+            return {key: [value] for key, value in _PLAINTEXT_AUTH}
+        return {key: list(values) for key, values in self._auth.items()}
+
+    def peer_identities(self) -> list[bytes] | None:
+        return (self._auth or {}).get("x509_common_name")
+
+    def peer_identity_key(self) -> str | None:
+        return "x509_common_name" if self.peer_identities() else None
 
     def set_code(self, code: grpc.StatusCode) -> None:
         self.code = code
@@ -206,16 +216,25 @@ class NativeServer:
         self._handlers.update({f"/{service}/{name}": h for name, h in handlers.items()})
 
     def add_insecure_port(self, address: str) -> int:
+        return self._listen(address, None)
+
+    def add_tls_port(self, address: str, tls: TlsOptions) -> int:
+        """TLS from the PEM files themselves (grpc.ServerCredentials cannot be read back); a file that is not
+        usable PEM raises AuthConfigError, naming its flag."""
+        return self._listen(address, tls)
+
+    def _listen(self, address: str, tls: TlsOptions | None) -> int:
         if self._frontend is not None:
             raise RuntimeError("the native front end listens on one address")
+        pem = {} if tls is None else {"tls_cert_chain": tls.cert_chain, "tls_key": tls.private_key,
+                                      "tls_client_ca": tls.client_ca}
         try:
-            self._frontend = self._module.Frontend(address, *self._limits)
+            self._frontend = self._module.Frontend(address, *self._limits, **pem)
         except OSError:
             return 0  # as grpc.aio's bind failure: CoordinatorServer says which address
+        except ValueError as e:
+            raise AuthConfigError(str(e)) from None
         return int(self._frontend.port)
-
-    def add_secure_port(self, address: str, credentials: Any) -> int:
-        raise ValueError("--front-end native does not serve TLS yet: use --front-end grpcio")
 
     # --- serving ------------------------------------------------------------------------------------------
     def differences_from_build(self) -> list[str]:
@@ -271,10 +290,10 @@ class NativeServer:
     # --- one batch ----------------------------------------------------------------------------------------
     def _on_ready(self) -> None:
         table, answers = self._table, self._answers
-        for kind, call, method, payload, metadata, peer in self._frontend.drain():
+        for kind, call, method, payload, metadata, peer, auth in self._frontend.drain():
             if kind == UNARY:
                 _, behaviour, decode, encode, _ = table[method]
-                context = NativeContext(peer, metadata)
+                context = NativeContext(peer, metadata, auth)
                 try:
                     coro = behaviour(decode(payload), context)
                     yielded = coro.send(None)
@@ -293,7 +312,7 @@ class NativeServer:
                     continue
                 self._spawn(self._finish_unary(call, _resume(coro, yielded), encode, context))
             elif kind == STREAM_OPEN:
-                self._open_stream(call, table[method], payload, NativeContext(peer, metadata))
+                self._open_stream(call, table[method], payload, NativeContext(peer, metadata, auth))
             elif kind == STREAM_MESSAGE:
                 stream = self._streams.get(call)
                 if stream is not None and stream[0] is not None:

@@ -18,6 +18,8 @@ use tonic::metadata::KeyAndValueRef;
 use tonic::server::{Grpc, ServerStreamingService, StreamingService, UnaryService};
 use tonic::{Request, Response, Status, Streaming};
 
+use crate::tls::TlsPeer;
+
 pub(crate) mod proto {
     include!(concat!(env!("OUT_DIR"), "/methods.rs"));
 }
@@ -53,6 +55,7 @@ pub(crate) struct Event {
     pub(crate) payload: Option<Bytes>,
     pub(crate) metadata: Option<Metadata>,
     pub(crate) peer: Option<Arc<str>>,
+    pub(crate) tls: Option<Arc<TlsPeer>>, // a call's opening over TLS: what its connection's handshake established
 }
 
 pub(crate) enum Reply {
@@ -204,6 +207,7 @@ pub(crate) struct Call {
     pub(crate) shared: Arc<Shared>,
     pub(crate) method: u32,
     pub(crate) peer: Arc<str>,
+    pub(crate) tls: Option<Arc<TlsPeer>>,
     pub(crate) slot: Option<InFlight>,
 }
 
@@ -226,6 +230,7 @@ impl UnaryService<Bytes> for Call {
             payload: Some(request.into_inner()),
             metadata,
             peer: Some(self.peer.clone()),
+            tls: self.tls.clone(),
         });
         let slot = self.slot.take();
         Box::pin(async move {
@@ -255,6 +260,7 @@ impl ServerStreamingService<Bytes> for Call {
             payload: Some(request.into_inner()),
             metadata,
             peer: Some(self.peer.clone()),
+            tls: self.tls.clone(),
         });
         let replies = Counted {
             replies: UnboundedReceiverStream::new(rx),
@@ -281,6 +287,7 @@ impl StreamingService<Bytes> for Call {
             payload: None,
             metadata,
             peer: Some(self.peer.clone()),
+            tls: self.tls.clone(),
         });
         let method = self.method;
         let mut inbound = request.into_inner();
@@ -294,6 +301,7 @@ impl StreamingService<Bytes> for Call {
                         payload: Some(bytes),
                         metadata: None,
                         peer: None,
+                        tls: None,
                     }),
                     Ok(None) => break STREAM_HALF_CLOSE,
                     Err(_) => break STREAM_CANCEL,
@@ -306,6 +314,7 @@ impl StreamingService<Bytes> for Call {
                 payload: None,
                 metadata: None,
                 peer: None,
+                tls: None,
             });
         });
         let replies = Counted {
@@ -336,6 +345,7 @@ impl Router {
     pub(crate) async fn handle(
         self: Arc<Self>,
         peer: Arc<str>,
+        tls: Option<Arc<TlsPeer>>,
         request: http::Request<Incoming>,
     ) -> http::Response<BoxBody> {
         let Some(&(method, kind)) = self.methods.get(request.uri().path()) else {
@@ -363,6 +373,7 @@ impl Router {
             shared: shared.clone(),
             method,
             peer,
+            tls,
             slot,
         };
         match kind {
