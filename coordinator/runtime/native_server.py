@@ -38,11 +38,18 @@ INSTALL_HINT = ("the native front end is not installed: `pip install ./native/fr
                 "`make demo` and `make test` do it)")
 
 
+# The fields of a drained event; a build from older sources hands over fewer (before TLS: no auth context).
+EVENT_FIELDS = 7
+
+
 def load_frontend() -> Any:
     try:
         import groupcoord_frontend
     except ImportError:
         raise RuntimeError(INSTALL_HINT) from None
+    if getattr(groupcoord_frontend, "EVENT_FIELDS", None) != EVENT_FIELDS:
+        raise RuntimeError("the native front end was built from older sources: reinstall it "
+                           "(`pip install ./native/frontend`)")
     return groupcoord_frontend
 
 
@@ -59,8 +66,8 @@ def choose_front_end(requested: str) -> tuple[str, str]:
         raise ValueError(f"front end {requested!r}: auto, grpcio or native")
     try:
         load_frontend()
-    except RuntimeError:
-        return "grpcio", "the native front end is not built (`pip install ./native/frontend`)"
+    except RuntimeError as e:
+        return "grpcio", str(e)
     return "native", "the default"
 
 

@@ -403,5 +403,6 @@ fn groupcoord_frontend(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("STREAM_MESSAGE", STREAM_MESSAGE)?;
     m.add("STREAM_HALF_CLOSE", STREAM_HALF_CLOSE)?;
     m.add("STREAM_CANCEL", STREAM_CANCEL)?;
+    m.add("EVENT_FIELDS", 7)?; // drain()'s tuples: native_server.py checks it against a build from older sources
     Ok(())
 }
