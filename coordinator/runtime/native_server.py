@@ -179,7 +179,7 @@ class _Inbox:
 
 
 # The events `drain()` hands over (native/frontend/src/calls.rs names them the same).
-UNARY, STREAM_OPEN, STREAM_MESSAGE, STREAM_HALF_CLOSE, STREAM_CANCEL = range(5)
+UNARY, STREAM_OPEN, STREAM_MESSAGE, STREAM_HALF_CLOSE, STREAM_CANCEL, TLS_REFUSED = range(6)
 # An RPC's shape, in the table built at start.
 UNARY_RPC, SERVER_STREAMING_RPC, BIDIRECTIONAL_RPC = range(3)
 OK = 0
@@ -210,6 +210,8 @@ class NativeServer:
         self._streams: dict[int, tuple[_Inbox | None, asyncio.Task[None]]] = {}
         self._tasks: set[asyncio.Task[Any]] = set()
         self._stopped: asyncio.Event | None = None
+        self._refusal_logged_at = float("-inf")
+        self._refusals_unlogged = 0
 
     # --- registration, as on grpc.aio ---------------------------------------------------------------------
     def add_generic_rpc_handlers(self, handlers: Sequence[Any]) -> None:
@@ -328,11 +330,25 @@ class NativeServer:
                 stream = self._streams.get(call)
                 if stream is not None and stream[0] is not None:
                     stream[0].close()
+            elif kind == TLS_REFUSED:
+                self._log_refusal(peer, payload)
             elif kind == STREAM_CANCEL:
                 stream = self._streams.pop(call, None)
                 if stream is not None:
                     stream[1].cancel()
         self._flush()
+
+    def _log_refusal(self, peer: str, reason: bytes) -> None:
+        """One line per refused TLS handshake (grpcio's core logs them too), at most one a second: the rest
+        are counted into the next line, so a client retrying in a loop does not flood the log."""
+        assert self._loop is not None
+        now = self._loop.time()
+        if now - self._refusal_logged_at < 1.0:
+            self._refusals_unlogged += 1
+            return
+        more = f" (and {self._refusals_unlogged} more since the last line)" if self._refusals_unlogged else ""
+        log.info("TLS handshake from %s refused: %s%s", peer, reason.decode(errors="replace"), more)
+        self._refusal_logged_at, self._refusals_unlogged = now, 0
 
     def _spawn(self, coro: Any) -> asyncio.Task[Any]:
         assert self._loop is not None

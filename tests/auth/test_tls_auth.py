@@ -3,10 +3,12 @@ gets GROUP_AUTHORIZATION_FAILED (30), who is served, and that probes still reach
 
 from __future__ import annotations
 
+import logging
 import time
 from pathlib import Path
 
 import grpc
+import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from groupcoord.clients.credentials import Credentials
@@ -39,9 +41,10 @@ def test_client_without_certificate_is_refused_by_mtls(pki: Pki, start_secured: 
 
 
 def test_an_x509_v1_client_certificate_is_served_by_grpcio_only(
-        pki: Pki, start_secured: StartServer, tmp_path: Path, front_end: str) -> None:
+        pki: Pki, start_secured: StartServer, tmp_path: Path, front_end: str, caplog: pytest.LogCaptureFixture) -> None:
     """rustls (the native front end's TLS) takes X.509 v3 certificates only, as RFC 5280 asks of a certificate
-    with extensions; BoringSSL (grpcio's) also takes v1 ones. The one difference between the two, pinned."""
+    with extensions; BoringSSL (grpcio's) also takes v1 ones. The one difference between the two, pinned, and
+    the native front end's log says why it refused."""
     acls = tmp_path / "acls.toml"
     write_acls(acls, ("User:carol", "ALL", "LITERAL:*", "ALLOW"))
     srv = start_secured(tls=pki.tls(), acl_file=acls)
@@ -49,7 +52,13 @@ def test_an_x509_v1_client_certificate_is_served_by_grpcio_only(
     if front_end == "grpcio":
         assert join(carol).error_code == 0
     else:
-        assert rpc_error(lambda: join(carol)) is grpc.StatusCode.UNAVAILABLE
+        with caplog.at_level(logging.INFO, logger="groupcoord.native"):
+            assert rpc_error(lambda: join(carol)) is grpc.StatusCode.UNAVAILABLE
+            deadline = time.monotonic() + 5
+            while not any("UnsupportedCertVersion" in r.getMessage() for r in caplog.records):
+                assert time.monotonic() < deadline, caplog.text
+                time.sleep(0.05)
+        assert "TLS handshake from ipv4:127.0.0.1:" in caplog.text
 
 
 def test_certificate_principal_without_acl_gets_group_authorization_failed(

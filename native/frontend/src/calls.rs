@@ -30,6 +30,7 @@ pub(crate) const STREAM_OPEN: u8 = 1; // a bidirectional stream (no payload) or 
 pub(crate) const STREAM_MESSAGE: u8 = 2;
 pub(crate) const STREAM_HALF_CLOSE: u8 = 3;
 pub(crate) const STREAM_CANCEL: u8 = 4;
+pub(crate) const TLS_REFUSED: u8 = 5; // a TLS handshake refused (no call): its reason as the payload, for the log
 
 /// Headers that are the transport's, not the call's metadata (grpc.aio leaves them out too).
 pub(crate) const RESERVED: [&str; 6] = [

@@ -100,7 +100,24 @@ async fn serve(
                             // A failed handshake (no or an untrusted client certificate, a plaintext client)
                             // closes the socket: the client sees UNAVAILABLE, as from grpcio.
                             let handshake = tokio::time::timeout(tls::HANDSHAKE_TIMEOUT, acceptor.accept(socket));
-                            let Ok(Ok(stream)) = handshake.await else { return };
+                            let stream = match handshake.await {
+                                Ok(Ok(stream)) => stream,
+                                Ok(Err(e)) => {
+                                    if let Some(reason) = tls::refusal(&e) {
+                                        router.shared.push(Event {
+                                            kind: TLS_REFUSED,
+                                            id: 0,
+                                            method: 0,
+                                            payload: Some(Bytes::from(reason)),
+                                            metadata: None,
+                                            peer: Some(peer),
+                                            tls: None,
+                                        });
+                                    }
+                                    return;
+                                }
+                                Err(_) => return,
+                            };
                             let caller = Arc::new(tls::peer_of(stream.get_ref().1));
                             serve_connection(TokioIo::new(stream), router, peer, Some(caller), stop).await
                         }
@@ -403,6 +420,7 @@ fn groupcoord_frontend(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("STREAM_MESSAGE", STREAM_MESSAGE)?;
     m.add("STREAM_HALF_CLOSE", STREAM_HALF_CLOSE)?;
     m.add("STREAM_CANCEL", STREAM_CANCEL)?;
+    m.add("TLS_REFUSED", TLS_REFUSED)?;
     m.add("EVENT_FIELDS", 7)?; // drain()'s tuples: native_server.py checks it against a build from older sources
     Ok(())
 }

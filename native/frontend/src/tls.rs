@@ -68,6 +68,18 @@ pub(crate) fn server_config(
     Ok(Arc::new(config))
 }
 
+/// Why a handshake failed, when TLS itself refused it (a certificate, a protocol error, a plaintext client);
+/// None when the connection just ended or failed (a TCP probe, a reset), which is not worth a log line.
+pub(crate) fn refusal(error: &std::io::Error) -> Option<String> {
+    if error.kind() != std::io::ErrorKind::InvalidData {
+        return None;
+    }
+    Some(match error.get_ref() {
+        Some(inner) => inner.to_string(),
+        None => error.to_string(),
+    })
+}
+
 /// The caller, read once the handshake is done (the verifier has checked the chain already).
 pub(crate) fn peer_of(connection: &ServerConnection) -> TlsPeer {
     let leaf = connection.peer_certificates().and_then(|chain| chain.first());
