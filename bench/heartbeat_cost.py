@@ -3,10 +3,13 @@
     python -m bench.heartbeat_cost                     # 2,000 members, 20 groups, 1,000 partitions, 30 s per row
     python -m bench.heartbeat_cost --seconds 10 --members 500
     python -m bench.heartbeat_cost --rows groupcoord:unary:3000,echo:unary:3000 --repeat 2
+    python -m bench.heartbeat_cost --quick --rows groupcoord-tls:unary:1000,native-tls:unary:1000  # secured
 
 Starts every server once: `groupcoord serve` on its embedded defaults with a topic of `--partitions`
 partitions; the control, a bare grpc.aio server answering the same RPCs with canned replies
-(bench/echo_server.py); with `--sync-echo`, the same control on grpcio's thread-pool server; and the real
+(bench/echo_server.py); the `-tls` servers, `groupcoord serve` secured as deployed (mTLS with client
+certificates and an ACL file: every call authenticated and authorized) from a throwaway PKI of `openssl`; with
+`--sync-echo`, the same control on grpcio's thread-pool server; and the real
 Apache Kafka 4.4 broker (groupcoord/kafka_broker.py, Kafka's production JVM flags unless `--kafka-test-jvm`),
 whose own group coordinator serves ConsumerGroupHeartbeat v1. Then it measures every server's idle CPU over
 one window of the same length, all at once, and runs the rows in the order given (interleaving the servers),
@@ -44,6 +47,8 @@ DEFAULT_ROWS = ("kafka:kafka:3000,groupcoord:unary:3000,echo:unary:3000,"
                 "groupcoord:unary:1000,echo:unary:1000,kafka:kafka:1000,"
                 "groupcoord:stream:3000,echo:stream:3000,groupcoord:batch:3000,echo:batch:3000")
 SERVER_LABEL = {"groupcoord": "groupcoord", "native": "groupcoord, native front end (tonic through PyO3)",
+                "groupcoord-tls": "groupcoord, mTLS + ACLs",
+                "native-tls": "groupcoord, native front end, mTLS + ACLs",
                 "echo": "bare grpc.aio echo (canned reply)",
                 "echo-sync": "bare grpc sync-server echo (thread pool)",
                 "echo-reuseport": "bare grpc.aio echo, 2 processes on one port (SO_REUSEPORT)",
@@ -89,15 +94,37 @@ def build_tonic_echo() -> Path:
     return TONIC_TARGET / "release" / "tonic-echo"
 
 
-def build_generator() -> Path:
+def build_generator(binary: Path = GO_BINARY) -> Path:
     go = shutil.which("go")
     if go is None:
         from groupcoord.protogen import GO_MISSING
         raise SystemExit(GO_MISSING)
-    GO_BINARY.parent.mkdir(exist_ok=True)
+    binary.parent.mkdir(parents=True, exist_ok=True)
     progress("building the Go load generator (go build; modules from the Go module proxy on first use)")
-    subprocess.run([go, "build", "-o", str(GO_BINARY), "."], cwd=GO_DIR, check=True)
-    return GO_BINARY
+    subprocess.run([go, "build", "-o", str(binary), "."], cwd=GO_DIR, check=True)
+    return binary
+
+
+def make_pki(d: Path) -> Path:
+    """A CA, a server certificate for localhost and 127.0.0.1, a client certificate of CN bench (X.509 v3, as
+    rustls asks), and the ACL file that lets User:bench do everything."""
+    d.mkdir(parents=True, exist_ok=True)
+
+    def openssl(*args: str) -> None:
+        subprocess.run(["openssl", *args], cwd=d, check=True, capture_output=True)
+
+    openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key", "-out", "ca.pem", "-days", "2",
+            "-subj", "/CN=heartbeat-cost-ca")
+    for name, ext in (("server", "subjectAltName=DNS:localhost,IP:127.0.0.1"),
+                      ("bench", "extendedKeyUsage=clientAuth")):
+        (d / f"{name}.ext").write_text(ext + "\n")
+        openssl("req", "-newkey", "rsa:2048", "-nodes", "-keyout", f"{name}.key", "-subj", f"/CN={name}",
+                "-out", f"{name}.csr")
+        openssl("x509", "-req", "-in", f"{name}.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial",
+                "-days", "2", "-out", f"{name}.pem", "-extfile", f"{name}.ext")
+    (d / "acls.toml").write_text('[[acl]]\nprincipal = "User:bench"\noperation = "ALL"\nresource_type = "GROUP"\n'
+                                 'pattern_type = "LITERAL"\nresource_name = "*"\npermission = "ALLOW"\n')
+    return d
 
 
 def free_port() -> int:
@@ -126,19 +153,29 @@ class Server:
     pid: int
     close: Any
     idle_rate: float = 0.0  # CPU seconds per second while idle
+    client_args: list[str] = field(default_factory=list)  # the load generator's credentials (the -tls servers)
 
 
-def start_groupcoord(args: argparse.Namespace, logs: Path, front_end: str = "grpcio") -> Server:
-    """`groupcoord serve` with grpcio or (the `native` rows) the compiled front end of native/frontend."""
+def start_groupcoord(args: argparse.Namespace, logs: Path, front_end: str = "grpcio",
+                     pki: Path | None = None) -> Server:
+    """`groupcoord serve` with grpcio or (the `native` rows) the compiled front end of native/frontend; with
+    `pki`, secured: mTLS (client certificates required) and ACLs."""
     port = free_port()
     cmd = [sys.executable, "-m", "groupcoord", "serve", "--listen", f"127.0.0.1:{port}",
            "--topic", f"{TOPIC}:{args.partitions}", "--front-end", front_end]
+    client_args = []
+    if pki is not None:
+        cmd += ["--tls-cert", str(pki / "server.pem"), "--tls-key", str(pki / "server.key"),
+                "--tls-client-ca", str(pki / "ca.pem"), "--acl-file", str(pki / "acls.toml")]
+        client_args = ["-tls-ca", str(pki / "ca.pem"), "-tls-cert", str(pki / "bench.pem"),
+                       "-tls-key", str(pki / "bench.key")]
     for kv in args.groupcoord_set:
         cmd += ["--set", kv]
-    kind = "groupcoord" if front_end == "grpcio" else "native"
+    kind = ("groupcoord" if front_end == "grpcio" else "native") + ("-tls" if pki is not None else "")
     proc = subprocess.Popen(cmd, stdout=open(logs / f"{kind}.log", "wb"), stderr=subprocess.STDOUT)  # noqa: SIM115
     wait_port(port, proc, "groupcoord serve")
-    return Server(kind, f"127.0.0.1:{port}", proc.pid, lambda: stop_process(proc))
+    return Server(kind, f"localhost:{port}" if pki is not None else f"127.0.0.1:{port}", proc.pid,
+                  lambda: stop_process(proc), client_args=client_args)
 
 
 def start_echo(args: argparse.Namespace, logs: Path, kind: str) -> Server:
@@ -234,7 +271,7 @@ def run_row(binary: Path, server: Server, row: Row, index: int, args: argparse.N
            "-members", str(args.members), "-groups", str(args.groups), "-conns", str(conns), "-topic", TOPIC,
            "-seconds", str(args.seconds), "-warmup", str(args.warmup), "-group-prefix", f"row{index}",
            "-server-pid", str(server.pid), "-idle-cpu-rate", f"{server.idle_rate:.6f}",
-           "-linger", f"{args.linger_ms}ms"]
+           "-linger", f"{args.linger_ms}ms", *server.client_args]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     assert proc.stderr is not None and proc.stdout is not None
     for line in proc.stderr:
@@ -305,6 +342,8 @@ def main(argv: list[str] | None = None) -> int:
                    help="a gRPC channel argument of the echo servers (repeatable)")
     p.add_argument("--json", type=Path, help="also write the rows' raw results here")
     p.add_argument("--quick", action="store_true", help="a short run: 500 members, 10 s rows, 2 s warm-up")
+    p.add_argument("--cache-dir", type=Path, default=REPO / ".cache",
+                   help="where the load generator is built and the logs and the -tls servers' PKI go")
     args = p.parse_args(argv)
     if args.quick:
         args.members, args.seconds, args.warmup, args.settle = 500, 10, 2, 10
@@ -313,15 +352,18 @@ def main(argv: list[str] | None = None) -> int:
     if args.sync_echo:
         rows = [r2 for r in rows for r2 in ([r, Row("echo-sync", r.rpc, r.rate)] if r.server == "echo" else [r])]
     rows = [Row(r.server, r.rpc, r.rate) for _ in range(args.repeat) for r in rows]
-    binary = build_generator()
-    logs = REPO / ".cache" / "heartbeat-cost-logs"
+    binary = build_generator(args.cache_dir / GO_BINARY.name)
+    logs = args.cache_dir / "heartbeat-cost-logs"
     logs.mkdir(parents=True, exist_ok=True)
+    pki = make_pki(args.cache_dir / "heartbeat-cost-pki") if any(r.server.endswith("-tls") for r in rows) else None
     servers: dict[str, Server] = {}
     try:
         for kind in dict.fromkeys(r.server for r in rows):
             progress(f"starting {SERVER_LABEL[kind]}")
             servers[kind] = (start_groupcoord(args, logs) if kind == "groupcoord" else
                              start_groupcoord(args, logs, "native") if kind == "native" else
+                             start_groupcoord(args, logs, "grpcio", pki) if kind == "groupcoord-tls" else
+                             start_groupcoord(args, logs, "native", pki) if kind == "native-tls" else
                              start_kafka(args) if kind == "kafka" else start_echo(args, logs, kind))
         progress(f"settling {args.settle:.0f} s (Kafka's JIT and its 1,000 new partitions' start-up work)")
         time.sleep(args.settle)

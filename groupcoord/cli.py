@@ -90,8 +90,9 @@ def build_parser() -> argparse.ArgumentParser:
                         "--auth-tokens, with --tls-cert it is HTTPS)")
     s.add_argument("--front-end", choices=("auto", "native", "grpcio"), default="auto",
                    help="who serves gRPC: native, the compiled front end (Rust tonic, native/frontend: a third of "
-                        "grpcio's CPU per heartbeat; no TLS, tokens or ACLs yet), or grpcio (grpc.aio). auto "
-                        "(default): native unless TLS, tokens or ACLs are on or it is not built")
+                        "grpcio's CPU per heartbeat), or grpcio (grpc.aio); both serve TLS, tokens and ACLs. auto "
+                        "(default): native unless it is not built or client certificates are required "
+                        "(--tls-client-ca: grpcio, which also accepts X.509 v1 certificates)")
     s.add_argument("--config", help="TOML file with [config] (Kafka config names), [topics], [kafka] tables")
     s.add_argument("--set", action="append", metavar="KEY=VALUE",
                    help="a broker config, e.g. group.consumer.heartbeat.interval.ms=5000 (repeatable); "

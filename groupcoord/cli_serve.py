@@ -278,12 +278,13 @@ def cmd_serve(args: argparse.Namespace) -> int:
         print("groupcoord: shutting down", flush=True)
         await server.stop(grace_s=5.0)
 
+    from groupcoord.coordinator.runtime.auth import AuthConfigError
     from groupcoord.coordinator.runtime.kafka_log import StateTopicError
     from groupcoord.coordinator.runtime.log_frames import LogCorruptError
 
     try:
         asyncio.run(main())
-    except (StateTopicError, LogCorruptError) as e:
+    except (StateTopicError, LogCorruptError, AuthConfigError) as e:  # AuthConfigError: a TLS file not PEM
         print(f"groupcoord: {e}", file=sys.stderr)
         return 2
     except OSError as e:  # a port taken between the check and the bind, or a state dir we cannot write
@@ -296,11 +297,12 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 
 def _front_end_usable(front_end: str, security: dict[str, Any]) -> None:
-    """The server's own choice of front end, made before anything starts: --front-end native refuses, in one
-    line, what it cannot serve yet and a missing build."""
+    """The server's own choice of front end, made before anything starts: --front-end native refuses a missing
+    build in one line."""
     from groupcoord.coordinator.runtime.native_server import choose_front_end
+    tls = security.get("tls")
     try:
-        choose_front_end(front_end, tls="tls" in security, acls="acl_file" in security, tokens="tokens" in security)
+        choose_front_end(front_end, client_certificates=tls is not None and tls.client_ca is not None)
     except (ValueError, RuntimeError) as e:
         raise CliError(str(e)) from None
 

@@ -12,8 +12,11 @@ heartbeat) is run to the end right there, with no task; one that waits (an opera
 in a task. Every answer of a pass of the loop goes back to tonic in one `complete()`. grpc.aio's per-call cost
 (a task, a completion queue round trip, metadata objects) is what this leaves out.
 
-What it does not serve refuses to start (`refuse_unsupported`): TLS, client certificates, tokens and ACLs
-(authentication reads the call's TLS session), and client-streaming RPCs (the API has none).
+TLS (`add_tls_port`) is rustls in the front end, from the same PEM files as grpcio's credentials; with a client
+CA, a client without a certificate that chains to it fails the handshake (UNAVAILABLE, as on grpcio). Each call
+over TLS carries its connection's auth context in grpcio's shape, so `authenticate` (auth.py) reads the client
+certificate's CN, bearer tokens and ACLs the same way on both front ends. Client-streaming RPCs are not served
+(the API has none).
 """
 
 from __future__ import annotations
@@ -27,10 +30,16 @@ from typing import Any
 
 import grpc
 
+from groupcoord.coordinator.runtime.auth import AuthConfigError, TlsOptions
+
 log = logging.getLogger("groupcoord.native")
 
 INSTALL_HINT = ("the native front end is not installed: `pip install ./native/frontend` (Rust's cargo builds it; "
                 "`make demo` and `make test` do it)")
+
+
+# The fields of a drained event; a build from older sources hands over fewer (before TLS: no auth context).
+EVENT_FIELDS = 7
 
 
 def load_frontend() -> Any:
@@ -38,46 +47,50 @@ def load_frontend() -> Any:
         import groupcoord_frontend
     except ImportError:
         raise RuntimeError(INSTALL_HINT) from None
+    if getattr(groupcoord_frontend, "EVENT_FIELDS", None) != EVENT_FIELDS:
+        raise RuntimeError("the native front end was built from older sources: reinstall it "
+                           "(`pip install ./native/frontend`)")
     return groupcoord_frontend
 
 
-def choose_front_end(requested: str, *, tls: bool, acls: bool, tokens: bool) -> tuple[str, str]:
-    """Who serves gRPC, and why: `auto` (the default) is the native front end wherever it serves everything
-    configured and is built, grpcio otherwise (TLS, tokens and ACLs, or a machine without the build); `grpcio`
-    and `native` are taken as asked (`native` refusing what it cannot serve)."""
+def choose_front_end(requested: str, *, client_certificates: bool = False) -> tuple[str, str]:
+    """Who serves gRPC, and why: `auto` (the default) is the native front end wherever it is built, grpcio on a
+    machine without the build; `grpcio` and `native` are taken as asked. Both serve TLS, client certificates,
+    bearer tokens and ACLs alike, with one difference: rustls refuses X.509 v1 client certificates (what
+    `openssl x509 -req` makes without extensions, as our own make-certs.sh did), which grpcio accepts. So where
+    client certificates are required, `auto` stays on grpcio: a deployment's clients keep working across an
+    upgrade, and `--front-end native` is the choice of one whose certificates are v3."""
     if requested == "grpcio":
         return "grpcio", "asked for"
     if requested == "native":
-        refuse_unsupported(tls=tls, acls=acls, tokens=tokens)
         load_frontend()
         return "native", "asked for"
     if requested != "auto":
         raise ValueError(f"front end {requested!r}: auto, grpcio or native")
-    missing = [name for name, on in (("TLS", tls), ("ACLs", acls), ("bearer tokens", tokens)) if on]
-    if missing:
-        return "grpcio", f"{', '.join(missing)}: served by grpcio only"
+    if client_certificates:
+        return "grpcio", ("client certificates are required: grpcio also accepts X.509 v1 ones; "
+                          "--front-end native serves v3 certificates")
     try:
         load_frontend()
-    except RuntimeError:
-        return "grpcio", "the native front end is not built (`pip install ./native/frontend`)"
+    except RuntimeError as e:
+        return "grpcio", str(e)
     return "native", "the default"
 
 
-def refuse_unsupported(*, tls: bool, acls: bool, tokens: bool) -> None:
-    """One line for what the native front end cannot serve yet, instead of serving it less safely."""
-    missing = [name for name, on in (("TLS", tls), ("ACLs", acls), ("bearer tokens", tokens)) if on]
-    if missing:
-        raise ValueError(f"--front-end native does not serve {', '.join(missing)} yet: use --front-end grpcio")
+# grpcio's auth context of a plaintext call (a TLS call's comes from the front end, native/frontend/src/tls.rs)
+_PLAINTEXT_AUTH = (("transport_security_type", b"insecure"), ("security_level", b"TSI_SECURITY_NONE"))
 
 
 class NativeContext:
     """The part of grpc.aio's ServicerContext the pipeline and the health and reflection servicers use."""
 
-    __slots__ = ("_peer", "_metadata", "code", "details", "writes")
+    __slots__ = ("_peer", "_metadata", "_auth", "code", "details", "writes")
 
-    def __init__(self, peer: str, metadata: tuple[tuple[str, Any], ...] | None) -> None:
+    def __init__(self, peer: str, metadata: tuple[tuple[str, Any], ...] | None,
+                 auth: dict[str, list[bytes]] | None = None) -> None:
         self._peer = peer
         self._metadata = metadata
+        self._auth = auth  # None: plaintext
         self.code: grpc.StatusCode | None = None
         self.details = ""
         self.writes: Callable[[Any], None] | None = None  # a server stream's `write`
@@ -89,7 +102,17 @@ class NativeContext:
         return self._metadata or ()
 
     def auth_context(self) -> dict[str, list[bytes]]:
-        return {}
+        """As grpcio's: over TLS `transport_security_type` ssl and, with a client certificate, its subject's
+        `x509_common_name` (the principal, auth.py); on plaintext `insecure`. A new dict per call, as grpcio's."""
+        if self._auth is None:
+            return {key: [value] for key, value in _PLAINTEXT_AUTH}
+        return {key: list(values) for key, values in self._auth.items()}
+
+    def peer_identities(self) -> list[bytes] | None:
+        return (self._auth or {}).get("x509_common_name")
+
+    def peer_identity_key(self) -> str | None:
+        return "x509_common_name" if self.peer_identities() else None
 
     def set_code(self, code: grpc.StatusCode) -> None:
         self.code = code
@@ -162,7 +185,7 @@ class _Inbox:
 
 
 # The events `drain()` hands over (native/frontend/src/calls.rs names them the same).
-UNARY, STREAM_OPEN, STREAM_MESSAGE, STREAM_HALF_CLOSE, STREAM_CANCEL = range(5)
+UNARY, STREAM_OPEN, STREAM_MESSAGE, STREAM_HALF_CLOSE, STREAM_CANCEL, TLS_REFUSED = range(6)
 # An RPC's shape, in the table built at start.
 UNARY_RPC, SERVER_STREAMING_RPC, BIDIRECTIONAL_RPC = range(3)
 OK = 0
@@ -193,6 +216,8 @@ class NativeServer:
         self._streams: dict[int, tuple[_Inbox | None, asyncio.Task[None]]] = {}
         self._tasks: set[asyncio.Task[Any]] = set()
         self._stopped: asyncio.Event | None = None
+        self._refusal_logged_at = float("-inf")
+        self._refusals_unlogged = 0
 
     # --- registration, as on grpc.aio ---------------------------------------------------------------------
     def add_generic_rpc_handlers(self, handlers: Sequence[Any]) -> None:
@@ -206,16 +231,25 @@ class NativeServer:
         self._handlers.update({f"/{service}/{name}": h for name, h in handlers.items()})
 
     def add_insecure_port(self, address: str) -> int:
+        return self._listen(address, None)
+
+    def add_tls_port(self, address: str, tls: TlsOptions) -> int:
+        """TLS from the PEM files themselves (grpc.ServerCredentials cannot be read back); a file that is not
+        usable PEM raises AuthConfigError, naming its flag."""
+        return self._listen(address, tls)
+
+    def _listen(self, address: str, tls: TlsOptions | None) -> int:
         if self._frontend is not None:
             raise RuntimeError("the native front end listens on one address")
+        pem = {} if tls is None else {"tls_cert_chain": tls.cert_chain, "tls_key": tls.private_key,
+                                      "tls_client_ca": tls.client_ca}
         try:
-            self._frontend = self._module.Frontend(address, *self._limits)
+            self._frontend = self._module.Frontend(address, *self._limits, **pem)
         except OSError:
             return 0  # as grpc.aio's bind failure: CoordinatorServer says which address
+        except ValueError as e:
+            raise AuthConfigError(str(e)) from None
         return int(self._frontend.port)
-
-    def add_secure_port(self, address: str, credentials: Any) -> int:
-        raise ValueError("--front-end native does not serve TLS yet: use --front-end grpcio")
 
     # --- serving ------------------------------------------------------------------------------------------
     def differences_from_build(self) -> list[str]:
@@ -271,10 +305,10 @@ class NativeServer:
     # --- one batch ----------------------------------------------------------------------------------------
     def _on_ready(self) -> None:
         table, answers = self._table, self._answers
-        for kind, call, method, payload, metadata, peer in self._frontend.drain():
+        for kind, call, method, payload, metadata, peer, auth in self._frontend.drain():
             if kind == UNARY:
                 _, behaviour, decode, encode, _ = table[method]
-                context = NativeContext(peer, metadata)
+                context = NativeContext(peer, metadata, auth)
                 try:
                     coro = behaviour(decode(payload), context)
                     yielded = coro.send(None)
@@ -293,7 +327,7 @@ class NativeServer:
                     continue
                 self._spawn(self._finish_unary(call, _resume(coro, yielded), encode, context))
             elif kind == STREAM_OPEN:
-                self._open_stream(call, table[method], payload, NativeContext(peer, metadata))
+                self._open_stream(call, table[method], payload, NativeContext(peer, metadata, auth))
             elif kind == STREAM_MESSAGE:
                 stream = self._streams.get(call)
                 if stream is not None and stream[0] is not None:
@@ -302,11 +336,25 @@ class NativeServer:
                 stream = self._streams.get(call)
                 if stream is not None and stream[0] is not None:
                     stream[0].close()
+            elif kind == TLS_REFUSED:
+                self._log_refusal(peer, payload)
             elif kind == STREAM_CANCEL:
                 stream = self._streams.pop(call, None)
                 if stream is not None:
                     stream[1].cancel()
         self._flush()
+
+    def _log_refusal(self, peer: str, reason: bytes) -> None:
+        """One line per refused TLS handshake (grpcio's core logs them too), at most one a second: the rest
+        are counted into the next line, so a client retrying in a loop does not flood the log."""
+        assert self._loop is not None
+        now = self._loop.time()
+        if now - self._refusal_logged_at < 1.0:
+            self._refusals_unlogged += 1
+            return
+        more = f" (and {self._refusals_unlogged} more since the last line)" if self._refusals_unlogged else ""
+        log.info("TLS handshake from %s refused: %s%s", peer, reason.decode(errors="replace"), more)
+        self._refusal_logged_at, self._refusals_unlogged = now, 0
 
     def _spawn(self, coro: Any) -> asyncio.Task[Any]:
         assert self._loop is not None

@@ -85,7 +85,7 @@ class ServerOptions:
     http_host: str = "127.0.0.1"
     # creates streams groups' missing internal topics; None: in memory over a static metadata source, else none
     topic_creator: Any = None
-    # "auto" (native where it serves everything configured and is built, else grpcio), "grpcio" (grpc.aio) or
+    # "auto" (native where it is built, unless client certificates are required: grpcio), "grpcio" (grpc.aio) or
     # "native": the compiled front end (native/frontend, coordinator/runtime/native_server.py)
     front_end: str = "auto"
 
@@ -125,9 +125,9 @@ class CoordinatorServer:
         """Process-wide settings (the GC's, the switch interval) are `groupcoord serve`'s (cli_serve.py), not the
         library's: a server built in a test or an application leaves them as they are."""
         o = self.options
-        # Before anything starts: a native front end asked for refuses in one line what it cannot serve.
-        self.front_end, why = choose_front_end(o.front_end, tls=o.tls is not None, acls=o.acl_file is not None,
-                                               tokens=o.tokens is not None)
+        # Before anything starts: a native front end asked for and not built is refused in one line.
+        self.front_end, why = choose_front_end(
+            o.front_end, client_certificates=o.tls is not None and o.tls.client_ca is not None)
         log.info("gRPC served by %s (%s)", "the native front end" if self.front_end == "native" else "grpcio", why)
         metrics = CoordinatorMetrics(o.config["group.coordinator.background.threads"])
         for assignor in o.config["group.consumer.assignors"]:
@@ -209,8 +209,12 @@ class CoordinatorServer:
         for extend in o.extensions:
             extend(runtime, server)
         try:
-            self.port = (server.add_secure_port(o.listen, o.tls.server_credentials()) if o.tls is not None
-                         else server.add_insecure_port(o.listen))
+            if o.tls is None:
+                self.port = server.add_insecure_port(o.listen)
+            elif self.front_end == "native":  # from the PEM files: grpc's credentials cannot be read back
+                self.port = server.add_tls_port(o.listen, o.tls)
+            else:
+                self.port = server.add_secure_port(o.listen, o.tls.server_credentials())
         except RuntimeError:  # grpc's "Failed to bind": the port is taken or the address is not ours
             self.port = 0
         if self.port == 0:

@@ -14,8 +14,9 @@ issue() {  # name subject [extfile-content]
   openssl x509 -req -in "$1.csr" -CA ca.pem -CAkey ca.key -CAcreateserial -days 365 -out "$1.pem" ${3:-}
 }
 issue server "/CN=groupcoord-tls" "subjectAltName=DNS:groupcoord-tls,DNS:localhost,IP:127.0.0.1"
-issue alice "/CN=alice"
-issue ops "/CN=ops"
+# X.509 v3 (extensions given): without them `openssl x509 -req` makes v1, which the native front end refuses
+issue alice "/CN=alice" "extendedKeyUsage=clientAuth"
+issue ops "/CN=ops" "extendedKeyUsage=clientAuth"
 chmod 644 ./*.key
 rm -f ./*.csr ./*.ext ca.srl
 echo "certificates in $(pwd)"

@@ -40,6 +40,10 @@ class Pki:
                                      self.path("ca.pem") if require_client_certs else None)
 
 
+# X.509 v3 (`openssl x509 -req` without extensions makes v1, which rustls, the native front end's TLS, refuses)
+CLIENT_EXT = "extendedKeyUsage=clientAuth\n"
+
+
 def _issue(d: Path, name: str, subject: str, ext: str | None = None) -> None:
     _openssl("req", "-newkey", "rsa:2048", "-nodes", "-keyout", f"{name}.key", "-subj", subject,
              "-out", f"{name}.csr", cwd=d)
@@ -57,13 +61,14 @@ def pki(tmp_path_factory: pytest.TempPathFactory) -> Pki:
              "-subj", "/CN=groupcoord-test-ca", cwd=d)
     _issue(d, "server", "/CN=localhost", "subjectAltName=DNS:localhost,IP:127.0.0.1\n")
     for cn in ("alice", "bob"):
-        _issue(d, cn, f"/O=test/CN={cn}")
+        _issue(d, cn, f"/O=test/CN={cn}", CLIENT_EXT)
+    _issue(d, "carol-v1", "/CN=carol")  # X.509 v1: no extensions
     # a certificate from a CA the server does not trust
     other = d / "other"
     other.mkdir()
     _openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key", "-out", "ca.pem", "-days", "2",
              "-subj", "/CN=other-ca", cwd=other)
-    _issue(other, "alice", "/CN=alice")
+    _issue(other, "alice", "/CN=alice", CLIENT_EXT)
     return Pki(d)
 
 
@@ -81,18 +86,28 @@ def write_acls(path: Path, *entries: tuple[str, str, str, str]) -> None:
 
 StartServer = Callable[..., ServerThread]
 
+FRONT_ENDS = ("grpcio", "native")
+
+
+@pytest.fixture(params=FRONT_ENDS)
+def front_end(request: pytest.FixtureRequest) -> str:
+    """Every test of a secured server runs on both front ends: they must authenticate and authorize alike."""
+    return str(request.param)
+
 
 @pytest.fixture
-def start_secured(tmp_path: Path) -> Iterator[StartServer]:
+def start_secured(tmp_path: Path, front_end: str) -> Iterator[StartServer]:
     started: list[ServerThread] = []
 
     def start(tls: TlsOptions | None = None, tokens: dict[str, str] | None = None,
               acl_file: Path | None = None, config: dict[str, Any] | None = None, **options: Any) -> ServerThread:
+        options.setdefault("front_end", front_end)
         opts = ServerOptions(listen="127.0.0.1:0", config=BrokerConfig.from_mapping({**FAST, **(config or {})}),
                              metadata_source=StaticMetadataSource({"orders": 6}), metadata_poll_s=0.2,
                              tls=tls, tokens=TokenStore(tokens) if tokens else None, acl_file=acl_file,
                              acl_reload_interval_s=0.1, **options)
         srv = ServerThread(opts).start()
+        assert srv.server.front_end == options["front_end"]
         started.append(srv)
         return srv
 

@@ -41,12 +41,13 @@ class CountingTokens(TokenStore):
 
 
 @pytest.fixture
-def secured(tmp_path: Path) -> Iterator[tuple[grpc.Channel, CountingTokens]]:
+def secured(tmp_path: Path, front_end: str) -> Iterator[tuple[grpc.Channel, CountingTokens]]:
     acls = tmp_path / "acls.toml"
     write_acls(acls, ("User:alice", "READ", "PREFIXED:orders-", "ALLOW"))
     tokens = CountingTokens({TOKEN: "User:alice"})
     options = ServerOptions(listen="127.0.0.1:0", config=BrokerConfig.from_mapping(FAST),
-                            metadata_source=StaticMetadataSource({"orders": 6}), tokens=tokens, acl_file=acls)
+                            metadata_source=StaticMetadataSource({"orders": 6}), tokens=tokens, acl_file=acls,
+                            front_end=front_end)
     with ServerThread(options) as srv, Credentials(token=TOKEN).channel(srv.address) as channel:
         yield channel, tokens
 

@@ -15,14 +15,14 @@ from tests.integration.test_serve_cli import free_port, run_cli
 
 
 def test_serve_with_mtls_acls_and_health_port_then_cli_with_and_without_certificates(
-        pki: Pki, tmp_path: Path) -> None:
+        pki: Pki, tmp_path: Path, front_end: str) -> None:
     acls = tmp_path / "acls.toml"
     write_acls(acls, ("User:alice", "DESCRIBE", "LITERAL:*", "ALLOW"))
     port, health_port = free_port(), free_port()
     proc = subprocess.Popen([sys.executable, "-m", "groupcoord", "serve", "--listen", f"127.0.0.1:{port}",
                              "--topic", "orders:4", "--tls-cert", str(pki.path("server.pem")),
                              "--tls-key", str(pki.path("server.key")), "--tls-client-ca", str(pki.path("ca.pem")),
-                             "--acl-file", str(acls), "--health-port", str(health_port)],
+                             "--acl-file", str(acls), "--health-port", str(health_port), "--front-end", front_end],
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
         with grpc.insecure_channel(f"127.0.0.1:{health_port}") as channel:
@@ -48,7 +48,7 @@ def test_serve_with_mtls_acls_and_health_port_then_cli_with_and_without_certific
         proc.wait(timeout=30)
 
 
-def test_serve_refuses_auth_without_acls_and_warns_about_tokens_over_plaintext(tmp_path: Path) -> None:
+def test_serve_refuses_auth_without_acls_and_warns_about_tokens_over_plaintext(tmp_path: Path, front_end: str) -> None:
     tokens = tmp_path / "tokens.toml"
     tokens.write_text('[tokens]\n"0123456789abcdef0123" = "User:alice"\n')
     no_acls = run_cli("serve", "--listen", f"127.0.0.1:{free_port()}", "--auth-tokens", str(tokens))
@@ -61,7 +61,7 @@ def test_serve_refuses_auth_without_acls_and_warns_about_tokens_over_plaintext(t
     acls = tmp_path / "acls.toml"
     write_acls(acls)
     proc = subprocess.Popen([sys.executable, "-m", "groupcoord", "serve", "--listen", f"127.0.0.1:{free_port()}",
-                             "--auth-tokens", str(tokens), "--acl-file", str(acls)],
+                             "--auth-tokens", str(tokens), "--acl-file", str(acls), "--front-end", front_end],
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
         assert proc.stdout is not None
@@ -71,6 +71,8 @@ def test_serve_refuses_auth_without_acls_and_warns_about_tokens_over_plaintext(t
             if "serving on" in line:
                 break
         assert any("tokens over plaintext" in line for line in lines), lines
+        served_by = "the native front end" if front_end == "native" else "grpcio"
+        assert any(f"gRPC served by {served_by}" in line for line in lines), lines
     finally:
         proc.terminate()
         proc.wait(timeout=30)

@@ -3,10 +3,12 @@ gets GROUP_AUTHORIZATION_FAILED (30), who is served, and that probes still reach
 
 from __future__ import annotations
 
+import logging
 import time
 from pathlib import Path
 
 import grpc
+import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from groupcoord.clients.credentials import Credentials
@@ -36,6 +38,27 @@ def test_client_without_certificate_is_refused_by_mtls(pki: Pki, start_secured: 
     assert rpc_error(lambda: join(stub(srv, untrusted))) is grpc.StatusCode.UNAVAILABLE
     plaintext = Credentials()
     assert rpc_error(lambda: join(stub(srv, plaintext))) is grpc.StatusCode.UNAVAILABLE
+
+
+def test_an_x509_v1_client_certificate_is_served_by_grpcio_only(
+        pki: Pki, start_secured: StartServer, tmp_path: Path, front_end: str, caplog: pytest.LogCaptureFixture) -> None:
+    """rustls (the native front end's TLS) takes X.509 v3 certificates only, as RFC 5280 asks of a certificate
+    with extensions; BoringSSL (grpcio's) also takes v1 ones. The one difference between the two, pinned, and
+    the native front end's log says why it refused."""
+    acls = tmp_path / "acls.toml"
+    write_acls(acls, ("User:carol", "ALL", "LITERAL:*", "ALLOW"))
+    srv = start_secured(tls=pki.tls(), acl_file=acls)
+    carol = stub(srv, pki.client("carol-v1"))
+    if front_end == "grpcio":
+        assert join(carol).error_code == 0
+    else:
+        with caplog.at_level(logging.INFO, logger="groupcoord.native"):
+            assert rpc_error(lambda: join(carol)) is grpc.StatusCode.UNAVAILABLE
+            deadline = time.monotonic() + 5
+            while not any("UnsupportedCertVersion" in r.getMessage() for r in caplog.records):
+                assert time.monotonic() < deadline, caplog.text
+                time.sleep(0.05)
+        assert "TLS handshake from ipv4:127.0.0.1:" in caplog.text
 
 
 def test_certificate_principal_without_acl_gets_group_authorization_failed(
@@ -133,6 +156,10 @@ def test_tokens_over_tls_without_client_certificates(pki: Pki, start_secured: St
     assert join(stub(srv, creds)).error_code == 0
     no_token = Credentials.from_files(pki.path("ca.pem"), token_from_env=False)
     assert rpc_error(lambda: join(stub(srv, no_token))) is grpc.StatusCode.UNAUTHENTICATED
+    wrong = Credentials.from_files(pki.path("ca.pem"), token="alice-token-0123456789abcdeX")
+    assert rpc_error(lambda: join(stub(srv, wrong))) is grpc.StatusCode.UNAUTHENTICATED
+    plaintext = Credentials(token=TOKEN_ALICE)  # a TLS port answers no plaintext client, token or not
+    assert rpc_error(lambda: join(stub(srv, plaintext))) is grpc.StatusCode.UNAVAILABLE
 
 
 def test_health_is_reachable_without_credentials(pki: Pki, start_secured: StartServer, tmp_path: Path) -> None:

@@ -211,25 +211,20 @@ def test_health_reflection_and_a_real_member_are_served(servers: dict[str, Serve
         member.close()
 
 
-def test_what_it_cannot_serve_is_refused_at_start_in_one_line(tmp_path: Path) -> None:
-    options = ServerOptions(listen="127.0.0.1:0", config=BrokerConfig.from_mapping({}),
-                            metadata_source=StaticMetadataSource({"orders": 1}), front_end="native",
-                            tokens=TokenStore({"t": "User:a"}), acl_file=tmp_path / "acls.toml")
-    with pytest.raises(ValueError, match="--front-end native does not serve ACLs, bearer tokens yet"):
-        ServerThread(options).start()
-    (tmp_path / "acls.toml").write_text("")
-    (tmp_path / "tokens.toml").write_text(f'[tokens]\n"{"t" * 32}" = "User:a"\n')
+def test_a_tls_file_that_is_not_pem_is_refused_at_start_in_one_line(tmp_path: Path) -> None:
+    (tmp_path / "server.pem").write_text("not a certificate\n")
+    (tmp_path / "server.key").write_text("not a key\n")
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     result = subprocess.run([sys.executable, "-m", "groupcoord", "serve", "--listen", f"127.0.0.1:{port}",
-                             "--front-end", "native", "--acl-file", str(tmp_path / "acls.toml"),
-                             "--auth-tokens", str(tmp_path / "tokens.toml")],
+                             "--front-end", "native", "--tls-cert", str(tmp_path / "server.pem"),
+                             "--tls-key", str(tmp_path / "server.key")],
                             capture_output=True, text=True, timeout=60)
-    assert result.returncode != 0
+    assert result.returncode == 2
     assert "Traceback" not in result.stderr
-    assert [line for line in result.stderr.splitlines() if line.strip()] == [
-        "groupcoord: --front-end native does not serve ACLs, bearer tokens yet: use --front-end grpcio"]
+    assert [line for line in result.stderr.splitlines() if line.startswith("groupcoord:")] == [
+        "groupcoord: --tls-cert: no PEM certificate in it"]
 
 
 def admitted(call: Callable[[], Any], within_s: float = 5) -> bool:
@@ -265,9 +260,9 @@ def test_beyond_max_concurrent_requests_a_call_is_refused_with_resource_exhauste
             server.stop()
 
 
-def test_auto_serves_through_the_native_front_end_unless_tokens_tls_or_acls_are_on() -> None:
-    """The default (`auto`) is the native front end wherever it serves everything configured; with bearer tokens
-    (as with TLS or ACLs) it is grpcio, which serves them, instead of a refusal."""
+def test_auto_serves_through_the_native_front_end_with_tokens_too() -> None:
+    """The default (`auto`) is the native front end wherever it is built: it serves bearer tokens (as TLS and
+    ACLs, tests/auth on both front ends) as grpcio does."""
     chosen = {}
     for name, extra in (("plain", {}), ("tokens", {"tokens": TokenStore({"t" * 32: "User:a"})})):
         options = ServerOptions(listen="127.0.0.1:0", config=BrokerConfig.from_mapping({}),
@@ -279,4 +274,4 @@ def test_auto_serves_through_the_native_front_end_unless_tokens_tls_or_acls_are_
                 answer = pb_grpc.GroupCoordinatorStub(channel).ConsumerGroupHeartbeat(
                     join("auto"), metadata=(("authorization", "Bearer " + "t" * 32),), timeout=10)
             assert answer.error_code == 0, answer
-    assert chosen == {"plain": "native", "tokens": "grpcio"}
+    assert chosen == {"plain": "native", "tokens": "native"}

@@ -10,7 +10,6 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
@@ -70,9 +69,13 @@ func errName(err error) string {
 }
 
 func dialAll(addr string, n int) ([]*grpc.ClientConn, error) {
+	creds, err := transportCredentials()
+	if err != nil {
+		return nil, err
+	}
 	conns := make([]*grpc.ClientConn, n)
 	for i := range conns {
-		c, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()),
+		c, err := grpc.NewClient(addr, grpc.WithTransportCredentials(creds),
 			// one TCP connection per ClientConn, never shared: the channels are what the row says
 			grpc.WithUserAgent(fmt.Sprintf("groupcoord-bench-%d", i)))
 		if err != nil {

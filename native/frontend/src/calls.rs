@@ -18,6 +18,8 @@ use tonic::metadata::KeyAndValueRef;
 use tonic::server::{Grpc, ServerStreamingService, StreamingService, UnaryService};
 use tonic::{Request, Response, Status, Streaming};
 
+use crate::tls::TlsPeer;
+
 pub(crate) mod proto {
     include!(concat!(env!("OUT_DIR"), "/methods.rs"));
 }
@@ -28,6 +30,7 @@ pub(crate) const STREAM_OPEN: u8 = 1; // a bidirectional stream (no payload) or 
 pub(crate) const STREAM_MESSAGE: u8 = 2;
 pub(crate) const STREAM_HALF_CLOSE: u8 = 3;
 pub(crate) const STREAM_CANCEL: u8 = 4;
+pub(crate) const TLS_REFUSED: u8 = 5; // a TLS handshake refused (no call): its reason as the payload, for the log
 
 /// Headers that are the transport's, not the call's metadata (grpc.aio leaves them out too).
 pub(crate) const RESERVED: [&str; 6] = [
@@ -53,6 +56,7 @@ pub(crate) struct Event {
     pub(crate) payload: Option<Bytes>,
     pub(crate) metadata: Option<Metadata>,
     pub(crate) peer: Option<Arc<str>>,
+    pub(crate) tls: Option<Arc<TlsPeer>>, // a call's opening over TLS: what its connection's handshake established
 }
 
 pub(crate) enum Reply {
@@ -204,6 +208,7 @@ pub(crate) struct Call {
     pub(crate) shared: Arc<Shared>,
     pub(crate) method: u32,
     pub(crate) peer: Arc<str>,
+    pub(crate) tls: Option<Arc<TlsPeer>>,
     pub(crate) slot: Option<InFlight>,
 }
 
@@ -226,6 +231,7 @@ impl UnaryService<Bytes> for Call {
             payload: Some(request.into_inner()),
             metadata,
             peer: Some(self.peer.clone()),
+            tls: self.tls.clone(),
         });
         let slot = self.slot.take();
         Box::pin(async move {
@@ -255,6 +261,7 @@ impl ServerStreamingService<Bytes> for Call {
             payload: Some(request.into_inner()),
             metadata,
             peer: Some(self.peer.clone()),
+            tls: self.tls.clone(),
         });
         let replies = Counted {
             replies: UnboundedReceiverStream::new(rx),
@@ -281,6 +288,7 @@ impl StreamingService<Bytes> for Call {
             payload: None,
             metadata,
             peer: Some(self.peer.clone()),
+            tls: self.tls.clone(),
         });
         let method = self.method;
         let mut inbound = request.into_inner();
@@ -294,6 +302,7 @@ impl StreamingService<Bytes> for Call {
                         payload: Some(bytes),
                         metadata: None,
                         peer: None,
+                        tls: None,
                     }),
                     Ok(None) => break STREAM_HALF_CLOSE,
                     Err(_) => break STREAM_CANCEL,
@@ -306,6 +315,7 @@ impl StreamingService<Bytes> for Call {
                 payload: None,
                 metadata: None,
                 peer: None,
+                tls: None,
             });
         });
         let replies = Counted {
@@ -336,6 +346,7 @@ impl Router {
     pub(crate) async fn handle(
         self: Arc<Self>,
         peer: Arc<str>,
+        tls: Option<Arc<TlsPeer>>,
         request: http::Request<Incoming>,
     ) -> http::Response<BoxBody> {
         let Some(&(method, kind)) = self.methods.get(request.uri().path()) else {
@@ -363,6 +374,7 @@ impl Router {
             shared: shared.clone(),
             method,
             peer,
+            tls,
             slot,
         };
         match kind {

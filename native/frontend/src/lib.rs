@@ -8,7 +8,9 @@
 //! writes the eventfd that the Python event loop watches (`fileno()`). Python takes the whole queue with one
 //! `drain()`, runs every call through the same request pipeline as the grpcio server, and answers with one
 //! `complete()` per batch: per call, the reply bytes or a gRPC status. The tokio thread never takes the GIL;
-//! Python never waits for the tokio thread.
+//! Python never waits for the tokio thread. With TLS (tls.rs) a connection's handshake comes first, in its own
+//! task, and every call on it carries what the handshake established (the client certificate's CN); without
+//! TLS a connection is served exactly as before.
 
 use std::collections::HashMap;
 use std::convert::Infallible;
@@ -28,8 +30,11 @@ use tokio::sync::watch;
 use tonic::{Code, Status};
 
 mod calls;
+mod tls;
 
 use calls::*;
+use tls::TlsPeer;
+use tokio_rustls::TlsAcceptor;
 
 fn peer_name(addr: SocketAddr) -> Arc<str> {
     match addr {
@@ -38,7 +43,42 @@ fn peer_name(addr: SocketAddr) -> Arc<str> {
     }
 }
 
-async fn serve(listener: std::net::TcpListener, router: Arc<Router>, mut shutdown: watch::Receiver<Option<f64>>) {
+/// One connection's HTTP/2 until it ends, or until the server stops (then gracefully: calls in flight finish).
+async fn serve_connection<I>(
+    io: I,
+    router: Arc<Router>,
+    peer: Arc<str>,
+    tls: Option<Arc<TlsPeer>>,
+    mut stop: watch::Receiver<Option<f64>>,
+) where
+    I: hyper::rt::Read + hyper::rt::Write + Unpin + Send + 'static,
+{
+    let max_streams = router.max_streams;
+    let service = hyper::service::service_fn(move |request| {
+        let router = router.clone();
+        let peer = peer.clone();
+        let tls = tls.clone();
+        async move { Ok::<_, Infallible>(router.handle(peer, tls, request).await) }
+    });
+    let mut builder = hyper::server::conn::http2::Builder::new(TokioExecutor::new());
+    builder.max_concurrent_streams(max_streams);
+    let connection = builder.serve_connection(io, service);
+    tokio::pin!(connection);
+    tokio::select! {
+        _ = connection.as_mut() => {}
+        _ = async { let _ = stop.wait_for(|g| g.is_some()).await; } => {
+            connection.as_mut().graceful_shutdown();
+            let _ = connection.await;
+        }
+    }
+}
+
+async fn serve(
+    listener: std::net::TcpListener,
+    router: Arc<Router>,
+    tls: Option<TlsAcceptor>,
+    mut shutdown: watch::Receiver<Option<f64>>,
+) {
     let listener = match tokio::net::TcpListener::from_std(listener) {
         Ok(l) => l,
         Err(_) => return,
@@ -50,24 +90,36 @@ async fn serve(listener: std::net::TcpListener, router: Arc<Router>, mut shutdow
                 let Ok((socket, addr)) = accepted else { continue };
                 let _ = socket.set_nodelay(true);
                 let router = router.clone();
-                let max_streams = router.max_streams;
-                let mut stop = shutdown.clone();
+                let stop = shutdown.clone();
+                let tls = tls.clone();
                 connections.spawn(async move {
                     let peer = peer_name(addr);
-                    let service = hyper::service::service_fn(move |request| {
-                        let router = router.clone();
-                        let peer = peer.clone();
-                        async move { Ok::<_, Infallible>(router.handle(peer, request).await) }
-                    });
-                    let mut builder = hyper::server::conn::http2::Builder::new(TokioExecutor::new());
-                    builder.max_concurrent_streams(max_streams);
-                    let connection = builder.serve_connection(TokioIo::new(socket), service);
-                    tokio::pin!(connection);
-                    tokio::select! {
-                        _ = connection.as_mut() => {}
-                        _ = async { let _ = stop.wait_for(|g| g.is_some()).await; } => {
-                            connection.as_mut().graceful_shutdown();
-                            let _ = connection.await;
+                    match tls {
+                        None => serve_connection(TokioIo::new(socket), router, peer, None, stop).await,
+                        Some(acceptor) => {
+                            // A failed handshake (no or an untrusted client certificate, a plaintext client)
+                            // closes the socket: the client sees UNAVAILABLE, as from grpcio.
+                            let handshake = tokio::time::timeout(tls::HANDSHAKE_TIMEOUT, acceptor.accept(socket));
+                            let stream = match handshake.await {
+                                Ok(Ok(stream)) => stream,
+                                Ok(Err(e)) => {
+                                    if let Some(reason) = tls::refusal(&e) {
+                                        router.shared.push(Event {
+                                            kind: TLS_REFUSED,
+                                            id: 0,
+                                            method: 0,
+                                            payload: Some(Bytes::from(reason)),
+                                            metadata: None,
+                                            peer: Some(peer),
+                                            tls: None,
+                                        });
+                                    }
+                                    return;
+                                }
+                                Err(_) => return,
+                            };
+                            let caller = Arc::new(tls::peer_of(stream.get_ref().1));
+                            serve_connection(TokioIo::new(stream), router, peer, Some(caller), stop).await
                         }
                     }
                 });
@@ -92,21 +144,36 @@ struct Frontend {
     port: u16,
     max_send: usize,
     max_streams: Option<u32>,
+    tls: Option<TlsAcceptor>,
     shutdown: watch::Sender<Option<f64>>,
     thread: Option<JoinHandle<()>>,
 }
 
 #[pymethods]
 impl Frontend {
+    /// TLS when `tls_cert_chain` and `tls_key` (PEM) are given; with `tls_client_ca` too, client certificates
+    /// are required and verified against it.
     #[new]
-    #[pyo3(signature = (listen, max_receive_bytes, max_send_bytes, max_concurrent_calls=0, max_concurrent_streams=0))]
+    #[pyo3(signature = (listen, max_receive_bytes, max_send_bytes, max_concurrent_calls=0, max_concurrent_streams=0,
+                        tls_cert_chain=None, tls_key=None, tls_client_ca=None))]
+    #[allow(clippy::too_many_arguments)]
     fn new(
         listen: &str,
         max_receive_bytes: usize,
         max_send_bytes: usize,
         max_concurrent_calls: usize,
         max_concurrent_streams: u32,
+        tls_cert_chain: Option<&[u8]>,
+        tls_key: Option<&[u8]>,
+        tls_client_ca: Option<&[u8]>,
     ) -> PyResult<Self> {
+        let tls = match (tls_cert_chain, tls_key) {
+            (Some(chain), Some(key)) => Some(TlsAcceptor::from(
+                tls::server_config(chain, key, tls_client_ca).map_err(PyValueError::new_err)?,
+            )),
+            (None, None) if tls_client_ca.is_none() => None,
+            _ => return Err(PyValueError::new_err("TLS needs a certificate chain and its key")),
+        };
         let listener = std::net::TcpListener::bind(listen)
             .map_err(|e| PyOSError::new_err(format!("cannot listen on {listen}: {e}")))?;
         listener
@@ -146,6 +213,7 @@ impl Frontend {
             port,
             max_send: max_send_bytes,
             max_streams,
+            tls,
             shutdown,
             thread: None,
         })
@@ -188,11 +256,12 @@ impl Frontend {
             .map_err(|e| PyRuntimeError::new_err(e.to_string()))?;
         let stop = self.shutdown.subscribe();
         let shared = self.shared.clone();
+        let tls = self.tls.clone();
         self.thread = Some(
             std::thread::Builder::new()
                 .name("groupcoord-frontend".into())
                 .spawn(move || {
-                    runtime.block_on(serve(listener, router, stop));
+                    runtime.block_on(serve(listener, router, tls, stop));
                     drop(runtime);
                     shared.stopped.store(true, Ordering::Release);
                     // Every call still waiting gets UNAVAILABLE; wake Python one last time.
@@ -204,6 +273,7 @@ impl Frontend {
                         payload: None,
                         metadata: None,
                         peer: None,
+                        tls: None,
                     });
                 })
                 .map_err(|e| PyRuntimeError::new_err(e.to_string()))?,
@@ -211,7 +281,8 @@ impl Frontend {
         Ok(())
     }
 
-    /// Every event since the last drain: (kind, call id, method index, payload, metadata, peer) tuples.
+    /// Every event since the last drain: (kind, call id, method index, payload, metadata, peer, TLS) tuples;
+    /// TLS is None on plaintext, else the call's auth context as grpcio gives it (tls.rs).
     fn drain<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
         let events = {
             let mut q = self.shared.queue.lock().unwrap();
@@ -248,6 +319,10 @@ impl Frontend {
                 Some(p) => p.as_ref().into_pyobject(py)?.into_any().unbind(),
                 None => py.None(),
             };
+            let tls: PyObject = match &e.tls {
+                Some(caller) => tls::auth_context(py, caller)?.into_any().unbind(),
+                None => py.None(),
+            };
             let item = PyTuple::new(
                 py,
                 [
@@ -257,6 +332,7 @@ impl Frontend {
                     payload,
                     metadata,
                     peer,
+                    tls,
                 ],
             )?;
             out.append(item)?;
@@ -344,5 +420,7 @@ fn groupcoord_frontend(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("STREAM_MESSAGE", STREAM_MESSAGE)?;
     m.add("STREAM_HALF_CLOSE", STREAM_HALF_CLOSE)?;
     m.add("STREAM_CANCEL", STREAM_CANCEL)?;
+    m.add("TLS_REFUSED", TLS_REFUSED)?;
+    m.add("EVENT_FIELDS", 7)?; // drain()'s tuples: native_server.py checks it against a build from older sources
     Ok(())
 }
