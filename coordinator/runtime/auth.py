@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import ssl
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,8 +41,26 @@ class TlsOptions:
 
     @classmethod
     def from_files(cls, cert: Path, key: Path, client_ca: Path | None = None) -> TlsOptions:
-        return cls(_read(cert, "--tls-cert"), _read(key, "--tls-key"),
-                   _read(client_ca, "--tls-client-ca") if client_ca is not None else None)
+        """Read and check the files: grpcio takes unusable PEM without a word and then fails to listen, which
+        `serve` could only report as a port it cannot bind; here each flag gets its own line instead."""
+        options = cls(_read(cert, "--tls-cert"), _read(key, "--tls-key"),
+                      _read(client_ca, "--tls-client-ca") if client_ca is not None else None)
+        if b"-----BEGIN CERTIFICATE-----" not in options.cert_chain:
+            raise AuthConfigError("--tls-cert: no PEM certificate in it")
+        if b"PRIVATE KEY-----" not in options.private_key:
+            raise AuthConfigError("--tls-key: no PEM private key in it")
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        try:  # an empty password: an encrypted key is refused rather than prompted for
+            context.load_cert_chain(cert, key, password="")
+        except ssl.SSLError as e:
+            raise AuthConfigError(f"--tls-cert and --tls-key do not make a usable pair ({e.reason or e})") from None
+        if options.client_ca is not None:
+            try:
+                context.load_verify_locations(cadata=options.client_ca.decode("ascii", errors="replace"))
+            except (ssl.SSLError, ValueError) as e:
+                reason = getattr(e, "reason", None) or "no PEM certificate in it"
+                raise AuthConfigError(f"--tls-client-ca: not a usable PEM CA certificate ({reason})") from None
+        return options
 
     def server_credentials(self) -> grpc.ServerCredentials:
         return grpc.ssl_server_credentials([(self.private_key, self.cert_chain)], root_certificates=self.client_ca,

@@ -8,6 +8,7 @@ import time
 from pathlib import Path
 
 import grpc
+import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from tests.auth.conftest import Pki, write_acls
@@ -76,3 +77,26 @@ def test_serve_refuses_auth_without_acls_and_warns_about_tokens_over_plaintext(t
     finally:
         proc.terminate()
         proc.wait(timeout=30)
+
+
+@pytest.mark.parametrize(("files", "line"), [
+    ({"--tls-cert": "junk"}, "groupcoord: --tls-cert: no PEM certificate in it"),
+    ({"--tls-key": "junk"}, "groupcoord: --tls-key: no PEM private key in it"),
+    ({"--tls-key": "alice.key"}, "groupcoord: --tls-cert and --tls-key do not make a usable pair"),
+    ({"--tls-client-ca": "junk"}, "groupcoord: --tls-client-ca: not a usable PEM CA certificate"),
+])
+def test_an_unusable_tls_file_is_refused_at_start_in_one_line_naming_its_flag(
+        pki: Pki, tmp_path: Path, front_end: str, files: dict[str, str], line: str) -> None:
+    """grpcio takes unusable PEM silently and then fails to listen ("cannot listen ...: the address is in use"):
+    each file is checked first, on both front ends."""
+    (tmp_path / "junk").write_text("not PEM\n")
+    chosen = {"--tls-cert": "server.pem", "--tls-key": "server.key", **files}
+    args = [arg for flag, name in chosen.items()
+            for arg in (flag, str(tmp_path / name if name == "junk" else pki.path(name)))]
+    if "--tls-client-ca" in chosen:  # client certificates say who calls; an ACL file must say what they may do
+        write_acls(tmp_path / "acls.toml")
+        args += ["--acl-file", str(tmp_path / "acls.toml")]
+    result = run_cli("serve", "--listen", f"127.0.0.1:{free_port()}", "--front-end", front_end, *args)
+    assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
+    (said,) = [out for out in result.stderr.splitlines() if out.startswith("groupcoord:")]
+    assert said.startswith(line), said

@@ -5,13 +5,9 @@ from __future__ import annotations
 
 import asyncio
 import queue
-import socket
-import subprocess
-import sys
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
-from pathlib import Path
 from typing import Any
 
 import grpc
@@ -209,22 +205,6 @@ def test_health_reflection_and_a_real_member_are_served(servers: dict[str, Serve
         assert len(member.assignment()) == ORDERS
     finally:
         member.close()
-
-
-def test_a_tls_file_that_is_not_pem_is_refused_at_start_in_one_line(tmp_path: Path) -> None:
-    (tmp_path / "server.pem").write_text("not a certificate\n")
-    (tmp_path / "server.key").write_text("not a key\n")
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    result = subprocess.run([sys.executable, "-m", "groupcoord", "serve", "--listen", f"127.0.0.1:{port}",
-                             "--front-end", "native", "--tls-cert", str(tmp_path / "server.pem"),
-                             "--tls-key", str(tmp_path / "server.key")],
-                            capture_output=True, text=True, timeout=60)
-    assert result.returncode == 2
-    assert "Traceback" not in result.stderr
-    assert [line for line in result.stderr.splitlines() if line.startswith("groupcoord:")] == [
-        "groupcoord: --tls-cert: no PEM certificate in it"]
 
 
 def admitted(call: Callable[[], Any], within_s: float = 5) -> bool:
