@@ -115,7 +115,7 @@ class RequestSwallowingProxy:
                             self.swallowed += 1
                         else:
                             upstream.sendall(frame)
-        except OSError:
+        except (OSError, ValueError):  # ValueError: `reset` closed a socket under select (file descriptor -1)
             return
         finally:
             client.close()
