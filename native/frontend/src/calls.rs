@@ -59,6 +59,21 @@ pub(crate) struct Event {
     pub(crate) tls: Option<Arc<TlsPeer>>, // a call's opening over TLS: what its connection's handshake established
 }
 
+impl Event {
+    /// An event that is not a call's opening: no metadata, peer or TLS (a stream's message or end, the stop).
+    pub(crate) fn bare(kind: u8, id: u64, method: u32, payload: Option<Bytes>) -> Event {
+        Event {
+            kind,
+            id,
+            method,
+            payload,
+            metadata: None,
+            peer: None,
+            tls: None,
+        }
+    }
+}
+
 pub(crate) enum Reply {
     Unary(oneshot::Sender<Result<Bytes, Status>>),
     Stream(mpsc::UnboundedSender<Result<Bytes, Status>>),
@@ -212,6 +227,21 @@ pub(crate) struct Call {
     pub(crate) slot: Option<InFlight>,
 }
 
+impl Call {
+    /// A call's opening (`UNARY` or `STREAM_OPEN`): its metadata, peer and TLS go to Python with it.
+    fn opening(&self, kind: u8, id: u64, payload: Option<Bytes>, metadata: &tonic::metadata::MetadataMap) -> Event {
+        Event {
+            kind,
+            id,
+            method: self.method,
+            payload,
+            metadata: metadata_of(metadata),
+            peer: Some(self.peer.clone()),
+            tls: self.tls.clone(),
+        }
+    }
+}
+
 pub(crate) fn stopping() -> Status {
     Status::unavailable("the coordinator is stopping")
 }
@@ -223,16 +253,8 @@ impl UnaryService<Bytes> for Call {
     fn call(&mut self, request: Request<Bytes>) -> Self::Future {
         let (tx, rx) = oneshot::channel();
         let id = self.shared.open(Reply::Unary(tx));
-        let metadata = metadata_of(request.metadata());
-        self.shared.push(Event {
-            kind: UNARY,
-            id,
-            method: self.method,
-            payload: Some(request.into_inner()),
-            metadata,
-            peer: Some(self.peer.clone()),
-            tls: self.tls.clone(),
-        });
+        let (metadata, _, payload) = request.into_parts();
+        self.shared.push(self.opening(UNARY, id, Some(payload), &metadata));
         let slot = self.slot.take();
         Box::pin(async move {
             let _slot = slot;
@@ -253,16 +275,9 @@ impl ServerStreamingService<Bytes> for Call {
     fn call(&mut self, request: Request<Bytes>) -> Self::Future {
         let (tx, rx) = mpsc::unbounded_channel();
         let id = self.shared.open(Reply::Stream(tx));
-        let metadata = metadata_of(request.metadata());
-        self.shared.push(Event {
-            kind: STREAM_OPEN,
-            id,
-            method: self.method,
-            payload: Some(request.into_inner()),
-            metadata,
-            peer: Some(self.peer.clone()),
-            tls: self.tls.clone(),
-        });
+        let (metadata, _, payload) = request.into_parts();
+        self.shared
+            .push(self.opening(STREAM_OPEN, id, Some(payload), &metadata));
         let replies = Counted {
             replies: UnboundedReceiverStream::new(rx),
             _slot: self.slot.take(),
@@ -280,43 +295,18 @@ impl StreamingService<Bytes> for Call {
         let (tx, rx) = mpsc::unbounded_channel();
         let shared = self.shared.clone();
         let id = shared.open(Reply::Stream(tx));
-        let metadata = metadata_of(request.metadata());
-        shared.push(Event {
-            kind: STREAM_OPEN,
-            id,
-            method: self.method,
-            payload: None,
-            metadata,
-            peer: Some(self.peer.clone()),
-            tls: self.tls.clone(),
-        });
+        shared.push(self.opening(STREAM_OPEN, id, None, request.metadata()));
         let method = self.method;
         let mut inbound = request.into_inner();
         tokio::spawn(async move {
             let last = loop {
                 match inbound.message().await {
-                    Ok(Some(bytes)) => shared.push(Event {
-                        kind: STREAM_MESSAGE,
-                        id,
-                        method,
-                        payload: Some(bytes),
-                        metadata: None,
-                        peer: None,
-                        tls: None,
-                    }),
+                    Ok(Some(bytes)) => shared.push(Event::bare(STREAM_MESSAGE, id, method, Some(bytes))),
                     Ok(None) => break STREAM_HALF_CLOSE,
                     Err(_) => break STREAM_CANCEL,
                 }
             };
-            shared.push(Event {
-                kind: last,
-                id,
-                method,
-                payload: None,
-                metadata: None,
-                peer: None,
-                tls: None,
-            });
+            shared.push(Event::bare(last, id, method, None));
         });
         let replies = Counted {
             replies: UnboundedReceiverStream::new(rx),

@@ -73,6 +73,34 @@ async fn serve_connection<I>(
     }
 }
 
+/// A TLS connection: its handshake first (bounded), then its HTTP/2 with what the handshake established. A failed
+/// handshake (no or an untrusted client certificate, a plaintext client) closes the socket: the client sees
+/// UNAVAILABLE, as from grpcio; when TLS itself refused it, Python logs why (`TLS_REFUSED`).
+async fn serve_tls_connection(
+    acceptor: TlsAcceptor,
+    socket: tokio::net::TcpStream,
+    router: Arc<Router>,
+    peer: Arc<str>,
+    stop: watch::Receiver<Option<f64>>,
+) {
+    let stream = match tokio::time::timeout(tls::HANDSHAKE_TIMEOUT, acceptor.accept(socket)).await {
+        Ok(Ok(stream)) => stream,
+        Ok(Err(e)) => {
+            if let Some(reason) = tls::refusal(&e) {
+                let refused = Event::bare(TLS_REFUSED, 0, 0, Some(Bytes::from(reason)));
+                router.shared.push(Event {
+                    peer: Some(peer),
+                    ..refused
+                });
+            }
+            return;
+        }
+        Err(_) => return,
+    };
+    let caller = Arc::new(tls::peer_of(stream.get_ref().1));
+    serve_connection(TokioIo::new(stream), router, peer, Some(caller), stop).await
+}
+
 async fn serve(
     listener: std::net::TcpListener,
     router: Arc<Router>,
@@ -96,31 +124,7 @@ async fn serve(
                     let peer = peer_name(addr);
                     match tls {
                         None => serve_connection(TokioIo::new(socket), router, peer, None, stop).await,
-                        Some(acceptor) => {
-                            // A failed handshake (no or an untrusted client certificate, a plaintext client)
-                            // closes the socket: the client sees UNAVAILABLE, as from grpcio.
-                            let handshake = tokio::time::timeout(tls::HANDSHAKE_TIMEOUT, acceptor.accept(socket));
-                            let stream = match handshake.await {
-                                Ok(Ok(stream)) => stream,
-                                Ok(Err(e)) => {
-                                    if let Some(reason) = tls::refusal(&e) {
-                                        router.shared.push(Event {
-                                            kind: TLS_REFUSED,
-                                            id: 0,
-                                            method: 0,
-                                            payload: Some(Bytes::from(reason)),
-                                            metadata: None,
-                                            peer: Some(peer),
-                                            tls: None,
-                                        });
-                                    }
-                                    return;
-                                }
-                                Err(_) => return,
-                            };
-                            let caller = Arc::new(tls::peer_of(stream.get_ref().1));
-                            serve_connection(TokioIo::new(stream), router, peer, Some(caller), stop).await
-                        }
+                        Some(acceptor) => serve_tls_connection(acceptor, socket, router, peer, stop).await,
                     }
                 });
             }
@@ -266,15 +270,7 @@ impl Frontend {
                     shared.stopped.store(true, Ordering::Release);
                     // Every call still waiting gets UNAVAILABLE; wake Python one last time.
                     shared.replies.lock().unwrap().clear();
-                    shared.push(Event {
-                        kind: STREAM_CANCEL,
-                        id: 0,
-                        method: 0,
-                        payload: None,
-                        metadata: None,
-                        peer: None,
-                        tls: None,
-                    });
+                    shared.push(Event::bare(STREAM_CANCEL, 0, 0, None));
                 })
                 .map_err(|e| PyRuntimeError::new_err(e.to_string()))?,
         );
