@@ -188,16 +188,22 @@ class FencedLog:
             future.set_exception(PartitionFenced(0, "fenced: another instance now owns it"))
 
 
+def commit_to_a_log_about_to_be_fenced(h: RuntimeHarness) -> tuple[FencedLog, asyncio.Future[Any]]:
+    """A commit to group g whose append waits on a log that `fence()` then fails, as a fenced writer's does."""
+    assert h.runtime is not None
+    fenced = FencedLog()
+    h.runtime.sink = fenced
+    commit = OffsetCommitRequest("g", "", -1, [CommitPartition("foo", 0, 5)])
+    committing = asyncio.ensure_future(h.runtime.submit("OffsetCommit", lambda now: h.shard.offset_commit(
+        commit, now)))
+    return fenced, committing
+
+
 def test_dropping_partitions_is_answered_even_when_a_write_before_it_was_fenced(tmp_path: Path) -> None:
     """A partition hand-off (memory brought in line with the log) is not a client's read: it must not fail
     because an earlier append of the lost partition was fenced. Seen as a traceback in the split-brain test."""
     async def scenario(h: RuntimeHarness) -> None:
-        assert h.runtime is not None
-        fenced = FencedLog()
-        h.runtime.sink = fenced
-        commit = OffsetCommitRequest("g", "", -1, [CommitPartition("foo", 0, 5)])
-        committing = asyncio.ensure_future(h.runtime.submit("OffsetCommit", lambda now: h.shard.offset_commit(
-            commit, now)))
+        fenced, committing = commit_to_a_log_about_to_be_fenced(h)
         dropping = asyncio.ensure_future(h.runtime.submit("drop-partitions", lambda now: Result(
             drop_groups(h.shard, lambda gid: gid == "g").response, from_log=True)))
         await asyncio.sleep(0.05)
@@ -218,12 +224,7 @@ def test_a_read_after_a_fenced_append_was_put_back_is_answered_though_nothing_wa
     for good (the Kafka-backed fault suite: a share group answered "not written" for minutes;
     tests/realkafka/test_failed_append_reads.py). A read made while that write was pending still fails with it."""
     async def scenario(h: RuntimeHarness) -> None:
-        assert h.runtime is not None
-        fenced = FencedLog()
-        h.runtime.sink = fenced
-        commit = OffsetCommitRequest("g", "", -1, [CommitPartition("foo", 0, 5)])
-        committing = asyncio.ensure_future(h.runtime.submit("OffsetCommit", lambda now: h.shard.offset_commit(
-            commit, now)))
+        fenced, committing = commit_to_a_log_about_to_be_fenced(h)
         await asyncio.sleep(0.05)
         reading_before = asyncio.ensure_future(h.runtime.submit("OffsetFetch", lambda now: h.shard.offset_fetch(
             OffsetFetchRequest("other"), now)))
