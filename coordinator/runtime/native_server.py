@@ -196,6 +196,27 @@ def _code(code: grpc.StatusCode | None, default: grpc.StatusCode = grpc.StatusCo
     return int((code or default).value[0])
 
 
+Answer = tuple[int, bytes | None, int, str | None]  # (call, reply bytes, status code or MESSAGE, details)
+
+
+def _unary_answer(call: int, encode: Callable[[Any], bytes], response: Any, context: NativeContext) -> Answer:
+    """A unary call's reply, whether it finished at once (inline) or in a task."""
+    try:
+        return call, encode(response), OK, None
+    except Exception as e:
+        return _unary_failure(call, e, context, "encoding the response", f"cannot encode the response: {e}")
+
+
+def _unary_failure(call: int, error: Exception, context: NativeContext, what: str,
+                   details: str | None = None) -> Answer:
+    """A unary call that raised: an abort answers its code and details (as grpc.aio does); anything else is a
+    bug, logged, and answered UNKNOWN without the exception's text."""
+    if isinstance(error, grpc.aio.AbortError):
+        return call, None, _code(context.code), context.details
+    log.error("%s failed", what, exc_info=error)
+    return call, None, _code(None), details or f"Unexpected {type(error).__name__}"
+
+
 class NativeServer:
     """The subset of `grpc.aio.Server` that `CoordinatorServer` drives, served by the compiled front end."""
 
@@ -211,7 +232,7 @@ class NativeServer:
         self._frontend: Any = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._table: list[tuple[int, Any, Any, Any, Any]] = []  # per method index: kind and handler parts
-        self._answers: list[tuple[int, bytes | None, int, str | None]] = []
+        self._answers: list[Answer] = []
         self._flush_scheduled = False
         self._streams: dict[int, tuple[_Inbox | None, asyncio.Task[None]]] = {}
         self._tasks: set[asyncio.Task[Any]] = set()
@@ -313,19 +334,12 @@ class NativeServer:
                     coro = behaviour(decode(payload), context)
                     yielded = coro.send(None)
                 except StopIteration as done:
-                    try:
-                        answers.append((call, encode(done.value), OK, None))
-                    except Exception as e:
-                        answers.append((call, None, _code(None), f"cannot encode the response: {e}"))
-                    continue
-                except grpc.aio.AbortError:
-                    answers.append((call, None, _code(context.code), context.details))
+                    answers.append(_unary_answer(call, encode, done.value, context))
                     continue
                 except Exception as e:
-                    log.exception("%s failed", table[method][4])
-                    answers.append((call, None, _code(None), f"Unexpected {type(e).__name__}"))
+                    answers.append(_unary_failure(call, e, context, table[method][4]))
                     continue
-                self._spawn(self._finish_unary(call, _resume(coro, yielded), encode, context))
+                self._spawn(self._finish_unary(call, _resume(coro, yielded), encode, context, table[method][4]))
             elif kind == STREAM_OPEN:
                 self._open_stream(call, table[method], payload, NativeContext(peer, metadata, auth))
             elif kind == STREAM_MESSAGE:
@@ -363,7 +377,7 @@ class NativeServer:
         task.add_done_callback(self._tasks.discard)
         return task
 
-    def _answer(self, item: tuple[int, bytes | None, int, str | None]) -> None:
+    def _answer(self, item: Answer) -> None:
         """An answer from a task: sent with the others of this pass of the loop."""
         self._answers.append(item)
         if not self._flush_scheduled:
@@ -377,18 +391,17 @@ class NativeServer:
             answers, self._answers = self._answers, []
             self._frontend.complete(answers)
 
-    async def _finish_unary(self, call: int, rest: Any, encode: Callable[[Any], bytes],
-                            context: NativeContext) -> None:
+    async def _finish_unary(self, call: int, rest: Any, encode: Callable[[Any], bytes], context: NativeContext,
+                            path: str) -> None:
         try:
-            self._answer((call, encode(await rest), OK, None))
-        except grpc.aio.AbortError:
-            self._answer((call, None, _code(context.code), context.details))
+            response = await rest
         except asyncio.CancelledError:
             self._answer((call, None, _code(grpc.StatusCode.UNAVAILABLE), "the coordinator is stopping"))
             raise
         except Exception as e:
-            log.exception("a call failed")
-            self._answer((call, None, _code(None), f"Unexpected {type(e).__name__}"))
+            self._answer(_unary_failure(call, e, context, path))
+        else:
+            self._answer(_unary_answer(call, encode, response, context))
 
     def _open_stream(self, call: int, entry: tuple[int, Any, Any, Any, Any], payload: bytes | None,
                      context: NativeContext) -> None:
