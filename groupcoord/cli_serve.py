@@ -300,9 +300,8 @@ def _front_end_usable(front_end: str, security: dict[str, Any]) -> None:
     """The server's own choice of front end, made before anything starts: --front-end native refuses a missing
     build in one line."""
     from groupcoord.coordinator.runtime.native_server import choose_front_end
-    tls = security.get("tls")
     try:
-        choose_front_end(front_end, client_certificates=tls is not None and tls.client_ca is not None)
+        choose_front_end(front_end, security.get("tls"))
     except (ValueError, RuntimeError) as e:
         raise CliError(str(e)) from None
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import groupcoord_frontend
 import pytest
 
+from groupcoord.coordinator.runtime.auth import TlsOptions
 from groupcoord.coordinator.runtime.native_server import choose_front_end
 from groupcoord.wire.v1 import coordinator_pb2, share_pb2, streams_pb2
 
@@ -32,7 +33,8 @@ def test_a_build_from_older_sources_is_not_served_and_auto_says_why(monkeypatch:
 def test_auto_stays_on_grpcio_where_client_certificates_are_required() -> None:
     """rustls refuses X.509 v1 client certificates, which grpcio accepts: `auto` must not switch a deployment's
     mTLS clients to a front end that refuses them; asked for, native serves client certificates."""
-    chosen, why = choose_front_end("auto", client_certificates=True)
+    mtls = TlsOptions(b"chain", b"key", client_ca=b"ca")
+    chosen, why = choose_front_end("auto", mtls)
     assert chosen == "grpcio" and "v1" in why
-    assert choose_front_end("auto", client_certificates=False)[0] == "native"
-    assert choose_front_end("native", client_certificates=True)[0] == "native"
+    assert choose_front_end("auto", TlsOptions(b"chain", b"key"))[0] == "native"
+    assert choose_front_end("native", mtls)[0] == "native"

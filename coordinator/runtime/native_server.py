@@ -53,7 +53,7 @@ def load_frontend() -> Any:
     return groupcoord_frontend
 
 
-def choose_front_end(requested: str, *, client_certificates: bool = False) -> tuple[str, str]:
+def choose_front_end(requested: str, tls: TlsOptions | None = None) -> tuple[str, str]:
     """Who serves gRPC, and why: `auto` (the default) is the native front end wherever it is built, grpcio on a
     machine without the build; `grpcio` and `native` are taken as asked. Both serve TLS, client certificates,
     bearer tokens and ACLs alike, with one difference: rustls refuses X.509 v1 client certificates (what
@@ -67,7 +67,7 @@ def choose_front_end(requested: str, *, client_certificates: bool = False) -> tu
         return "native", "asked for"
     if requested != "auto":
         raise ValueError(f"front end {requested!r}: auto, grpcio or native")
-    if client_certificates:
+    if tls is not None and tls.client_ca is not None:  # client certificates are required
         return "grpcio", ("client certificates are required: grpcio also accepts X.509 v1 ones; "
                           "--front-end native serves v3 certificates")
     try:

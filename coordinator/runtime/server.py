@@ -126,8 +126,7 @@ class CoordinatorServer:
         library's: a server built in a test or an application leaves them as they are."""
         o = self.options
         # Before anything starts: a native front end asked for and not built is refused in one line.
-        self.front_end, why = choose_front_end(
-            o.front_end, client_certificates=o.tls is not None and o.tls.client_ca is not None)
+        self.front_end, why = choose_front_end(o.front_end, o.tls)
         log.info("gRPC served by %s (%s)", "the native front end" if self.front_end == "native" else "grpcio", why)
         metrics = CoordinatorMetrics(o.config["group.coordinator.background.threads"])
         for assignor in o.config["group.consumer.assignors"]:
