@@ -362,10 +362,8 @@ class CoordinatorRuntime:
 
     def _unfinished_append(self) -> asyncio.Future[None] | None:
         """The newest append not yet known durable (pending, or failed and its groups not yet put back), which a
-        reply must wait for; None, and forgotten, once it is durable. A failed one is forgotten by `_on_durable`
-        once it has put back the groups it touched: a reply computed after that saw only what the log holds, and
-        waiting for the failure would refuse it for as long as nothing newer is appended (the Kafka-backed
-        fault suite: a share group whose steady heartbeats write nothing answered "not written" for minutes)."""
+        reply must wait for; None, and forgotten, once it is durable. `_on_durable` forgets a failed one once it
+        has put its groups back (the module docstring says why)."""
         last = self._last_append
         if last is not None and last.done() and last.exception() is None:
             self._last_append = last = None
