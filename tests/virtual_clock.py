@@ -6,6 +6,7 @@ import abc
 from typing import Any
 
 from groupcoord.coordinator.core.results import CancelTimer, Result, ScheduleTimer, TimerKey
+from tests.purity import state_of
 
 
 class VirtualClock(abc.ABC):
@@ -16,8 +17,16 @@ class VirtualClock(abc.ABC):
     timers: dict[TimerKey, int]
     records: list[Any]
 
+    _state_after: Any = None  # the shard's state after the last result was applied
+
     def record(self, result: Result[Any]) -> None:
-        """Keep the records and arm/cancel the timers of a result."""
+        """Apply a result as the runtime does (`shard.apply`), keep its records and arm/cancel its timers. A pure
+        operation's handler must have left the shard as the last apply did: any difference is a mutation
+        outside `apply` (tests/purity.py)."""
+        if result.pure and self._state_after is not None:
+            assert state_of(self.shard) == self._state_after, "a pure handler changed the shard's state"
+        self.shard.apply(result)
+        self._state_after = state_of(self.shard)
         self.records.extend(result.records)
         for t in result.timers:
             if isinstance(t, ScheduleTimer):

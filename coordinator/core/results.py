@@ -47,3 +47,9 @@ class Result(Generic[R]):
     # log holds; a drop forgets groups another instance now serves): the runtime appends nothing and mirrors
     # what it replayed into its committed image (runtime/committed_image.py).
     from_log: bool = False
+    # A pure operation (issue 26: every handler becomes one): its handler applied nothing; `records` and
+    # `memory` (volatile effects no log keeps: an in-flight run, a classic group's membership between two
+    # stable states) are applied by `GroupCoordinatorShard.apply`, which the runtime calls after the handler
+    # returned. A handler that is not yet pure replays each record as it writes it (`shard._write`).
+    pure: bool = False
+    memory: list[Any] = field(default_factory=list)

@@ -147,10 +147,28 @@ class GroupCoordinatorShard:
         if self.applied is not None:
             self.touched.add(group_id)
 
+    def apply(self, result: Result[Any]) -> None:
+        """Apply what a pure operation returned: its records through `replay`, then its volatile effects, then its
+        timers' deadlines. The runtime calls this once the handler has returned (tests' drivers too); a result
+        of a handler that is not yet pure was applied as it was written and is left alone."""
+        if not result.pure:
+            return
+        for record in result.records:
+            self.replay(record)
+        replayers = self._replayers
+        for effect in result.memory:
+            replayers[type(effect)](effect)
+            group_id = getattr(effect, "group_id", None)
+            if group_id is not None:
+                self.touch(group_id)
+        self.note_timers(result.timers)
+
     def _write(self, result: Result[Any], record: Any) -> None:
+        """Add `record` to the operation's result; a handler that is not yet pure also replays it at once."""
         if type(record) is ConsumerGroupMetadata:
             self.stats.rebalances += 1
-        self.replay(record)
+        if not result.pure:
+            self.replay(record)
         result.records.append(record)
 
     def _replay_empty_since(self, r: GroupEmptySince) -> None:
@@ -237,16 +255,18 @@ class GroupCoordinatorShard:
 
     # --- timers ------------------------------------------------------------------------------------------
     def arm_timer(self, result: Result[Any], key: TimerKey, deadline_ms: int) -> None:
-        self.timer_deadlines[key] = deadline_ms
         result.timers.append(ScheduleTimer(key, deadline_ms))
-        if len(key) > 1:
-            self.touch(key[1])
+        if not result.pure:  # a pure operation's deadlines are noted by `apply`
+            self.timer_deadlines[key] = deadline_ms
+            if len(key) > 1:
+                self.touch(key[1])
 
     def cancel_timer(self, result: Result[Any], key: TimerKey) -> None:
-        self.timer_deadlines.pop(key, None)
         result.timers.append(CancelTimer(key))
-        if len(key) > 1:
-            self.touch(key[1])
+        if not result.pure:
+            self.timer_deadlines.pop(key, None)
+            if len(key) > 1:
+                self.touch(key[1])
 
     def note_timers(self, timers: list[TimerOp]) -> None:
         """Keep the deadline of every timer a result arms or cancels, of every group type, so that the one

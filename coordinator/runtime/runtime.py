@@ -241,6 +241,8 @@ class CoordinatorRuntime:
         shard.touched.clear()  # the groups this operation changes without a record (read only by `_put_back`)
         try:
             result = op.fn(now)
+            if result.pure:  # the handler applied nothing: its records and effects are applied here, journaled
+                shard.apply(result)
         except BaseException:
             shard.applied = None
             self._put_back(op, applied, now)

@@ -134,7 +134,8 @@ class StreamsGroups:
         self._apply = replay
 
     def _emit(self, out: Result[Any], rec: object) -> None:
-        self._apply(rec)
+        if not out.pure:  # a pure operation's records are replayed by `GroupCoordinatorShard.apply`
+            self._apply(rec)
         out.records.append(rec)
         if isinstance(rec, _ENDPOINT_INPUTS):
             g = self.groups.get(rec.group_id)
