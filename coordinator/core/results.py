@@ -53,3 +53,7 @@ class Result(Generic[R]):
     # returned. A handler that is not yet pure replays each record as it writes it (`shard._write`).
     pure: bool = False
     memory: list[Any] = field(default_factory=list)
+    # A pure operation on a group that tracks when it became empty (retention.py) says whether the group has
+    # members once its records are applied (None: it does not track it, or the operation left it alone), since
+    # the state its handler reads is the state before.
+    empty_after: bool | None = None
