@@ -56,7 +56,7 @@ from groupcoord.coordinator.core.mixed import classic_requests
 from groupcoord.coordinator.core.mixed import conversion as group_conversion
 from groupcoord.coordinator.core.mixed import group as mixed_group
 from groupcoord.coordinator.core.modern.assignor_runs import AssignorCompletion
-from groupcoord.coordinator.core.modern.group import discarded
+from groupcoord.coordinator.core.modern.group import discarded, run_effect_replayers
 from groupcoord.coordinator.core.offsets import OffsetStore
 from groupcoord.coordinator.core.records import (
     ConsumerGroupMetadata,
@@ -122,6 +122,7 @@ class GroupCoordinatorShard:
             GroupEmptySince: self._replay_empty_since,
             GroupEmptySinceTombstone: self._replay_empty_since_tombstone,
         }
+        self._replayers.update(run_effect_replayers(self.groups))  # volatile effects every modern type shares
         self._timer_handlers: dict[str, Callable[[TimerKey, int], Result[None]]] = {}
         self._assignment_handlers: dict[str, Callable[[Any, int], Result[None]]] = {}
         self.share_configs = share_handlers.ShareConfigs(self)

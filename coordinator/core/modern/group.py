@@ -35,6 +35,37 @@ class InflightRun:
     assignor_name: str = ""
 
 
+@dataclass(frozen=True, slots=True)
+class RunStarted:
+    """A volatile effect (`Result.memory`): `group_id`'s offloaded run `run` is now in flight."""
+
+    group_id: str
+    run: InflightRun
+
+
+@dataclass(frozen=True, slots=True)
+class RunEnded:
+    """A volatile effect: `group_id`'s in-flight run `run_id` ended (completed, failed or superseded)."""
+
+    group_id: str
+    run_id: int
+
+
+def run_effect_replayers(groups: Mapping[str, Any]) -> dict[type, Callable[[Any], None]]:
+    """How `RunStarted` and `RunEnded` are applied, for every modern type's groups in `groups`."""
+    def started(e: RunStarted) -> None:
+        group = groups.get(e.group_id)
+        if group is not None:
+            group.inflight = e.run
+
+    def ended(e: RunEnded) -> None:
+        group = groups.get(e.group_id)
+        if group is not None and group.inflight is not None and group.inflight.run_id == e.run_id:
+            group.inflight = None
+
+    return {RunStarted: started, RunEnded: ended}
+
+
 @dataclass(slots=True, eq=False)  # each type decides what equality means (share groups: identity)
 class ModernGroup(GroupDefaults):
     """The state every modern group type keeps beside its members (consumer, share and streams groups)."""
