@@ -55,3 +55,10 @@ def _canon(obj: Any, shard: GroupCoordinatorShard, seen: set[int]) -> Any:
 def state_of(shard: GroupCoordinatorShard) -> Any:
     """Everything the shard holds for its groups, comparable with ==."""
     return sorted((k, _canon(v, shard, set())) for k, v in vars(shard).items() if k not in _SERVICES)
+
+
+def applied(shard: GroupCoordinatorShard, result: Any) -> Any:
+    """`result` once applied to `shard`, as the runtime applies it after the handler (for tests that call a shard
+    operation directly)."""
+    shard.apply(result)
+    return result

@@ -61,10 +61,11 @@ def list_groups(shard: GroupCoordinatorShard, states: Sequence[str], types: Sequ
 
 def delete_groups(shard: GroupCoordinatorShard, group_ids: Sequence[str]) -> Result[list[GroupResult]]:
     """Delete empty groups and their committed offsets (tombstones for everything they wrote)."""
-    result: Result[list[GroupResult]] = Result([])
+    result: Result[list[GroupResult]] = Result([], pure=True)
+    deleted: set[str] = set()  # deleted by this operation (its records are applied after it)
     for gid in group_ids:
         group = shard.groups.get(gid)
-        if group is None and not shard.offsets.has_offsets(gid):
+        if gid in deleted or group is None and not shard.offsets.has_offsets(gid):
             result.response.append(GroupResult(gid, Errors.GROUP_ID_NOT_FOUND, f"Group {gid} does not exist."))
             continue
         if group is not None and not group.is_empty():
@@ -72,6 +73,7 @@ def delete_groups(shard: GroupCoordinatorShard, group_ids: Sequence[str]) -> Res
                                                f"Group {gid} still has members; they must leave first."))
             continue
         write_group_deletion(shard, gid, group, result)
+        deleted.add(gid)
         result.response.append(GroupResult(gid))
     return result
 
@@ -85,7 +87,7 @@ def delete_offsets(shard: GroupCoordinatorShard, group_id: str,
     partition: GROUP_SUBSCRIBED_TO_TOPIC (86) for a topic in the group's `topics_in_use` (our classic groups
     keep subscriptions opaque, so a classic group with members counts as subscribed to every topic: Kafka's
     answer when it cannot read the subscriptions)."""
-    result: Result[tuple[GroupResult, list[PartitionError]]] = Result((GroupResult(group_id), []))
+    result: Result[tuple[GroupResult, list[PartitionError]]] = Result((GroupResult(group_id), []), pure=True)
     group = shard.groups.get(group_id)
     if group is None and not shard.offsets.has_offsets(group_id):
         result.response = (GroupResult(group_id, Errors.GROUP_ID_NOT_FOUND, f"Group {group_id} does not exist."),
@@ -100,14 +102,16 @@ def delete_offsets(shard: GroupCoordinatorShard, group_id: str,
             return result
         subscribed = group.topics_in_use()
     committed = shard.offsets.committed(group_id)
+    deleted: set[tuple[str, int]] = set()  # tombstoned by this operation (applied after it)
     out: list[PartitionError] = []
     for topic, p in partitions:
         if subscribed is None or topic in subscribed:
             out.append(PartitionError(topic, p, Errors.GROUP_SUBSCRIBED_TO_TOPIC,
                                       "The group is subscribed to the topic."))
             continue
-        if (topic, p) in committed:
+        if (topic, p) in committed and (topic, p) not in deleted:
             shard._write(result, OffsetCommitTombstone(group_id, topic, p))
+            deleted.add((topic, p))
         out.append(PartitionError(topic, p, Errors.NONE))
     result.response = (GroupResult(group_id), out)
     return result
@@ -151,7 +155,7 @@ def alter_group_configs(shard: GroupCoordinatorShard, group_id: str, updates: Ma
         merged = altered_group_configs(shard.group_configs.get(group_id, {}), updates, shard.config)
     except CoordinatorError as e:
         return Result(GroupResult(group_id, e.code, e.message))
-    result: Result[GroupResult] = Result(GroupResult(group_id))
+    result: Result[GroupResult] = Result(GroupResult(group_id), pure=True)
     if validate_only:
         return result
     shard._write(result, GroupConfig(group_id, merged))

@@ -14,6 +14,7 @@ A group with no members and no offsets left is deleted.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from groupcoord.coordinator.core.records import GroupEmptySince, GroupEmptySinceTombstone
@@ -23,6 +24,13 @@ if TYPE_CHECKING:
     from groupcoord.coordinator.core.shard import GroupCoordinatorShard
 
 RETENTION_TIMER: TimerKey = ("offsets-retention",)
+
+
+@dataclass(frozen=True, slots=True)
+class RetentionPending:
+    """A volatile effect (`Result.memory`): the groups the running retention check has still to visit."""
+
+    group_ids: tuple[str, ...]
 
 
 def ensure_timer(shard: GroupCoordinatorShard, now: int, result: Result[Any]) -> None:

@@ -121,6 +121,7 @@ class GroupCoordinatorShard:
             GroupConfig: self._replay_group_config,
             GroupEmptySince: self._replay_empty_since,
             GroupEmptySinceTombstone: self._replay_empty_since_tombstone,
+            retention.RetentionPending: self._replay_retention_pending,
         }
         self._replayers.update(run_effect_replayers(self.groups))  # volatile effects every modern type shares
         self._timer_handlers: dict[str, Callable[[TimerKey, int], Result[None]]] = {}
@@ -177,6 +178,9 @@ class GroupCoordinatorShard:
 
     def _replay_empty_since_tombstone(self, r: GroupEmptySinceTombstone) -> None:
         self.empty_since.pop(r.group_id, None)
+
+    def _replay_retention_pending(self, e: retention.RetentionPending) -> None:
+        self.retention_pending = list(e.group_ids)
 
     def _replay_group_config(self, r: GroupConfig) -> None:
         if r.configs:
@@ -289,16 +293,28 @@ class GroupCoordinatorShard:
         deadline = self.timer_deadlines.get(key)
         if deadline is None or now < deadline:
             return result
-        del self.timer_deadlines[key]
         if key == retention.RETENTION_TIMER:
-            return retention_check.on_retention_timer(self, now)
+            return self._fired(key, retention_check.on_retention_timer(self, now))
         handler = self._timer_handlers.get(key[0])
         if handler is None:
-            return result
+            result.pure = True
+            return self._fired(key, result)
+        del self.timer_deadlines[key]  # a handler that is not yet pure may re-arm the key as it goes
         result = handler(key, now)
-        self.note_timers(result.timers)
+        if result.pure:
+            self.timer_deadlines[key] = deadline
+            result = self._fired(key, result)
+        else:
+            self.note_timers(result.timers)
         if len(key) > 1:
             retention.note_membership(self, key[1], now, result)
+        return result
+
+    @staticmethod
+    def _fired(key: TimerKey, result: R) -> R:
+        """A pure timer operation: the fired timer's deadline goes when it is applied, before the timers it arms
+        (which may re-arm the same key)."""
+        result.timers.insert(0, CancelTimer(key))
         return result
 
     # =====================================================================================================
@@ -311,7 +327,8 @@ class GroupCoordinatorShard:
         return result
 
     def _noting_membership(self, result: R, group_id: str, now: int) -> R:
-        self.note_timers(result.timers)
+        if not result.pure:  # a pure result's deadlines are noted by `apply`
+            self.note_timers(result.timers)
         retention.note_membership(self, group_id, now, result)
         return result
 
@@ -319,10 +336,10 @@ class GroupCoordinatorShard:
         return offsets.handle_offset_fetch(self, request, now)
 
     def describe_groups(self, group_ids: list[str], now: int) -> Result[list[DescribedGroup]]:
-        return Result(admin.describe_groups(self, group_ids))
+        return Result(admin.describe_groups(self, group_ids), pure=True)
 
     def list_groups(self, states: list[str], types: list[str], now: int) -> Result[list[ListedGroup]]:
-        return Result(admin.list_groups(self, states, types))
+        return Result(admin.list_groups(self, states, types), pure=True)
 
     def delete_groups(self, group_ids: list[str], now: int) -> Result[list[GroupResult]]:
         return admin.delete_groups(self, group_ids)
@@ -332,7 +349,7 @@ class GroupCoordinatorShard:
         return admin.delete_offsets(self, group_id, partitions)
 
     def describe_group_configs(self, group_ids: list[str], now: int) -> Result[list[DescribedGroupConfig]]:
-        return Result(admin.describe_group_configs(self, group_ids))
+        return Result(admin.describe_group_configs(self, group_ids), pure=True)
 
     def alter_group_configs(self, group_id: str, updates: Mapping[str, str | None], validate_only: bool,
                             now: int) -> Result[GroupResult]:

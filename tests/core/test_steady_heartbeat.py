@@ -16,6 +16,7 @@ from groupcoord.coordinator.core.errors import Errors
 from groupcoord.coordinator.core.messages import ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse
 from tests.core.churn import run_churn
 from tests.core.context import CoreContext, shard_state
+from tests.purity import state_of
 
 
 def is_bare(r: ConsumerGroupHeartbeatRequest) -> bool:
@@ -53,6 +54,7 @@ class SteadyFirst(FullPath):
             if out is not None:
                 (interval, session), key, deadline = out
                 self.timers[key] = deadline  # the runtime's re-arm
+                self._state_after = state_of(self.shard)  # the steady path applies its own deadline
                 self.steady_taken += 1
                 return ConsumerGroupHeartbeatResponse(member_id=request.member_id, member_epoch=request.member_epoch,
                                                       heartbeat_interval_ms=interval, session_timeout_ms=session)

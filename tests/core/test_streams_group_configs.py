@@ -14,6 +14,7 @@ from groupcoord.coordinator.core.streams import handlers as streams_shard
 from groupcoord.coordinator.core.streams.group import StreamsHeartbeatRequest, StreamsHeartbeatResponse
 from groupcoord.coordinator.core.streams.records import NO_TASKS, Tasks
 from tests.core.streams_context import GROUP, READY, image, word_count
+from tests.purity import applied
 
 BROKER = {"group.streams.initial.rebalance.delay.ms": 0, "group.streams.assignor.offload.enable": False,
           "group.streams.assignment.interval.ms": 0}
@@ -25,7 +26,7 @@ def _shard(**extra: object) -> GroupCoordinatorShard:
 
 def _alter(shard: GroupCoordinatorShard, **configs: str | None) -> int:
     updates = {k.replace("_", "."): v for k, v in configs.items()}
-    return int(shard.alter_group_configs(GROUP, updates, False, 0).response.error_code)
+    return int(applied(shard, shard.alter_group_configs(GROUP, updates, False, 0)).response.error_code)
 
 
 def _beat(shard: GroupCoordinatorShard, member: str, epoch: int, now: int,

@@ -12,6 +12,7 @@ from groupcoord.coordinator.core.errors import CoordinatorError, Errors
 from groupcoord.coordinator.core.streams.records import NO_TASKS
 from groupcoord.coordinator.core.streams.topology import StreamsStatus, StreamsTopology, Subtopology, TopicInfo
 from tests.core.streams_context import GROUP, READY, Ctx, StreamsSettings, image, word_count
+from tests.purity import applied
 
 SYNC = StreamsSettings(assignor_offload_enable=False, initial_rebalance_delay_ms=0, assignment_interval_ms=0,
                           max_warmup_replicas=0)
@@ -309,7 +310,7 @@ def test_alter_group_configs_override_reaches_the_streams_group_in_a_shard() -> 
     shard = GroupCoordinatorShard(BrokerConfig.from_mapping({
         "group.streams.initial.rebalance.delay.ms": 0, "group.streams.assignor.offload.enable": False,
         "group.streams.assignment.interval.ms": 0}), lambda: "unused", image(**READY))
-    res = shard.alter_group_configs(GROUP, {"streams.assignment.interval.ms": "5000"}, False, 0)
+    res = applied(shard, shard.alter_group_configs(GROUP, {"streams.assignment.interval.ms": "5000"}, False, 0))
     assert res.response.error_code == 0
 
     def join(m: str, now: int) -> None:

@@ -15,6 +15,7 @@ from groupcoord.coordinator.core.streams import handlers as streams_shard
 from groupcoord.coordinator.core.streams.group import StreamsHeartbeatRequest
 from groupcoord.coordinator.core.streams.records import NO_TASKS, StreamsGroupMetadataTombstone
 from tests.core.streams_context import GROUP, READY, image, word_count
+from tests.purity import applied
 
 RETENTION_MS = 60 * 60_000
 CHECK_MS = 10_000
@@ -44,7 +45,7 @@ def leave(shard: GroupCoordinatorShard, m: str, now: int = 0) -> None:
 def commit(shard: GroupCoordinatorShard, member: str, epoch: int, topic: str = "lines", partition: int = 0,
            offset: int = 10, now: int = 0):
     req = OffsetCommitRequest(GROUP, member, epoch, [CommitPartition(topic, partition, offset)])
-    return shard.offset_commit(req, now)
+    return applied(shard, shard.offset_commit(req, now))
 
 
 def codes(res) -> list[Errors]:  # type: ignore[no-untyped-def]
@@ -108,12 +109,12 @@ def test_offset_delete_refuses_the_topology_source_topics_while_the_streams_grou
     epoch = join(shard, "a")
     commit(shard, "a", epoch, "lines")
     commit(shard, "a", epoch, "other")
-    group_result, parts = shard.delete_offsets(GROUP, [("lines", 0), ("other", 0)], 0).response
+    group_result, parts = applied(shard, shard.delete_offsets(GROUP, [("lines", 0), ("other", 0)], 0)).response
     assert group_result.error_code == Errors.NONE
     assert [p.error_code for p in parts] == [Errors.GROUP_SUBSCRIBED_TO_TOPIC, Errors.NONE]
     assert set(shard.offsets.committed(GROUP)) == {("lines", 0)}
     leave(shard, "a")
-    _, parts = shard.delete_offsets(GROUP, [("lines", 0)], 0).response
+    _, parts = applied(shard, shard.delete_offsets(GROUP, [("lines", 0)], 0)).response
     assert [p.error_code for p in parts] == [Errors.NONE] and not shard.offsets.has_offsets(GROUP)
 
 
@@ -123,7 +124,7 @@ def test_delete_groups_needs_an_empty_streams_group_and_removes_its_offsets() ->
     commit(shard, "a", epoch)
     assert shard.delete_groups([GROUP], 0).response[0].error_code == Errors.NON_EMPTY_GROUP
     leave(shard, "a")
-    res = shard.delete_groups([GROUP], 0)
+    res = applied(shard, shard.delete_groups([GROUP], 0))
     assert res.response[0].error_code == Errors.NONE
     assert OffsetCommitTombstone(GROUP, "lines", 0) in res.records
     assert not shard.offsets.has_offsets(GROUP) and GROUP not in shard.streams.groups
@@ -131,7 +132,7 @@ def test_delete_groups_needs_an_empty_streams_group_and_removes_its_offsets() ->
 
 def fire_retention(shard: GroupCoordinatorShard, now: int) -> list[object]:
     shard.timer_deadlines[RETENTION_TIMER] = now
-    return shard.on_timer(RETENTION_TIMER, now).records
+    return applied(shard, shard.on_timer(RETENTION_TIMER, now)).records
 
 
 def test_retention_keeps_source_topic_offsets_of_a_running_streams_group_and_expires_the_rest() -> None:
@@ -168,7 +169,7 @@ def test_a_streams_group_left_empty_without_offsets_is_deleted_by_the_next_reten
     res = streams_shard.heartbeat(shard, StreamsHeartbeatRequest(GROUP, "a", -1), 5)
     deadline = shard.timer_deadlines.get(RETENTION_TIMER)
     assert deadline is not None and any(getattr(t, "key", None) == RETENTION_TIMER for t in res.timers)
-    records = shard.on_timer(RETENTION_TIMER, deadline).records
+    records = applied(shard, shard.on_timer(RETENTION_TIMER, deadline)).records
     assert GROUP not in shard.streams.groups and records[-1] == StreamsGroupMetadataTombstone(GROUP)
 
 
@@ -176,14 +177,14 @@ def test_streams_offsets_retention_and_deletion_replay_to_the_same_state() -> No
     shard, log = shard_with_streams(), []
 
     def take(res):  # type: ignore[no-untyped-def]
-        log.extend(res.records)
+        log.extend(applied(shard, res).records)
         return res
 
     hb = StreamsHeartbeatRequest(GROUP, "a", 0, topology=word_count(), process_id="a", rebalance_timeout_ms=1000,
                                  active_tasks=NO_TASKS, standby_tasks=NO_TASKS, warmup_tasks=NO_TASKS)
     epoch = take(streams_shard.heartbeat(shard, hb, 0)).response.member_epoch
-    take(commit(shard, "a", epoch, "lines"))
-    take(commit(shard, "a", epoch, "other"))
+    log.extend(commit(shard, "a", epoch, "lines").records)  # applied by `commit`
+    log.extend(commit(shard, "a", epoch, "other").records)
     take(shard.delete_offsets(GROUP, [("other", 0)], 1))
     mid = shard_with_streams()
     for r in log:
