@@ -1,6 +1,7 @@
 """Property: whatever sequence of operations arrives (valid and invalid, of every group type) and whatever fails
 on the way (a handler raising after its records were built, a replay raising half-way through an operation, the
-log's writes failing), memory equals a fresh replay of the durable log after every step. After a failed log the
+log's writes failing), a pure handler changes nothing and memory equals a fresh replay of the durable log after
+every step. After a failed log the
 coordinator stops; the test restarts it from the directory, as an operator would, and goes on."""
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from groupcoord.coordinator.core.streams.messages import StreamsHeartbeatRequest
 from groupcoord.coordinator.core.streams.records import NO_TASKS
 from groupcoord.coordinator.core.streams.topology import StreamsTopology, Subtopology
 from tests.durability.runtime_harness import RuntimeHarness
+from tests.purity import state_of
 
 GROUPS = ("g1", "g2", "g3")
 VALID_TOPOLOGY = StreamsTopology(1, (Subtopology("0", source_topics=("lines",)),))
@@ -118,20 +120,34 @@ def fail_on_replay(shard: GroupCoordinatorShard, nth: int) -> Callable[[], None]
     return lambda: shard._replayers.update(original)
 
 
+def checked_pure(shard: GroupCoordinatorShard, kind: str, handler: Callable[[], Any]) -> Any:
+    """Run a handler; a pure one must leave the shard's state as it found it (tests/purity.py)."""
+    before = state_of(shard)
+    result = handler()
+    assert not result.pure or state_of(shard) == before, f"the pure handler of {kind} changed the shard's state"
+    return result
+
+
 async def run_step(h: RuntimeHarness, kind: str, gid: str, member: str, fault: str, n: int,
                    parked: list[asyncio.Future[Any]]) -> None:
     assert h.runtime is not None
     if fault == "break-log":
         h.break_log()
-    if kind == "timers":
-        await h.fire_timers(n)
-        return
     shard = h.shard
+    if kind == "timers":
+        on_timer = shard.on_timer
+        shard.on_timer = lambda key, now: checked_pure(shard, kind, lambda: on_timer(key, now))  # type: ignore[method-assign]
+        try:
+            await h.fire_timers(n)
+        finally:
+            del shard.on_timer
+        return
     if kind == "classic-join":
         req = JoinGroupRequest(group_id=gid, member_id="", protocol_type="consumer", protocols=(("range", b""),),
                                session_timeout_ms=10000, rebalance_timeout_ms=10000, reason="", client_id="c")
         parked.append(asyncio.ensure_future(h.runtime.submit_parkable(
-            "JoinGroup", lambda now, token: shard.classic_group_join(req, now, token), gid)))
+            "JoinGroup",
+            lambda now, token: checked_pure(shard, kind, lambda: shard.classic_group_join(req, now, token)), gid)))
         await asyncio.sleep(0)
         await h.drain()
         return
@@ -139,7 +155,7 @@ async def run_step(h: RuntimeHarness, kind: str, gid: str, member: str, fault: s
     undo: Callable[[], None] = lambda: None  # noqa: E731
 
     def op(now: int) -> Any:
-        result = handler(shard, now)
+        result = checked_pure(shard, kind, lambda: handler(shard, now))
         if fault == "raise-after":
             raise InjectedFault("after the handler returned")
         return result
