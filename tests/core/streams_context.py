@@ -3,11 +3,13 @@ heartbeat, the virtual clock advances, armed timers fire, offloaded assignor run
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from groupcoord.coordinator.core.config import BrokerConfig, GroupConfigStore
 from groupcoord.coordinator.core.metadata import MetadataImage, TopicMetadata, topic_id_for_name
+from groupcoord.coordinator.core.modern.group import run_effect_replayers
 from groupcoord.coordinator.core.results import CancelTimer, Result, ScheduleTimer
 from groupcoord.coordinator.core.streams.config import StreamsConfigs
 from groupcoord.coordinator.core.streams.group import (
@@ -17,9 +19,11 @@ from groupcoord.coordinator.core.streams.group import (
     StreamsHeartbeatResponse,
     apply_record,
 )
+from groupcoord.coordinator.core.streams.handlers import EFFECT_TYPES
 from groupcoord.coordinator.core.streams.messages import CreateInternalTopics
 from groupcoord.coordinator.core.streams.records import NO_TASKS, Tasks
 from groupcoord.coordinator.core.streams.topology import StreamsTopology, Subtopology, TopicInfo
+from tests.purity import state_of
 
 GROUP = "app"
 
@@ -81,6 +85,9 @@ class Ctx:
 
     def __post_init__(self) -> None:
         self.sg = StreamsGroups(self.config.configs(), image(**self.topics))
+        self._effects: dict[type, Callable[[Any], None]] = dict(run_effect_replayers(self.sg.groups))
+        self._effects.update(dict.fromkeys(EFFECT_TYPES, self.sg.apply_effect))
+        self._state_after: Any = None  # the groups' state after the last result was applied
 
     def set_group_config(self, configs: dict[str, str | None]) -> None:
         """AlterGroupConfigs for GROUP (CoordinatorError when invalid); the next heartbeat reads it."""
@@ -89,6 +96,16 @@ class Ctx:
         store.alter(GROUP, configs)
 
     def _take(self, res: Result[Any]) -> None:
+        """Apply a result as `GroupCoordinatorShard.apply` does (its records through the replay, then its volatile
+        effects), checking first that a pure operation's handler changed nothing (tests/purity.py)."""
+        if res.pure:
+            if self._state_after is not None:
+                assert state_of(self.sg) == self._state_after, "a pure streams handler changed the groups' state"
+            for rec in res.records:
+                self.sg.replay(rec)
+            for effect in res.memory:
+                self._effects[type(effect)](effect)
+        self._state_after = state_of(self.sg)
         self.log.extend(res.records)
         for t in res.timers:
             if isinstance(t, ScheduleTimer):

@@ -55,9 +55,9 @@ def test_every_group_type_is_listed_described_and_sized_through_the_one_protocol
     c.join("c1", group_id="cg", subscribed_topic_names=["foo"])
     c.apply(share_heartbeat(c.shard, ShareGroupHeartbeatRequest("sg", "", 0, subscribed_topic_names=("foo",)),
                             c.now))
-    c.shard.classic_group_join(JoinGroupRequest(
+    c.apply(c.shard.classic_group_join(JoinGroupRequest(
         group_id="kg", member_id="", protocol_type="consumer", protocols=(("range", b""),),
-        session_timeout_ms=10000, rebalance_timeout_ms=10000), c.now, 1)
+        session_timeout_ms=10000, rebalance_timeout_ms=10000), c.now, 1))
     _streams_group(c, "app")
     listed = {g.group_id: g.group_type for g in c.shard.list_groups([], [], c.now).response}
     assert listed == {"cg": "consumer", "sg": "share", "kg": "classic", "app": "streams"}

@@ -35,6 +35,7 @@ def _beat(shard: GroupCoordinatorShard, member: str, epoch: int, now: int,
     req = StreamsHeartbeatRequest(GROUP, member, epoch, active_tasks=active, standby_tasks=NO_TASKS,
                                   warmup_tasks=NO_TASKS, **extra)  # type: ignore[arg-type]
     res = streams_shard.heartbeat(shard, req, now)
+    shard.apply(res)
     assert res.response.error_code == 0, res.response.error_message
     return res.response, {t.key: t.deadline_ms for t in res.timers if hasattr(t, "deadline_ms")}
 

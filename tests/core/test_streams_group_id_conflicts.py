@@ -46,7 +46,9 @@ def new_shard() -> GroupCoordinatorShard:
 def streams_join(shard: GroupCoordinatorShard, member: str = "s1", gid: str = GID):
     req = StreamsHeartbeatRequest(gid, member, 0, topology=word_count(), process_id="p1", rebalance_timeout_ms=1000,
                                   active_tasks=NO_TASKS, standby_tasks=NO_TASKS, warmup_tasks=NO_TASKS)
-    return streams_shard.heartbeat(shard, req, 0)
+    res = streams_shard.heartbeat(shard, req, 0)
+    shard.apply(res)
+    return res
 
 
 def consumer_join(shard: GroupCoordinatorShard, gid: str = GID):
@@ -84,7 +86,7 @@ def test_a_consumer_heartbeat_at_a_member_epoch_is_refused_for_a_streams_group()
 def test_an_empty_streams_group_still_holds_its_id_against_a_consumer_group() -> None:
     shard = new_shard()
     streams_join(shard)
-    streams_shard.heartbeat(shard, StreamsHeartbeatRequest(GID, "s1", -1), 10)
+    shard.apply(streams_shard.heartbeat(shard, StreamsHeartbeatRequest(GID, "s1", -1), 10))
     assert shard.streams.state(GID).value == "Empty"
     assert consumer_join(shard).response.error_code == Errors.GROUP_ID_NOT_FOUND
 

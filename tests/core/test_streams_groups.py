@@ -316,7 +316,9 @@ def test_alter_group_configs_override_reaches_the_streams_group_in_a_shard() -> 
     def join(m: str, now: int) -> None:
         req = StreamsHeartbeatRequest(GROUP, m, 0, topology=word_count(), process_id=m, rebalance_timeout_ms=1000,
                                       active_tasks=NO_TASKS, standby_tasks=NO_TASKS, warmup_tasks=NO_TASKS)
-        assert streams_shard.heartbeat(shard, req, now).response.error_code == 0
+        res = streams_shard.heartbeat(shard, req, now)
+        shard.apply(res)
+        assert res.response.error_code == 0
 
     join("a", 0)
     join("b", 10)
@@ -340,7 +342,9 @@ def test_a_refused_operation_is_rolled_back_to_the_streams_group_the_log_holds()
     def join(m: str, now: int) -> list[object]:
         req = StreamsHeartbeatRequest(GROUP, m, 0, topology=word_count(), process_id=m, rebalance_timeout_ms=1000,
                                       active_tasks=NO_TASKS, standby_tasks=NO_TASKS, warmup_tasks=NO_TASKS)
-        return streams_shard.heartbeat(shard, req, now).records
+        res = streams_shard.heartbeat(shard, req, now)
+        shard.apply(res)
+        return res.records
 
     durable = join("a", 0)
     before = copy.deepcopy(shard.streams.groups[GROUP].persisted())

@@ -33,12 +33,14 @@ def join(shard: GroupCoordinatorShard, m: str, now: int = 0) -> int:
     req = StreamsHeartbeatRequest(GROUP, m, 0, topology=word_count(), process_id=m, rebalance_timeout_ms=1000,
                                   active_tasks=NO_TASKS, standby_tasks=NO_TASKS, warmup_tasks=NO_TASKS)
     res = streams_shard.heartbeat(shard, req, now)
+    shard.apply(res)
     assert res.response.error_code == 0
     return res.response.member_epoch
 
 
 def leave(shard: GroupCoordinatorShard, m: str, now: int = 0) -> None:
     res = streams_shard.heartbeat(shard, StreamsHeartbeatRequest(GROUP, m, -1), now)
+    shard.apply(res)
     assert res.response.error_code == 0
 
 
@@ -167,6 +169,7 @@ def test_a_streams_group_left_empty_without_offsets_is_deleted_by_the_next_reten
     shard = shard_with_streams()
     join(shard, "a")
     res = streams_shard.heartbeat(shard, StreamsHeartbeatRequest(GROUP, "a", -1), 5)
+    shard.apply(res)
     deadline = shard.timer_deadlines.get(RETENTION_TIMER)
     assert deadline is not None and any(getattr(t, "key", None) == RETENTION_TIMER for t in res.timers)
     records = applied(shard, shard.on_timer(RETENTION_TIMER, deadline)).records

@@ -75,10 +75,11 @@ def test_a_streams_session_timer_rearmed_by_a_heartbeat_does_not_remove_the_memb
     joined = streams_shard.heartbeat(shard, StreamsHeartbeatRequest(
         "app", "s1", 0, topology=word_count(), process_id="p1", rebalance_timeout_ms=1000, active_tasks=NO_TASKS,
         standby_tasks=NO_TASKS, warmup_tasks=NO_TASKS), ctx.now)
+    shard.apply(joined)
     epoch = joined.response.member_epoch
     first_deadline = shard.timer_deadlines[session_key("app", "s1")]
     ctx.now = first_deadline - 1
-    streams_shard.heartbeat(shard, StreamsHeartbeatRequest("app", "s1", epoch), ctx.now)  # re-arms the session
+    shard.apply(streams_shard.heartbeat(shard, StreamsHeartbeatRequest("app", "s1", epoch), ctx.now))  # re-arms it
     fired = shard.on_timer(session_key("app", "s1"), first_deadline)  # the old timer's operation runs
     assert fired.records == []
     assert "s1" in shard.streams.groups["app"].members

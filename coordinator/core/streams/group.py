@@ -29,6 +29,12 @@ Member reconciliation is Kafka's for active tasks: revoke before assign. A membe
 active tasks keeps its epoch and the intersection until it reports it no longer owns them
 (UNREVOKED_TASKS); a member whose new active tasks are still owned or being revoked elsewhere advances its
 epoch but waits for them (UNRELEASED_TASKS). Standby and warm-up tasks follow the target directly.
+
+Every operation here is pure (issue 26): it reads the stored group, writes its records into its result while
+applying them to a working view of the group (`working.py`: what it reads after writing, it reads there), and
+returns what no record carries (a member's owned tasks, a shutdown request, an offloaded run started or ended)
+as volatile effects in `Result.memory`. Only the replay of the result (`GroupCoordinatorShard.apply`, through
+`replay` and `apply_effect`) changes the stored groups.
 """
 
 from __future__ import annotations
@@ -44,7 +50,14 @@ from groupcoord.coordinator.core.config import BrokerConfig, GroupConfigStore
 from groupcoord.coordinator.core.errors import CoordinatorError, Errors
 from groupcoord.coordinator.core.limits import ECHO_MAX_CHARS
 from groupcoord.coordinator.core.metadata import EMPTY_IMAGE, MetadataImage
-from groupcoord.coordinator.core.modern.group import check_member_epoch, may_compute_target, offload, take_completion
+from groupcoord.coordinator.core.modern.group import (
+    RunEnded,
+    RunStarted,
+    check_member_epoch,
+    may_compute_target,
+    offload,
+    take_completion,
+)
 from groupcoord.coordinator.core.modern.heartbeat import HeartbeatSteps
 from groupcoord.coordinator.core.principals import check_member_principal
 from groupcoord.coordinator.core.results import CancelTimer, Result, ScheduleTimer
@@ -65,7 +78,6 @@ from groupcoord.coordinator.core.streams.records import (
     MEMBER_TOMBSTONES,
     NO_TASKS,
     StreamsGroupCurrentMemberAssignment,
-    StreamsGroupCurrentMemberAssignmentTombstone,
     StreamsGroupMemberMetadata,
     StreamsGroupMetadata,
     StreamsGroupTargetAssignmentMember,
@@ -77,9 +89,12 @@ from groupcoord.coordinator.core.streams.state import (
     STABLE,
     UNRELEASED,
     UNREVOKED,
+    OwnedActive,
+    ShutdownRequested,
     StreamsGroup,
     StreamsGroupsIn,
     StreamsGroupState,
+    apply_effect,
     apply_record,
     assign_key,
     rebalance_key,
@@ -100,6 +115,7 @@ from groupcoord.coordinator.core.streams.topology import (
     internal_topics,
     validate_topology,
 )
+from groupcoord.coordinator.core.streams.working import working
 
 
 class StreamsGroups:
@@ -114,7 +130,6 @@ class StreamsGroups:
         self.run_ids = run_ids or itertools.count(1)  # the shard's: one run id sequence for every type
         self._image_of: Callable[[], MetadataImage] = lambda: image
         self.groups = StreamsGroupsIn(store if store is not None else {})  # the shard's groups, in a shard
-        self._apply: Callable[[object], None] = self.replay  # the shard's replay, once installed in one
 
     # --- plumbing ---------------------------------------------------------------------------------------
     @property
@@ -129,31 +144,37 @@ class StreamsGroups:
     def follow_image(self, image_of: Callable[[], MetadataImage]) -> None:
         self._image_of = image_of
 
-    def apply_through(self, replay: Callable[[object], None]) -> None:
-        """Apply emitted records through `replay` (the shard's: its journal must see every record applied)."""
-        self._apply = replay
-
-    def _emit(self, out: Result[Any], rec: object) -> None:
-        if not out.pure:  # a pure operation's records are replayed by `GroupCoordinatorShard.apply`
-            self._apply(rec)
+    def _emit(self, out: Result[Any], view: dict[str, StreamsGroup], rec: object) -> None:
+        """Write `rec`: add it to the operation's result and apply it to the operation's working view of its
+        group (`view`, group id -> view; working.py), never to the stored group. Every operation here is pure:
+        `GroupCoordinatorShard.apply` (or a test's driver) replays the records afterwards."""
         out.records.append(rec)
-        if isinstance(rec, _ENDPOINT_INPUTS):
-            g = self.groups.get(rec.group_id)
-            if g is not None:
-                g.endpoint_epoch += 1
+        apply_record(view, rec, self)
+
+    def _view(self, g: StreamsGroup) -> dict[str, StreamsGroup]:
+        return {g.group_id: working(g)}
 
     def replay(self, rec: object) -> None:
         apply_record(self.groups, rec, self)
+
+    def apply_effect(self, effect: ShutdownRequested | OwnedActive) -> None:
+        apply_effect(self.groups, effect)
 
     def session_timeout_ms(self, group_id: str) -> int:
         return self.configs.session_timeout_ms(group_id)
 
     def configured(self, g: StreamsGroup) -> ConfiguredTopology | None:
+        """The group's topology configured against the current image, memoised in the group (a working view's
+        result is memoised in the stored group too when their topologies are the same, as they are once applied)."""
         if g.topology is None:
             return None
-        if g.configured is None or g.configured[0] is not g.topology or g.configured[1] is not self.image:
-            g.configured = (g.topology, self.image, configure_topology(g.topology, self.image))
-        return g.configured[2]
+        memo = g.configured_cache
+        if memo is None or memo[0] is not g.topology or memo[1] is not self.image:
+            memo = g.configured_cache = (g.topology, self.image, configure_topology(g.topology, self.image))
+            stored = self.groups.get(g.group_id)
+            if stored is not None and stored is not g and stored.topology is g.topology:
+                stored.configured_cache = memo
+        return memo[2]
 
     def state(self, group_id: str) -> StreamsGroupState:
         g = self.groups.get(group_id)
@@ -178,10 +199,10 @@ class StreamsGroups:
         names += [t.name for t in internal_topics(g.topology)]
         return self.image.topics_hash(names)
 
-    def _bump(self, g: StreamsGroup, out: Result[Any], now: int) -> None:
+    def _bump(self, view: dict[str, StreamsGroup], g: StreamsGroup, out: Result[Any], now: int) -> None:
         rec = StreamsGroupMetadata(g.group_id, g.group_epoch + 1, self._hash(g), g.first_assignment_not_before_ms,
                                    self.configs.assignment_configs(g.group_id))
-        self._emit(out, rec)
+        self._emit(out, view, rec)
 
     # --- heartbeat --------------------------------------------------------------------------------------
     def heartbeat(self, req: StreamsHeartbeatRequest, now: int) -> Result[StreamsHeartbeatResponse]:
@@ -195,35 +216,42 @@ class StreamsGroups:
         return g
 
     def _leave(self, req: StreamsHeartbeatRequest, now: int) -> Result[StreamsHeartbeatResponse]:
-        out = Result(StreamsHeartbeatResponse(member_id=req.member_id, member_epoch=req.member_epoch))
-        g = self._group_of(req)
-        if g is None:
+        out = Result(StreamsHeartbeatResponse(member_id=req.member_id, member_epoch=req.member_epoch), pure=True)
+        stored = self._group_of(req)
+        if stored is None:
             raise CoordinatorError(Errors.GROUP_ID_NOT_FOUND, f"Group {req.group_id[:ECHO_MAX_CHARS]} not found.")
-        static_member(g, req)
-        if req.member_id not in g.members:
+        static_member(stored, req)
+        if req.member_id not in stored.members:
             raise CoordinatorError(Errors.UNKNOWN_MEMBER_ID, "The member is not in the group.")
+        view = self._view(stored)
+        g = view[stored.group_id]
         if req.member_epoch == LEAVE_STATIC_EPOCH:  # KIP-345: keep its tasks until its session expires
-            static_leave(g, req.member_id, partial(self._emit, out))
+            static_leave(g, req.member_id, partial(self._emit, out, view))
             out.timers += [ScheduleTimer(session_key(g.group_id, req.member_id),
                                          now + self.configs.session_timeout_ms(g.group_id)),
                            CancelTimer(rebalance_key(g.group_id, req.member_id))]
         else:
-            self._remove_member(g, req.member_id, out, now)
+            self._remove_member(view, g, req.member_id, out, now)
             out.timers += [CancelTimer(session_key(g.group_id, req.member_id)),
                            CancelTimer(rebalance_key(g.group_id, req.member_id))]
         return out
 
     def _join(self, req: StreamsHeartbeatRequest, now: int) -> Result[StreamsHeartbeatResponse]:
-        out = Result(StreamsHeartbeatResponse())
+        out = Result(StreamsHeartbeatResponse(), pure=True)
         cfg, gid = self.configs, req.group_id
-        g = self._group_of(req)
-        if g is None:
+        stored = self._group_of(req)
+        if stored is None:
             if req.member_epoch != 0:  # Kafka's getStreamsGroupOrThrow
                 raise CoordinatorError(Errors.GROUP_ID_NOT_FOUND,
                                        f"Streams group {req.group_id[:ECHO_MAX_CHARS]} not found.")
-            # KIP-1263: a new group starts at epoch 1; epoch 1 is the empty target's.
-            self._emit(out, StreamsGroupMetadata(req.group_id, 1, 0, now + cfg.initial_rebalance_delay_ms(gid)))
-            g = self.groups[req.group_id]
+            # KIP-1263: a new group starts at epoch 1; epoch 1 is the empty target's. Its record creates the
+            # working view (only the apply creates the stored group).
+            view: dict[str, StreamsGroup] = {}
+            self._emit(out, view, StreamsGroupMetadata(gid, 1, 0, now + cfg.initial_rebalance_delay_ms(gid)))
+        else:
+            view = self._view(stored)
+        g = view[gid]
+        emit = partial(self._emit, out, view)
         bump = False
         replaced = static_member(g, req)
         member = g.members.get(req.member_id)
@@ -231,10 +259,10 @@ class StreamsGroups:
             assert req.topology is not None
             if member is None and replaced is None and len(g.members) >= cfg.max_size():
                 raise CoordinatorError(Errors.GROUP_MAX_SIZE_REACHED, "The group is full.")
-            bump |= self._join_topology(g, req.topology, out)
+            bump |= self._join_topology(g, req.topology, emit)
             if replaced is not None:
                 prior = g.members[replaced]
-                replace_member(g, replaced, req.member_id, partial(self._emit, out))
+                replace_member(g, replaced, req.member_id, emit)
                 member = None
         else:
             if member is None:
@@ -242,13 +270,15 @@ class StreamsGroups:
             cur, owned = g.current[req.member_id], req.active_tasks
             check_member_epoch(req.member_epoch, cur.member_epoch, cur.previous_member_epoch,
                                lambda: owned is not None and owned <= cur.active)
-        if req.shutdown_application:
+        if req.shutdown_application:  # volatile: applied after the records, as every effect
             g.shutdown_requested = True
+            out.memory.append(ShutdownRequested(gid))
         if req.active_tasks is not None:
             g.owned_active[req.member_id] = req.active_tasks
+            out.memory.append(OwnedActive(gid, req.member_id, req.active_tasks))
         new_meta = member_metadata(g.group_id, g.topology.epoch if g.topology is not None else 0, req, member)
         if new_meta != member:
-            self._emit(out, new_meta)
+            emit(new_meta)
             was = prior if replaced is not None else member
             bump |= was is None or _assignment_inputs(was) != _assignment_inputs(new_meta)
             bump |= member is not None and warmup_caught_up(g.current.get(req.member_id), member, new_meta,
@@ -257,12 +287,12 @@ class StreamsGroups:
             bump = True
         bump |= self.configs.assignment_configs(gid) != g.last_assignment_configs  # altered since the last bump
         if bump:
-            self._bump(g, out, now)
-        self._maybe_assign(g, now, out)
+            self._bump(view, g, out, now)
+        self._maybe_assign(view, g, now, out)
         conf = self.configured(g)
         if conf is not None and conf.topics_to_create:
             out.tasks.append(CreateInternalTopics(gid, conf.topics_to_create, 2 * cfg.heartbeat_interval_ms(gid)))
-        changed = self._reconcile(g, req.member_id, out)
+        changed = self._reconcile(view, g, req.member_id, out)
         cur = g.current[req.member_id]
         out.timers.append(ScheduleTimer(session_key(g.group_id, req.member_id), now + cfg.session_timeout_ms(gid)))
         if cur.state == UNREVOKED:
@@ -288,7 +318,7 @@ class StreamsGroups:
         )
         return out
 
-    def _join_topology(self, g: StreamsGroup, topology: StreamsTopology, out: Result[Any]) -> bool:
+    def _join_topology(self, g: StreamsGroup, topology: StreamsTopology, emit: Callable[[object], None]) -> bool:
         """The topology rules: the first member of an empty group sets it; a higher epoch updates it;
         the same epoch must carry the same topology (131); a lower epoch is fenced (132)."""
         why = validate_topology(topology)
@@ -297,7 +327,7 @@ class StreamsGroups:
         cur = g.topology
         if cur is None or not g.members or topology.epoch > cur.epoch:
             if cur != topology:
-                self._emit(out, StreamsGroupTopologyRecord(g.group_id, topology))
+                emit(StreamsGroupTopologyRecord(g.group_id, topology))
                 return True
             return False
         if topology.epoch < cur.epoch:
@@ -327,7 +357,7 @@ class StreamsGroups:
         return tuple(statuses)
 
     # --- KIP-1263: when a new target is computed ----------------------------------------------------------
-    def _maybe_assign(self, g: StreamsGroup, now: int, out: Result[Any]) -> None:
+    def _maybe_assign(self, view: dict[str, StreamsGroup], g: StreamsGroup, now: int, out: Result[Any]) -> None:
         if g.target_assignment_epoch >= g.group_epoch or not g.members:
             return
         last = g.assignment_timestamp_ms if g.target_assignment_epoch else None
@@ -350,6 +380,7 @@ class StreamsGroups:
         if self.configs.offload_enabled(g.group_id):
             g.inflight = offload(self.run_ids, g.group_epoch, self.stats,
                                  {mid: m.instance_id for mid, m in g.members.items() if m.instance_id is not None})
+            out.memory.append(RunStarted(g.group_id, g.inflight))
             out.tasks.append(StreamsAssignorRun(g.group_id, g.inflight.run_id, g.group_epoch, members,
                                                 conf.subtopologies, self.configs.assignment_config(g.group_id)))
             return
@@ -359,31 +390,38 @@ class StreamsGroups:
         if done.assignment is None:
             self.stats.assignor_failures += 1
         else:
-            self._install_target(g, done.assignment, g.group_epoch, now, out)
+            self._install_target(view, g, done.assignment, g.group_epoch, now, out)
 
     def complete_assignor(self, done: StreamsAssignorCompletion, now: int) -> Result[None]:
         """An offloaded run finished: install its target against the group as it is now."""
-        out: Result[None] = Result(None)
-        g = self.groups.get(done.group_id)
-        run = take_completion(g, done, self.stats)
-        if g is not None and run is not None and done.assignment is not None:
+        out: Result[None] = Result(None, pure=True)
+        stored = self.groups.get(done.group_id)
+        if stored is None:
+            take_completion(None, done, self.stats)
+            return out
+        view = self._view(stored)
+        g = view[stored.group_id]
+        if g.inflight is not None and g.inflight.run_id == done.run_id:
+            out.memory.append(RunEnded(g.group_id, done.run_id))  # completed or failed, the run has ended
+        run = take_completion(g, done, self.stats)  # ends the view's run only
+        if run is not None and done.assignment is not None:
             assignment = remap_replaced(done.assignment, run.instance_ids, g.static_members)
-            self._install_target(g, assignment, run.assignment_epoch, now, out)
+            self._install_target(view, g, assignment, run.assignment_epoch, now, out)
         return out
 
     def _install_target(
-        self, g: StreamsGroup, assignment: Mapping[str, tuple[Tasks, Tasks, Tasks]], epoch: int, now: int,
-        out: Result[Any],
+        self, view: dict[str, StreamsGroup], g: StreamsGroup, assignment: Mapping[str, tuple[Tasks, Tasks, Tasks]],
+        epoch: int, now: int, out: Result[Any],
     ) -> None:
         for mid in g.members:
             active, standby, warmup = assignment.get(mid, (NO_TASKS, NO_TASKS, NO_TASKS))
             old = g.target.get(mid)
             if old is None or (old.active, old.standby, old.warmup) != (active, standby, warmup):
-                self._emit(out, StreamsGroupTargetAssignmentMember(g.group_id, mid, active, standby, warmup))
-        self._emit(out, StreamsGroupTargetAssignmentMetadata(g.group_id, epoch, now))
+                self._emit(out, view, StreamsGroupTargetAssignmentMember(g.group_id, mid, active, standby, warmup))
+        self._emit(out, view, StreamsGroupTargetAssignmentMetadata(g.group_id, epoch, now))
 
     # --- reconciliation ---------------------------------------------------------------------------------
-    def _reconcile(self, g: StreamsGroup, member_id: str, out: Result[Any]) -> bool:
+    def _reconcile(self, view: dict[str, StreamsGroup], g: StreamsGroup, member_id: str, out: Result[Any]) -> bool:
         cur = g.current.get(member_id)
         if cur is None:
             cur = StreamsGroupCurrentMemberAssignment(g.group_id, member_id, 0, 0, STABLE,
@@ -391,7 +429,7 @@ class StreamsGroups:
         new = self._next_assignment(g, cur)
         if new == g.current.get(member_id):
             return False
-        self._emit(out, new)
+        self._emit(out, view, new)
         return True
 
     def _next_assignment(
@@ -420,34 +458,35 @@ class StreamsGroups:
             frozenset(active - unreleased), standby, warmup, NO_TASKS)
 
     # --- removal and timers -----------------------------------------------------------------------------
-    def _remove_member(self, g: StreamsGroup, member_id: str, out: Result[Any], now: int) -> None:
-        MEMBER_TOMBSTONES.remove(partial(self._emit, out), g.group_id, member_id, member_id in g.target)
-        self._bump(g, out, now)
+    def _remove_member(self, view: dict[str, StreamsGroup], g: StreamsGroup, member_id: str, out: Result[Any],
+                       now: int) -> None:
+        MEMBER_TOMBSTONES.remove(partial(self._emit, out, view), g.group_id, member_id, member_id in g.target)
+        self._bump(view, g, out, now)
 
     def fire_timer(self, key: tuple[str, ...], now: int) -> Result[None]:
-        out: Result[None] = Result(None)
+        out: Result[None] = Result(None, pure=True)
         kind, gid = key[0], key[1]
-        g = self.groups.get(gid)
-        if g is None:
+        stored = self.groups.get(gid)
+        if stored is None:
             return out
+        view = self._view(stored)
+        g = view[gid]
         if kind == "streams-session" and key[2] in g.members:
             self.stats.members_fenced_session += 1  # counted with every modern type's fences
-            self._remove_member(g, key[2], out, now)
+            self._remove_member(view, g, key[2], out, now)
             out.timers.append(CancelTimer(rebalance_key(gid, key[2])))
         elif kind == "streams-rebalance" and key[2] in g.members and g.current[key[2]].state == UNREVOKED:
             self.stats.members_fenced_rebalance += 1
-            self._remove_member(g, key[2], out, now)
+            self._remove_member(view, g, key[2], out, now)
             out.timers.append(CancelTimer(session_key(gid, key[2])))
         elif kind == "streams-assign":
-            self._maybe_assign(g, now, out)
+            self._maybe_assign(view, g, now, out)
         return out
 
 
 _STEPS: HeartbeatSteps[StreamsGroups, StreamsHeartbeatRequest, StreamsHeartbeatResponse] = HeartbeatSteps(
     lambda groups, r: validate_request(r), lambda r: r.member_epoch < 0, StreamsGroups._leave, StreamsGroups._join,
     lambda groups, r, e: StreamsHeartbeatResponse(int(e.code), e.message, r.member_id[:64], r.member_epoch))
-_ENDPOINT_INPUTS = (StreamsGroupCurrentMemberAssignment, StreamsGroupCurrentMemberAssignmentTombstone,
-                    StreamsGroupMemberMetadata)
 
 
 def _target_tasks(g: StreamsGroup, member_id: str) -> tuple[Tasks, Tasks, Tasks]:

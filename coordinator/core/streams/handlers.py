@@ -1,8 +1,10 @@
-"""Plugs streams groups into the shard: their records into replay, their timers into the timer path, and
-the one entry point per operation that keeps group ids unique across group types."""
+"""Plugs streams groups into the shard: their records and volatile effects into replay, their timers into the
+timer path, and the one entry point per operation that keeps group ids unique across group types. Every
+operation is pure (group.py): what it returns is applied by `GroupCoordinatorShard.apply`."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import partial
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -20,6 +22,7 @@ from groupcoord.coordinator.core.streams.group import (
     StreamsHeartbeatRequest,
     StreamsHeartbeatResponse,
 )
+from groupcoord.coordinator.core.streams.state import OwnedActive, ShutdownRequested, StreamsGroup
 
 if TYPE_CHECKING:
     from groupcoord.coordinator.core.shard import GroupCoordinatorShard
@@ -32,6 +35,7 @@ RECORD_TYPES: tuple[type, ...] = (
     sr.StreamsGroupCurrentMemberAssignmentTombstone,
 )
 R = TypeVar("R", bound=Result[Any])
+EFFECT_TYPES: tuple[type, ...] = (ShutdownRequested, OwnedActive)
 TIMER_KINDS = ("streams-session", "streams-rebalance", "streams-assign")
 
 
@@ -40,7 +44,6 @@ def new_groups(shard: GroupCoordinatorShard) -> StreamsGroups:
     image, group configs, replay, metrics and run ids."""
     groups = StreamsGroups(StreamsConfigs(shard), stats=shard.stats, run_ids=shard._run_ids, store=shard.groups)
     groups.follow_image(lambda: shard.metadata)
-    groups.apply_through(shard.replay)
     return groups
 
 
@@ -51,8 +54,9 @@ def hooks(shard: GroupCoordinatorShard) -> GroupTypeHooks:
     def on_timer(key: tuple[str, ...], now: int) -> Result[None]:
         return note_empty(shard, key[1], now, groups.fire_timer(key, now))  # the shard notes its timers
 
-    return GroupTypeHooks(dict.fromkeys(RECORD_TYPES, groups.replay), dict.fromkeys(TIMER_KINDS, on_timer),
-                          {STREAMS: partial(assignor_done, shard)})
+    replayers: dict[type, Callable[[Any], None]] = dict.fromkeys(RECORD_TYPES, groups.replay)
+    replayers.update(dict.fromkeys(EFFECT_TYPES, groups.apply_effect))  # RunStarted/RunEnded: the shard's own
+    return GroupTypeHooks(replayers, dict.fromkeys(TIMER_KINDS, on_timer), {STREAMS: partial(assignor_done, shard)})
 
 
 def heartbeat(shard: GroupCoordinatorShard, req: StreamsHeartbeatRequest, now: int) -> Result[StreamsHeartbeatResponse]:
@@ -69,16 +73,18 @@ def heartbeat(shard: GroupCoordinatorShard, req: StreamsHeartbeatRequest, now: i
     tombstones: list[object] = list(other.deletion_records())
     if req.group_id in shard.empty_since:  # streams offsets expire from their commit time, not from this
         tombstones.append(GroupEmptySinceTombstone(req.group_id))
-    for rec in tombstones:
-        shard.replay(rec)
+    # The heartbeat reads no classic group (a streams group's view of the shard's groups sees none), so it runs
+    # as it would once the tombstones are applied; they are applied before its own records.
     res = groups.heartbeat(req, now)
-    if res.response.error_code:  # refused: no record leaves, and the runtime puts the classic group back
+    if res.response.error_code:  # refused: no record leaves, and the classic group stays
         return res
-    return _noted(shard, Result(res.response, tombstones + res.records, res.timers, res.tasks))
+    return _noted(shard, Result(res.response, tombstones + res.records, res.timers, res.tasks, pure=True,
+                                memory=res.memory))
 
 
 def _noted(shard: GroupCoordinatorShard, result: R) -> R:
-    shard.note_timers(result.timers)
+    if not result.pure:  # a pure result's timers are noted by `GroupCoordinatorShard.apply`
+        shard.note_timers(result.timers)
     return result
 
 
@@ -86,10 +92,31 @@ def note_empty(shard: GroupCoordinatorShard, group_id: str, now: int, result: R)
     """A streams group left empty arms the offset retention check, which deletes it once its offsets have
     expired (Kafka's periodic cleanupGroupMetadata -> maybeDeleteGroup). No GroupEmptySince is written:
     streams offsets expire from their commit time."""
-    g = shard.streams.groups.get(group_id)
-    if g is not None and not g.members:
+    if members_after(shard.streams.groups.get(group_id), group_id, result.records) == 0:
         retention.ensure_timer(shard, now, result)
     return result
+
+
+def members_after(group: StreamsGroup | None, group_id: str, records: list[Any]) -> int | None:
+    """How many members `group_id` has once `records` (an operation's, not yet applied) are, or None when no
+    streams group holds it then. Reads only the records that add, remove or delete."""
+    count = len(group.members) if group is not None else None
+    added: dict[str, bool] = {}  # member id -> in the group after the records so far
+    for rec in records:
+        if getattr(rec, "group_id", None) != group_id:
+            continue
+        kind = type(rec)
+        if kind is sr.StreamsGroupMetadata and count is None:
+            count, group, added = 0, None, {}
+        elif kind is sr.StreamsGroupMetadataTombstone:
+            count, group, added = None, None, {}
+        elif count is not None and kind in (sr.StreamsGroupMemberMetadata, sr.StreamsGroupMemberMetadataTombstone):
+            mid = rec.member_id
+            before = added.get(mid, group is not None and mid in group.members)
+            after = kind is sr.StreamsGroupMemberMetadata
+            count += int(after) - int(before)
+            added[mid] = after
+    return count
 
 
 def _is_empty_classic(group: GroupView | None) -> bool:

@@ -63,15 +63,19 @@ class StreamsGroup(ModernGroup):
     first_assignment_not_before_ms: int = 0
     last_assignment_configs: tuple[tuple[str, str], ...] = ()
     topology: StreamsTopology | None = None
-    members: dict[str, StreamsGroupMemberMetadata] = field(default_factory=dict)
-    static_members: dict[str, str] = field(default_factory=dict)  # instance id -> member id (from members)
-    current: dict[str, StreamsGroupCurrentMemberAssignment] = field(default_factory=dict)
-    target: dict[str, StreamsGroupTargetAssignmentMember] = field(default_factory=dict)
-    # volatile
-    owned_active: dict[str, Tasks] = field(default_factory=dict)
+    # dicts in a stored group; copy-on-write overlays in an operation's working view (working.py)
+    members: MutableMapping[str, StreamsGroupMemberMetadata] = field(default_factory=dict)
+    static_members: MutableMapping[str, str] = field(default_factory=dict)  # instance id -> member id
+    current: MutableMapping[str, StreamsGroupCurrentMemberAssignment] = field(default_factory=dict)
+    target: MutableMapping[str, StreamsGroupTargetAssignmentMember] = field(default_factory=dict)
+    # volatile (set by the volatile effects below, or by the replay)
+    owned_active: MutableMapping[str, Tasks] = field(default_factory=dict)
     shutdown_requested: bool = False
-    endpoint_epoch: int = 0  # moves whenever a member's tasks or endpoint may have changed
-    configured: tuple[object, object, ConfiguredTopology] | None = None
+    # Moves whenever a member's tasks or endpoint may have changed: each replayed member or current-assignment
+    # record moves it, so a load or a put-back moves it too (a member then fetches its endpoints once more).
+    endpoint_epoch: int = 0
+    # memo of the topology configured against the metadata image (topology, image, result), which a read fills
+    configured_cache: tuple[object, object, ConfiguredTopology] | None = None
     owner: StreamsOwner | None = field(default=None, compare=False, repr=False)  # the StreamsGroups holding it
 
     group_type = STREAMS
@@ -197,6 +201,8 @@ def apply_record(groups: MutableMapping[str, StreamsGroup], rec: object, owner: 
     g = groups.get(gid)
     if g is None:
         g = groups[gid] = StreamsGroup(gid, owner=owner)
+    if isinstance(rec, _ENDPOINT_INPUTS):
+        g.endpoint_epoch += 1
     if isinstance(rec, StreamsGroupMetadata):
         g.group_epoch, g.metadata_hash = rec.epoch, rec.metadata_hash
         g.first_assignment_not_before_ms = rec.first_assignment_not_before_ms
@@ -226,6 +232,37 @@ def apply_record(groups: MutableMapping[str, StreamsGroup], rec: object, owner: 
         g.current.pop(rec.member_id, None)
     else:
         raise TypeError(f"not a streams group record: {type(rec).__name__}")
+
+
+_ENDPOINT_INPUTS = (StreamsGroupCurrentMemberAssignment, StreamsGroupCurrentMemberAssignmentTombstone,
+                    StreamsGroupMemberMetadata)
+
+
+@dataclass(frozen=True, slots=True)
+class ShutdownRequested:
+    """A volatile effect (`Result.memory`): a member of `group_id` asked the application to shut down."""
+
+    group_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class OwnedActive:
+    """A volatile effect: `member_id` of `group_id` reported the active tasks it owns."""
+
+    group_id: str
+    member_id: str
+    tasks: Tasks
+
+
+def apply_effect(groups: Mapping[str, StreamsGroup], effect: ShutdownRequested | OwnedActive) -> None:
+    """Apply one of streams groups' own volatile effects (an offloaded run's are every modern type's)."""
+    g = groups.get(effect.group_id)
+    if g is None:
+        return
+    if isinstance(effect, OwnedActive):
+        g.owned_active[effect.member_id] = effect.tasks
+    else:
+        g.shutdown_requested = True
 
 
 def _drop_static(g: StreamsGroup, member_id: str) -> None:
