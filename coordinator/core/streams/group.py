@@ -151,7 +151,7 @@ class StreamsGroups:
         out.records.append(rec)
         apply_record(view, rec, self)
 
-    def _view(self, g: StreamsGroup) -> dict[str, StreamsGroup]:
+    def _view(self, g: StreamsGroup) -> dict[str, StreamsGroup]:  # an operation's working view of `g`
         return {g.group_id: working(g)}
 
     def replay(self, rec: object) -> None:
@@ -164,8 +164,7 @@ class StreamsGroups:
         return self.configs.session_timeout_ms(group_id)
 
     def configured(self, g: StreamsGroup) -> ConfiguredTopology | None:
-        """The group's topology configured against the current image, memoised in the group (a working view's
-        result is memoised in the stored group too when their topologies are the same, as they are once applied)."""
+        """The topology configured against the image, memoised in the group (and in the stored one for a view)."""
         if g.topology is None:
             return None
         memo = g.configured_cache

@@ -1,5 +1,6 @@
-"""A streams group's state (KIP-1071), rebuilt only by replaying its records, and its answers to the shard's
-generic paths (the `Group` protocol: admin, offsets, retention, snapshots, loads, partition moves).
+"""A streams group's state (KIP-1071), changed only by replaying its records (`apply_record`) and, for its
+volatile fields, the volatile effects operations return (`apply_effect`), and its answers to the shard's generic
+paths (the `Group` protocol: admin, offsets, retention, snapshots, loads, partition moves).
 
 What a heartbeat does to it is `group.py`'s (`StreamsGroups`); this module holds no operation.
 """
