@@ -6,11 +6,13 @@ from __future__ import annotations
 import random
 
 from groupcoord.coordinator.core.errors import Errors
-from groupcoord.coordinator.core.streams.group import StreamsHeartbeatRequest
+from groupcoord.coordinator.core.streams import handlers as streams_shard
+from groupcoord.coordinator.core.streams.group import StreamsHeartbeatRequest, assign_key, session_key
 from groupcoord.coordinator.core.streams.records import NO_TASKS
 from groupcoord.coordinator.core.streams.topology import StreamsTopology, Subtopology
 from groupcoord.coordinator.core.streams.working import Overlay
-from tests.core.streams_context import GROUP, Ctx, word_count
+from tests.core.context import CoreContext
+from tests.core.streams_context import GROUP, READY, Ctx, word_count
 
 
 def test_a_first_heartbeat_refused_after_its_group_record_was_written_leaves_no_group() -> None:
@@ -53,3 +55,15 @@ def test_an_overlay_reads_and_iterates_as_its_base_dict_would_after_the_same_cha
             assert (key in expected) == (key in view) and expected.get(key) == view.get(key)
             assert list(expected.items()) == list(view.items()) and len(expected) == len(view)
         assert base == kept, "the base is never written"
+
+
+def test_streams_timers_through_the_shard_are_pure_and_fence_a_silent_member() -> None:
+    """The session and assignment timers run through the shard's one timer path; the driver checks purity."""
+    c = CoreContext(READY)
+    req = StreamsHeartbeatRequest(GROUP, "s1", 0, topology=word_count(), process_id="p1", rebalance_timeout_ms=1000,
+                                  active_tasks=NO_TASKS, standby_tasks=NO_TASKS, warmup_tasks=NO_TASKS)
+    assert c.apply(streams_shard.heartbeat(c.shard, req, c.now)).error_code == 0
+    assert session_key(GROUP, "s1") in c.timers and assign_key(GROUP) in c.timers
+    c.advance(100_000)
+    assert GROUP in c.shard.streams.groups and not c.shard.streams.groups[GROUP].members
+    assert session_key(GROUP, "s1") not in c.shard.timer_deadlines
