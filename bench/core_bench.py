@@ -27,16 +27,16 @@ def build(groups: int, members: int) -> tuple[GroupCoordinatorShard, list[Consum
     for g in range(groups):
         gid = f"group-{g}"
         for m in range(members):
-            shard.consumer_group_heartbeat(ConsumerGroupHeartbeatRequest(
+            shard.apply(shard.consumer_group_heartbeat(ConsumerGroupHeartbeatRequest(
                 gid, f"m{m}", 0, rebalance_timeout_ms=60000, subscribed_topic_names=(f"t{g}",),
-                topic_partitions={}), now)
+                topic_partitions={}), now))
         # Reconcile everyone: heartbeat with the owned partitions until stable.
         for _ in range(4):
             for m in range(members):
                 member = shard.groups[gid].members[f"m{m}"]
                 owned = {t: frozenset(p) for t, p in member.assigned_partitions.items()}
-                shard.consumer_group_heartbeat(ConsumerGroupHeartbeatRequest(
-                    gid, f"m{m}", member.member_epoch, topic_partitions=owned), now)
+                shard.apply(shard.consumer_group_heartbeat(ConsumerGroupHeartbeatRequest(
+                    gid, f"m{m}", member.member_epoch, topic_partitions=owned), now))
         assert shard.groups[gid].state().value == "STABLE", shard.groups[gid].state()
         for m in range(members):
             steady.append(ConsumerGroupHeartbeatRequest(gid, f"m{m}", shard.groups[gid].members[f"m{m}"].member_epoch))
@@ -54,10 +54,11 @@ def main(argv: list[str] | None = None) -> int:
     now = 1
     start = time.perf_counter()
     deadline = start + args.seconds
-    heartbeat = shard.consumer_group_heartbeat
+    heartbeat, apply = shard.consumer_group_heartbeat, shard.apply
     while time.perf_counter() < deadline:
         for req in steady:
             result = heartbeat(req, now)
+            apply(result)  # as the runtime does after each operation
             assert result.response.error_code == 0
         n += len(steady)
         now += 1

@@ -118,7 +118,7 @@ async def measure(args: argparse.Namespace) -> dict[str, float]:
         async def core_alone(n: int) -> None:
             now = runtime.clock()
             for i in range(n):
-                shard.consumer_group_heartbeat(core[i % k], now)
+                shard.apply(shard.consumer_group_heartbeat(core[i % k], now))
 
         async def core_steady(n: int) -> None:
             now = runtime.clock()

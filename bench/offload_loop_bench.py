@@ -24,12 +24,13 @@ import pickle
 import statistics
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 
 from bench.target_bench import GID, stable_group
 from groupcoord.coordinator.core.config import BrokerConfig
 from groupcoord.coordinator.core.messages import ConsumerGroupHeartbeatRequest
 from groupcoord.coordinator.core.modern.assignor_runs import AssignorCompletion, AssignorRun
+from groupcoord.coordinator.core.results import Result
 from groupcoord.coordinator.core.shard import GroupCoordinatorShard
 from groupcoord.coordinator.runtime.executor import compact_run, load_outcome, run_compact, run_sliced
 from groupcoord.coordinator.runtime.run_cache import Holdings, Keep, RunCache, keep_for
@@ -45,15 +46,24 @@ def _timed(fn: Callable[[], Any]) -> tuple[Any, float]:
     return out, (time.thread_time() - start) * 1e3
 
 
+R = TypeVar("R", bound=Result[Any])
+
+
+def _applied(shard: GroupCoordinatorShard, result: R) -> R:
+    """`result` once applied, as the runtime applies an operation's result after its handler."""
+    shard.apply(result)
+    return result
+
+
 def one_round(shard: GroupCoordinatorShard, k: int, now: int) -> dict[str, float]:
     group = shard.groups[GID]
     names = tuple(sorted(t.name for t in shard.metadata.by_id.values()))
     victim = next(iter(group.members.values()))
-    _, leave_ms = _timed(lambda: shard.consumer_group_heartbeat(ConsumerGroupHeartbeatRequest(
-        GID, victim.member_id, -1), now))
+    _, leave_ms = _timed(lambda: _applied(shard, shard.consumer_group_heartbeat(ConsumerGroupHeartbeatRequest(
+        GID, victim.member_id, -1), now)))
     group.inflight = None  # the leave's own run is superseded: measure the join's
-    res, join_ms = _timed(lambda: shard.consumer_group_heartbeat(ConsumerGroupHeartbeatRequest(
-        GID, "", 0, rebalance_timeout_ms=60000, subscribed_topic_names=names, topic_partitions={}), now))
+    res, join_ms = _timed(lambda: _applied(shard, shard.consumer_group_heartbeat(ConsumerGroupHeartbeatRequest(
+        GID, "", 0, rebalance_timeout_ms=60000, subscribed_topic_names=names, topic_partitions={}), now)))
     runs = [t for t in res.tasks if isinstance(t, AssignorRun)]
     assert runs, "the join started no offloaded run"
     run = runs[-1]
@@ -73,8 +83,8 @@ def one_round(shard: GroupCoordinatorShard, k: int, now: int) -> dict[str, float
         _, child_kept_ms = _timed(lambda: run_compact(KEPT.resolve(pickle.loads(body))))  # type: ignore[arg-type]
     back = pickle.dumps(outcome, protocol=pickle.HIGHEST_PROTOCOL)
     loaded, load_ms = _timed(lambda: load_outcome(pickle.loads(back), run))
-    res2, apply_ms = _timed(lambda: shard.on_assignment_complete(
-        AssignorCompletion(GID, run.run_id, loaded.assignment, loaded.error), now))
+    res2, apply_ms = _timed(lambda: _applied(shard, shard.on_assignment_complete(
+        AssignorCompletion(GID, run.run_id, loaded.assignment, loaded.error), now)))
     records = sum(1 for r in res2.records if type(r).__name__ == "ConsumerGroupTargetAssignmentMember")
     return {"leave heartbeat": leave_ms, "join heartbeat (spec)": join_ms, "send whole (in slices)": send_ms,
             "send changes (kept group)": changes_ms, "load result": load_ms, "apply (records)": apply_ms,

@@ -103,16 +103,16 @@ def join(members: int, topics: int, partitions: int) -> dict[str, float]:
     now = 10
     gc.collect()
     start = time.thread_time()
-    shard.consumer_group_heartbeat(ConsumerGroupHeartbeatRequest(
-        GID, "", 0, rebalance_timeout_ms=60000, subscribed_topic_names=names, topic_partitions={}), now)
+    shard.apply(shard.consumer_group_heartbeat(ConsumerGroupHeartbeatRequest(
+        GID, "", 0, rebalance_timeout_ms=60000, subscribed_topic_names=names, topic_partitions={}), now))
     joined = time.thread_time()
     rounds = 0
     first = 0.0
     while group.state().value != "STABLE" and rounds < 10:
         for m in list(group.members.values()):
             owned = {t: frozenset(ps) for t, ps in m.assigned_partitions.items() if ps}
-            shard.consumer_group_heartbeat(ConsumerGroupHeartbeatRequest(
-                GID, m.member_id, m.member_epoch, topic_partitions=owned), now)
+            shard.apply(shard.consumer_group_heartbeat(ConsumerGroupHeartbeatRequest(
+                GID, m.member_id, m.member_epoch, topic_partitions=owned), now))
         rounds += 1
         if rounds == 1:
             first = time.thread_time() - joined

@@ -157,8 +157,8 @@ class _ScaleUp:
         for task in result.tasks:
             assert isinstance(task, AssignorRun)
             assignment = get_server_assignor(task.assignor_name).assign(task.spec, task.topics, task.lag)
-            self.shard.on_assignment_complete(AssignorCompletion(task.group_id, task.run_id, assignment),
-                                              BASE_MS + self.now)
+            self.shard.apply(self.shard.on_assignment_complete(
+                AssignorCompletion(task.group_id, task.run_id, assignment), BASE_MS + self.now))
 
     def heartbeat(self, c: _Client, again: bool = False) -> None:
         joining = c.epoch == 0
@@ -172,6 +172,7 @@ class _ScaleUp:
         runs_before = self.shard.stats.assignor_runs_offloaded
         had = c.count()
         result = self.shard.consumer_group_heartbeat(request, BASE_MS + self.now)
+        self.shard.apply(result)
         response = result.response
         if response.error_code is not Errors.NONE:
             raise RuntimeError(f"member {c.index}: {response.error_code.name}: {response.error_message}")

@@ -36,6 +36,7 @@ from groupcoord.coordinator.core.consumer.assignment import LAG_AWARE_ASSIGNORS 
 from groupcoord.coordinator.core.consumer.group import ConsumerGroup
 from groupcoord.coordinator.core.consumer.group import rebalance_timer as rebalance_timer
 from groupcoord.coordinator.core.consumer.group import session_timer as session_timer
+from groupcoord.coordinator.core.consumer.staged import Staged
 from groupcoord.coordinator.core.consumer.topic_regex import RegexResolutionCompletion
 from groupcoord.coordinator.core.group import STREAMS, Group, GroupView
 from groupcoord.coordinator.core.messages import (
@@ -194,10 +195,15 @@ class GroupCoordinatorShard:
         return group is not None and group.group_type == STREAMS
 
     def upgrade_classic_group(self, classic: GroupView, request: ConsumerGroupHeartbeatRequest, result: Result[Any],
-                              now: int) -> ConsumerGroup:
+                              now: int) -> Staged:
         """Kafka's online upgrade, for a consumer-protocol member joining a non-empty classic group: the conversion
-        sits above both types (`mixed/conversion.py`), so the consumer heartbeat reaches it through the shard."""
+        sits above both types (`mixed/conversion.py`), so the consumer heartbeat reaches it through the shard.
+        Returns the consumer group as the conversion's records (in `result`) will leave it."""
         return group_conversion.upgrade(self, classic, request, result, now)
+
+    def downgrades(self, group: ConsumerGroup, leaving_member_id: str) -> bool:
+        """Whether `maybe_downgrade` would downgrade the group when `leaving_member_id` leaves (changes nothing)."""
+        return group_conversion.downgrade_applies(self, group, leaving_member_id)
 
     def maybe_downgrade(self, group: ConsumerGroup, leaving_member_id: str, result: Result[Any], now: int) -> bool:
         """Kafka's online downgrade when the last consumer-protocol member leaves a mixed group: True when the group
@@ -234,14 +240,15 @@ class GroupCoordinatorShard:
                                         principal: str | None,
                                         now: int) -> tuple[tuple[int, int], TimerKey, int] | None:
         """A steady heartbeat's (heartbeat interval, session timeout) and session timer re-arm (key, deadline), or
-        None: run `consumer_group_heartbeat` (consumer/heartbeat.py, `steady`)."""
+        None: run `consumer_group_heartbeat` (consumer/heartbeat.py, `steady`). Changes nothing: the caller re-arms
+        the timer and notes its deadline (`note_deadline`), as `apply` notes a pure operation's."""
         return consumer_heartbeat.steady(self, group_id, member_id, member_epoch, principal, now)
 
     def on_metadata_update(self, image: MetadataImage, now: int) -> Result[None]:
         """New topic metadata: consumer groups whose subscribed topics changed bump their epoch (share and
         streams groups compare the image at their next heartbeat)."""
         self.metadata = image
-        result: Result[None] = Result(None)
+        result: Result[None] = Result(None, pure=True)
         consumer_assignment.on_metadata_update(self, now, result)
         return result
 
@@ -272,6 +279,11 @@ class GroupCoordinatorShard:
             self.timer_deadlines.pop(key, None)
             if len(key) > 1:
                 self.touch(key[1])
+
+    def note_deadline(self, key: TimerKey, deadline_ms: int) -> None:
+        """Note the deadline of a timer the runtime re-armed for an operation that returned no `Result` (a steady
+        heartbeat, `consumer_group_steady_heartbeat`)."""
+        self.timer_deadlines[key] = deadline_ms
 
     def note_timers(self, timers: list[TimerOp]) -> None:
         """Keep the deadline of every timer a result arms or cancels, of every group type, so that the one

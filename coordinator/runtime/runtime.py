@@ -159,10 +159,10 @@ class CoordinatorRuntime:
 
     def run_steady(self, name: str, fn: Callable[[int], tuple[Any, Any, int] | None]) -> Any | None:
         """Run a steady operation at once, if it may skip the queue: `fn(now)` writes no record and changes no
-        state but one timer's deadline (the consumer's steady heartbeat), returning `(response, timer key,
-        deadline)`, or None having changed nothing. It runs only where `submit` would have run it inline and
-        released its reply at once: started, log healthy, nothing queued, no earlier append still pending (a
-        reply waits for those). Returns the response, or None: the caller submits the full operation."""
+        state (the consumer's steady heartbeat), returning `(response, timer key, deadline)`, the timer re-armed
+        and its deadline noted here (`shard.note_deadline`); or None. It runs only where `submit` would have run
+        it inline and released its reply at once: started, log healthy, nothing queued, no earlier append still
+        pending (a reply waits for those). Returns the response, or None: the caller submits the full operation."""
         queue = self._queue
         if queue is None or not queue.empty() or self.failed is not None:
             return None
@@ -173,6 +173,7 @@ class CoordinatorRuntime:
         if out is None:
             return None
         response, key, deadline = out
+        self.shard.note_deadline(key, deadline)
         self.timers.arm(key, deadline)
         elapsed = time.perf_counter() - started
         metrics = self.metrics

@@ -52,12 +52,16 @@ def streams_join(shard: GroupCoordinatorShard, member: str = "s1", gid: str = GI
 
 
 def consumer_join(shard: GroupCoordinatorShard, gid: str = GID):
-    return shard.consumer_group_heartbeat(ConsumerGroupHeartbeatRequest(
+    result = shard.consumer_group_heartbeat(ConsumerGroupHeartbeatRequest(
         gid, "", 0, rebalance_timeout_ms=1000, subscribed_topic_names=("lines",), topic_partitions={}), 0)
+    shard.apply(result)
+    return result
 
 
 def classic_join(shard: GroupCoordinatorShard, gid: str = GID, member_id: str = ""):
-    return shard.classic_group_join(JoinGroupRequest(gid, member_id, "consumer", (("range", b""),), 10_000), 0, 1)
+    result = shard.classic_group_join(JoinGroupRequest(gid, member_id, "consumer", (("range", b""),), 10_000), 0, 1)
+    shard.apply(result)
+    return result
 
 
 def share_join(shard: GroupCoordinatorShard, gid: str = GID):

@@ -1,5 +1,7 @@
 """Consumer groups' target assignment: when to compute it (KIP-1263 batching and offload), the offloaded
-runs' completions, the lag input of the lag-aware assignors, and metadata changes that bump group epochs."""
+runs' completions, the lag input of the lag-aware assignors, and metadata changes that bump group epochs. All
+pure: a computation reads the group as the operation's records leave it (`consumer/staged.py`) and returns what
+else it changes (the run in flight, the spec rows, the assignor used) as volatile effects."""
 
 from __future__ import annotations
 
@@ -8,17 +10,26 @@ from typing import TYPE_CHECKING, Any
 from groupcoord.assignors.api import AssignorError, LagSnapshot, PartitionOffsets
 from groupcoord.assignors.registry import get_server_assignor
 from groupcoord.coordinator.core.consumer import regex_subscriptions as regex_subscriptions
+from groupcoord.coordinator.core.consumer.effects import AssignorUsed, ImageSeen, RunBaseline, TargetSnapshotTaken
 from groupcoord.coordinator.core.consumer.group import ConsumerGroup
 from groupcoord.coordinator.core.consumer.spec_members import SpecMembers
+from groupcoord.coordinator.core.consumer.staged import Staged
 from groupcoord.coordinator.core.consumer.target_assignment import (
-    build_spec,
+    TargetBase,
     choose_assignor,
     reconcile_result_with_group,
+    snapshot_spec,
     target_records,
 )
 from groupcoord.coordinator.core.consumer.target_delta import as_delta
 from groupcoord.coordinator.core.modern.assignor_runs import AssignorCompletion, AssignorRun
-from groupcoord.coordinator.core.modern.group import FIRST_GROUP_EPOCH, may_compute_target, offload, take_completion
+from groupcoord.coordinator.core.modern.group import (
+    FIRST_GROUP_EPOCH,
+    RunEnded,
+    RunStarted,
+    may_compute_target,
+    offload,
+)
 from groupcoord.coordinator.core.records import ConsumerGroupMetadata
 from groupcoord.coordinator.core.results import Result
 
@@ -28,14 +39,15 @@ if TYPE_CHECKING:
 LAG_AWARE_ASSIGNORS = frozenset({"lag", "lag-sticky"})
 
 
-def subscription_hash(shard: GroupCoordinatorShard, group: ConsumerGroup) -> int:
-    """The metadata hash of every topic the group subscribes to: a change bumps the group epoch."""
+def subscription_hash(shard: GroupCoordinatorShard, group: ConsumerGroup | Staged) -> int:
+    """The metadata hash of every topic the group subscribes to (as an operation's records leave it, for a
+    `Staged` group): a change bumps the group epoch."""
     return shard.metadata.topics_hash(group.subscribed_topics())
 
 
 def on_metadata_update(shard: GroupCoordinatorShard, now: int, result: Result[None]) -> None:
     """New topic metadata (already `shard.metadata`): bump the epoch of every consumer group whose subscribed
-    topics changed, so the next heartbeat recomputes its target assignment."""
+    topics changed, so the next heartbeat recomputes its target assignment. Pure: `result` applies it."""
     for group in list(shard.groups.values()):
         if not isinstance(group, ConsumerGroup) or not group.members:
             continue
@@ -46,38 +58,45 @@ def on_metadata_update(shard: GroupCoordinatorShard, now: int, result: Result[No
             shard.stats.metadata_bumps += 1
 
 
-def after_member_update(shard: GroupCoordinatorShard, group: ConsumerGroup, bump: bool, subscription_changed: bool,
-                        now: int, result: Result[Any]) -> None:
+def after_member_update(shard: GroupCoordinatorShard, staged: Staged, bump: bool, subscription_changed: bool,
+                        now: int) -> None:
     """After a member's records were written (a consumer heartbeat or a classic member's JoinGroup): bump the
     group epoch when the assignment inputs changed (`bump`: a new member, a changed subscription, rack or
     assignor) or the subscribed topics' metadata did, then compute the target if it is behind (KIP-1263)."""
+    group, result = staged.group, staged.result
     if subscription_changed:
-        regex_subscriptions.drop_unused(shard, group, result)
-    regex_subscriptions.maybe_resolve(shard, group, now, result)
+        regex_subscriptions.drop_unused(staged)
+    regex_subscriptions.maybe_resolve(shard, group, now, result, staged)
     if bump or group.metadata_image_seen is not shard.metadata:
-        new_hash = subscription_hash(shard, group)
-        group.metadata_image_seen = shard.metadata
-        if bump or new_hash != group.metadata_hash:
-            new_epoch = max(group.group_epoch + 1, FIRST_GROUP_EPOCH)
-            shard._write(result, ConsumerGroupMetadata(group.group_id, new_epoch, new_hash))
-    if group.group_epoch > group.target_assignment_epoch:
-        maybe_compute_target(shard, group, now, result)
+        new_hash = subscription_hash(shard, staged)
+        result.memory.append(ImageSeen(group.group_id, shard.metadata))
+        if bump or new_hash != staged.metadata_hash:
+            new_epoch = max(staged.group_epoch + 1, FIRST_GROUP_EPOCH)
+            staged.write(ConsumerGroupMetadata(group.group_id, new_epoch, new_hash))
+    if staged.group_epoch > staged.target_assignment_epoch:
+        maybe_compute_target(shard, staged, now)
 
 
-def maybe_compute_target(shard: GroupCoordinatorShard, group: ConsumerGroup, now: int, result: Result[Any]) -> None:
+def maybe_compute_target(shard: GroupCoordinatorShard, staged: Staged, now: int) -> None:
     """KIP-1263 (`modern/group.py`): run the assignor unless a run is in flight or the interval since the last
     computation has not passed; on the executor when offload is enabled."""
-    if not may_compute_target(group.inflight, group.assignment_timestamp_ms or None, now,
+    group, result = staged.group, staged.result
+    if not may_compute_target(group.inflight, staged.assignment_timestamp_ms or None, now,
                               shard.assignment_interval_ms(group.group_id), shard.stats):
         return
-    assignor_name = choose_assignor(group, shard.config["group.consumer.assignors"])
-    spec = build_spec(group, shard.metadata, group.resolved_topics)
-    group.added_since_run, group.removed_since_run = {}, {}
+    assignor_name = choose_assignor(staged.counts()[1], shard.config["group.consumer.assignors"])
+    spec, taken, store = snapshot_spec(group, shard.metadata, staged.resolved_topics, staged)
+    if taken is not None:
+        result.memory.append(taken)
+    if store is not group.target_assignment:  # a copy with the operation's targets: the group keeps its snapshot
+        result.memory.append(TargetSnapshotTaken(group.group_id, store))
+    result.memory.append(RunBaseline(group.group_id))
     lag = _lag_snapshot(shard, group, assignor_name, spec)
-    epoch = group.group_epoch
+    epoch = staged.group_epoch
     if shard.offload_enabled(group.group_id):
-        run = group.inflight = offload(shard._run_ids, epoch, shard.stats,
-                                       {mid: iid for iid, mid in group.static_members.items()}, assignor_name)
+        run = offload(shard._run_ids, epoch, shard.stats,
+                      {mid: iid for iid, mid in staged.static_members().items()}, assignor_name)
+        result.memory.append(RunStarted(group.group_id, run))
         result.tasks.append(AssignorRun(group.group_id, run.run_id, assignor_name, epoch, spec, shard.metadata, lag))
         return
     shard.stats.assignor_runs_sync += 1
@@ -86,21 +105,28 @@ def maybe_compute_target(shard: GroupCoordinatorShard, group: ConsumerGroup, now
     except AssignorError:
         shard.stats.assignor_failures += 1
         return
-    group.last_assignor = assignor_name
-    for record in target_records(group, as_delta(spec, assignment), epoch, now):  # changed members' records only
-        shard._write(result, record)
+    result.memory.append(AssignorUsed(group.group_id, assignor_name))
+    base = TargetBase(group.group_id, staged.post_members(), store, {})  # no member added since the reset above
+    for record in target_records(base, as_delta(spec, assignment), epoch, now):  # changed members' records only
+        staged.write(record)
 
 
 def on_assignment_complete(shard: GroupCoordinatorShard, completion: AssignorCompletion, now: int) -> Result[None]:
     """An offloaded run finished. Apply it unless the group is gone or the run is stale, after
-    applying what changed meanwhile (removed members dropped, replaced static members moved)."""
-    result: Result[None] = Result(None)
+    applying what changed meanwhile (removed members dropped, replaced static members moved). Pure: the run
+    ends by `RunEnded`, applied with the records."""
+    result: Result[None] = Result(None, pure=True)
     found = shard.groups.get(completion.group_id)
     group = found if isinstance(found, ConsumerGroup) else None
-    inflight = take_completion(group, completion, shard.stats)
-    if group is None or inflight is None or completion.assignment is None:
+    if group is None or group.inflight is None or group.inflight.run_id != completion.run_id:
+        shard.stats.assignor_results_discarded += 1
         return result
-    group.last_assignor = inflight.assignor_name
+    inflight = group.inflight
+    result.memory.append(RunEnded(group.group_id, inflight.run_id))
+    if completion.assignment is None:
+        shard.stats.assignor_failures += 1
+        return result
+    result.memory.append(AssignorUsed(group.group_id, inflight.assignor_name))
     new_target = reconcile_result_with_group(group, completion.assignment, inflight.instance_ids)
     for record in target_records(group, new_target, inflight.assignment_epoch, now):
         shard._write(result, record)

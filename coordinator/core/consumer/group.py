@@ -20,13 +20,15 @@ given to two members at once: the central safety property.
 Group state is derived: EMPTY (no members), ASSIGNING (group epoch > target epoch), RECONCILING (some member
 not yet STABLE at the target epoch), STABLE. DEAD marks a deleted group.
 
-Nothing here changes except through `replay_*` of records (see `shard.py`), so replaying the log rebuilds it.
+Nothing here changes except through the replay of records (see `shard.py`), so replaying the log rebuilds it,
+and of the volatile effects operations return for what no record keeps (`consumer/effects.py`).
 The group answers the generic paths (admin, offsets, retention, snapshots, loads) through the `Group` protocol
 (`group.py`); its timers are the shard's (`ConsumerTimers`), whose deadlines the heartbeat path re-arms.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -135,6 +137,23 @@ class RegexResolutionInflight:
     image: object  # the metadata image it resolves against
 
 
+class SpecCache:
+    """The assignor's view of a group's members (`target_assignment.snapshot_spec`), memoised: member id ->
+    (subscribed topic ids, rack, instance id) as of `image`; how many rows share each subscription; members
+    changed since, True for those added or removed (None: rebuild every row); the last snapshot's serial
+    (`SpecLineage`). Derived from the members: a group rebuilt from the log starts without it (every row is
+    built anew), and taking a snapshot fills it (`SpecTaken`). Not state: tests/purity.py skips it."""
+
+    __slots__ = ("dirty", "image", "rows", "serial", "subscriptions")
+
+    def __init__(self) -> None:
+        self.rows: dict[str, Any] = {}
+        self.subscriptions: dict[frozenset[str], int] = {}
+        self.dirty: dict[str, bool] | None = None
+        self.image: object = None
+        self.serial: int | None = None
+
+
 @dataclass(slots=True)
 class ConsumerGroup(ModernGroup):
     members: dict[str, ConsumerGroupMember] = field(default_factory=dict)
@@ -142,15 +161,9 @@ class ConsumerGroup(ModernGroup):
     target_assignment: TargetAssignment = field(default_factory=TargetAssignment)  # arrays, not frozensets
     partition_owner: dict[tuple[str, int], str] = field(default_factory=dict)
     last_assignor: str = ""
-    # The assignor's view of the members, kept up to date as they change so that snapshotting the group for
-    # a run costs what changed (`build_spec`): member id -> (subscribed topic ids, rack, instance id) as of
-    # `spec_image`; how many rows share each subscription; members changed since, True for those added or
-    # removed (None: rebuild every row).
-    spec_rows: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
-    spec_subscriptions: dict[frozenset[str], int] = field(default_factory=dict, compare=False, repr=False)
-    spec_dirty: dict[str, bool] | None = field(default=None, compare=False, repr=False)  # True: (re)added
-    spec_image: object = field(default=None, compare=False, repr=False)
-    spec_serial: int | None = field(default=None, compare=False, repr=False)  # the last snapshot's (`SpecLineage`)
+    # The assignor's view of the members, a memo of them kept up to date as they change so that snapshotting
+    # the group for a run costs what changed (`SpecCache`, read as `spec_rows` ... `spec_serial` below).
+    spec_cache: SpecCache = field(default_factory=SpecCache, compare=False, repr=False)
     # members added since the last assignor run started (None: unknown, e.g. after a load): with the run's
     # delta they are all the members that may lack a target when it completes (`target_records`)
     added_since_run: dict[str, None] | None = field(default=None, compare=False, repr=False)
@@ -178,6 +191,46 @@ class ConsumerGroup(ModernGroup):
     timers: ConsumerTimers | None = field(default=None, repr=False, compare=False)
 
     group_type = GROUP_TYPE
+
+    @property
+    def spec_rows(self) -> dict[str, Any]:
+        return self.spec_cache.rows
+
+    @spec_rows.setter
+    def spec_rows(self, rows: dict[str, Any]) -> None:
+        self.spec_cache.rows = rows
+
+    @property
+    def spec_subscriptions(self) -> dict[frozenset[str], int]:
+        return self.spec_cache.subscriptions
+
+    @spec_subscriptions.setter
+    def spec_subscriptions(self, subscriptions: dict[frozenset[str], int]) -> None:
+        self.spec_cache.subscriptions = subscriptions
+
+    @property
+    def spec_dirty(self) -> dict[str, bool] | None:
+        return self.spec_cache.dirty
+
+    @spec_dirty.setter
+    def spec_dirty(self, dirty: dict[str, bool] | None) -> None:
+        self.spec_cache.dirty = dirty
+
+    @property
+    def spec_image(self) -> object:
+        return self.spec_cache.image
+
+    @spec_image.setter
+    def spec_image(self, image: object) -> None:
+        self.spec_cache.image = image
+
+    @property
+    def spec_serial(self) -> int | None:
+        return self.spec_cache.serial
+
+    @spec_serial.setter
+    def spec_serial(self, serial: int | None) -> None:
+        self.spec_cache.serial = serial
 
     def target_for(self, member_id: str) -> Partitions:
         if self.target_assignment_epoch == 0 or member_id not in self.target_assignment:
@@ -399,6 +452,10 @@ class ConsumerGroup(ModernGroup):
                 owner[tp] = new.member_id
 
 
+def owned_partitions(member: ConsumerGroupMember) -> list[tuple[str, int]]:
+    return _owned(member)
+
+
 def _owned(member: ConsumerGroupMember) -> list[tuple[str, int]]:
     out = [(t, p) for t, parts in member.assigned_partitions.items() for p in parts]
     out.extend((t, p) for t, parts in member.partitions_pending_revocation.items() for p in parts)
@@ -415,6 +472,24 @@ def current_assignment_record(group_id: str, m: ConsumerGroupMember) -> Consumer
     return ConsumerGroupCurrentMemberAssignment(
         group_id, m.member_id, m.member_epoch, m.previous_member_epoch, m.state.value, m.assigned_partitions,
         m.partitions_pending_revocation)
+
+
+def with_metadata(old: ConsumerGroupMember, r: ConsumerGroupMemberMetadata) -> ConsumerGroupMember:
+    """`old` as a member-metadata record leaves it (replay and `consumer/staged.py` alike)."""
+    return dataclasses.replace(
+        old, instance_id=r.instance_id, rack_id=r.rack_id, client_id=r.client_id, client_host=r.client_host,
+        subscribed_topic_names=r.subscribed_topic_names, subscribed_topic_regex=r.subscribed_topic_regex,
+        server_assignor=r.server_assignor, rebalance_timeout_ms=r.rebalance_timeout_ms, principal=r.principal,
+    )
+
+
+def with_assignment(old: ConsumerGroupMember, r: ConsumerGroupCurrentMemberAssignment) -> ConsumerGroupMember:
+    """`old` as a current-assignment record leaves it."""
+    return dataclasses.replace(
+        old, member_epoch=r.member_epoch, previous_member_epoch=r.previous_member_epoch,
+        state=MemberState(r.state), assigned_partitions=r.assigned_partitions,
+        partitions_pending_revocation=r.partitions_pending_revocation,
+    )
 
 
 def count_into(counts: dict[Any, int], key: Any, delta: int) -> None:

@@ -4,8 +4,9 @@ The rules are Kafka's GroupMetadataManager.consumerGroupHeartbeat: validate once
 the group (converting an empty classic group, or upgrading a classic one: `mixed/conversion.py`); fence stale
 epochs and foreign instance ids; write the member's records when its subscription or metadata changed and
 bump the group epoch; compute the target (KIP-1263 batching and offload: `consumer/assignment.py`); reconcile
-the member towards it (`consumer/reconciliation.py`) and arm its session and rebalance timers. Records go through
-`shard._write`, so state changes only by replay.
+the member towards it (`consumer/reconciliation.py`) and arm its session and rebalance timers. The handlers are
+pure: records go into the result through `Staged.write`, and what the rest of the heartbeat reads (the member
+it updated, the epoch it bumped) is read through that staged view; the runtime applies the result afterwards.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from groupcoord.coordinator.core import retention
 from groupcoord.coordinator.core.consumer import assignment as consumer_assignment
 from groupcoord.coordinator.core.consumer import regex_subscriptions as regex_subscriptions
+from groupcoord.coordinator.core.consumer.effects import RebalanceTimerEpoch, emit
 from groupcoord.coordinator.core.consumer.group import (
     LEAVE_GROUP_STATIC_MEMBER_EPOCH,
     MEMBER_TOMBSTONES,
@@ -31,6 +33,7 @@ from groupcoord.coordinator.core.consumer.group import (
     sync_timer,
 )
 from groupcoord.coordinator.core.consumer.reconciliation import reconcile
+from groupcoord.coordinator.core.consumer.staged import Staged
 from groupcoord.coordinator.core.consumer.target_assignment import cached_subscribed_topic_ids
 from groupcoord.coordinator.core.consumer.topic_regex import compile_topic_regex
 from groupcoord.coordinator.core.errors import CoordinatorError, Errors
@@ -86,13 +89,13 @@ def steady(shard: GroupCoordinatorShard, group_id: str, member_id: str, member_e
     epoch (no subscription, rack, assignor, instance, owned partitions or rebalance timeout) from a known
     consumer-protocol member at its current epoch, stable at the group's target, in a group with nothing to
     compute (target at the group epoch, metadata seen, no regex subscription) and nothing to note for
-    retention. `heartbeat` writes nothing for it and only re-arms the member's session deadline: this does
-    exactly that, without a Result, and returns what differs in its response from the request,
+    retention. `heartbeat` writes nothing for it and only re-arms the member's session deadline: this changes
+    nothing (as every handler), without a Result, and returns what differs in its response from the request,
     `(heartbeat_interval_ms, session_timeout_ms)` (error NONE, the request's member id and epoch, no
-    assignment), with the session timer's key and new deadline for the runtime to re-arm. Any other case
-    returns None having changed nothing: the caller runs `heartbeat`. The caller has checked that the request
-    carries no other field (tests/core/test_steady_heartbeat.py drives both paths with the same sequences
-    and compares replies and state)."""
+    assignment), with the session timer's key and new deadline for the runtime to re-arm and note
+    (`GroupCoordinatorShard.note_deadline`). Any other case returns None: the caller runs `heartbeat`. The
+    caller has checked that the request carries no other field (tests/core/test_steady_heartbeat.py drives
+    both paths with the same sequences and compares replies and state)."""
     if member_epoch <= 0:
         return None
     group = shard.groups.get(group_id)
@@ -107,10 +110,9 @@ def steady(shard: GroupCoordinatorShard, group_id: str, member_id: str, member_e
             or not group_id.strip() or not member_id.strip()):
         return None
     session_timeout_ms = shard.session_timeout_ms(group_id)
-    key = session_timer(group_id, member_id)
-    deadline = shard.timer_deadlines[key] = now + session_timeout_ms
     shard.stats.heartbeats_by_error["NONE"] += 1
-    return (shard.heartbeat_interval_ms(group_id), session_timeout_ms), key, deadline
+    return (shard.heartbeat_interval_ms(group_id), session_timeout_ms), session_timer(group_id, member_id), \
+        now + session_timeout_ms
 
 
 def _validate(shard: GroupCoordinatorShard, r: ConsumerGroupHeartbeatRequest) -> None:
@@ -171,86 +173,87 @@ def _existing_group(shard: GroupCoordinatorShard, group_id: str) -> ConsumerGrou
 
 
 def _get_or_create_group(shard: GroupCoordinatorShard, group_id: str, create: bool,
-                         request: ConsumerGroupHeartbeatRequest, result: Result[Any], now: int) -> ConsumerGroup:
+                         request: ConsumerGroupHeartbeatRequest, result: Result[Any], now: int) -> Staged:
+    """The group the heartbeat works on, as its records will leave it: a new group (or one replacing an empty
+    classic group) is a fresh one that its first record creates (`consumer/replay.py`)."""
     group = shard.groups.get(group_id)  # any type: a group id has one type
     if group is None or (not isinstance(group, ConsumerGroup) and create and _is_empty_classic(group)):
         if not create:
             raise CoordinatorError(Errors.GROUP_ID_NOT_FOUND, f"Group {group_id} does not exist.")
-        if group is not None:  # an empty classic group is converted (Kafka's online upgrade)
-            shard.groups.pop(group_id)
-        group = ConsumerGroup(group_id, timers=shard)
-        shard.groups[group_id] = group
-        return group
+        # an empty classic group is converted (Kafka's online upgrade): the first record replaces it
+        return Staged(shard, result, ConsumerGroup(group_id, timers=shard))
     if not isinstance(group, ConsumerGroup):
         if create:  # Kafka's online upgrade (mixed/conversion.py); raises when refused
             return shard.upgrade_classic_group(group, request, result, now)
         raise CoordinatorError(Errors.GROUP_ID_NOT_FOUND,
                                f"Group {group_id} is a {group.group_type} group"
                                f"{' with members' if not _is_empty_classic(group) else ''}, not a consumer group.")
-    return group
+    return Staged(shard, result, group)
 
 
 def _heartbeat(shard: GroupCoordinatorShard, r: ConsumerGroupHeartbeatRequest,
                now: int) -> Result[ConsumerGroupHeartbeatResponse]:
-    result: Result[ConsumerGroupHeartbeatResponse] = Result(_NO_RESPONSE_YET)
+    result: Result[ConsumerGroupHeartbeatResponse] = Result(_NO_RESPONSE_YET, pure=True)
     joining = r.member_epoch == 0
-    group = _get_or_create_group(shard, r.group_id, joining, r, result, now)
+    staged = _get_or_create_group(shard, r.group_id, joining, r, result, now)
+    group = staged.group
+    gid = group.group_id
     member_id = r.member_id
-    member = group.members.get(member_id) if member_id else None
+    member = staged.member(member_id) if member_id else None
     if member is not None:
-        check_member_principal(member.principal, r.principal, member_id, group.group_id)
+        check_member_principal(member.principal, r.principal, member_id, gid)
     lost_response = False
 
     if joining:
         if not member_id:
             member_id = shard.member_id_factory()
             member = None
-        member = _join_member(shard, group, r, member_id, member, result, now)
-        if member_id in group.classic_members:  # a classic member moving to the consumer protocol
-            shard._write(result, ConsumerGroupClassicMemberMetadataTombstone(group.group_id, member_id))
+        member, is_new = _join_member(shard, staged, r, member_id, member, now)
+        if staged.is_classic(member_id):  # a classic member moving to the consumer protocol
+            staged.write(ConsumerGroupClassicMemberMetadataTombstone(gid, member_id))
     else:
         if r.instance_id is not None:  # as Kafka: the instance is checked before the member id
             holder_id = group.static_members.get(r.instance_id)
             if holder_id is None:
                 raise CoordinatorError(Errors.UNKNOWN_MEMBER_ID,
-                                       f"Instance {r.instance_id} is not a member of group {group.group_id}.")
+                                       f"Instance {r.instance_id} is not a member of group {gid}.")
             if holder_id != member_id:
                 raise CoordinatorError(Errors.FENCED_INSTANCE_ID,
-                                       f"Instance {r.instance_id} is held by another member of {group.group_id}.")
-        if member is None or member_id in group.classic_members:
+                                       f"Instance {r.instance_id} is held by another member of {gid}.")
+        if member is None or staged.is_classic(member_id):
             raise CoordinatorError(Errors.UNKNOWN_MEMBER_ID,
-                                   f"Member {member_id} is not a consumer-protocol member of group "
-                                   f"{group.group_id}.")
+                                   f"Member {member_id} is not a consumer-protocol member of group {gid}.")
         lost_response = check_member_epoch(r.member_epoch, member.member_epoch, member.previous_member_epoch,
                                            partial(_owns_only_assigned, member, r))
+        is_new = False
 
     # Subscription / metadata updates.
-    is_new = member_id not in group.members
     updated = _updated_member(member, r)
     subscription_changed = (updated.subscribed_topic_names != member.subscribed_topic_names
                             or updated.subscribed_topic_regex != member.subscribed_topic_regex)
     bump = is_new or subscription_changed or updated.rack_id != member.rack_id \
         or updated.server_assignor != member.server_assignor
     if is_new or updated is not member:
-        shard._write(result, member_metadata_record(group.group_id, updated))
-        member = group.members[member_id]
-    consumer_assignment.after_member_update(shard, group, bump, subscription_changed, now, result)
+        staged.write(member_metadata_record(gid, updated))
+        member = staged.member(member_id)
+        assert member is not None
+    consumer_assignment.after_member_update(shard, staged, bump, subscription_changed, now)
 
     # Reconcile the member towards its target (steady state: nothing to do).
-    target_epoch = group.effective_target_epoch
+    target_epoch = staged.effective_target_epoch
     reconciled = member
     if member.state is not MemberState.STABLE or member.member_epoch != target_epoch or subscription_changed:
-        subscribed = cached_subscribed_topic_ids(group, member, shard.metadata, group.resolved_topics)
-        owner = group.partition_owner
+        subscribed = cached_subscribed_topic_ids(group, member, shard.metadata, staged.resolved_topics)
         reconciled = reconcile(
-            member, target_epoch, group.target_for(member_id), subscribed,
-            lambda t, p: owner.get((t, p)), r.topic_partitions, subscription_changed,
+            member, target_epoch, staged.target_for(member_id), subscribed,
+            staged.owner_lookup(), r.topic_partitions, subscription_changed,
         )
         if reconciled is not member:
-            shard._write(result, current_assignment_record(group.group_id, reconciled))
-            maybe_arm_rebalance_timer(shard, group, member, reconciled, now, result)
-    session_timeout_ms = shard.session_timeout_ms(group.group_id)
-    shard.arm_timer(result, session_timer(group.group_id, member_id), now + session_timeout_ms)
+            staged.write(current_assignment_record(gid, reconciled))
+            maybe_arm_rebalance_timer(shard, gid, member, reconciled, now, result)
+    session_timeout_ms = shard.session_timeout_ms(gid)
+    shard.arm_timer(result, session_timer(gid, member_id), now + session_timeout_ms)
+    result.empty_after = False
 
     send_assignment = (
         joining or lost_response or _is_full_request(r)
@@ -260,15 +263,17 @@ def _heartbeat(shard: GroupCoordinatorShard, r: ConsumerGroupHeartbeatRequest,
     result.response = ConsumerGroupHeartbeatResponse(
         member_id=member_id,
         member_epoch=reconciled.member_epoch,
-        heartbeat_interval_ms=shard.heartbeat_interval_ms(group.group_id),
+        heartbeat_interval_ms=shard.heartbeat_interval_ms(gid),
         assignment=reconciled.assigned_sets() if send_assignment else None,
         session_timeout_ms=session_timeout_ms,
     )
     return result
 
 
-def _join_member(shard: GroupCoordinatorShard, group: ConsumerGroup, r: ConsumerGroupHeartbeatRequest, member_id: str,
-                 member: ConsumerGroupMember | None, result: Result[Any], now: int) -> ConsumerGroupMember:
+def _join_member(shard: GroupCoordinatorShard, staged: Staged, r: ConsumerGroupHeartbeatRequest, member_id: str,
+                 member: ConsumerGroupMember | None, now: int) -> tuple[ConsumerGroupMember, bool]:
+    """The joining member as the records written so far leave it, and whether it is new to the group."""
+    group = staged.group
     if r.instance_id is not None:
         holder_id = group.static_members.get(r.instance_id)
         holder = group.members.get(holder_id) if holder_id else None
@@ -281,38 +286,42 @@ def _join_member(shard: GroupCoordinatorShard, group: ConsumerGroup, r: Consumer
                     Errors.UNRELEASED_INSTANCE_ID,
                     f"Static member {r.instance_id} of group {group.group_id} is still held by active member "
                     f"{holder_id}; it must leave (epoch -2) or time out first.")
-            return _replace_static_member(shard, group, holder, member_id, r, result)
+            return _replace_static_member(shard, staged, holder, member_id, r), False
     if member is None:
-        if len(group.members) >= shard.config["group.consumer.max.size"]:
+        if staged.member_count() >= shard.config["group.consumer.max.size"]:
             raise CoordinatorError(Errors.GROUP_MAX_SIZE_REACHED,
                                    f"Group {group.group_id} reached its maximum size "
                                    f"{shard.config['group.consumer.max.size']}.")
-        return ConsumerGroupMember(member_id, principal=r.principal)
+        return ConsumerGroupMember(member_id, principal=r.principal), True
     # A known member rejoining with epoch 0 lost its state: it owns nothing now, so release everything
     # it held and let it reconcile from scratch (its target assignment is kept).
     if member.assigned_partitions or member.partitions_pending_revocation or member.member_epoch != 0:
         fresh = dataclasses.replace(member, member_epoch=0, previous_member_epoch=-1,
                                     state=MemberState.STABLE, assigned_partitions={},
                                     partitions_pending_revocation={})
-        shard._write(result, current_assignment_record(group.group_id, fresh))
-        shard.cancel_timer(result, rebalance_timer(group.group_id, member_id))
-    return group.members[member_id]
+        staged.write(current_assignment_record(group.group_id, fresh))
+        shard.cancel_timer(staged.result, rebalance_timer(group.group_id, member_id))
+    out = staged.member(member_id)
+    assert out is not None
+    return out, False
 
 
-def _replace_static_member(shard: GroupCoordinatorShard, group: ConsumerGroup, old: ConsumerGroupMember, new_id: str,
-                           r: ConsumerGroupHeartbeatRequest, result: Result[Any]) -> ConsumerGroupMember:
+def _replace_static_member(shard: GroupCoordinatorShard, staged: Staged, old: ConsumerGroupMember, new_id: str,
+                           r: ConsumerGroupHeartbeatRequest) -> ConsumerGroupMember:
     """A static member rejoins after a temporary leave (under a new member id or its own): as in Kafka, a
     copy at epoch 0 inherits the old member's assignment and target, reconciles from there, and the group
     epoch does not move (no rebalance)."""
-    gid = group.group_id
-    target = group.target_assignment.get(old.member_id)
-    remove_member_records(shard, group, old, result, bump_epoch=False)
+    gid = staged.group_id
+    target = staged.target_of(old.member_id)
+    remove_member_records(shard, staged, old, bump_epoch=False)
     new = dataclasses.replace(old, member_id=new_id, member_epoch=0, previous_member_epoch=0)
-    shard._write(result, member_metadata_record(gid, new))
-    shard._write(result, current_assignment_record(gid, new))
+    staged.write(member_metadata_record(gid, new))
+    staged.write(current_assignment_record(gid, new))
     if target is not None:
-        shard._write(result, ConsumerGroupTargetAssignmentMember(gid, new_id, target))
-    return group.members[new_id]
+        staged.write(ConsumerGroupTargetAssignmentMember(gid, new_id, target))
+    out = staged.member(new_id)
+    assert out is not None
+    return out
 
 
 def _owns_only_assigned(member: ConsumerGroupMember, r: ConsumerGroupHeartbeatRequest) -> bool:
@@ -350,21 +359,20 @@ def _updated_member(m: ConsumerGroupMember, r: ConsumerGroupHeartbeatRequest) ->
     return dataclasses.replace(m, **changes) if changes else m
 
 
-def maybe_arm_rebalance_timer(shard: GroupCoordinatorShard, group: ConsumerGroup, before: ConsumerGroupMember,
-                               after: ConsumerGroupMember, now: int, result: Result[Any]) -> None:
-    key = (group.group_id, after.member_id)
+def maybe_arm_rebalance_timer(shard: GroupCoordinatorShard, group_id: str, before: ConsumerGroupMember,
+                              after: ConsumerGroupMember, now: int, result: Result[Any]) -> None:
+    key = (group_id, after.member_id)
     if after.state is MemberState.UNREVOKED_PARTITIONS:
         if before.state is not MemberState.UNREVOKED_PARTITIONS or before.member_epoch != after.member_epoch:
-            shard.rebalance_timer_epochs[key] = after.member_epoch
+            emit(shard, result, RebalanceTimerEpoch(group_id, after.member_id, after.member_epoch))
             shard.arm_timer(result, rebalance_timer(*key), now + after.rebalance_timeout_ms)
     elif before.state is MemberState.UNREVOKED_PARTITIONS:
-        shard.rebalance_timer_epochs.pop(key, None)
+        emit(shard, result, RebalanceTimerEpoch(group_id, after.member_id, None))
         shard.cancel_timer(result, rebalance_timer(*key))
 
 
 def _leave(shard: GroupCoordinatorShard, r: ConsumerGroupHeartbeatRequest,
            now: int) -> Result[ConsumerGroupHeartbeatResponse]:
-    result: Result[ConsumerGroupHeartbeatResponse] = Result(ConsumerGroupHeartbeatResponse())
     group = _existing_group(shard, r.group_id)
     member = group.members.get(r.member_id)
     if r.instance_id is not None:
@@ -379,41 +387,50 @@ def _leave(shard: GroupCoordinatorShard, r: ConsumerGroupHeartbeatRequest,
         raise CoordinatorError(Errors.UNKNOWN_MEMBER_ID,
                                f"Member {r.member_id} is not a member of group {r.group_id}.")
     check_member_principal(member.principal, r.principal, r.member_id, r.group_id)
-    if r.member_epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH:
+    temporary = r.member_epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH
+    # An online downgrade (mixed/conversion.py) is not pure yet: that leave replays as it writes.
+    downgrade = not temporary and shard.downgrades(group, member.member_id)
+    result: Result[ConsumerGroupHeartbeatResponse] = Result(ConsumerGroupHeartbeatResponse(), pure=not downgrade)
+    if temporary:
         # Temporary leave: keep the member (and its assignment) for a rejoin under a new member id;
         # the session timeout still removes it if it never comes back.
         left = dataclasses.replace(member, member_epoch=LEAVE_GROUP_STATIC_MEMBER_EPOCH,
                                    previous_member_epoch=member.member_epoch)
         shard._write(result, current_assignment_record(group.group_id, left))
         shard.arm_timer(result, session_timer(group.group_id, member.member_id),
-                       now + shard.session_timeout_ms(group.group_id))
+                        now + shard.session_timeout_ms(group.group_id))
         shard.cancel_timer(result, rebalance_timer(group.group_id, member.member_id))
+        result.empty_after = False
+    elif downgrade:
+        shard.maybe_downgrade(group, member.member_id, result, now)
     else:
-        if not shard.maybe_downgrade(group, member.member_id, result, now):
-            remove_member_records(shard, group, member, result, bump_epoch=True)
+        staged = Staged(shard, result, group)
+        remove_member_records(shard, staged, member, bump_epoch=True)
+        result.empty_after = staged.member_count() == 0
+    if not temporary:
         shard.stats.members_left += 1
     result.response = ConsumerGroupHeartbeatResponse(member_id=member.member_id, member_epoch=r.member_epoch,
                                                      heartbeat_interval_ms=0)
     return result
 
 
-def remove_member_records(shard: GroupCoordinatorShard, group: ConsumerGroup, member: ConsumerGroupMember,
-                          result: Result[Any], bump_epoch: bool) -> None:
+def remove_member_records(shard: GroupCoordinatorShard, staged: Staged, member: ConsumerGroupMember,
+                          bump_epoch: bool) -> None:
     """A member leaves or is fenced (or a static member is replaced): its records go, its timers are
     cancelled; with `bump_epoch` the group epoch moves so the target is recomputed without it."""
-    gid, mid = group.group_id, member.member_id
-    if mid in group.classic_members:
-        shard._write(result, ConsumerGroupClassicMemberMetadataTombstone(gid, mid))
+    gid, mid, result = staged.group_id, member.member_id, staged.result
+    if staged.is_classic(mid):
+        staged.write(ConsumerGroupClassicMemberMetadataTombstone(gid, mid))
         shard.cancel_timer(result, join_timer(gid, mid))
         shard.cancel_timer(result, sync_timer(gid, mid))
-    MEMBER_TOMBSTONES.remove(partial(shard._write, result), gid, mid, mid in group.target_assignment)
+    MEMBER_TOMBSTONES.remove(staged.write, gid, mid, staged.in_target(mid))
     shard.cancel_timer(result, session_timer(gid, mid))
     shard.cancel_timer(result, rebalance_timer(gid, mid))
-    shard.rebalance_timer_epochs.pop((gid, mid), None)
+    emit(shard, result, RebalanceTimerEpoch(gid, mid, None))
     if bump_epoch:
-        regex_subscriptions.drop_unused(shard, group, result)
-        new_hash = consumer_assignment.subscription_hash(shard, group)
-        shard._write(result, ConsumerGroupMetadata(gid, max(group.group_epoch + 1, FIRST_GROUP_EPOCH), new_hash))
+        regex_subscriptions.drop_unused(staged)
+        new_hash = consumer_assignment.subscription_hash(shard, staged)
+        staged.write(ConsumerGroupMetadata(gid, max(staged.group_epoch + 1, FIRST_GROUP_EPOCH), new_hash))
 
 
 def _is_empty_classic(group: GroupView) -> bool:

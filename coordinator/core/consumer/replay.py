@@ -1,9 +1,9 @@
-"""Consumer groups' hooks into the shard (`hooks`): their records' replayers, their member timers (session,
-rebalance) and their offloaded assignor runs' completions; each group type's package has its own `hooks`."""
+"""Consumer groups' hooks into the shard (`hooks`): their records' replayers (and their volatile effects',
+`consumer/effects.py`), their member timers (session, rebalance) and their offloaded assignor runs' completions;
+each group type's package has its own `hooks`. The timer handler is pure, as every consumer handler."""
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable
 from functools import partial
 from operator import attrgetter
@@ -11,8 +11,18 @@ from typing import TYPE_CHECKING, Any
 
 from groupcoord.coordinator.core import records
 from groupcoord.coordinator.core.consumer import assignment as consumer_assignment
+from groupcoord.coordinator.core.consumer import effects
 from groupcoord.coordinator.core.consumer import heartbeat as consumer_heartbeat
-from groupcoord.coordinator.core.consumer.group import GROUP_TYPE, ConsumerGroup, ConsumerGroupMember, MemberState
+from groupcoord.coordinator.core.consumer.effects import RebalanceTimerEpoch, emit
+from groupcoord.coordinator.core.consumer.group import (
+    GROUP_TYPE,
+    ConsumerGroup,
+    ConsumerGroupMember,
+    MemberState,
+    with_assignment,
+    with_metadata,
+)
+from groupcoord.coordinator.core.consumer.staged import Staged
 from groupcoord.coordinator.core.group import GroupTypeHooks
 from groupcoord.coordinator.core.modern.replay import modern_replayers
 from groupcoord.coordinator.core.results import Result, TimerKey
@@ -38,6 +48,7 @@ def hooks(shard: GroupCoordinatorShard) -> GroupTypeHooks:
         (records.ConsumerGroupRegularExpression, _replay_regex),
         (records.ConsumerGroupRegularExpressionTombstone, _replay_regex_tombstone),
     )})
+    replayers.update(effects.replayers(shard))  # volatile effects (consumer/effects.py)
     return GroupTypeHooks(replayers, {kind: partial(_on_member_timer, shard) for kind in TIMER_KINDS},
                           {GROUP_TYPE: partial(consumer_assignment.on_assignment_complete, shard)})
 
@@ -66,12 +77,7 @@ def _existing(shard: GroupCoordinatorShard, group_id: str) -> ConsumerGroup | No
 
 def _replay_member_metadata(shard: GroupCoordinatorShard, r: records.ConsumerGroupMemberMetadata) -> None:
     group = consumer_group(shard, r.group_id)
-    old = group.members.get(r.member_id) or ConsumerGroupMember(r.member_id)
-    group.put_member(dataclasses.replace(
-        old, instance_id=r.instance_id, rack_id=r.rack_id, client_id=r.client_id, client_host=r.client_host,
-        subscribed_topic_names=r.subscribed_topic_names, subscribed_topic_regex=r.subscribed_topic_regex,
-        server_assignor=r.server_assignor, rebalance_timeout_ms=r.rebalance_timeout_ms, principal=r.principal,
-    ))
+    group.put_member(with_metadata(group.members.get(r.member_id) or ConsumerGroupMember(r.member_id), r))
 
 
 def _replay_member_tombstone(shard: GroupCoordinatorShard, r: records.ConsumerGroupMemberMetadataTombstone) -> None:
@@ -82,12 +88,7 @@ def _replay_member_tombstone(shard: GroupCoordinatorShard, r: records.ConsumerGr
 
 def _replay_current_assignment(shard: GroupCoordinatorShard, r: records.ConsumerGroupCurrentMemberAssignment) -> None:
     group = consumer_group(shard, r.group_id)
-    old = group.members.get(r.member_id) or ConsumerGroupMember(r.member_id)
-    group.put_member(dataclasses.replace(
-        old, member_epoch=r.member_epoch, previous_member_epoch=r.previous_member_epoch,
-        state=MemberState(r.state), assigned_partitions=r.assigned_partitions,
-        partitions_pending_revocation=r.partitions_pending_revocation,
-    ))
+    group.put_member(with_assignment(group.members.get(r.member_id) or ConsumerGroupMember(r.member_id), r))
 
 
 def _replay_current_assignment_tombstone(shard: GroupCoordinatorShard,
@@ -114,22 +115,36 @@ def _replay_regex_tombstone(shard: GroupCoordinatorShard, r: records.ConsumerGro
 
 def _on_member_timer(shard: GroupCoordinatorShard, key: TimerKey, now: int) -> Result[None]:
     """Session expiry or rebalance timeout (a revoking member that did not revoke in time) fences the member,
-    unless it was armed for an epoch the member has left (the shard's `on_timer` already dropped a stale one)."""
-    result: Result[None] = Result(None)
+    unless it was armed for an epoch the member has left (the shard's `on_timer` already dropped a stale one).
+    Pure, but for a fence that downgrades the group (`mixed/conversion.py`), which replays as it writes."""
     kind, group_id, member_id = key[0], key[1], key[2]
     group = shard.groups.get(group_id)
     if not isinstance(group, ConsumerGroup):
-        return result
+        return Result(None, pure=True, empty_after=membership(group))
     member = group.members.get(member_id)
     if member is None:
-        return result
+        return Result(None, pure=True, empty_after=membership(group))
+    stale = kind == "rebalance" and (member.state is not MemberState.UNREVOKED_PARTITIONS
+                                     or shard.rebalance_timer_epochs.get((group_id, member_id)) != member.member_epoch)
+    downgrade = not stale and shard.downgrades(group, member_id)
+    result: Result[None] = Result(None, pure=not downgrade)
     if kind == "rebalance":
-        expected = shard.rebalance_timer_epochs.pop((group_id, member_id), None)
-        if member.state is not MemberState.UNREVOKED_PARTITIONS or expected != member.member_epoch:
+        emit(shard, result, RebalanceTimerEpoch(group_id, member_id, None))
+        if stale:
+            result.empty_after = membership(group)
             return result
         shard.stats.members_fenced_rebalance += 1
     else:
         shard.stats.members_fenced_session += 1
-    if not shard.maybe_downgrade(group, member_id, result, now):
-        consumer_heartbeat.remove_member_records(shard, group, member, result, bump_epoch=True)
+    if downgrade:
+        shard.maybe_downgrade(group, member_id, result, now)
+    else:
+        staged = Staged(shard, result, group)
+        consumer_heartbeat.remove_member_records(shard, staged, member, bump_epoch=True)
+        result.empty_after = staged.member_count() == 0
     return result
+
+
+def membership(group: Any) -> bool | None:
+    """`Result.empty_after` for a pure operation that leaves `group` as it is (retention.note_membership)."""
+    return group.is_empty() if group is not None and group.tracks_empty_since else None

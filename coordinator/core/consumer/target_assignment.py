@@ -7,13 +7,16 @@ into an immutable `GroupSpec`, call the assignor, diff the result against the cu
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Protocol
 
 from groupcoord.assignors.api import GroupAssignment, GroupSpec, MemberSpec, SubscriptionType
 from groupcoord.assignors.compact import CompactAssignment
+from groupcoord.coordinator.core.consumer.effects import SpecTaken
 from groupcoord.coordinator.core.consumer.group import ConsumerGroup, ConsumerGroupMember, count_into
 from groupcoord.coordinator.core.consumer.spec_members import Row, RowEvent, SpecLineage, SpecMembers
 from groupcoord.coordinator.core.consumer.target_delta import TargetDelta
-from groupcoord.coordinator.core.consumer.target_store import MAX_LINEAGE_EVENTS, SERIALS
+from groupcoord.coordinator.core.consumer.target_store import MAX_LINEAGE_EVENTS, SERIALS, TargetAssignment
 from groupcoord.coordinator.core.metadata import MetadataImage
 from groupcoord.coordinator.core.records import (
     ConsumerGroupTargetAssignmentMember,
@@ -21,10 +24,14 @@ from groupcoord.coordinator.core.records import (
     Partitions,
 )
 
+if TYPE_CHECKING:
+    from groupcoord.coordinator.core.consumer.staged import Staged
 
-def choose_assignor(group: ConsumerGroup, configured: list[str]) -> str:
-    """The assignor most members ask for (ties: the earlier in `group.consumer.assignors`), else the default."""
-    votes = {name: n for name, n in group.assignor_counts.items() if name}
+
+def choose_assignor(assignor_counts: Mapping[str, int], configured: list[str]) -> str:
+    """The assignor most members ask for (ties: the earlier in `group.consumer.assignors`), else the default
+    (`assignor_counts`: the group's, or as an operation's records leave them, `Staged.counts`)."""
+    votes = {name: n for name, n in assignor_counts.items() if name}
     if not votes:
         return configured[0]
     best = max(votes.values())
@@ -48,28 +55,49 @@ def subscribed_topic_ids(
 def build_spec(
     group: ConsumerGroup, image: MetadataImage, resolve_regex: Callable[[str], frozenset[str]]
 ) -> GroupSpec:
-    """Snapshot the group for the assignor. Runs on the event loop for every assignor run, so the members go
-    in as rows (`SpecMembers`) over the store's owner-array snapshot: no `MemberSpec` and no per-partition
-    work here, and only the rows of members changed since the last snapshot are recomputed (all of them
-    when the metadata image or a regex resolution changed)."""
-    current = group.target_assignment.snapshot() if group.target_assignment_epoch else None
-    if current is None and group.target_assignment_epoch and len(group.target_assignment):
-        return _spec_from_store(group, image, resolve_regex)  # overlapping claims: per-member mappings
-    rows = group.spec_rows
-    subs = group.spec_subscriptions
-    dirty: Mapping[str, bool] | None = group.spec_dirty
-    rebuilt = dirty is None or group.spec_image is not image
-    if dirty is None or rebuilt:
-        rows.clear()
-        subs.clear()
-        dirty, group.spec_image = dict.fromkeys(group.members, True), image
+    """`snapshot_spec` of the group as it is, keeping its rows at once (for callers outside an operation)."""
+    spec, taken, _ = snapshot_spec(group, image, resolve_regex)
+    if taken is not None:
+        group.spec_rows, group.spec_subscriptions = taken.rows, taken.subscriptions
+        group.spec_image, group.spec_serial, group.spec_dirty = taken.image, taken.serial, {}
+    return spec
+
+
+def snapshot_spec(
+    group: ConsumerGroup, image: MetadataImage, resolve_regex: Callable[[str], frozenset[str]],
+    staged: Staged | None = None,
+) -> tuple[GroupSpec, SpecTaken | None, TargetAssignment]:
+    """Snapshot the group for the assignor (as `staged` leaves it, when given). Runs on the event loop for every
+    assignor run, so the members go in as rows (`SpecMembers`) over the store's owner-array snapshot: no
+    `MemberSpec` and no per-partition work here, and only the rows of members changed since the last snapshot
+    are recomputed (all of them when the metadata image or a regex resolution changed). Changes nothing: also
+    returns the rows the group keeps from now on (`SpecTaken`, applied with the operation; None when the spec
+    is not made of rows) and the target store the spec was taken from."""
+    store = staged.target_store() if staged is not None else group.target_assignment
+    target_epoch = staged.target_assignment_epoch if staged is not None else group.target_assignment_epoch
+    member = staged.member if staged is not None else group.members.get
+    current = store.snapshot() if target_epoch else None
+    if current is None and target_epoch and len(store):
+        members = staged.post_members() if staged is not None else group.members
+        return _spec_from_store(group, members, store, image, resolve_regex), None, store  # overlapping claims
+    dirty_kept = group.spec_dirty
+    rebuilt = dirty_kept is None or group.spec_image is not image or (staged is not None and staged.spec_reset)
+    if rebuilt:
+        rows: dict[str, Row] = {}
+        subs: dict[frozenset[str], int] = {}
+        dirty = dict.fromkeys(staged.post_members() if staged is not None else group.members, True)
+    else:
+        assert dirty_kept is not None
+        rows, subs, dirty = group.spec_rows.copy(), dict(group.spec_subscriptions), dict(dirty_kept)
+        if staged is not None:
+            staged.mark_dirty(dirty)
     rebuilt = rebuilt or len(dirty) > MAX_LINEAGE_EVENTS  # too many changes to send: the next send is whole
     events: list[RowEvent] = []
     for mid, readded in dirty.items():
         old = rows.pop(mid, None) if readded else rows.get(mid)  # a re-added row goes last, as in `members`
         if old is not None:
             count_into(subs, old[0], -1)
-        m = group.members.get(mid)
+        m = member(mid)
         row: Row | None = None
         if m is not None:
             row = (cached_subscribed_topic_ids(group, m, image, resolve_regex), m.rack_id, m.instance_id)
@@ -77,27 +105,25 @@ def build_spec(
             count_into(subs, row[0], 1)
         if not rebuilt:
             events.append((mid, readded, row))
-    group.spec_dirty = {}
     lineage = SpecLineage(None if rebuilt else group.spec_serial, next(SERIALS), tuple(events),
-                          group.target_assignment.lineage if current is not None else None)
-    group.spec_serial = lineage.rows_serial
+                          store.lineage if current is not None else None)
     distinct = list(subs)  # equal sets reached by names and by regex are one key
     kind = SubscriptionType.HOMOGENEOUS if len(distinct) <= 1 else SubscriptionType.HETEROGENEOUS
     # `copy()`, not `dict(rows)`: once the group has removed a row, `dict()` re-inserts every entry (0.36 ms for
     # 10,000 rows) where `copy()` clones the table (0.05 ms)
-    return GroupSpec(members=SpecMembers(rows.copy(), distinct, current, lineage), subscription_type=kind,
+    spec = GroupSpec(members=SpecMembers(rows.copy(), distinct, current, lineage), subscription_type=kind,
                      current=current)
+    return spec, SpecTaken(group.group_id, rows, subs, image, lineage.rows_serial), store
 
 
-def _spec_from_store(group: ConsumerGroup, image: MetadataImage,
-                     resolve_regex: Callable[[str], frozenset[str]]) -> GroupSpec:
+def _spec_from_store(group: ConsumerGroup, members: Mapping[str, ConsumerGroupMember], store: TargetAssignment,
+                     image: MetadataImage, resolve_regex: Callable[[str], frozenset[str]]) -> GroupSpec:
     """The spec with each member's target read from the store (when no owner array can say it)."""
-    store = group.target_assignment
     return GroupSpec.of({
         mid: MemberSpec(subscribed_topic_ids=cached_subscribed_topic_ids(group, m, image, resolve_regex),
                         assigned_partitions=store.get(mid, _EMPTY), rack_id=m.rack_id,
                         instance_id=m.instance_id)
-        for mid, m in group.members.items()})
+        for mid, m in members.items()})
 
 
 def cached_subscribed_topic_ids(group: ConsumerGroup, m: ConsumerGroupMember, image: MetadataImage,
@@ -152,8 +178,35 @@ def reconcile_result_with_group(
     return out
 
 
+class TargetView(Protocol):
+    """What `target_records` reads of a group: a `ConsumerGroup`, or `TargetBase` for one an operation's records
+    are changing."""
+
+    @property
+    def group_id(self) -> str: ...
+
+    @property
+    def members(self) -> Mapping[str, ConsumerGroupMember]: ...
+
+    @property
+    def target_assignment(self) -> TargetAssignment: ...
+
+    @property
+    def added_since_run(self) -> Mapping[str, None] | None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class TargetBase:
+    """A group as an operation's records leave it, for `target_records`."""
+
+    group_id: str
+    members: Mapping[str, ConsumerGroupMember]
+    target_assignment: TargetAssignment
+    added_since_run: Mapping[str, None] | None
+
+
 def target_records(
-    group: ConsumerGroup, new_target: Mapping[str, Partitions], assignment_epoch: int, finished_at_ms: int
+    group: TargetView, new_target: Mapping[str, Partitions], assignment_epoch: int, finished_at_ms: int
 ) -> list[object]:
     """Records for the members whose target changed, then the metadata with epoch and finish time. A compact
     result computed from the current target says which members changed: only those are looked at."""
@@ -171,7 +224,7 @@ def target_records(
     return records
 
 
-def _candidates(group: ConsumerGroup, new_target: Mapping[str, Partitions]) -> Iterable[str]:
+def _candidates(group: TargetView, new_target: Mapping[str, Partitions]) -> Iterable[str]:
     """Members whose target may differ: all, unless the result knows what changed since a snapshot of the
     target that every member still in it holds (only removals since). Then: the changed members, those
     without a target yet and those the result lacks."""

@@ -21,7 +21,10 @@ Kafka's `GroupMetadataManager.convertToConsumerGroup` / `ConsumerGroup.fromClass
   rejoin and elect a leader. Refused when the policy forbids it or the group would exceed `group.max.size`.
 
 Conversions are records: tombstones for the old group's records, then the new group's records, in one
-operation, so replay reaches the same group.
+operation, so replay reaches the same group. Upgrade is pure (issue 26): its records go into the heartbeat's
+result, and the heartbeat reads the consumer group they make through `consumer/staged.py`. Downgrade is not
+yet: an operation that downgrades (a leave or a fence; they check `downgrade_applies` first) replays each
+record as it writes it.
 """
 
 from __future__ import annotations
@@ -46,11 +49,13 @@ from groupcoord.coordinator.core.classic.records import (
 )
 from groupcoord.coordinator.core.consumer import assignment as consumer_assignment
 from groupcoord.coordinator.core.consumer import heartbeat as consumer_heartbeat
+from groupcoord.coordinator.core.consumer.effects import ImageSeen, emit
 from groupcoord.coordinator.core.consumer.group import (
     ConsumerGroup,
     MemberState,
     session_timer,
 )
+from groupcoord.coordinator.core.consumer.staged import Staged
 from groupcoord.coordinator.core.errors import CoordinatorError, Errors
 from groupcoord.coordinator.core.messages import ConsumerGroupHeartbeatRequest
 from groupcoord.coordinator.core.mixed import group as mixed_group
@@ -81,8 +86,10 @@ def _refuse(group_id: str, why: str) -> CoordinatorError:
 
 # --- upgrade ---------------------------------------------------------------------------------------------------
 def upgrade(shard: GroupCoordinatorShard, classic: Any, request: ConsumerGroupHeartbeatRequest,
-            result: Result[Any], now: int) -> ConsumerGroup:
-    """Convert a non-empty classic group for a joining consumer-protocol member, or raise (nothing written)."""
+            result: Result[Any], now: int) -> Staged:
+    """Convert a non-empty classic group for a joining consumer-protocol member, or raise (nothing written).
+    Pure: returns the consumer group as the conversion's records (in `result`) will leave it; the first of its
+    records creates it (`consumer/replay.py`), replacing the classic group the tombstone drops."""
     if not isinstance(classic, ClassicGroup):
         raise CoordinatorError(Errors.GROUP_ID_NOT_FOUND, f"Group {request.group_id} is not a consumer group.")
     gid = classic.group_id
@@ -97,28 +104,26 @@ def upgrade(shard: GroupCoordinatorShard, classic: Any, request: ConsumerGroupHe
                 classic_effects.join_timer(gid), classic_effects.sync_timer(gid)]:
         fx.cancel(key)
     shard._write(result, ClassicGroupMetadataTombstone(gid))
+    staged = Staged(shard, result, ConsumerGroup(gid, timers=shard, metadata_image_seen=shard.metadata))
     epoch = classic.generation
     for m, subscription, owned in members:
-        shard._write(result, ConsumerGroupMemberMetadata(
+        staged.write(ConsumerGroupMemberMetadata(
             gid, m.member_id, m.instance_id, subscription.rack_id or None, m.client_id, m.client_host,
             tuple(sorted(set(subscription.topics))), None, None, m.rebalance_timeout_ms))
-        shard._write(result, ConsumerGroupClassicMemberMetadata(gid, m.member_id, m.session_timeout_ms,
-                                                                            m.protocols))
-        shard._write(result, ConsumerGroupTargetAssignmentMember(gid, m.member_id, owned))
-        shard._write(result, ConsumerGroupCurrentMemberAssignment(
+        staged.write(ConsumerGroupClassicMemberMetadata(gid, m.member_id, m.session_timeout_ms, m.protocols))
+        staged.write(ConsumerGroupTargetAssignmentMember(gid, m.member_id, owned))
+        staged.write(ConsumerGroupCurrentMemberAssignment(
             gid, m.member_id, epoch, epoch, MemberState.STABLE.value,
             {t: dict.fromkeys(ps, epoch) for t, ps in owned.items()}, {}))
-    group = shard.groups[gid]
-    assert isinstance(group, ConsumerGroup)
     # Timestamp 0: when the previous computation finished is unknown, so the next one runs at once (KIP-1263).
-    shard._write(result, ConsumerGroupTargetAssignmentMetadata(gid, epoch, 0))
-    shard._write(result, ConsumerGroupMetadata(gid, epoch, consumer_assignment.subscription_hash(shard, group)))
-    group.metadata_image_seen = shard.metadata
+    staged.write(ConsumerGroupTargetAssignmentMetadata(gid, epoch, 0))
+    staged.write(ConsumerGroupMetadata(gid, epoch, consumer_assignment.subscription_hash(shard, staged)))
+    emit(shard, result, ImageSeen(gid, shard.metadata))
 
     for m, _, _ in members:
         shard.arm_timer(result, session_timer(gid, m.member_id), now + m.session_timeout_ms)
     shard.stats.groups_upgraded += 1
-    return group
+    return staged
 
 
 def _validate_upgrade(shard: GroupCoordinatorShard, classic: ClassicGroup,
@@ -153,10 +158,9 @@ def _validate_upgrade(shard: GroupCoordinatorShard, classic: ClassicGroup,
 
 
 # --- downgrade -------------------------------------------------------------------------------------------------
-def maybe_downgrade(shard: GroupCoordinatorShard, group: ConsumerGroup, leaving_member_id: str,
-                    result: Result[Any], now: int) -> bool:
-    """Kafka's validateOnlineDowngradeWithFencedMembers + convertToClassicGroup: True when the group became a
-    classic group without `leaving_member_id` (which must then not be removed separately)."""
+def downgrade_applies(shard: GroupCoordinatorShard, group: ConsumerGroup, leaving_member_id: str) -> bool:
+    """Kafka's validateOnlineDowngradeWithFencedMembers: whether the group becomes a classic group when
+    `leaving_member_id` leaves (changes nothing)."""
     if len(group.classic_members) + 1 < len(group.members):
         return False  # a consumer-protocol member other than the leaving one stays (checked without a pass)
     remaining = [m for mid, m in group.members.items() if mid != leaving_member_id]
@@ -164,8 +168,18 @@ def maybe_downgrade(shard: GroupCoordinatorShard, group: ConsumerGroup, leaving_
         return False
     if migration_policy(shard) not in ("bidirectional", "downgrade"):
         return False
-    if len(remaining) > shard.config["group.max.size"]:
+    return len(remaining) <= shard.config["group.max.size"]
+
+
+def maybe_downgrade(shard: GroupCoordinatorShard, group: ConsumerGroup, leaving_member_id: str,
+                    result: Result[Any], now: int) -> bool:
+    """Kafka's convertToClassicGroup, when `downgrade_applies`: True when the group became a classic group
+    without `leaving_member_id` (which must then not be removed separately). Not pure yet: `result` must not be
+    (it replays each record as it writes it), and its callers check `downgrade_applies` first to make it so."""
+    if not downgrade_applies(shard, group, leaving_member_id):
         return False
+    assert not result.pure, "an online downgrade is not pure yet"
+    remaining = [m for mid, m in group.members.items() if mid != leaving_member_id]
     gid = group.group_id
     classic_members = []
     for m in remaining:
@@ -197,8 +211,9 @@ def maybe_downgrade(shard: GroupCoordinatorShard, group: ConsumerGroup, leaving_
 
 def _write_consumer_group_tombstones(shard: GroupCoordinatorShard, group: ConsumerGroup, result: Result[Any]) -> None:
     gid = group.group_id
+    staged = Staged(shard, result, group)
     for member in list(group.members.values()):  # the same tombstones and cancellations as a member's removal
-        consumer_heartbeat.remove_member_records(shard, group, member, result, bump_epoch=False)
+        consumer_heartbeat.remove_member_records(shard, staged, member, bump_epoch=False)
     for regex in list(group.resolved_regexes):
-        shard._write(result, ConsumerGroupRegularExpressionTombstone(gid, regex))
-    shard._write(result, ConsumerGroupMetadataTombstone(gid))
+        staged.write(ConsumerGroupRegularExpressionTombstone(gid, regex))
+    staged.write(ConsumerGroupMetadataTombstone(gid))

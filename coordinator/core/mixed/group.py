@@ -30,6 +30,8 @@ the member's current assignment as ConsumerProtocol assignment bytes (in the mem
   expired session fences it like a consumer member. As in Kafka, a member told to rejoin must send JoinGroup,
   and one that joined must send SyncGroup, within its rebalance timeout, or it is fenced.
 
+The four handlers are pure, as the consumer heartbeat: records go into the result through `consumer/staged.py`,
+which the rest of the request reads; the timeouts' handler too, but for a fence that downgrades the group.
 Online upgrade and downgrade (turning a classic group into a consumer group and back) live in
 `mixed/conversion.py`.
 """
@@ -79,6 +81,7 @@ from groupcoord.coordinator.core.consumer.group import (
     sync_timer,
 )
 from groupcoord.coordinator.core.consumer.reconciliation import reconcile
+from groupcoord.coordinator.core.consumer.staged import Staged
 from groupcoord.coordinator.core.consumer.target_assignment import subscribed_topic_ids
 from groupcoord.coordinator.core.errors import CoordinatorError, Errors
 from groupcoord.coordinator.core.group import GroupTypeHooks
@@ -108,17 +111,23 @@ def hooks(shard: GroupCoordinatorShard) -> GroupTypeHooks:
 
 def _on_timer(shard: GroupCoordinatorShard, key: Any, now: int) -> Result[None]:
     """A classic member told to rejoin did not send JoinGroup, or one that joined did not send SyncGroup,
-    within its rebalance timeout: fence it, as Kafka's join and sync timeouts do."""
-    result: Result[None] = Result(None)
+    within its rebalance timeout: fence it, as Kafka's join and sync timeouts do. Pure, but for a fence that
+    downgrades the group (`mixed/conversion.py`)."""
     group = shard.groups.get(key[1])
     if not isinstance(group, ConsumerGroup):
-        return result
+        return Result(None, pure=True, empty_after=consumer_shard.membership(group))
     member = group.members.get(key[2])
     if member is None or key[2] not in group.classic_members:
-        return result
+        return Result(None, pure=True, empty_after=consumer_shard.membership(group))
+    downgrade = shard.downgrades(group, member.member_id)
+    result: Result[None] = Result(None, pure=not downgrade)
     shard.stats.members_fenced_rebalance += 1
-    if not shard.maybe_downgrade(group, member.member_id, result, now):
-        consumer_heartbeat.remove_member_records(shard, group, member, result, bump_epoch=True)
+    if downgrade:
+        shard.maybe_downgrade(group, member.member_id, result, now)
+    else:
+        staged = Staged(shard, result, group)
+        consumer_heartbeat.remove_member_records(shard, staged, member, bump_epoch=True)
+        result.empty_after = staged.member_count() == 0
     return result
 
 
@@ -139,8 +148,8 @@ def takes_classic_requests(group: Any) -> TypeGuard[ConsumerGroup]:
     return isinstance(group, ConsumerGroup) and bool(group.members)
 
 
-def session_timeout_ms(shard: GroupCoordinatorShard, group: ConsumerGroup, member_id: str) -> int:
-    classic = group.classic_members.get(member_id)
+def session_timeout_ms(shard: GroupCoordinatorShard, group: ConsumerGroup | Staged, member_id: str) -> int:
+    classic = group.classic_member(member_id) if isinstance(group, Staged) else group.classic_members.get(member_id)
     return classic.session_timeout_ms if classic is not None else shard.session_timeout_ms(group.group_id)
 
 
@@ -171,15 +180,19 @@ def _error(code: Errors, message: str) -> CoordinatorError:
     return CoordinatorError(code, message)
 
 
-def _classic_member(group: ConsumerGroup, member_id: str, instance_id: str | None) -> ConsumerGroupMember:
-    """Kafka's validateConsumerGroupMember + throwIfMemberDoesNotUseClassicProtocol."""
-    member = group.members.get(member_id)
+def _classic_member(group: ConsumerGroup, member_id: str, instance_id: str | None,
+                    staged: Staged | None = None) -> ConsumerGroupMember:
+    """Kafka's validateConsumerGroupMember + throwIfMemberDoesNotUseClassicProtocol (of the group as an
+    operation's records so far leave it, when `staged` is given)."""
+    member = staged.member(member_id) if staged is not None else group.members.get(member_id)
     if member is None:
         raise _error(Errors.UNKNOWN_MEMBER_ID, f"Member {member_id} is not a member of group {group.group_id}.")
-    if instance_id is not None and group.static_members.get(instance_id) != member_id:
+    static_members = staged.static_members() if staged is not None else group.static_members
+    if instance_id is not None and static_members.get(instance_id) != member_id:
         raise _error(Errors.FENCED_INSTANCE_ID, f"Instance {instance_id} is held by another member of "
                                                 f"{group.group_id}.")
-    if member_id not in group.classic_members:
+    classic = staged.is_classic(member_id) if staged is not None else member_id in group.classic_members
+    if not classic:
         raise _error(Errors.UNKNOWN_MEMBER_ID, f"Member {member_id} of group {group.group_id} uses the consumer "
                                                "protocol, not the classic one.")
     return member
@@ -197,7 +210,7 @@ def _supports_protocols(group: ConsumerGroup, protocols: Protocols, member_id: s
 # --- JoinGroup -------------------------------------------------------------------------------------------------
 def join(shard: GroupCoordinatorShard, group: ConsumerGroup, r: JoinGroupRequest,
          now: int) -> Result[JoinGroupResponse | None]:
-    result: Result[JoinGroupResponse | None] = Result(None)
+    result: Result[JoinGroupResponse | None] = Result(None, pure=True, empty_after=False)
     try:
         result.response = _join(shard, group, r, now, result)
     except CoordinatorError as e:  # raised before any record is written
@@ -241,12 +254,14 @@ def _join(shard: GroupCoordinatorShard, group: ConsumerGroup, r: JoinGroupReques
                                                     f"{shard.config['group.consumer.max.size']}.")
     owned = _owned(shard, subscription)
 
-    # --- from here on, records are written (and replayed): nothing below raises -----------------------------
+    # --- from here on, records are written (into `result`, read back through `staged`): nothing below raises ----
+    staged = Staged(shard, result, group)
+    is_new = False
     if replaced is not None:
-        member = _replace_static_member(shard, group, replaced, member_id, result)
+        member = _replace_static_member(shard, staged, replaced, member_id)
     if member is None:
         member = ConsumerGroupMember(member_id)
-    is_new = member_id not in group.members
+        is_new = True
     rebalance_timeout_ms = r.rebalance_timeout_ms if r.rebalance_timeout_ms > 0 else r.session_timeout_ms
     updated = dataclasses.replace(
         member, instance_id=r.instance_id, rack_id=subscription.rack_id or None, client_id=r.client_id,
@@ -256,18 +271,19 @@ def _join(shard: GroupCoordinatorShard, group: ConsumerGroup, r: JoinGroupReques
                             or updated.subscribed_topic_regex != member.subscribed_topic_regex)
     bump = is_new or subscription_changed or updated.rack_id != member.rack_id
     if is_new or updated != member:
-        shard._write(result, member_metadata_record(gid, updated))
+        staged.write(member_metadata_record(gid, updated))
     classic = ConsumerGroupClassicMemberMetadata(gid, member_id, r.session_timeout_ms, r.protocols)
-    if group.classic_members.get(member_id) != classic:
-        shard._write(result, classic)
-    member = group.members[member_id]
-    consumer_assignment.after_member_update(shard, group, bump, subscription_changed, now, result)  # KIP-1263 too
+    if staged.classic_member(member_id) != classic:
+        staged.write(classic)
+    member = staged.member(member_id)
+    assert member is not None
+    consumer_assignment.after_member_update(shard, staged, bump, subscription_changed, now)  # KIP-1263 too
 
-    reconciled = _reconcile(shard, group, member, owned, subscription_changed)
+    reconciled = _reconcile(shard, staged, member, owned, subscription_changed)
     if reconciled is not member:
-        shard._write(result, current_assignment_record(gid, reconciled))
-        consumer_heartbeat.maybe_arm_rebalance_timer(shard, group, member, reconciled, now, result)
-    _arm_session(shard, group, member_id, now, result)
+        staged.write(current_assignment_record(gid, reconciled))
+        consumer_heartbeat.maybe_arm_rebalance_timer(shard, gid, member, reconciled, now, result)
+    _arm_session(shard, staged, member_id, now, result)
     shard.cancel_timer(result, join_timer(gid, member_id))
     shard.arm_timer(result, sync_timer(gid, member_id), now + rebalance_timeout_ms)
     return JoinGroupResponse(generation_id=reconciled.member_epoch, protocol_type=PROTOCOL_TYPE,
@@ -280,33 +296,34 @@ def _owned(shard: GroupCoordinatorShard, subscription: Subscription) -> dict[str
     return owned_from_names(subscription.owned_partitions, shard.metadata)
 
 
-def _reconcile(shard: GroupCoordinatorShard, group: ConsumerGroup, member: ConsumerGroupMember,
+def _reconcile(shard: GroupCoordinatorShard, staged: Staged, member: ConsumerGroupMember,
                owned: dict[str, frozenset[int]], subscription_changed: bool) -> ConsumerGroupMember:
-    target_epoch = group.effective_target_epoch
+    target_epoch = staged.effective_target_epoch
     if member.state is MemberState.STABLE and member.member_epoch == target_epoch and not subscription_changed:
         return member
-    owner = group.partition_owner
-    return reconcile(member, target_epoch, group.target_for(member.member_id),
-                     subscribed_topic_ids(member, shard.metadata, group.resolved_topics),
-                     lambda t, p: owner.get((t, p)), owned, subscription_changed)
+    return reconcile(member, target_epoch, staged.target_for(member.member_id),
+                     subscribed_topic_ids(member, shard.metadata, staged.resolved_topics),
+                     staged.owner_lookup(), owned, subscription_changed)
 
 
-def _replace_static_member(shard: GroupCoordinatorShard, group: ConsumerGroup, old: ConsumerGroupMember,
-                           new_id: str, result: Result[Any]) -> ConsumerGroupMember:
+def _replace_static_member(shard: GroupCoordinatorShard, staged: Staged, old: ConsumerGroupMember,
+                           new_id: str) -> ConsumerGroupMember:
     """A static member rejoins under a new member id: it inherits the old one's assignment and epoch, and the
     group epoch does not move (no rebalance), as a consumer-protocol static rejoin."""
-    gid = group.group_id
-    target = group.target_assignment.get(old.member_id)
-    consumer_heartbeat.remove_member_records(shard, group, old, result, bump_epoch=False)
+    gid = staged.group_id
+    target = staged.target_of(old.member_id)
+    consumer_heartbeat.remove_member_records(shard, staged, old, bump_epoch=False)
     new = dataclasses.replace(old, member_id=new_id)
-    shard._write(result, member_metadata_record(gid, new))
-    shard._write(result, current_assignment_record(gid, new))
+    staged.write(member_metadata_record(gid, new))
+    staged.write(current_assignment_record(gid, new))
     if target is not None:
-        shard._write(result, ConsumerGroupTargetAssignmentMember(gid, new_id, target))
-    return group.members[new_id]
+        staged.write(ConsumerGroupTargetAssignmentMember(gid, new_id, target))
+    out = staged.member(new_id)
+    assert out is not None
+    return out
 
 
-def _arm_session(shard: GroupCoordinatorShard, group: ConsumerGroup, member_id: str, now: int,
+def _arm_session(shard: GroupCoordinatorShard, group: ConsumerGroup | Staged, member_id: str, now: int,
                  result: Result[Any]) -> None:
     shard.arm_timer(result, session_timer(group.group_id, member_id),
                     now + session_timeout_ms(shard, group, member_id))
@@ -315,7 +332,7 @@ def _arm_session(shard: GroupCoordinatorShard, group: ConsumerGroup, member_id: 
 # --- SyncGroup -------------------------------------------------------------------------------------------------
 def sync(shard: GroupCoordinatorShard, group: ConsumerGroup, r: SyncGroupRequest,
          now: int) -> Result[SyncGroupResponse | None]:
-    result: Result[SyncGroupResponse | None] = Result(None)
+    result: Result[SyncGroupResponse | None] = Result(None, pure=True, empty_after=False)
     try:
         member = _classic_member(group, r.member_id, r.instance_id)
         _check_generation(group, member, r.generation_id)
@@ -353,7 +370,7 @@ def _check_generation(group: ConsumerGroup, member: ConsumerGroupMember, generat
 # --- Heartbeat -------------------------------------------------------------------------------------------------
 def heartbeat(shard: GroupCoordinatorShard, group: ConsumerGroup, r: HeartbeatRequest,
               now: int) -> Result[HeartbeatResponse]:
-    result: Result[HeartbeatResponse] = Result(HeartbeatResponse())
+    result: Result[HeartbeatResponse] = Result(HeartbeatResponse(), pure=True, empty_after=False)
     try:
         member = _classic_member(group, r.member_id, r.instance_id)
         _check_generation(group, member, r.generation_id)
@@ -397,27 +414,29 @@ def leave(shard: GroupCoordinatorShard, group: ConsumerGroup, r: LeaveGroupReque
           now: int) -> Result[LeaveGroupResponse]:
     """Kafka's classicGroupLeaveToConsumerGroup: each named classic member is removed (a static one too, by
     instance id), and the group epoch bumps."""
-    result: Result[LeaveGroupResponse] = Result(LeaveGroupResponse())
+    result: Result[LeaveGroupResponse] = Result(LeaveGroupResponse(), pure=True)
+    staged = Staged(shard, result, group)
     responses: list[MemberResponse] = []
     for identity in r.members:
         try:
             if identity.instance_id is not None:
-                holder_id = group.static_members.get(identity.instance_id)
+                holder_id = staged.static_members().get(identity.instance_id)
                 if holder_id is None:
                     raise _error(Errors.UNKNOWN_MEMBER_ID, f"Instance {identity.instance_id} is not a member of "
                                                            f"group {group.group_id}.")
                 if identity.member_id and identity.member_id != holder_id:
                     raise _error(Errors.FENCED_INSTANCE_ID, f"Instance {identity.instance_id} is held by another "
                                                             "member.")
-                member = _classic_member(group, holder_id, None)
+                member = _classic_member(group, holder_id, None, staged)
             else:
-                member = _classic_member(group, identity.member_id, None)
+                member = _classic_member(group, identity.member_id, None, staged)
         except CoordinatorError as e:
             responses.append(MemberResponse(identity.member_id, identity.instance_id, e.code, e.message))
             continue
-        consumer_heartbeat.remove_member_records(shard, group, member, result, bump_epoch=True)
+        consumer_heartbeat.remove_member_records(shard, staged, member, bump_epoch=True)
         shard.stats.members_left += 1
         responses.append(MemberResponse(member.member_id, identity.instance_id))
     result.response = LeaveGroupResponse(members=tuple(responses))
+    result.empty_after = staged.member_count() == 0
     return result
 
