@@ -54,7 +54,7 @@ def _canon(obj: Any, root: Any, seen: set[int]) -> Any:
         return (type(obj).__name__, repr(obj))
     return (type(obj).__name__, sorted((k, _canon(v, root, seen)) for k, v in attrs.items()
                                        if k not in _BACK_REFERENCES
-                                       and ("cache" not in k and not callable(v) or dataclasses.is_dataclass(v))))
+                                       and "cache" not in k and (not callable(v) or dataclasses.is_dataclass(v))))
 
 
 def state_of(root: Any) -> Any:
