@@ -2,13 +2,14 @@
 ShareAcknowledge, their timers, and the offloaded assignor runs' completions.
 
 Each validates once at the edge and returns a `Result`: the response, its records (`shard._write`), timers,
-tasks, and the volatile effects no log keeps (the in-flight run, the metadata image seen). The handlers are
-pure (issue 26): they mutate nothing; `GroupCoordinatorShard.apply` applies what they return, after they
-returned. What a handler's own records change is read from local values (the updated member, the new group
-epoch, the members once the change applies, the target it wrote, the share-partitions and lock deadlines it
-wrote: `_Writes`), never from the group. A group id has one type: a share request for a group of another type
-gets GROUP_ID_NOT_FOUND ("is not a share group"), as Kafka's getOrMaybeCreatePersistedShareGroup; a new group
-is created by replaying its first record.
+tasks, and the volatile effects no log keeps (the in-flight run, the metadata image seen). The request handlers
+and the completions are pure (issue 26): they mutate nothing; `GroupCoordinatorShard.apply` applies what they
+return, after they returned (the timers' handlers still replay their records as they write them, through
+`shard._write`, until the shard's timer entry point takes pure results). What a handler's own records change is
+read from local values (the updated member, the new group epoch, the members once the change applies, the target
+it wrote, the share-partitions and lock deadlines it wrote: `_Writes`), never from the group. A group id has one
+type: a share request for a group of another type gets GROUP_ID_NOT_FOUND ("is not a share group"), as Kafka's
+getOrMaybeCreatePersistedShareGroup; a new group is created by replaying its first record.
 """
 
 from __future__ import annotations
