@@ -14,7 +14,7 @@ getOrMaybeCreatePersistedShareGroup; a new group is created by replaying its fir
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
@@ -122,15 +122,25 @@ def _share_group(shard: GroupCoordinatorShard, group_id: str, create: bool) -> S
     return ShareGroup(group_id, owner=shard.share_configs)  # not in `shard.groups`: its first record creates it
 
 
-def _members_after(group: ShareGroup, member_id: str,
-                   member: ShareGroupMember | None) -> dict[str, ShareGroupMember]:
-    """The group's members once the operation's records apply: `member_id` updated to `member`, or gone (None)."""
-    members = dict(group.members)
-    if member is None:
-        members.pop(member_id, None)
-    else:
-        members[member_id] = member
-    return members
+class _MembersAfter(Mapping[str, ShareGroupMember]):
+    """The group's members once a heartbeat's member record applies, without copying them: `member_id` is
+    `member` (in its place, or last when it joins), as replaying the record would leave the group's dict."""
+
+    __slots__ = ("members", "member_id", "member")
+
+    def __init__(self, members: Mapping[str, ShareGroupMember], member_id: str, member: ShareGroupMember) -> None:
+        self.members, self.member_id, self.member = members, member_id, member
+
+    def __getitem__(self, key: str) -> ShareGroupMember:
+        return self.member if key == self.member_id else self.members[key]
+
+    def __iter__(self) -> Iterator[str]:
+        yield from self.members
+        if self.member_id not in self.members:
+            yield self.member_id
+
+    def __len__(self) -> int:
+        return len(self.members) + (self.member_id not in self.members)
 
 
 class _Writes:
@@ -241,10 +251,9 @@ def _heartbeat(shard: GroupCoordinatorShard, r: ShareGroupHeartbeatRequest,
     if is_new or updated != member:
         shard._write(result, member_record(gid, updated))
     group_epoch = group.group_epoch
-    members: dict[str, ShareGroupMember] | None = None  # the members with `updated`, built when needed
+    members = _MembersAfter(group.members, member_id, updated)
     if bump or group.metadata_image_seen is not shard.metadata:
         result.memory.append(MetadataImageSeen(gid, shard.metadata))
-        members = _members_after(group, member_id, updated)
         new_hash = shard.metadata.topics_hash(subscribed_topic_names(members.values()))
         if bump or new_hash != group.metadata_hash:
             group_epoch = max(group.group_epoch + 1, FIRST_GROUP_EPOCH)
@@ -253,8 +262,6 @@ def _heartbeat(shard: GroupCoordinatorShard, r: ShareGroupHeartbeatRequest,
     target_epoch = group.target_assignment_epoch
     written: Mapping[str, Partitions] = {}  # the target members this heartbeat wrote
     if group_epoch > target_epoch:
-        if members is None:
-            members = _members_after(group, member_id, updated)
         computed = maybe_compute_target(shard, group, members, group_epoch, now, result)
         if computed is not None:
             written, target_epoch = computed, group_epoch
