@@ -2,14 +2,13 @@
 ShareAcknowledge, their timers, and the offloaded assignor runs' completions.
 
 Each validates once at the edge and returns a `Result`: the response, its records (`shard._write`), timers,
-tasks, and the volatile effects no log keeps (the in-flight run, the metadata image seen). The request handlers
-and the completions are pure (issue 26): they mutate nothing; `GroupCoordinatorShard.apply` applies what they
-return, after they returned (the timers' handlers still replay their records as they write them, through
-`shard._write`, until the shard's timer entry point takes pure results). What a handler's own records change is
-read from local values (the updated member, the new group epoch, the members once the change applies, the target
-it wrote, the share-partitions and lock deadlines it wrote: `_Writes`), never from the group. A group id has one
-type: a share request for a group of another type gets GROUP_ID_NOT_FOUND ("is not a share group"), as Kafka's
-getOrMaybeCreatePersistedShareGroup; a new group is created by replaying its first record.
+tasks, and the volatile effects no log keeps (the in-flight run, the metadata image seen). Every handler is pure
+(issue 26): it mutates nothing; `GroupCoordinatorShard.apply` applies what it returns, after it returned. What a
+handler's own records change is read from local values (the updated member, the new group epoch, the members
+once the change applies, the target it wrote, the share-partitions and lock deadlines it wrote: `_Writes`), never
+from the group. A group id has one type: a share request for a group of another type gets GROUP_ID_NOT_FOUND
+("is not a share group"), as Kafka's getOrMaybeCreatePersistedShareGroup; a new group is created by replaying
+its first record.
 """
 
 from __future__ import annotations
@@ -420,7 +419,7 @@ def _write_target(shard: GroupCoordinatorShard, group: ShareGroup, members: Mapp
 # Timers
 # =========================================================================================================
 def on_session_timer(shard: GroupCoordinatorShard, key: TimerKey, now: int) -> Result[None]:
-    result: Result[None] = Result(None)
+    result: Result[None] = Result(None, pure=True)
     group = shard.groups.get(key[1])
     if not isinstance(group, ShareGroup) or key[2] not in group.members:
         return result
@@ -432,7 +431,7 @@ def on_session_timer(shard: GroupCoordinatorShard, key: TimerKey, now: int) -> R
 
 def on_lock_timer(shard: GroupCoordinatorShard, key: TimerKey, now: int) -> Result[None]:
     """Acquisition locks expired: their records are available again (or archived at the delivery limit)."""
-    result: Result[None] = Result(None)
+    result: Result[None] = Result(None, pure=True)
     group = shard.groups.get(key[1])
     if not isinstance(group, ShareGroup):
         return result
