@@ -22,7 +22,7 @@ from groupcoord.assignors.simple_share import SimpleShareAssignor
 from groupcoord.coordinator.core import retention
 from groupcoord.coordinator.core.config import ModernGroupConfigs
 from groupcoord.coordinator.core.errors import CoordinatorError, Errors
-from groupcoord.coordinator.core.group import GroupTypeHooks
+from groupcoord.coordinator.core.group import Group, GroupTypeHooks
 from groupcoord.coordinator.core.modern.assignor_runs import AssignorCompletion, AssignorRun
 from groupcoord.coordinator.core.modern.group import (
     EMPTY_ASSIGNMENT_EPOCH,
@@ -422,6 +422,7 @@ def on_session_timer(shard: GroupCoordinatorShard, key: TimerKey, now: int) -> R
     result: Result[None] = Result(None, pure=True)
     group = shard.groups.get(key[1])
     if not isinstance(group, ShareGroup) or key[2] not in group.members:
+        result.empty_after = _empty_now(group)
         return result
     shard.stats.members_fenced_session += 1
     result.empty_after = len(group.members) == 1  # the fenced member was the last
@@ -434,14 +435,21 @@ def on_lock_timer(shard: GroupCoordinatorShard, key: TimerKey, now: int) -> Resu
     result: Result[None] = Result(None, pure=True)
     group = shard.groups.get(key[1])
     if not isinstance(group, ShareGroup):
+        result.empty_after = _empty_now(group)
         return result
     tp = (key[2], int(key[3]))
     sp = group.partitions.get(tp)
     if sp is not None:
         expired = sp.expire_locks(now, shard.share_configs.delivery_count_limit(group.group_id))
         _Writes(shard, group, result, fired=key).write_partition(tp[0], tp[1], expired)
-    result.empty_after = not group.members
+    result.empty_after = _empty_now(group)
     return result
+
+
+def _empty_now(group: Group | None) -> bool | None:
+    """`Result.empty_after` for a timer that changed no membership: whether the group (of any type, as the timer's
+    group id may have been taken since) is empty, when it tracks that."""
+    return group.is_empty() if group is not None and group.tracks_empty_since else None
 
 
 # =========================================================================================================
