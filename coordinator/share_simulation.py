@@ -61,11 +61,13 @@ def simulate_share_scale_up(n_members: int, interval_ms: int, offload: bool, hea
         req = ShareGroupHeartbeatRequest(GROUP_ID, f"member-{i}", epochs.get(i, 0),
                                          subscribed_topic_names=(TOPIC,) if i not in epochs else None)
         result: Any = heartbeat(shard, req, BASE_MS + now)
+        shard.apply(result)  # as the runtime does: the handler applied nothing
         epochs[i] = result.response.member_epoch
         for task in result.tasks:
             assert isinstance(task, AssignorRun)
             assignment = get_server_assignor(task.assignor_name).assign(task.spec, task.topics, task.lag)
-            on_assignment_complete(shard, AssignorCompletion(task.group_id, task.run_id, assignment), BASE_MS + now)
+            shard.apply(on_assignment_complete(shard, AssignorCompletion(task.group_id, task.run_id, assignment),
+                                               BASE_MS + now))
         heapq.heappush(queue, (now + heartbeat_ms, next(order), i))
         group = shard.groups[GROUP_ID]
         assert isinstance(group, ShareGroup)

@@ -463,12 +463,12 @@ class ModernGroupConfigs:
     def __init__(self, source: GroupConfigSource, group_type: str) -> None:
         self.source = source
         self.group_type = group_type
-        self._names: dict[str, tuple[str, str]] = {}  # name -> (the group's config, the broker's): built once
+        self._names_cache: dict[str, tuple[str, str]] = {}  # name -> (the group's config, the broker's): a memo
 
     def value(self, group_id: str, name: str) -> Any:
-        names = self._names.get(name)
+        names = self._names_cache.get(name)
         if names is None:
-            names = self._names[name] = (f"{self.group_type}.{name}", f"group.{self.group_type}.{name}")
+            names = self._names_cache[name] = (f"{self.group_type}.{name}", f"group.{self.group_type}.{name}")
         v = self.source.group_config(group_id, names[0])
         return self.source.config[names[1]] if v is None or v == -1 else v
 

@@ -223,7 +223,7 @@ def test_acquire_starts_at_the_log_end_by_default_and_at_the_start_when_earliest
     c = ShareContext()
     c.hb("m1")
     assert c.acquire("m1", end=100).ranges == ()
-    c.shard.group_configs["sg"] = {"share.auto.offset.reset": "earliest"}
+    c.apply(c.shard.alter_group_configs("sg", {"share.auto.offset.reset": "earliest"}, False, c.now))
     got = c.acquire("m1", partition=1, start=10, end=100, max_records=50)
     assert got.ranges == ((10, 59, 1),) and got.lock_deadline_ms == c.now + 1000
 

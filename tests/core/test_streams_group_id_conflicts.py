@@ -66,7 +66,9 @@ def classic_join(shard: GroupCoordinatorShard, gid: str = GID, member_id: str = 
 
 def share_join(shard: GroupCoordinatorShard, gid: str = GID):
     req = ShareGroupHeartbeatRequest(gid, "sh1", 0, subscribed_topic_names=("lines",))
-    return share_handlers.heartbeat(shard, req, 0)
+    result = share_handlers.heartbeat(shard, req, 0)
+    shard.apply(result)
+    return result
 
 
 def test_a_consumer_heartbeat_cannot_take_a_streams_groups_id() -> None:

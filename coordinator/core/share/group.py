@@ -16,14 +16,16 @@ several members anyway, so a member moves to the target epoch and its target par
 heartbeat, minus the topics it no longer subscribes to (KIP-1263's reconciliation rule).
 
 States: EMPTY (no members), STABLE (members), DEAD (deleted). Nothing changes except by replaying records
-(`share/records.py`), so replaying the log (or a snapshot) rebuilds the same state.
+(`share/records.py`), so replaying the log (or a snapshot) rebuilds the same state, and the volatile effects an
+operation returns beside them for what no log keeps (the offloaded run in flight, `modern/group.py`; the metadata
+image the hash was last checked against, `MetadataImageSeen`), applied by `GroupCoordinatorShard.apply`.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import enum
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from operator import attrgetter
 from typing import TYPE_CHECKING, Any
@@ -78,6 +80,23 @@ class ShareGroupMember:
     assigned_partitions: Partitions = field(default_factory=dict)
 
 
+def subscribed_topic_names(members: Iterable[ShareGroupMember]) -> set[str]:
+    """Every topic some member of `members` subscribes to."""
+    out: set[str] = set()
+    for m in members:
+        out.update(m.subscribed_topic_names)
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class MetadataImageSeen:
+    """A volatile effect (`Result.memory`): share group `group_id`'s metadata hash was checked against `image`
+    (a heartbeat recomputes the hash only when the image changed since)."""
+
+    group_id: str
+    image: MetadataImage
+
+
 def session_timer(group_id: str, member_id: str) -> TimerKey:
     return (SESSION_TIMER, group_id, member_id)
 
@@ -104,10 +123,7 @@ class ShareGroup(ModernGroup):
         return ShareGroupState.STABLE if self.members else ShareGroupState.EMPTY
 
     def subscribed_topic_names(self) -> set[str]:
-        out: set[str] = set()
-        for m in self.members.values():
-            out.update(m.subscribed_topic_names)
-        return out
+        return subscribed_topic_names(self.members.values())
 
     # --- the protocol the shard and admin use for every non-consumer group type --------------------------
     def describe(self) -> DescribedGroup:
@@ -193,7 +209,7 @@ def partition_record(gid: str, topic_id: str, partition: int, sp: SharePartition
 
 # --- replay ----------------------------------------------------------------------------------------------------
 def replayers(shard: GroupCoordinatorShard, owner: Any) -> dict[type, Callable[[Any], None]]:
-    """The share group's record replayers (`owner`: the settings its groups read)."""
+    """The share group's record replayers, and its volatile effect's (`owner`: the settings its groups read)."""
     def group(gid: str) -> ShareGroup:
         g = shard.groups.get(gid)
         if not isinstance(g, ShareGroup):
@@ -240,6 +256,11 @@ def replayers(shard: GroupCoordinatorShard, owner: Any) -> dict[type, Callable[[
         if g is not None:
             g.partitions.pop((r.topic_id, r.partition), None)
 
+    def image_seen(e: MetadataImageSeen) -> None:
+        g = existing(e.group_id)
+        if g is not None:
+            g.metadata_image_seen = e.image
+
     out = modern_replayers(group, existing, attrgetter("target_assignment"), ShareGroupMetadata,
                            ShareGroupTargetAssignmentMember, ShareGroupTargetAssignmentMemberTombstone,
                            ShareGroupTargetAssignmentMetadata)
@@ -247,6 +268,6 @@ def replayers(shard: GroupCoordinatorShard, owner: Any) -> dict[type, Callable[[
         ShareGroupMetadataTombstone: tombstone, ShareGroupMemberMetadata: member,
         ShareGroupMemberMetadataTombstone: remove_member, ShareGroupCurrentMemberAssignment: current,
         ShareGroupCurrentMemberAssignmentTombstone: remove_member, SharePartitionState: partition,
-        SharePartitionStateTombstone: partition_tombstone,
+        SharePartitionStateTombstone: partition_tombstone, MetadataImageSeen: image_seen,
     })
     return out

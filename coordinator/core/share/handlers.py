@@ -1,13 +1,19 @@
 """Share-group operations on the shard: ShareGroupHeartbeat, acquire (ShareFetch without the records),
 ShareAcknowledge, their timers, and the offloaded assignor runs' completions.
 
-Each validates once at the edge, writes records through `shard._write` (replayed at once, appended by the
-runtime) and returns a `Result`. A group id has one type: a share request for a group of another type gets
-GROUP_ID_NOT_FOUND ("is not a share group"), as Kafka's getOrMaybeCreatePersistedShareGroup.
+Each validates once at the edge and returns a `Result`: the response, its records (`shard._write`), timers,
+tasks, and the volatile effects no log keeps (the in-flight run, the metadata image seen). Every handler is pure
+(issue 26): it mutates nothing; `GroupCoordinatorShard.apply` applies what it returns, after it returned. What a
+handler's own records change is read from local values (the updated member, the new group epoch, the members
+once the change applies, the target it wrote, the share-partitions and lock deadlines it wrote: `_Writes`), never
+from the group. A group id has one type: a share request for a group of another type gets GROUP_ID_NOT_FOUND
+("is not a share group"), as Kafka's getOrMaybeCreatePersistedShareGroup; a new group is created by replaying
+its first record.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Mapping
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
@@ -16,15 +22,18 @@ from groupcoord.assignors.simple_share import SimpleShareAssignor
 from groupcoord.coordinator.core import retention
 from groupcoord.coordinator.core.config import ModernGroupConfigs
 from groupcoord.coordinator.core.errors import CoordinatorError, Errors
-from groupcoord.coordinator.core.group import GroupTypeHooks
+from groupcoord.coordinator.core.group import Group, GroupTypeHooks
 from groupcoord.coordinator.core.modern.assignor_runs import AssignorCompletion, AssignorRun
 from groupcoord.coordinator.core.modern.group import (
+    EMPTY_ASSIGNMENT_EPOCH,
     FIRST_GROUP_EPOCH,
     LEAVE_GROUP_MEMBER_EPOCH,
+    InflightRun,
+    RunEnded,
+    RunStarted,
     check_member_epoch,
     may_compute_target,
     offload,
-    take_completion,
 )
 from groupcoord.coordinator.core.modern.heartbeat import HeartbeatSteps
 from groupcoord.coordinator.core.principals import check_member_principal
@@ -34,6 +43,7 @@ from groupcoord.coordinator.core.share.group import (
     GROUP_TYPE,
     LOCK_TIMER,
     SESSION_TIMER,
+    MetadataImageSeen,
     ShareGroup,
     ShareGroupMember,
     assignment_record,
@@ -42,6 +52,7 @@ from groupcoord.coordinator.core.share.group import (
     partition_record,
     replayers,
     session_timer,
+    subscribed_topic_names,
 )
 from groupcoord.coordinator.core.share.partition import AcknowledgeType, SharePartition
 from groupcoord.coordinator.core.share.records import (
@@ -60,6 +71,7 @@ from groupcoord.coordinator.core.share.records import (
     ShareGroupTargetAssignmentMember,
     ShareGroupTargetAssignmentMetadata,
 )
+from groupcoord.coordinator.core.stats import CoreStats
 
 if TYPE_CHECKING:
     from groupcoord.coordinator.core.shard import GroupCoordinatorShard
@@ -106,9 +118,68 @@ def _share_group(shard: GroupCoordinatorShard, group_id: str, create: bool) -> S
         raise CoordinatorError(Errors.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a share group.")
     if not create:
         raise CoordinatorError(Errors.GROUP_ID_NOT_FOUND, f"Group {group_id} not found.")
-    group = ShareGroup(group_id, owner=shard.share_configs)
-    shard.groups[group_id] = group
-    return group
+    return ShareGroup(group_id, owner=shard.share_configs)  # not in `shard.groups`: its first record creates it
+
+
+class _MembersAfter(Mapping[str, ShareGroupMember]):
+    """The group's members once a heartbeat's member record applies, without copying them: `member_id` is
+    `member` (in its place, or last when it joins), as replaying the record would leave the group's dict."""
+
+    __slots__ = ("members", "member_id", "member")
+
+    def __init__(self, members: Mapping[str, ShareGroupMember], member_id: str, member: ShareGroupMember) -> None:
+        self.members, self.member_id, self.member = members, member_id, member
+
+    def __getitem__(self, key: str) -> ShareGroupMember:
+        return self.member if key == self.member_id else self.members[key]
+
+    def __iter__(self) -> Iterator[str]:
+        yield from self.members
+        if self.member_id not in self.members:
+            yield self.member_id
+
+    def __len__(self) -> int:
+        return len(self.members) + (self.member_id not in self.members)
+
+
+class _Writes:
+    """The share-partitions and lock-timer deadlines an operation has written so far: a handler reads these, not the
+    group's or the shard's, which stay as they were until its result is applied."""
+
+    __slots__ = ("shard", "group", "result", "partitions", "deadlines")
+
+    def __init__(self, shard: GroupCoordinatorShard, group: ShareGroup, result: Result[Any],
+                 fired: TimerKey | None = None) -> None:
+        self.shard, self.group, self.result = shard, group, result
+        self.partitions: dict[tuple[str, int], SharePartition] = {}
+        # A fired timer is gone, whether or not the shard still lists its deadline.
+        self.deadlines: dict[TimerKey, int | None] = {fired: None} if fired is not None else {}
+
+    def partition(self, tp: tuple[str, int]) -> SharePartition | None:
+        return self.partitions[tp] if tp in self.partitions else self.group.partitions.get(tp)
+
+    def deadline(self, key: TimerKey) -> int | None:
+        return self.deadlines[key] if key in self.deadlines else self.shard.timer_deadlines.get(key)
+
+    def write_partition(self, topic_id: str, partition: int, sp: SharePartition) -> None:
+        """`sp` is the share-partition's new state: its record when it changed, its lock timer (re)armed for the
+        next lock deadline, or cancelled when it holds no lock."""
+        tp = (topic_id, partition)
+        if self.partition(tp) != sp:
+            self.shard._write(self.result, partition_record(self.group.group_id, topic_id, partition, sp))
+            self.partitions[tp] = sp
+        key = lock_timer(self.group.group_id, topic_id, partition)
+        deadline = sp.next_lock_deadline()
+        if deadline is None:
+            self.disarm(key)
+        elif self.deadline(key) != deadline:
+            self.shard.arm_timer(self.result, key, deadline)
+            self.deadlines[key] = deadline
+
+    def disarm(self, key: TimerKey) -> None:
+        if self.deadline(key) is not None:
+            self.shard.cancel_timer(self.result, key)
+            self.deadlines[key] = None
 
 
 def _member(shard: GroupCoordinatorShard, group_id: str, member_id: str,
@@ -148,7 +219,7 @@ def _validate(shard: GroupCoordinatorShard, r: ShareGroupHeartbeatRequest) -> No
 
 def _heartbeat(shard: GroupCoordinatorShard, r: ShareGroupHeartbeatRequest,
                now: int) -> Result[ShareGroupHeartbeatResponse]:
-    result: Result[ShareGroupHeartbeatResponse] = Result(ShareGroupHeartbeatResponse())
+    result: Result[ShareGroupHeartbeatResponse] = Result(ShareGroupHeartbeatResponse(), pure=True)
     configs: ShareConfigs = shard.share_configs
     joining = r.member_epoch == 0
     group = _share_group(shard, r.group_id, create=joining)
@@ -178,30 +249,40 @@ def _heartbeat(shard: GroupCoordinatorShard, r: ShareGroupHeartbeatRequest,
     bump = is_new or subscription_changed or updated.rack_id != member.rack_id
     if is_new or updated != member:
         shard._write(result, member_record(gid, updated))
+    group_epoch = group.group_epoch
+    members = _MembersAfter(group.members, member_id, updated)
     if bump or group.metadata_image_seen is not shard.metadata:
-        group.metadata_image_seen = shard.metadata
-        new_hash = shard.metadata.topics_hash(group.subscribed_topic_names())
+        result.memory.append(MetadataImageSeen(gid, shard.metadata))
+        new_hash = shard.metadata.topics_hash(subscribed_topic_names(members.values()))
         if bump or new_hash != group.metadata_hash:
-            shard._write(result, ShareGroupMetadata(gid, max(group.group_epoch + 1, FIRST_GROUP_EPOCH), new_hash))
+            group_epoch = max(group.group_epoch + 1, FIRST_GROUP_EPOCH)
+            shard._write(result, ShareGroupMetadata(gid, group_epoch, new_hash))
 
-    if group.group_epoch > group.target_assignment_epoch:
-        maybe_compute_target(shard, group, now, result)
+    target_epoch = group.target_assignment_epoch
+    written: Mapping[str, Partitions] = {}  # the target members this heartbeat wrote
+    if group_epoch > target_epoch:
+        computed = maybe_compute_target(shard, group, members, group_epoch, now, result)
+        if computed is not None:
+            written, target_epoch = computed, group_epoch
 
     # No revoke-before-assign: straight to the target epoch and partitions, minus unsubscribed topics.
-    before = group.members[member_id]
+    before = updated
+    own_target = (written[member_id] if member_id in written else group.target_assignment.get(member_id, {})) \
+        if target_epoch else {}
     subscribed_ids = {shard.metadata.by_name[n].topic_id for n in before.subscribed_topic_names
                       if n in shard.metadata.by_name}
-    target = {t: ps for t, ps in group.target_for(member_id).items() if t in subscribed_ids and ps}
-    epoch = group.effective_target_epoch
+    target = {t: ps for t, ps in own_target.items() if t in subscribed_ids and ps}
+    epoch = max(target_epoch, EMPTY_ASSIGNMENT_EPOCH)
     changed = _normalise(target) != _normalise(before.assigned_partitions)
+    after = before
     if before.member_epoch != epoch or changed:
-        reconciled = ShareGroupMember(
+        after = ShareGroupMember(
             member_id, before.rack_id, before.client_id, before.client_host, before.subscribed_topic_names,
             before.principal, epoch, before.member_epoch if before.member_epoch != epoch
             else before.previous_member_epoch, target)
-        shard._write(result, assignment_record(gid, reconciled))
+        shard._write(result, assignment_record(gid, after))
     shard.arm_timer(result, session_timer(gid, member_id), now + configs.session_timeout_ms(gid))
-    after = group.members[member_id]
+    result.empty_after = False
     result.response = ShareGroupHeartbeatResponse(
         member_id=member_id, member_epoch=after.member_epoch,
         heartbeat_interval_ms=configs.heartbeat_interval_ms(gid),
@@ -215,8 +296,9 @@ def _normalise(p: Partitions) -> dict[str, frozenset[int]]:
 
 def _leave(shard: GroupCoordinatorShard, r: ShareGroupHeartbeatRequest,
            now: int) -> Result[ShareGroupHeartbeatResponse]:
-    result: Result[ShareGroupHeartbeatResponse] = Result(ShareGroupHeartbeatResponse())
+    result: Result[ShareGroupHeartbeatResponse] = Result(ShareGroupHeartbeatResponse(), pure=True)
     group, member = _member(shard, r.group_id, r.member_id, r.principal)
+    result.empty_after = len(group.members) == 1  # the leaving member was the last
     remove_member(shard, group, member.member_id, now, result)
     result.response = ShareGroupHeartbeatResponse(member_id=member.member_id, member_epoch=LEAVE_GROUP_MEMBER_EPOCH)
     return result
@@ -229,125 +311,145 @@ _STEPS = HeartbeatSteps(
 
 
 def remove_member(shard: GroupCoordinatorShard, group: ShareGroup, member_id: str, now: int,
-                  result: Result[Any]) -> None:
-    """A member leaves or is fenced: its records go, its locks are released, the group epoch bumps."""
+                  result: Result[Any], fired: TimerKey | None = None) -> None:
+    """A member leaves or is fenced (by the timer `fired`): its records go, its locks are released, the group
+    epoch bumps."""
     gid = group.group_id
+    writes = _Writes(shard, group, result, fired)
     MEMBER_TOMBSTONES.remove(partial(shard._write, result), gid, member_id, member_id in group.target_assignment)
-    _disarm(shard, result, session_timer(gid, member_id))
+    writes.disarm(session_timer(gid, member_id))
     limit = shard.share_configs.delivery_count_limit(gid)
     for (t, p), sp in list(group.partitions.items()):
         released = sp.release_member(member_id, limit)
         if released is not sp:
-            _write_partition(shard, group, t, p, released, result)
-    new_hash = shard.metadata.topics_hash(group.subscribed_topic_names())
+            writes.write_partition(t, p, released)
+    new_hash = shard.metadata.topics_hash(subscribed_topic_names(
+        m for mid, m in group.members.items() if mid != member_id))
     shard._write(result, ShareGroupMetadata(gid, max(group.group_epoch + 1, FIRST_GROUP_EPOCH), new_hash))
 
 
 # =========================================================================================================
 # Target assignment (KIP-1263 batching and offload)
 # =========================================================================================================
-def build_spec(shard: GroupCoordinatorShard, group: ShareGroup) -> GroupSpec:
+def build_spec(shard: GroupCoordinatorShard, group: ShareGroup,
+               members: Mapping[str, ShareGroupMember] | None = None) -> GroupSpec:
+    """The assignor's input: `members` (default: the group's), each with its current target."""
     image = shard.metadata
-    members = {
+    specs = {
         mid: MemberSpec(
             subscribed_topic_ids=frozenset(image.by_name[n].topic_id for n in m.subscribed_topic_names
                                            if n in image.by_name),
             assigned_partitions=group.target_for(mid), rack_id=m.rack_id)
-        for mid, m in group.members.items()
+        for mid, m in (group.members if members is None else members).items()
     }
-    return GroupSpec.of(members)
+    return GroupSpec.of(specs)
 
 
-def maybe_compute_target(shard: GroupCoordinatorShard, group: ShareGroup, now: int, result: Result[Any]) -> None:
-    """KIP-1263 (`modern/group.py`): run the assignor unless a run is in flight or the interval since the last
-    computation has not passed; on the executor when offload is enabled."""
+def maybe_compute_target(shard: GroupCoordinatorShard, group: ShareGroup, members: Mapping[str, ShareGroupMember],
+                         epoch: int, now: int, result: Result[Any]) -> Mapping[str, Partitions] | None:
+    """KIP-1263 (`modern/group.py`): run the assignor for `members` at group epoch `epoch` (the group's once the
+    operation's records apply) unless a run is in flight or the interval since the last computation has not
+    passed; on the executor when offload is enabled (its run is a volatile effect, `RunStarted`). The target
+    members written when it ran here (their target at `epoch`), else None."""
     configs: ShareConfigs = shard.share_configs
     gid = group.group_id
     if not may_compute_target(group.inflight, group.assignment_timestamp_ms or None, now,
                               configs.assignment_interval_ms(gid), shard.stats):
-        return
-    spec = build_spec(shard, group)
-    epoch = group.group_epoch
+        return None
+    spec = build_spec(shard, group, members)
     if configs.offload_enabled(gid):
-        run = group.inflight = offload(shard._run_ids, epoch, shard.stats, assignor_name=ASSIGNOR_NAME)
+        run = offload(shard._run_ids, epoch, shard.stats, assignor_name=ASSIGNOR_NAME)
+        result.memory.append(RunStarted(gid, run))
         result.tasks.append(AssignorRun(gid, run.run_id, ASSIGNOR_NAME, epoch, spec, shard.metadata, None))
-        return
+        return None
     shard.stats.assignor_runs_sync += 1
     try:
         assignment = SIMPLE.assign(spec, shard.metadata)
     except AssignorError:
         shard.stats.assignor_failures += 1
-        return
-    _write_target(shard, group, assignment, epoch, now, result)
+        return None
+    return _write_target(shard, group, members, assignment, epoch, now, result)
 
 
 def on_assignment_complete(shard: GroupCoordinatorShard, completion: AssignorCompletion, now: int) -> Result[None]:
     """An offloaded run ended: applied unless stale; members removed meanwhile are dropped from it (the
     changes it missed bumped the group epoch, so the next heartbeat after the interval runs again)."""
-    result: Result[None] = Result(None)
+    result: Result[None] = Result(None, pure=True)
     found = shard.groups.get(completion.group_id)
     group = found if isinstance(found, ShareGroup) else None
-    inflight = take_completion(group, completion, shard.stats)
+    inflight = _take_completion(group, completion, shard.stats, result)
     if group is None or inflight is None or completion.assignment is None:
         return result
     kept = {m: a for m, a in completion.assignment.items() if m in group.members}
-    _write_target(shard, group, kept, inflight.assignment_epoch, now, result)
+    _write_target(shard, group, group.members, kept, inflight.assignment_epoch, now, result)
     return result
 
 
-def _write_target(shard: GroupCoordinatorShard, group: ShareGroup, assignment: Any, epoch: int, now: int,
-                  result: Result[Any]) -> None:
+def _take_completion(group: ShareGroup | None, completion: AssignorCompletion, stats: CoreStats,
+                     result: Result[Any]) -> InflightRun | None:
+    """`modern/group.py`'s `take_completion` without touching the group: the run `completion` ends, if it is still
+    the group's in-flight one and it succeeded, else None; ending it is a volatile effect (`RunEnded`)."""
+    if group is None or group.inflight is None or group.inflight.run_id != completion.run_id:
+        stats.assignor_results_discarded += 1
+        return None
+    run = group.inflight
+    result.memory.append(RunEnded(group.group_id, run.run_id))
+    if completion.assignment is None:
+        stats.assignor_failures += 1
+        return None
+    return run
+
+
+def _write_target(shard: GroupCoordinatorShard, group: ShareGroup, members: Mapping[str, ShareGroupMember],
+                  assignment: Any, epoch: int, now: int, result: Result[Any]) -> dict[str, Partitions]:
+    """Write the target of `members` at `epoch` where it changed; returns the target members written."""
     gid = group.group_id
-    for mid in sorted(group.members):
+    written: dict[str, Partitions] = {}
+    for mid in sorted(members):
         new = _normalise(assignment.get(mid, {}))
         old = group.target_assignment.get(mid)
         if old is None or _normalise(old) != new:
             shard._write(result, ShareGroupTargetAssignmentMember(gid, mid, new))
+            written[mid] = new
     shard._write(result, ShareGroupTargetAssignmentMetadata(gid, epoch, now))
+    return written
 
 
 # =========================================================================================================
 # Timers
 # =========================================================================================================
 def on_session_timer(shard: GroupCoordinatorShard, key: TimerKey, now: int) -> Result[None]:
-    result: Result[None] = Result(None)
+    result: Result[None] = Result(None, pure=True)
     group = shard.groups.get(key[1])
     if not isinstance(group, ShareGroup) or key[2] not in group.members:
+        result.empty_after = _empty_now(group)
         return result
     shard.stats.members_fenced_session += 1
-    remove_member(shard, group, key[2], now, result)
+    result.empty_after = len(group.members) == 1  # the fenced member was the last
+    remove_member(shard, group, key[2], now, result, fired=key)
     return result
 
 
 def on_lock_timer(shard: GroupCoordinatorShard, key: TimerKey, now: int) -> Result[None]:
     """Acquisition locks expired: their records are available again (or archived at the delivery limit)."""
-    result: Result[None] = Result(None)
+    result: Result[None] = Result(None, pure=True)
     group = shard.groups.get(key[1])
     if not isinstance(group, ShareGroup):
+        result.empty_after = _empty_now(group)
         return result
     tp = (key[2], int(key[3]))
     sp = group.partitions.get(tp)
     if sp is not None:
         expired = sp.expire_locks(now, shard.share_configs.delivery_count_limit(group.group_id))
-        _write_partition(shard, group, tp[0], tp[1], expired, result)
+        _Writes(shard, group, result, fired=key).write_partition(tp[0], tp[1], expired)
+    result.empty_after = _empty_now(group)
     return result
 
 
-def _write_partition(shard: GroupCoordinatorShard, group: ShareGroup, topic_id: str, partition: int, sp: SharePartition,
-                     result: Result[Any]) -> None:
-    if group.partitions.get((topic_id, partition)) != sp:
-        shard._write(result, partition_record(group.group_id, topic_id, partition, sp))
-    key = lock_timer(group.group_id, topic_id, partition)
-    deadline = sp.next_lock_deadline()
-    if deadline is None:
-        _disarm(shard, result, key)
-    elif shard.timer_deadlines.get(key) != deadline:
-        shard.arm_timer(result, key, deadline)
-
-
-def _disarm(shard: GroupCoordinatorShard, result: Result[Any], key: TimerKey) -> None:
-    if key in shard.timer_deadlines:
-        shard.cancel_timer(result, key)
+def _empty_now(group: Group | None) -> bool | None:
+    """`Result.empty_after` for a timer that changed no membership: whether the group (of any type, as the timer's
+    group id may have been taken since) is empty, when it tracks that."""
+    return group.is_empty() if group is not None and group.tracks_empty_since else None
 
 
 # =========================================================================================================
@@ -365,7 +467,8 @@ def acquire(shard: GroupCoordinatorShard, r: ShareAcquireRequest, now: int) -> R
     lock_ms = configs.record_lock_duration_ms(gid)
     limit = configs.delivery_count_limit(gid)
     max_locks = configs.max_record_locks(gid)
-    result: Result[ShareAcquireResponse] = Result(ShareAcquireResponse())
+    result: Result[ShareAcquireResponse] = Result(ShareAcquireResponse(), pure=True)
+    writes = _Writes(shard, group, result)
     out: list[AcquiredPartition] = []
     budget = r.max_records
     for req in r.partitions:
@@ -383,14 +486,14 @@ def acquire(shard: GroupCoordinatorShard, r: ShareAcquireRequest, now: int) -> R
         if req.log_start_offset < 0 or req.log_end_offset < req.log_start_offset:
             out.append(AcquiredPartition(tid, p, Errors.INVALID_REQUEST, "invalid log start/end offsets"))
             continue
-        sp = group.partitions.get((tid, p))
+        sp = writes.partition((tid, p))
         if sp is None:
             start = req.log_end_offset if configs.auto_offset_reset(gid) == "latest" else req.log_start_offset
             sp = SharePartition(start, start)
         sp = sp.expire_locks(now, limit).skip_to(req.log_start_offset)
         sp, ranges = sp.acquire(member.member_id, budget, req.log_end_offset, now + lock_ms, max_locks)
         budget -= sum(x.last - x.first + 1 for x in ranges)
-        _write_partition(shard, group, tid, p, sp, result)
+        writes.write_partition(tid, p, sp)
         out.append(AcquiredPartition(tid, p, ranges=tuple((x.first, x.last, x.delivery_count) for x in ranges),
                                      lock_deadline_ms=now + lock_ms if ranges else 0, start_offset=sp.start_offset))
     result.response = ShareAcquireResponse(partitions=tuple(out), record_lock_duration_ms=lock_ms)
@@ -414,7 +517,8 @@ def acknowledge(shard: GroupCoordinatorShard, r: ShareAcknowledgeRequest, now: i
         return Result(ShareAcknowledgeResponse(e.code, e.message))
     gid = group.group_id
     limit = shard.share_configs.delivery_count_limit(gid)
-    result: Result[ShareAcknowledgeResponse] = Result(ShareAcknowledgeResponse())
+    result: Result[ShareAcknowledgeResponse] = Result(ShareAcknowledgeResponse(), pure=True)
+    writes = _Writes(shard, group, result)
     touched: dict[tuple[str, int], SharePartition] = {}
     out: list[AcknowledgeResult] = []
     for a in r.ranges:
@@ -437,7 +541,7 @@ def acknowledge(shard: GroupCoordinatorShard, r: ShareAcknowledgeRequest, now: i
                                      now + shard.share_configs.record_lock_duration_ms(gid))
         out.append(AcknowledgeResult(*tp, a.first, a.last))
     for (t, p), sp in touched.items():
-        _write_partition(shard, group, t, p, sp, result)
+        writes.write_partition(t, p, sp)
     result.response = ShareAcknowledgeResponse(results=tuple(out))
     return result
 
