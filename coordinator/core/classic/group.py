@@ -216,11 +216,13 @@ class ClassicGroup(ClassicGroupAnswers):
         return None
 
     # --- Heartbeat and LeaveGroup ------------------------------------------------------------------------------
-    def heartbeat(self, member_id: str, fx: Effects) -> Errors:
-        self._rearm_session(member_id, fx)
+    def heartbeat(self, member_id: str, now: int) -> tuple[Errors, int]:
+        """A validated member's heartbeat: the answer and the member's new session deadline (changes nothing: the
+        handler arms the session timer and returns the deadline)."""
+        deadline = now + self.members[member_id].session_timeout_ms
         if self.state in (ClassicGroupState.JOINING, ClassicGroupState.AWAITING_SYNC):
-            return Errors.REBALANCE_IN_PROGRESS
-        return Errors.NONE
+            return Errors.REBALANCE_IN_PROGRESS, deadline
+        return Errors.NONE, deadline
 
     def leave(self, identities: Iterable[MemberIdentity], fx: Effects,
               principal: str | None = None) -> tuple[MemberResponse, ...]:

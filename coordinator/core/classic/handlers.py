@@ -1,9 +1,12 @@
 """The classic group protocol's handlers (JoinGroup, SyncGroup, Heartbeat, LeaveGroup), taking the shard.
 
 Each validates its request once, at the edge, finds the classic group (creating it on a first JoinGroup),
-and drives the state machine of `classic/group.py`. Records go through `shard._write` (replayed at once,
-appended by the runtime); JoinGroup and SyncGroup may park (`Result.parked`) and be answered later through
-another operation's `completions`.
+and drives the state machine of `classic/group.py`. Every handler is pure (issue 26: it mutates nothing): it runs
+the transition on a private copy of the group, into which each record it writes is replayed, and returns that
+copy as one volatile effect (`ClassicGroupReplaced`, `effects.py`) besides its records; a heartbeat returns only
+the member's new session deadline (`ClassicSessionRearmed`). `GroupCoordinatorShard.apply` replays the records,
+then the shard's group takes over the copy's state. JoinGroup and SyncGroup may park (`Result.parked`) and be
+answered later through another operation's `completions`.
 
 A group id is either classic or consumer (KIP-848), as in Kafka before mixed groups:
 
@@ -23,8 +26,17 @@ from collections.abc import Callable
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
-from groupcoord.coordinator.core.classic.effects import JOIN_TIMER, SESSION_TIMER, SYNC_TIMER, Effects
+from groupcoord.coordinator.core.classic.effects import (
+    JOIN_TIMER,
+    SESSION_TIMER,
+    SYNC_TIMER,
+    ClassicGroupReplaced,
+    ClassicSessionRearmed,
+    Effects,
+    session_timer,
+)
 from groupcoord.coordinator.core.classic.group import ClassicGroup
+from groupcoord.coordinator.core.classic.membership import ClassicGroupMembership
 from groupcoord.coordinator.core.classic.messages import (
     UNKNOWN_MEMBER_ID,
     HeartbeatRequest,
@@ -57,10 +69,12 @@ MixedJoin = Callable[["GroupCoordinatorShard", JoinGroupRequest, int], "Result[J
 
 
 def hooks(shard: GroupCoordinatorShard) -> GroupTypeHooks:
-    """The classic group's records and timers, for the shard's constructor."""
+    """The classic group's records, volatile effects and timers, for the shard's constructor."""
     return GroupTypeHooks(
         {ClassicGroupMetadata: partial(_replay_metadata, shard),
-         ClassicGroupMetadataTombstone: partial(_replay_tombstone, shard)},
+         ClassicGroupMetadataTombstone: partial(_replay_tombstone, shard),
+         ClassicGroupReplaced: partial(_replay_replaced, shard),
+         ClassicSessionRearmed: partial(_replay_session_rearmed, shard)},
         {kind: partial(on_timer, shard) for kind in (SESSION_TIMER, JOIN_TIMER, SYNC_TIMER)})
 
 
@@ -68,8 +82,9 @@ def hooks(shard: GroupCoordinatorShard) -> GroupTypeHooks:
 def _replay_metadata(shard: GroupCoordinatorShard, r: ClassicGroupMetadata) -> None:
     group = shard.groups.get(r.group_id)
     if not isinstance(group, ClassicGroup):
-        # Live handlers create the group before writing its first record, so a group that replay has to
-        # create is being loaded: Initialize until `timers_after_load` ends the load.
+        # A group that replay has to create is being loaded: Initialize until `timers_after_load` ends the load.
+        # (A JoinGroup that creates a group returns it too, as `ClassicGroupReplaced`, whose state this one takes
+        # over once `apply` has replayed the records.)
         group = ClassicGroup(r.group_id, state=ClassicGroupState.INITIALIZE)
         shard.groups[r.group_id] = group
     group.replay(r)
@@ -80,11 +95,48 @@ def _replay_tombstone(shard: GroupCoordinatorShard, r: ClassicGroupMetadataTombs
         del shard.groups[r.group_id]
 
 
-def effects_for(shard: GroupCoordinatorShard, result: Result[Any], now: int) -> Effects:
-    """What a classic-group transition asks, collected into `result`; records go through `shard._write`."""
-    return Effects(now, partial(shard._write, result), partial(shard.arm_timer, result),
-                   partial(shard.cancel_timer, result), result.completions,
-                   shard.config["group.initial.rebalance.delay.ms"])
+def _replay_replaced(shard: GroupCoordinatorShard, e: ClassicGroupReplaced) -> None:
+    group = shard.groups[e.group_id]  # a new group was created by replaying its first record, just before
+    assert isinstance(group, ClassicGroup)
+    group.take_over(e.group)
+
+
+def _replay_session_rearmed(shard: GroupCoordinatorShard, e: ClassicSessionRearmed) -> None:
+    group = shard.groups[e.group_id]
+    assert isinstance(group, ClassicGroup)
+    group.session_deadlines[e.member_id] = e.deadline_ms
+
+
+def effects_for(shard: GroupCoordinatorShard, result: Result[Any], now: int,
+                group: ClassicGroupMembership | None = None) -> Effects:
+    """What a classic-group transition asks, collected into `result`; records go through `shard._write`. For a
+    pure `result`, `group` is the private copy the transition runs on: each record is replayed into it as well
+    (the rest of the transition reads what it wrote), and the caller returns it (`replaced`). A pure caller that
+    writes nothing through it (the online upgrade only answers and cancels) needs no copy."""
+    write: Any = partial(shard._write, result)
+    if result.pure:
+        write = partial(_write_into, shard, result, group)
+    return Effects(now, write, partial(shard.arm_timer, result), partial(shard.cancel_timer, result),
+                   result.completions, shard.config["group.initial.rebalance.delay.ms"])
+
+
+def _write_into(shard: GroupCoordinatorShard, result: Result[Any], group: ClassicGroupMembership | None,
+                record: ClassicGroupMetadata) -> None:
+    assert group is not None, "a pure classic transition writes on a private copy of its group"
+    shard._write(result, record)
+    group.replay(record)
+
+
+def replaced(shard: GroupCoordinatorShard, result: Result[Any], group_id: str,
+             group: ClassicGroupMembership | None) -> Result[Any]:
+    """End a pure operation on `group_id`: return `group` (the private copy it ran on, if it made one) as the
+    group to install, and say whether the group has members afterwards (`Result.empty_after`, as retention's
+    `note_membership` would have read it from the shard)."""
+    if group is not None:
+        result.memory.append(ClassicGroupReplaced(group_id, group))
+    after = group if group is not None else shard.groups.get(group_id)
+    result.empty_after = after.is_empty() if after is not None and after.tracks_empty_since else None
+    return result
 
 
 # --- lookup --------------------------------------------------------------------------------------------------------
@@ -130,10 +182,11 @@ def _check_loaded(group: ClassicGroup) -> None:
 
 
 def _group_for_join(shard: GroupCoordinatorShard, r: JoinGroupRequest, result: Result[Any]) -> ClassicGroup:
+    """A private copy of the request's classic group, or a new one (its first record already written)."""
     group = shard.groups.get(r.group_id)  # any type: a group id has one type
     if isinstance(group, ClassicGroup):
         _check_loaded(group)
-        return group
+        return group.copy()
     if group is not None and group.group_type != CONSUMER:
         raise CoordinatorError(Errors.INCONSISTENT_GROUP_PROTOCOL,
                                f"Group {r.group_id} is a {group.group_type} group; classic "
@@ -146,11 +199,11 @@ def _group_for_join(shard: GroupCoordinatorShard, r: JoinGroupRequest, result: R
     elif r.member_id != UNKNOWN_MEMBER_ID:
         raise CoordinatorError(Errors.UNKNOWN_MEMBER_ID,
                                f"Classic group {r.group_id} does not exist; join it without a member id.")
-    group = ClassicGroup(r.group_id)
-    shard.groups[r.group_id] = group
+    created = ClassicGroup(r.group_id)
     # Persist that the group exists and is classic (Kafka writes an empty GroupMetadataValue too).
-    shard._write(result, ClassicGroupMetadata(r.group_id, "", 0, None, None, ClassicGroupState.DOWN.value, ()))
-    return group
+    _write_into(shard, result, created,
+                ClassicGroupMetadata(r.group_id, "", 0, None, None, ClassicGroupState.DOWN.value, ()))
+    return created
 
 
 # --- JoinGroup -----------------------------------------------------------------------------------------------------
@@ -158,25 +211,26 @@ def join_group(shard: GroupCoordinatorShard, request: JoinGroupRequest, now: int
                mixed_join: MixedJoin) -> Result[JoinGroupResponse | None]:
     """`mixed_join` takes the request first when a consumer group with members holds the id (mixed groups sit
     above both types: `mixed/classic_requests.py`), after the checks every JoinGroup gets."""
-    result: Result[JoinGroupResponse | None] = Result(None)
+    result: Result[JoinGroupResponse | None] = Result(None, pure=True)
+    group: ClassicGroup | None = None
     try:
         _validate_join(shard, request)
         if shard.holds_streams_group(request.group_id):  # Kafka: "Group exists but it's not a consumer group"
             result.response = JoinGroupResponse(Errors.INCONSISTENT_GROUP_PROTOCOL, _NOT_CLASSIC, member_id="")
-            return result
+            return replaced(shard, result, request.group_id, None)
         mixed = mixed_join(shard, request, now)
         if mixed is not None:
             return mixed
         group = _group_for_join(shard, request, result)
-        response = _join(shard, group, request, token, effects_for(shard, result, now))
+        response = _join(shard, group, request, token, effects_for(shard, result, now, group))
     except CoordinatorError as e:
         result.response = JoinGroupResponse(e.code, e.message, member_id=request.member_id)
-        return result
+        return replaced(shard, result, request.group_id, group)
     if response is None:
         result.parked = True
     else:
         result.response = response
-    return result
+    return replaced(shard, result, request.group_id, group)
 
 
 def _validate_join(shard: GroupCoordinatorShard, r: JoinGroupRequest) -> None:
@@ -247,7 +301,8 @@ def _new_member(r: JoinGroupRequest, member_id: str, rebalance_timeout_ms: int) 
 # --- SyncGroup -----------------------------------------------------------------------------------------------------
 def sync_group(shard: GroupCoordinatorShard, request: SyncGroupRequest, now: int,
                token: int) -> Result[SyncGroupResponse | None]:
-    result: Result[SyncGroupResponse | None] = Result(None)
+    result: Result[SyncGroupResponse | None] = Result(None, pure=True)
+    work: ClassicGroup | None = None
     try:
         group = _member_of_generation(shard, request)
         if _inconsistent(request.protocol_type, group.protocol_type) \
@@ -255,15 +310,16 @@ def sync_group(shard: GroupCoordinatorShard, request: SyncGroupRequest, now: int
             raise CoordinatorError(Errors.INCONSISTENT_GROUP_PROTOCOL,
                                    f"SyncGroup names protocol {request.protocol_type}/{request.protocol_name}; the "
                                    f"group's is {group.protocol_type}/{group.protocol_name}.")
-        response = group.sync(request, token, effects_for(shard, result, now))
+        work = group.copy()
+        response = work.sync(request, token, effects_for(shard, result, now, work))
     except CoordinatorError as e:
         result.response = SyncGroupResponse(e.code, e.message)
-        return result
+        return replaced(shard, result, request.group_id, work)
     if response is None:
         result.parked = True
     else:
         result.response = response
-    return result
+    return replaced(shard, result, request.group_id, work)
 
 
 def _inconsistent(sent: str | None, group_value: str | None) -> bool:
@@ -272,21 +328,24 @@ def _inconsistent(sent: str | None, group_value: str | None) -> bool:
 
 # --- Heartbeat -----------------------------------------------------------------------------------------------------
 def heartbeat(shard: GroupCoordinatorShard, request: HeartbeatRequest, now: int) -> Result[HeartbeatResponse]:
-    result: Result[HeartbeatResponse] = Result(HeartbeatResponse())
+    """Re-arms the member's session without copying the group: its new deadline is the only change."""
+    result: Result[HeartbeatResponse] = Result(HeartbeatResponse(), pure=True)
     try:
         group = _member_of_generation(shard, request)
-        code = group.heartbeat(request.member_id, effects_for(shard, result, now))
     except CoordinatorError as e:
         result.response = HeartbeatResponse(e.code, e.message)
-        return result
+        return replaced(shard, result, request.group_id, None)
+    code, deadline = group.heartbeat(request.member_id, now)
+    shard.arm_timer(result, session_timer(group.group_id, request.member_id), deadline)
+    result.memory.append(ClassicSessionRearmed(group.group_id, request.member_id, deadline))
     if code is Errors.REBALANCE_IN_PROGRESS:
         result.response = HeartbeatResponse(code, f"Group {group.group_id} is rebalancing; rejoin.")
-    return result
+    return replaced(shard, result, request.group_id, None)
 
 
 # --- LeaveGroup ----------------------------------------------------------------------------------------------------
 def leave_group(shard: GroupCoordinatorShard, request: LeaveGroupRequest, now: int) -> Result[LeaveGroupResponse]:
-    result: Result[LeaveGroupResponse] = Result(LeaveGroupResponse())
+    result: Result[LeaveGroupResponse] = Result(LeaveGroupResponse(), pure=True)
     try:
         if not request.members:
             raise CoordinatorError(Errors.INVALID_REQUEST, "LeaveGroup needs at least one member.")
@@ -297,23 +356,26 @@ def leave_group(shard: GroupCoordinatorShard, request: LeaveGroupRequest, now: i
         top = Errors.NONE if e.code is Errors.UNKNOWN_MEMBER_ID else e.code
         result.response = LeaveGroupResponse(top, "" if top is Errors.NONE else e.message, tuple(
             MemberResponse(m.member_id, m.instance_id, e.code, e.message) for m in request.members))
-        return result
-    left = group.leave(request.members, effects_for(shard, result, now), request.principal)
+        return replaced(shard, result, request.group_id, None)
+    work = group.copy()
+    left = work.leave(request.members, effects_for(shard, result, now, work), request.principal)
     result.response = LeaveGroupResponse(members=left)
-    return result
+    return replaced(shard, result, request.group_id, work)
 
 
 # --- timers --------------------------------------------------------------------------------------------------------
 def on_timer(shard: GroupCoordinatorShard, key: TimerKey, now: int) -> Result[None]:
-    result: Result[None] = Result(None)
+    """A session, join (the initial delay's too) or sync timer fired: its transition, on a private copy."""
     group = shard.groups.get(key[1])
     if not isinstance(group, ClassicGroup) or group.state is ClassicGroupState.INITIALIZE:
-        return result  # the group is gone, converted, or not yet loaded (its timers are armed after the load)
-    fx = effects_for(shard, result, now)
+        return Result(None)  # the group is gone, converted, or not yet loaded (its timers are armed after the load)
+    result: Result[None] = Result(None, pure=True)
+    work = group.copy()
+    fx = effects_for(shard, result, now, work)
     if key[0] == SESSION_TIMER:
-        group.on_session_timeout(key[2], fx)
+        work.on_session_timeout(key[2], fx)
     elif key[0] == JOIN_TIMER:
-        group.on_join_timeout(fx)
+        work.on_join_timeout(fx)
     else:
-        group.on_sync_timeout(fx)
-    return result
+        work.on_sync_timeout(fx)
+    return replaced(shard, result, key[1], work)

@@ -2,16 +2,18 @@
 
 Members in join order (with a count per protocol, so the vote and the compatibility check need no pass over
 them), static members by instance id, the persisted fields that only `replay` sets, the protocol vote, member
-validation, the responses built from the group, and the timers and parked requests the transitions arm and
-answer. The transitions themselves are in `group.py`; the answers to the shard's generic paths in
-`answers.py`.
+validation, the responses built from the group, the timers and parked requests the transitions arm and
+answer, and the private copy a pure operation runs a transition on (`copy`, `take_over`: `effects.py`). The
+transitions themselves are in `group.py`; the answers to the shard's generic paths in `answers.py`.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from typing import Self
 
 from groupcoord.coordinator.core.classic.effects import Effects, join_timer, session_timer, sync_timer
 from groupcoord.coordinator.core.classic.messages import (
@@ -60,6 +62,22 @@ class ClassicGroupMembership(GroupDefaults):
     _protocol_counts: Counter[str] = field(default_factory=Counter)  # protocol name -> members supporting it
 
     group_type = GROUP_TYPE
+
+    def copy(self) -> Self:
+        """A private copy for a pure operation to run a transition on (`effects.py`): new containers, the same
+        immutable members and record; the group in the shard is left as it is."""
+        return dataclasses.replace(
+            self, members=dict(self.members), static_members=dict(self.static_members),
+            pending_members=set(self.pending_members), awaiting_join=dict(self.awaiting_join),
+            awaiting_sync=dict(self.awaiting_sync), pending_sync=set(self.pending_sync),
+            new_members=set(self.new_members), session_deadlines=dict(self.session_deadlines),
+            _protocol_counts=Counter(self._protocol_counts))
+
+    def take_over(self, other: ClassicGroupMembership) -> None:
+        """Become `other` (a pure operation's copy of this group, `ClassicGroupReplaced`): every field is taken
+        over, so whoever holds this group sees the new state."""
+        for name in _FIELD_NAMES:
+            setattr(self, name, getattr(other, name))
 
     # --- replay: the persisted fields change only here (outside the join phase) -------------------------------
     def replay(self, r: ClassicGroupMetadata) -> None:
@@ -234,3 +252,5 @@ class ClassicGroupMembership(GroupDefaults):
         if not self.pending_sync:
             self._disarm_sync(fx)
 
+
+_FIELD_NAMES = tuple(f.name for f in dataclasses.fields(ClassicGroupMembership))
