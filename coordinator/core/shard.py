@@ -201,10 +201,6 @@ class GroupCoordinatorShard:
         Returns the consumer group as the conversion's records (in `result`) will leave it."""
         return group_conversion.upgrade(self, classic, request, result, now)
 
-    def downgrades(self, group: ConsumerGroup, leaving_member_id: str) -> bool:
-        """Whether `maybe_downgrade` would downgrade the group when `leaving_member_id` leaves (changes nothing)."""
-        return group_conversion.downgrade_applies(self, group, leaving_member_id)
-
     def maybe_downgrade(self, group: ConsumerGroup, leaving_member_id: str, result: Result[Any], now: int) -> bool:
         """Kafka's online downgrade when the last consumer-protocol member leaves a mixed group: True when the group
         became classic without `leaving_member_id` (`mixed/conversion.py`)."""

@@ -388,9 +388,7 @@ def _leave(shard: GroupCoordinatorShard, r: ConsumerGroupHeartbeatRequest,
                                f"Member {r.member_id} is not a member of group {r.group_id}.")
     check_member_principal(member.principal, r.principal, r.member_id, r.group_id)
     temporary = r.member_epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH
-    # An online downgrade (mixed/conversion.py) is not pure yet: that leave replays as it writes.
-    downgrade = not temporary and shard.downgrades(group, member.member_id)
-    result: Result[ConsumerGroupHeartbeatResponse] = Result(ConsumerGroupHeartbeatResponse(), pure=not downgrade)
+    result: Result[ConsumerGroupHeartbeatResponse] = Result(ConsumerGroupHeartbeatResponse(), pure=True)
     if temporary:
         # Temporary leave: keep the member (and its assignment) for a rejoin under a new member id;
         # the session timeout still removes it if it never comes back.
@@ -401,9 +399,7 @@ def _leave(shard: GroupCoordinatorShard, r: ConsumerGroupHeartbeatRequest,
                         now + shard.session_timeout_ms(group.group_id))
         shard.cancel_timer(result, rebalance_timer(group.group_id, member.member_id))
         result.empty_after = False
-    elif downgrade:
-        shard.maybe_downgrade(group, member.member_id, result, now)
-    else:
+    elif not shard.maybe_downgrade(group, member.member_id, result, now):
         staged = Staged(shard, result, group)
         remove_member_records(shard, staged, member, bump_epoch=True)
         result.empty_after = staged.member_count() == 0

@@ -116,7 +116,7 @@ def _replay_regex_tombstone(shard: GroupCoordinatorShard, r: records.ConsumerGro
 def _on_member_timer(shard: GroupCoordinatorShard, key: TimerKey, now: int) -> Result[None]:
     """Session expiry or rebalance timeout (a revoking member that did not revoke in time) fences the member,
     unless it was armed for an epoch the member has left (the shard's `on_timer` already dropped a stale one).
-    Pure, but for a fence that downgrades the group (`mixed/conversion.py`), which replays as it writes."""
+    Pure, a fence that downgrades the group too (`mixed/conversion.py`)."""
     kind, group_id, member_id = key[0], key[1], key[2]
     group = shard.groups.get(group_id)
     if not isinstance(group, ConsumerGroup):
@@ -126,8 +126,7 @@ def _on_member_timer(shard: GroupCoordinatorShard, key: TimerKey, now: int) -> R
         return Result(None, pure=True, empty_after=membership(group))
     stale = kind == "rebalance" and (member.state is not MemberState.UNREVOKED_PARTITIONS
                                      or shard.rebalance_timer_epochs.get((group_id, member_id)) != member.member_epoch)
-    downgrade = not stale and shard.downgrades(group, member_id)
-    result: Result[None] = Result(None, pure=not downgrade)
+    result: Result[None] = Result(None, pure=True)
     if kind == "rebalance":
         emit(shard, result, RebalanceTimerEpoch(group_id, member_id, None))
         if stale:
@@ -136,9 +135,7 @@ def _on_member_timer(shard: GroupCoordinatorShard, key: TimerKey, now: int) -> R
         shard.stats.members_fenced_rebalance += 1
     else:
         shard.stats.members_fenced_session += 1
-    if downgrade:
-        shard.maybe_downgrade(group, member_id, result, now)
-    else:
+    if not shard.maybe_downgrade(group, member_id, result, now):
         staged = Staged(shard, result, group)
         consumer_heartbeat.remove_member_records(shard, staged, member, bump_epoch=True)
         result.empty_after = staged.member_count() == 0

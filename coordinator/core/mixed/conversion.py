@@ -21,10 +21,9 @@ Kafka's `GroupMetadataManager.convertToConsumerGroup` / `ConsumerGroup.fromClass
   rejoin and elect a leader. Refused when the policy forbids it or the group would exceed `group.max.size`.
 
 Conversions are records: tombstones for the old group's records, then the new group's records, in one
-operation, so replay reaches the same group. Upgrade is pure (issue 26): its records go into the heartbeat's
-result, and the heartbeat reads the consumer group they make through `consumer/staged.py`. Downgrade is not
-yet: an operation that downgrades (a leave or a fence; they check `downgrade_applies` first) replays each
-record as it writes it.
+operation, so replay reaches the same group. Both are pure (issue 26): an upgrade's records go into the heartbeat's
+result, and the heartbeat reads the consumer group they make through `consumer/staged.py`; a downgrade builds
+the classic group privately, as every classic operation does, and returns it (`ClassicGroupReplaced`).
 """
 
 from __future__ import annotations
@@ -174,11 +173,11 @@ def downgrade_applies(shard: GroupCoordinatorShard, group: ConsumerGroup, leavin
 def maybe_downgrade(shard: GroupCoordinatorShard, group: ConsumerGroup, leaving_member_id: str,
                     result: Result[Any], now: int) -> bool:
     """Kafka's convertToClassicGroup, when `downgrade_applies`: True when the group became a classic group
-    without `leaving_member_id` (which must then not be removed separately). Not pure yet: `result` must not be
-    (it replays each record as it writes it), and its callers check `downgrade_applies` first to make it so."""
+    without `leaving_member_id` (which must then not be removed separately). Pure, as a classic operation is:
+    the classic group is built privately, its record replayed into it, and returned as the group to install
+    (`ClassicGroupReplaced`) after the consumer group's tombstones and its own record are applied."""
     if not downgrade_applies(shard, group, leaving_member_id):
         return False
-    assert not result.pure, "an online downgrade is not pure yet"
     remaining = [m for mid, m in group.members.items() if mid != leaving_member_id]
     gid = group.group_id
     classic_members = []
@@ -198,13 +197,13 @@ def maybe_downgrade(shard: GroupCoordinatorShard, group: ConsumerGroup, leaving_
     for cm in classic_members:
         classic._put(cm)
     protocol = classic.select_protocol()
-    shard.groups[gid] = classic  # created live (not loading), so the record below replays into a Stable group
     classic.leader_id = classic_members[0].member_id
-    fx = classic_handlers.effects_for(shard, result, now)
+    fx = classic_handlers.effects_for(shard, result, now, classic)  # created live (not loading): it becomes Stable
     fx.write(classic._record(ClassicGroupState.STABLE, group.group_epoch, protocol, classic_members))
     for cm in classic_members:
         classic._arm_session(cm.member_id, now + cm.session_timeout_ms, fx)
     classic._prepare_rebalance(fx)  # Kafka: a downgrade triggered by a leaving member rebalances the group
+    classic_handlers.replaced(shard, result, gid, classic)
     shard.stats.groups_downgraded += 1
     return True
 

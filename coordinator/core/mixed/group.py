@@ -31,7 +31,7 @@ the member's current assignment as ConsumerProtocol assignment bytes (in the mem
   and one that joined must send SyncGroup, within its rebalance timeout, or it is fenced.
 
 The four handlers are pure, as the consumer heartbeat: records go into the result through `consumer/staged.py`,
-which the rest of the request reads; the timeouts' handler too, but for a fence that downgrades the group.
+which the rest of the request reads; the timeouts' handler too, a fence that downgrades the group included.
 Online upgrade and downgrade (turning a classic group into a consumer group and back) live in
 `mixed/conversion.py`.
 """
@@ -111,20 +111,17 @@ def hooks(shard: GroupCoordinatorShard) -> GroupTypeHooks:
 
 def _on_timer(shard: GroupCoordinatorShard, key: Any, now: int) -> Result[None]:
     """A classic member told to rejoin did not send JoinGroup, or one that joined did not send SyncGroup,
-    within its rebalance timeout: fence it, as Kafka's join and sync timeouts do. Pure, but for a fence that
-    downgrades the group (`mixed/conversion.py`)."""
+    within its rebalance timeout: fence it, as Kafka's join and sync timeouts do (a fence may downgrade the
+    group: `mixed/conversion.py`)."""
     group = shard.groups.get(key[1])
     if not isinstance(group, ConsumerGroup):
         return Result(None, pure=True, empty_after=consumer_shard.membership(group))
     member = group.members.get(key[2])
     if member is None or key[2] not in group.classic_members:
         return Result(None, pure=True, empty_after=consumer_shard.membership(group))
-    downgrade = shard.downgrades(group, member.member_id)
-    result: Result[None] = Result(None, pure=not downgrade)
+    result: Result[None] = Result(None, pure=True)
     shard.stats.members_fenced_rebalance += 1
-    if downgrade:
-        shard.maybe_downgrade(group, member.member_id, result, now)
-    else:
+    if not shard.maybe_downgrade(group, member.member_id, result, now):
         staged = Staged(shard, result, group)
         consumer_heartbeat.remove_member_records(shard, staged, member, bump_epoch=True)
         result.empty_after = staged.member_count() == 0
