@@ -4,7 +4,7 @@
 configs, timer deadlines, empty-since marks), skipping only what is not group state: the shard's services
 (config, id factory, lag provider, metadata image, stats), a group's reference back to what holds it (a
 streams group's `owner`) and memoised caches (attributes named `*cache*`, which a read may fill). Drivers
-compare it across a pure operation's handler call: any difference is a mutation outside
+compare it across a handler call: any difference is a mutation outside
 `GroupCoordinatorShard.apply`. The root may be any object holding groups: the streams tests' driver passes a
 `StreamsGroups` used without a shard (its settings, metrics and run ids are services too).
 """

@@ -61,7 +61,7 @@ def list_groups(shard: GroupCoordinatorShard, states: Sequence[str], types: Sequ
 
 def delete_groups(shard: GroupCoordinatorShard, group_ids: Sequence[str]) -> Result[list[GroupResult]]:
     """Delete empty groups and their committed offsets (tombstones for everything they wrote)."""
-    result: Result[list[GroupResult]] = Result([], pure=True)
+    result: Result[list[GroupResult]] = Result([])
     deleted: set[str] = set()  # deleted by this operation (its records are applied after it)
     for gid in group_ids:
         group = shard.groups.get(gid)
@@ -87,7 +87,7 @@ def delete_offsets(shard: GroupCoordinatorShard, group_id: str,
     partition: GROUP_SUBSCRIBED_TO_TOPIC (86) for a topic in the group's `topics_in_use` (our classic groups
     keep subscriptions opaque, so a classic group with members counts as subscribed to every topic: Kafka's
     answer when it cannot read the subscriptions)."""
-    result: Result[tuple[GroupResult, list[PartitionError]]] = Result((GroupResult(group_id), []), pure=True)
+    result: Result[tuple[GroupResult, list[PartitionError]]] = Result((GroupResult(group_id), []))
     group = shard.groups.get(group_id)
     if group is None and not shard.offsets.has_offsets(group_id):
         result.response = (GroupResult(group_id, Errors.GROUP_ID_NOT_FOUND, f"Group {group_id} does not exist."),
@@ -155,7 +155,7 @@ def alter_group_configs(shard: GroupCoordinatorShard, group_id: str, updates: Ma
         merged = altered_group_configs(shard.group_configs.get(group_id, {}), updates, shard.config)
     except CoordinatorError as e:
         return Result(GroupResult(group_id, e.code, e.message))
-    result: Result[GroupResult] = Result(GroupResult(group_id), pure=True)
+    result: Result[GroupResult] = Result(GroupResult(group_id))
     if validate_only:
         return result
     shard._write(result, GroupConfig(group_id, merged))

@@ -61,7 +61,7 @@ class OffsetStore:
 
 def handle_offset_commit(shard: GroupCoordinatorShard, request: OffsetCommitRequest,
                          now: int) -> Result[OffsetCommitResponse]:
-    result: Result[OffsetCommitResponse] = Result(OffsetCommitResponse(Errors.NONE, "", ()), pure=True)
+    result: Result[OffsetCommitResponse] = Result(OffsetCommitResponse(Errors.NONE, "", ()))
     keys = [(c.topic, c.partition) for c in request.partitions]
 
     def fail(code: Errors, message: str) -> Result[OffsetCommitResponse]:
@@ -138,4 +138,4 @@ def handle_offset_fetch(shard: GroupCoordinatorShard, request: OffsetFetchReques
                     out.append(FetchedOffset(topic, p, -1, -1, ""))
                 else:
                     out.append(FetchedOffset(topic, p, found.committed_offset, found.leader_epoch, found.metadata))
-    return Result(OffsetFetchResponse(Errors.NONE, "", out), pure=True)
+    return Result(OffsetFetchResponse(Errors.NONE, "", out))

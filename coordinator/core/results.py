@@ -1,6 +1,7 @@
 """What a core operation returns: a response plus the records to persist and the timers to (re)arm.
 
-The runtime appends `records` to the log before it sends `response`, arms/cancels `timers`, and submits
+A handler changes nothing: the runtime applies what it returns (`GroupCoordinatorShard.apply` replays `records`
+and `memory`), appends `records` to the log before it sends `response`, arms/cancels `timers`, and submits
 `tasks` (offloaded assignor runs) to the background executor. Nothing in here does I/O.
 """
 
@@ -32,7 +33,7 @@ TimerOp = ScheduleTimer | CancelTimer
 
 @dataclass(slots=True)
 class Result(Generic[R]):
-    """What an operation returns; the runtime appends `records` and applies nothing else on its own.
+    """What an operation returns; the handler that built it changed nothing (the shard's `apply` does).
 
     `parked=True`: no response yet; the request (identified by the token the runtime passed in) is answered
     later through another operation's `completions` (the classic protocol parks JoinGroup/SyncGroup)."""
@@ -47,13 +48,10 @@ class Result(Generic[R]):
     # log holds; a drop forgets groups another instance now serves): the runtime appends nothing and mirrors
     # what it replayed into its committed image (runtime/committed_image.py).
     from_log: bool = False
-    # A pure operation (issue 26: every handler becomes one): its handler applied nothing; `records` and
-    # `memory` (volatile effects no log keeps: an in-flight run, a classic group's membership between two
-    # stable states) are applied by `GroupCoordinatorShard.apply`, which the runtime calls after the handler
-    # returned. A handler that is not yet pure replays each record as it writes it (`shard._write`).
-    pure: bool = False
+    # Volatile effects no log keeps (an in-flight run, a classic group's membership between two stable states),
+    # applied by `GroupCoordinatorShard.apply` after `records`, through the same replayer registry.
     memory: list[Any] = field(default_factory=list)
-    # A pure operation on a group that tracks when it became empty (retention.py) says whether the group has
+    # An operation on a group that tracks when it became empty (retention.py) says whether the group has
     # members once its records are applied (None: it does not track it, or the operation left it alone), since
     # the state its handler reads is the state before.
     empty_after: bool | None = None

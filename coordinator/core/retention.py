@@ -39,18 +39,12 @@ def ensure_timer(shard: GroupCoordinatorShard, now: int, result: Result[Any]) ->
 
 
 def note_membership(shard: GroupCoordinatorShard, group_id: str, now: int, result: Result[Any]) -> None:
-    """After an operation on `group_id`: record when it became empty, or forget it when members came back. A pure
+    """After an operation on `group_id`: record when it became empty, or forget it when members came back. The
     operation says itself whether the group is empty after it (`Result.empty_after`): the group it reads is the
     one before the operation."""
-    if result.pure:
-        empty = result.empty_after
-        if empty is None:
-            return
-    else:
-        group = shard.groups.get(group_id)
-        if group is None or not group.tracks_empty_since:
-            return
-        empty = group.is_empty()
+    empty = result.empty_after
+    if empty is None:
+        return
     since = shard.empty_since.get(group_id)
     if empty:
         if since is None:

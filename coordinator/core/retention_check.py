@@ -23,7 +23,7 @@ BATCH_GROUPS = 500  # groups per timer operation; the rest continue in the next 
 def on_retention_timer(shard: GroupCoordinatorShard, now: int) -> Result[None]:
     """One batch of the check. Pure: the groups still to visit are a volatile effect (`RetentionPending`), and
     whether anything is left to check next time is judged from what this batch deletes."""
-    result: Result[None] = Result(None, pure=True)
+    result: Result[None] = Result(None)
     # The groups as of now, visited from the end (a group in both lists is visited once).
     pending = list(shard.retention_pending) or [*shard.offsets.group_ids(), *shard.groups]
     visited: set[str] = set()

@@ -151,10 +151,11 @@ class GroupCoordinatorShard:
             self.touched.add(group_id)
 
     def apply(self, result: Result[Any]) -> None:
-        """Apply what a pure operation returned: its records through `replay`, then its volatile effects, then its
-        timers' deadlines. The runtime calls this once the handler has returned (tests' drivers too); a result
-        of a handler that is not yet pure was applied as it was written and is left alone."""
-        if not result.pure:
+        """Apply what an operation returned, the only way an operation changes state: its records through `replay`,
+        then its volatile effects (`Result.memory`), then its timers' deadlines. The runtime calls this once the
+        handler has returned (tests' drivers too). A load's or a drop's result (`from_log`) was replayed by the
+        runtime itself and is left alone."""
+        if result.from_log:
             return
         for record in result.records:
             self.replay(record)
@@ -167,11 +168,9 @@ class GroupCoordinatorShard:
         self.note_timers(result.timers)
 
     def _write(self, result: Result[Any], record: Any) -> None:
-        """Add `record` to the operation's result; a handler that is not yet pure also replays it at once."""
+        """Add `record` to the operation's result (`apply` replays it once the handler has returned)."""
         if type(record) is ConsumerGroupMetadata:
             self.stats.rebalances += 1
-        if not result.pure:
-            self.replay(record)
         result.records.append(record)
 
     def _replay_empty_since(self, r: GroupEmptySince) -> None:
@@ -244,7 +243,7 @@ class GroupCoordinatorShard:
         """New topic metadata: consumer groups whose subscribed topics changed bump their epoch (share and
         streams groups compare the image at their next heartbeat)."""
         self.metadata = image
-        result: Result[None] = Result(None, pure=True)
+        result: Result[None] = Result(None)
         consumer_assignment.on_metadata_update(self, now, result)
         return result
 
@@ -262,19 +261,13 @@ class GroupCoordinatorShard:
         return handler(completion, now)
 
     # --- timers ------------------------------------------------------------------------------------------
-    def arm_timer(self, result: Result[Any], key: TimerKey, deadline_ms: int) -> None:
-        result.timers.append(ScheduleTimer(key, deadline_ms))
-        if not result.pure:  # a pure operation's deadlines are noted by `apply`
-            self.timer_deadlines[key] = deadline_ms
-            if len(key) > 1:
-                self.touch(key[1])
+    @staticmethod
+    def arm_timer(result: Result[Any], key: TimerKey, deadline_ms: int) -> None:
+        result.timers.append(ScheduleTimer(key, deadline_ms))  # its deadline is noted by `apply`
 
-    def cancel_timer(self, result: Result[Any], key: TimerKey) -> None:
+    @staticmethod
+    def cancel_timer(result: Result[Any], key: TimerKey) -> None:
         result.timers.append(CancelTimer(key))
-        if not result.pure:
-            self.timer_deadlines.pop(key, None)
-            if len(key) > 1:
-                self.touch(key[1])
 
     def note_deadline(self, key: TimerKey, deadline_ms: int) -> None:
         """Note the deadline of a timer the runtime re-armed for an operation that returned no `Result` (a steady
@@ -283,8 +276,7 @@ class GroupCoordinatorShard:
 
     def note_timers(self, timers: list[TimerOp]) -> None:
         """Keep the deadline of every timer a result arms or cancels, of every group type, so that the one
-        stale check in `on_timer` knows them (types that build their timer list themselves, as streams and
-        classic groups and loads do, are noted here rather than through `arm_timer`)."""
+        stale check in `on_timer` knows them (`apply`, and the runtime's loads)."""
         deadlines = self.timer_deadlines
         for t in timers:
             if type(t) is ScheduleTimer:
@@ -297,31 +289,23 @@ class GroupCoordinatorShard:
         the current deadline: a timer whose operation was queued before a heartbeat re-armed it or a removal
         cancelled it does nothing. Then the retention check expires offsets; every other kind belongs to a
         group type (registered by its install), and then the group may have become empty."""
-        result: Result[None] = Result(None)
         deadline = self.timer_deadlines.get(key)
         if deadline is None or now < deadline:
-            return result
+            return Result(None)
         if key == retention.RETENTION_TIMER:
             return self._fired(key, retention_check.on_retention_timer(self, now))
         handler = self._timer_handlers.get(key[0])
         if handler is None:
-            result.pure = True
-            return self._fired(key, result)
-        del self.timer_deadlines[key]  # a handler that is not yet pure may re-arm the key as it goes
-        result = handler(key, now)
-        if result.pure:
-            self.timer_deadlines[key] = deadline
-            result = self._fired(key, result)
-        else:
-            self.note_timers(result.timers)
+            return self._fired(key, Result(None))
+        result = self._fired(key, handler(key, now))
         if len(key) > 1:
             retention.note_membership(self, key[1], now, result)
         return result
 
     @staticmethod
     def _fired(key: TimerKey, result: R) -> R:
-        """A pure timer operation: the fired timer's deadline goes when it is applied, before the timers it arms
-        (which may re-arm the same key)."""
+        """The fired timer's deadline goes when the result is applied, before the timers it arms (which may re-arm
+        the same key)."""
         result.timers.insert(0, CancelTimer(key))
         return result
 
@@ -335,8 +319,6 @@ class GroupCoordinatorShard:
         return result
 
     def _noting_membership(self, result: R, group_id: str, now: int) -> R:
-        if not result.pure:  # a pure result's deadlines are noted by `apply`
-            self.note_timers(result.timers)
         retention.note_membership(self, group_id, now, result)
         return result
 
@@ -344,10 +326,10 @@ class GroupCoordinatorShard:
         return offsets.handle_offset_fetch(self, request, now)
 
     def describe_groups(self, group_ids: list[str], now: int) -> Result[list[DescribedGroup]]:
-        return Result(admin.describe_groups(self, group_ids), pure=True)
+        return Result(admin.describe_groups(self, group_ids))
 
     def list_groups(self, states: list[str], types: list[str], now: int) -> Result[list[ListedGroup]]:
-        return Result(admin.list_groups(self, states, types), pure=True)
+        return Result(admin.list_groups(self, states, types))
 
     def delete_groups(self, group_ids: list[str], now: int) -> Result[list[GroupResult]]:
         return admin.delete_groups(self, group_ids)
@@ -357,7 +339,7 @@ class GroupCoordinatorShard:
         return admin.delete_offsets(self, group_id, partitions)
 
     def describe_group_configs(self, group_ids: list[str], now: int) -> Result[list[DescribedGroupConfig]]:
-        return Result(admin.describe_group_configs(self, group_ids), pure=True)
+        return Result(admin.describe_group_configs(self, group_ids))
 
     def alter_group_configs(self, group_id: str, updates: Mapping[str, str | None], validate_only: bool,
                             now: int) -> Result[GroupResult]:

@@ -35,9 +35,10 @@ def timers_after_load(shard: GroupCoordinatorShard, now: int, group_ids: frozens
     """The timers to arm after a load, of every group type: every group's, plus the offset-retention check;
     with `group_ids`, only those groups' (a rollback rebuilds a few groups while every other timer is armed
     already); with `loaded`, the groups it accepts plus the retention check (a state partition's groups:
-    partitioning.py). Their deadlines are noted for the shard's stale-timer check."""
+    partitioning.py). Their deadlines are noted for the shard's stale-timer check. Part of a load, not an
+    operation: it changes classic groups from Initialize to their loaded state itself (`from_log`)."""
 
-    result: Result[None] = Result(None)
+    result: Result[None] = Result(None, from_log=True)
     if group_ids is None:
         def wanted(group_id: str) -> bool:
             return loaded is None or loaded(group_id)

@@ -32,14 +32,6 @@ def record_group_ids(records: Iterable[Any]) -> set[str]:
     return {r.group_id for r in records}
 
 
-def same_records(applied: list[Any], returned: list[Any]) -> bool:
-    """Did the operation return exactly what it replayed (the same objects, in order)? Else the runtime puts its
-    groups back and applies what it returned."""
-    if not returned:  # a steady heartbeat: nothing replayed, nothing returned
-        return not applied
-    return len(applied) == len(returned) and all(a is b for a, b in zip(applied, returned, strict=True))
-
-
 class CommittedImage:
     def __init__(self, make_shard: Callable[[], GroupCoordinatorShard]) -> None:
         self.shard = make_shard()

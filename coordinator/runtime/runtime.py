@@ -33,7 +33,7 @@ from groupcoord.coordinator.core.shard import GroupCoordinatorShard
 from groupcoord.coordinator.core.snapshot import timers_after_load
 from groupcoord.coordinator.core.streams.group import StreamsAssignorCompletion, StreamsAssignorRun
 from groupcoord.coordinator.core.streams.messages import CreateInternalTopics
-from groupcoord.coordinator.runtime.committed_image import CommittedImage, record_group_ids, same_records
+from groupcoord.coordinator.runtime.committed_image import CommittedImage, record_group_ids
 from groupcoord.coordinator.runtime.executor import BackgroundExecutor
 from groupcoord.coordinator.runtime.metrics import CoordinatorMetrics
 from groupcoord.coordinator.runtime.ports import InMemorySink, MetadataSource, RecordSink, poll_metadata, wall_clock_ms
@@ -242,8 +242,7 @@ class CoordinatorRuntime:
         shard.touched.clear()  # the groups this operation changes without a record (read only by `_put_back`)
         try:
             result = op.fn(now)
-            if result.pure:  # the handler applied nothing: its records and effects are applied here, journaled
-                shard.apply(result)
+            shard.apply(result)  # the handler changed nothing: its records and effects are applied here, journaled
         except BaseException:
             shard.applied = None
             self._put_back(op, applied, now)
@@ -253,12 +252,6 @@ class CoordinatorRuntime:
             self.image.discard(record_group_ids(applied))
             for record in applied:
                 self.image.replay(record)
-        elif (applied or result.records) and not same_records(applied, result.records):
-            # It replayed records it does not return (a refusal after a partial change): put its groups back and
-            # apply what it returns, as Kafka's runtime replays the records a handler returns.
-            self._put_back(op, applied, now)
-            for record in result.records:
-                shard.replay(record)
         pending: asyncio.Future[None] | None = None
         refused: RecordTooLargeError | None = None
         if result.records and not result.from_log:

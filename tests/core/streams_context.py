@@ -97,14 +97,13 @@ class Ctx:
 
     def _take(self, res: Result[Any]) -> None:
         """Apply a result as `GroupCoordinatorShard.apply` does (its records through the replay, then its volatile
-        effects), checking first that a pure operation's handler changed nothing (tests/purity.py)."""
-        if res.pure:
-            if self._state_after is not None:
-                assert state_of(self.sg) == self._state_after, "a pure streams handler changed the groups' state"
-            for rec in res.records:
-                self.sg.replay(rec)
-            for effect in res.memory:
-                self._effects[type(effect)](effect)
+        effects), checking first that the operation's handler changed nothing (tests/purity.py)."""
+        if self._state_after is not None:
+            assert state_of(self.sg) == self._state_after, "a streams handler changed the groups' state"
+        for rec in res.records:
+            self.sg.replay(rec)
+        for effect in res.memory:
+            self._effects[type(effect)](effect)
         self._state_after = state_of(self.sg)
         self.log.extend(res.records)
         for t in res.timers:

@@ -53,7 +53,7 @@ class SteadyFirst(FullPath):
                                                              request.member_epoch, request.principal, self.now)
             if out is not None:
                 (interval, session), key, deadline = out
-                self.record(Result(None, pure=True, timers=[ScheduleTimer(key, deadline)]))  # the runtime's re-arm
+                self.record(Result(None, timers=[ScheduleTimer(key, deadline)]))  # the runtime's re-arm
                 self.steady_taken += 1
                 return ConsumerGroupHeartbeatResponse(member_id=request.member_id, member_epoch=request.member_epoch,
                                                       heartbeat_interval_ms=interval, session_timeout_ms=session)
@@ -155,7 +155,7 @@ def test_a_stable_member_at_its_epoch_takes_the_steady_path_and_re_arms_only_its
     ctx.now += 1_000
     out = ctx.shard.consumer_group_steady_heartbeat("grp", "a", epoch, None, ctx.now)
     assert out == ((5000, 45000), ("session", "grp", "a"), ctx.now + 45000)
-    ctx.record(Result(None, pure=True, timers=[ScheduleTimer(out[1], out[2])]))  # the runtime's re-arm
+    ctx.record(Result(None, timers=[ScheduleTimer(out[1], out[2])]))  # the runtime's re-arm
     assert ctx.shard.timer_deadlines[("session", "grp", "a")] == ctx.now + 45000
     full = ctx.heartbeat("grp", "a", epoch)
     assert full == ConsumerGroupHeartbeatResponse(member_id="a", member_epoch=epoch, heartbeat_interval_ms=5000,

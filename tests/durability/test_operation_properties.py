@@ -1,6 +1,6 @@
 """Property: whatever sequence of operations arrives (valid and invalid, of every group type) and whatever fails
 on the way (a handler raising after its records were built, a replay raising half-way through an operation, the
-log's writes failing), a pure handler changes nothing and memory equals a fresh replay of the durable log after
+log's writes failing), a handler changes nothing and memory equals a fresh replay of the durable log after
 every step. After a failed log the
 coordinator stops; the test restarts it from the directory, as an operator would, and goes on."""
 
@@ -121,10 +121,10 @@ def fail_on_replay(shard: GroupCoordinatorShard, nth: int) -> Callable[[], None]
 
 
 def checked_pure(shard: GroupCoordinatorShard, kind: str, handler: Callable[[], Any]) -> Any:
-    """Run a handler; a pure one must leave the shard's state as it found it (tests/purity.py)."""
+    """Run a handler: it must leave the shard's state as it found it (tests/purity.py)."""
     before = state_of(shard)
     result = handler()
-    assert not result.pure or state_of(shard) == before, f"the pure handler of {kind} changed the shard's state"
+    assert state_of(shard) == before, f"the handler of {kind} changed the shard's state"
     return result
 
 

@@ -109,20 +109,18 @@ def _replay_session_rearmed(shard: GroupCoordinatorShard, e: ClassicSessionRearm
 
 def effects_for(shard: GroupCoordinatorShard, result: Result[Any], now: int,
                 group: ClassicGroupMembership | None = None) -> Effects:
-    """What a classic-group transition asks, collected into `result`; records go through `shard._write`. For a
-    pure `result`, `group` is the private copy the transition runs on: each record is replayed into it as well
-    (the rest of the transition reads what it wrote), and the caller returns it (`replaced`). A pure caller that
-    writes nothing through it (the online upgrade only answers and cancels) needs no copy."""
-    write: Any = partial(shard._write, result)
-    if result.pure:
-        write = partial(_write_into, shard, result, group)
-    return Effects(now, write, partial(shard.arm_timer, result), partial(shard.cancel_timer, result),
+    """What a classic-group transition asks, collected into `result`; records go through `shard._write`. `group`
+    is the private copy the transition runs on: each record is replayed into it as well (the rest of the
+    transition reads what it wrote), and the caller returns it (`replaced`). A caller that writes nothing through
+    it (the online upgrade only answers and cancels) needs no copy."""
+    return Effects(now, partial(_write_into, shard, result, group), partial(shard.arm_timer, result),
+                   partial(shard.cancel_timer, result),
                    result.completions, shard.config["group.initial.rebalance.delay.ms"])
 
 
 def _write_into(shard: GroupCoordinatorShard, result: Result[Any], group: ClassicGroupMembership | None,
                 record: ClassicGroupMetadata) -> None:
-    assert group is not None, "a pure classic transition writes on a private copy of its group"
+    assert group is not None, "a classic transition writes on a private copy of its group"
     shard._write(result, record)
     group.replay(record)
 
@@ -211,7 +209,7 @@ def join_group(shard: GroupCoordinatorShard, request: JoinGroupRequest, now: int
                mixed_join: MixedJoin) -> Result[JoinGroupResponse | None]:
     """`mixed_join` takes the request first when a consumer group with members holds the id (mixed groups sit
     above both types: `mixed/classic_requests.py`), after the checks every JoinGroup gets."""
-    result: Result[JoinGroupResponse | None] = Result(None, pure=True)
+    result: Result[JoinGroupResponse | None] = Result(None)
     group: ClassicGroup | None = None
     try:
         _validate_join(shard, request)
@@ -301,7 +299,7 @@ def _new_member(r: JoinGroupRequest, member_id: str, rebalance_timeout_ms: int) 
 # --- SyncGroup -----------------------------------------------------------------------------------------------------
 def sync_group(shard: GroupCoordinatorShard, request: SyncGroupRequest, now: int,
                token: int) -> Result[SyncGroupResponse | None]:
-    result: Result[SyncGroupResponse | None] = Result(None, pure=True)
+    result: Result[SyncGroupResponse | None] = Result(None)
     work: ClassicGroup | None = None
     try:
         group = _member_of_generation(shard, request)
@@ -329,7 +327,7 @@ def _inconsistent(sent: str | None, group_value: str | None) -> bool:
 # --- Heartbeat -----------------------------------------------------------------------------------------------------
 def heartbeat(shard: GroupCoordinatorShard, request: HeartbeatRequest, now: int) -> Result[HeartbeatResponse]:
     """Re-arms the member's session without copying the group: its new deadline is the only change."""
-    result: Result[HeartbeatResponse] = Result(HeartbeatResponse(), pure=True)
+    result: Result[HeartbeatResponse] = Result(HeartbeatResponse())
     try:
         group = _member_of_generation(shard, request)
     except CoordinatorError as e:
@@ -345,7 +343,7 @@ def heartbeat(shard: GroupCoordinatorShard, request: HeartbeatRequest, now: int)
 
 # --- LeaveGroup ----------------------------------------------------------------------------------------------------
 def leave_group(shard: GroupCoordinatorShard, request: LeaveGroupRequest, now: int) -> Result[LeaveGroupResponse]:
-    result: Result[LeaveGroupResponse] = Result(LeaveGroupResponse(), pure=True)
+    result: Result[LeaveGroupResponse] = Result(LeaveGroupResponse())
     try:
         if not request.members:
             raise CoordinatorError(Errors.INVALID_REQUEST, "LeaveGroup needs at least one member.")
@@ -369,7 +367,7 @@ def on_timer(shard: GroupCoordinatorShard, key: TimerKey, now: int) -> Result[No
     group = shard.groups.get(key[1])
     if not isinstance(group, ClassicGroup) or group.state is ClassicGroupState.INITIALIZE:
         return Result(None)  # the group is gone, converted, or not yet loaded (its timers are armed after the load)
-    result: Result[None] = Result(None, pure=True)
+    result: Result[None] = Result(None)
     work = group.copy()
     fx = effects_for(shard, result, now, work)
     if key[0] == SESSION_TIMER:

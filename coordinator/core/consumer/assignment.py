@@ -115,7 +115,7 @@ def on_assignment_complete(shard: GroupCoordinatorShard, completion: AssignorCom
     """An offloaded run finished. Apply it unless the group is gone or the run is stale, after
     applying what changed meanwhile (removed members dropped, replaced static members moved). Pure: the run
     ends by `RunEnded`, applied with the records."""
-    result: Result[None] = Result(None, pure=True)
+    result: Result[None] = Result(None)
     found = shard.groups.get(completion.group_id)
     group = found if isinstance(found, ConsumerGroup) else None
     if group is None or group.inflight is None or group.inflight.run_id != completion.run_id:

@@ -149,9 +149,5 @@ def replayers(shard: GroupCoordinatorShard) -> dict[type, Callable[[Any], None]]
 
 
 def emit(shard: GroupCoordinatorShard, result: Any, effect: Any) -> None:
-    """Add `effect` to a pure operation's result; an operation that is not pure (it replays as it writes: an
-    online downgrade, `mixed/conversion.py`) applies it at once, as `shard._write` does its records."""
-    if result.pure:
-        result.memory.append(effect)
-    else:
-        shard._replayers[type(effect)](effect)
+    """Add `effect` to the operation's result (`GroupCoordinatorShard.apply` applies it after the records)."""
+    result.memory.append(effect)

@@ -193,7 +193,7 @@ def _get_or_create_group(shard: GroupCoordinatorShard, group_id: str, create: bo
 
 def _heartbeat(shard: GroupCoordinatorShard, r: ConsumerGroupHeartbeatRequest,
                now: int) -> Result[ConsumerGroupHeartbeatResponse]:
-    result: Result[ConsumerGroupHeartbeatResponse] = Result(_NO_RESPONSE_YET, pure=True)
+    result: Result[ConsumerGroupHeartbeatResponse] = Result(_NO_RESPONSE_YET)
     joining = r.member_epoch == 0
     staged = _get_or_create_group(shard, r.group_id, joining, r, result, now)
     group = staged.group
@@ -388,7 +388,7 @@ def _leave(shard: GroupCoordinatorShard, r: ConsumerGroupHeartbeatRequest,
                                f"Member {r.member_id} is not a member of group {r.group_id}.")
     check_member_principal(member.principal, r.principal, r.member_id, r.group_id)
     temporary = r.member_epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH
-    result: Result[ConsumerGroupHeartbeatResponse] = Result(ConsumerGroupHeartbeatResponse(), pure=True)
+    result: Result[ConsumerGroupHeartbeatResponse] = Result(ConsumerGroupHeartbeatResponse())
     if temporary:
         # Temporary leave: keep the member (and its assignment) for a rejoin under a new member id;
         # the session timeout still removes it if it never comes back.

@@ -55,7 +55,7 @@ def maybe_resolve(shard: GroupCoordinatorShard, group: ConsumerGroup, now: int, 
 def on_resolution_complete(shard: GroupCoordinatorShard, completion: RegexResolutionCompletion,
                            now: int) -> Result[None]:
     """Pure: what the run's end changes besides its records is `RegexRunEnded`, applied with them."""
-    result: Result[None] = Result(None, pure=True)
+    result: Result[None] = Result(None)
     group = shard.groups.get(completion.group_id)
     if not isinstance(group, ConsumerGroup) or group.regex_inflight is None \
             or group.regex_inflight.run_id != completion.run_id:

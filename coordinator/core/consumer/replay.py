@@ -120,13 +120,13 @@ def _on_member_timer(shard: GroupCoordinatorShard, key: TimerKey, now: int) -> R
     kind, group_id, member_id = key[0], key[1], key[2]
     group = shard.groups.get(group_id)
     if not isinstance(group, ConsumerGroup):
-        return Result(None, pure=True, empty_after=membership(group))
+        return Result(None, empty_after=membership(group))
     member = group.members.get(member_id)
     if member is None:
-        return Result(None, pure=True, empty_after=membership(group))
+        return Result(None, empty_after=membership(group))
     stale = kind == "rebalance" and (member.state is not MemberState.UNREVOKED_PARTITIONS
                                      or shard.rebalance_timer_epochs.get((group_id, member_id)) != member.member_epoch)
-    result: Result[None] = Result(None, pure=True)
+    result: Result[None] = Result(None)
     if kind == "rebalance":
         emit(shard, result, RebalanceTimerEpoch(group_id, member_id, None))
         if stale:

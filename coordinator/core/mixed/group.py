@@ -115,11 +115,11 @@ def _on_timer(shard: GroupCoordinatorShard, key: Any, now: int) -> Result[None]:
     group: `mixed/conversion.py`)."""
     group = shard.groups.get(key[1])
     if not isinstance(group, ConsumerGroup):
-        return Result(None, pure=True, empty_after=consumer_shard.membership(group))
+        return Result(None, empty_after=consumer_shard.membership(group))
     member = group.members.get(key[2])
     if member is None or key[2] not in group.classic_members:
-        return Result(None, pure=True, empty_after=consumer_shard.membership(group))
-    result: Result[None] = Result(None, pure=True)
+        return Result(None, empty_after=consumer_shard.membership(group))
+    result: Result[None] = Result(None)
     shard.stats.members_fenced_rebalance += 1
     if not shard.maybe_downgrade(group, member.member_id, result, now):
         staged = Staged(shard, result, group)
@@ -207,7 +207,7 @@ def _supports_protocols(group: ConsumerGroup, protocols: Protocols, member_id: s
 # --- JoinGroup -------------------------------------------------------------------------------------------------
 def join(shard: GroupCoordinatorShard, group: ConsumerGroup, r: JoinGroupRequest,
          now: int) -> Result[JoinGroupResponse | None]:
-    result: Result[JoinGroupResponse | None] = Result(None, pure=True, empty_after=False)
+    result: Result[JoinGroupResponse | None] = Result(None, empty_after=False)
     try:
         result.response = _join(shard, group, r, now, result)
     except CoordinatorError as e:  # raised before any record is written
@@ -329,7 +329,7 @@ def _arm_session(shard: GroupCoordinatorShard, group: ConsumerGroup | Staged, me
 # --- SyncGroup -------------------------------------------------------------------------------------------------
 def sync(shard: GroupCoordinatorShard, group: ConsumerGroup, r: SyncGroupRequest,
          now: int) -> Result[SyncGroupResponse | None]:
-    result: Result[SyncGroupResponse | None] = Result(None, pure=True, empty_after=False)
+    result: Result[SyncGroupResponse | None] = Result(None, empty_after=False)
     try:
         member = _classic_member(group, r.member_id, r.instance_id)
         _check_generation(group, member, r.generation_id)
@@ -367,7 +367,7 @@ def _check_generation(group: ConsumerGroup, member: ConsumerGroupMember, generat
 # --- Heartbeat -------------------------------------------------------------------------------------------------
 def heartbeat(shard: GroupCoordinatorShard, group: ConsumerGroup, r: HeartbeatRequest,
               now: int) -> Result[HeartbeatResponse]:
-    result: Result[HeartbeatResponse] = Result(HeartbeatResponse(), pure=True, empty_after=False)
+    result: Result[HeartbeatResponse] = Result(HeartbeatResponse(), empty_after=False)
     try:
         member = _classic_member(group, r.member_id, r.instance_id)
         _check_generation(group, member, r.generation_id)
@@ -411,7 +411,7 @@ def leave(shard: GroupCoordinatorShard, group: ConsumerGroup, r: LeaveGroupReque
           now: int) -> Result[LeaveGroupResponse]:
     """Kafka's classicGroupLeaveToConsumerGroup: each named classic member is removed (a static one too, by
     instance id), and the group epoch bumps."""
-    result: Result[LeaveGroupResponse] = Result(LeaveGroupResponse(), pure=True)
+    result: Result[LeaveGroupResponse] = Result(LeaveGroupResponse())
     staged = Staged(shard, result, group)
     responses: list[MemberResponse] = []
     for identity in r.members:

@@ -219,7 +219,7 @@ def _validate(shard: GroupCoordinatorShard, r: ShareGroupHeartbeatRequest) -> No
 
 def _heartbeat(shard: GroupCoordinatorShard, r: ShareGroupHeartbeatRequest,
                now: int) -> Result[ShareGroupHeartbeatResponse]:
-    result: Result[ShareGroupHeartbeatResponse] = Result(ShareGroupHeartbeatResponse(), pure=True)
+    result: Result[ShareGroupHeartbeatResponse] = Result(ShareGroupHeartbeatResponse())
     configs: ShareConfigs = shard.share_configs
     joining = r.member_epoch == 0
     group = _share_group(shard, r.group_id, create=joining)
@@ -296,7 +296,7 @@ def _normalise(p: Partitions) -> dict[str, frozenset[int]]:
 
 def _leave(shard: GroupCoordinatorShard, r: ShareGroupHeartbeatRequest,
            now: int) -> Result[ShareGroupHeartbeatResponse]:
-    result: Result[ShareGroupHeartbeatResponse] = Result(ShareGroupHeartbeatResponse(), pure=True)
+    result: Result[ShareGroupHeartbeatResponse] = Result(ShareGroupHeartbeatResponse())
     group, member = _member(shard, r.group_id, r.member_id, r.principal)
     result.empty_after = len(group.members) == 1  # the leaving member was the last
     remove_member(shard, group, member.member_id, now, result)
@@ -374,7 +374,7 @@ def maybe_compute_target(shard: GroupCoordinatorShard, group: ShareGroup, member
 def on_assignment_complete(shard: GroupCoordinatorShard, completion: AssignorCompletion, now: int) -> Result[None]:
     """An offloaded run ended: applied unless stale; members removed meanwhile are dropped from it (the
     changes it missed bumped the group epoch, so the next heartbeat after the interval runs again)."""
-    result: Result[None] = Result(None, pure=True)
+    result: Result[None] = Result(None)
     found = shard.groups.get(completion.group_id)
     group = found if isinstance(found, ShareGroup) else None
     inflight = _take_completion(group, completion, shard.stats, result)
@@ -419,7 +419,7 @@ def _write_target(shard: GroupCoordinatorShard, group: ShareGroup, members: Mapp
 # Timers
 # =========================================================================================================
 def on_session_timer(shard: GroupCoordinatorShard, key: TimerKey, now: int) -> Result[None]:
-    result: Result[None] = Result(None, pure=True)
+    result: Result[None] = Result(None)
     group = shard.groups.get(key[1])
     if not isinstance(group, ShareGroup) or key[2] not in group.members:
         result.empty_after = _empty_now(group)
@@ -432,7 +432,7 @@ def on_session_timer(shard: GroupCoordinatorShard, key: TimerKey, now: int) -> R
 
 def on_lock_timer(shard: GroupCoordinatorShard, key: TimerKey, now: int) -> Result[None]:
     """Acquisition locks expired: their records are available again (or archived at the delivery limit)."""
-    result: Result[None] = Result(None, pure=True)
+    result: Result[None] = Result(None)
     group = shard.groups.get(key[1])
     if not isinstance(group, ShareGroup):
         result.empty_after = _empty_now(group)
@@ -467,7 +467,7 @@ def acquire(shard: GroupCoordinatorShard, r: ShareAcquireRequest, now: int) -> R
     lock_ms = configs.record_lock_duration_ms(gid)
     limit = configs.delivery_count_limit(gid)
     max_locks = configs.max_record_locks(gid)
-    result: Result[ShareAcquireResponse] = Result(ShareAcquireResponse(), pure=True)
+    result: Result[ShareAcquireResponse] = Result(ShareAcquireResponse())
     writes = _Writes(shard, group, result)
     out: list[AcquiredPartition] = []
     budget = r.max_records
@@ -517,7 +517,7 @@ def acknowledge(shard: GroupCoordinatorShard, r: ShareAcknowledgeRequest, now: i
         return Result(ShareAcknowledgeResponse(e.code, e.message))
     gid = group.group_id
     limit = shard.share_configs.delivery_count_limit(gid)
-    result: Result[ShareAcknowledgeResponse] = Result(ShareAcknowledgeResponse(), pure=True)
+    result: Result[ShareAcknowledgeResponse] = Result(ShareAcknowledgeResponse())
     writes = _Writes(shard, group, result)
     touched: dict[tuple[str, int], SharePartition] = {}
     out: list[AcknowledgeResult] = []

@@ -215,7 +215,7 @@ class StreamsGroups:
         return g
 
     def _leave(self, req: StreamsHeartbeatRequest, now: int) -> Result[StreamsHeartbeatResponse]:
-        out = Result(StreamsHeartbeatResponse(member_id=req.member_id, member_epoch=req.member_epoch), pure=True)
+        out = Result(StreamsHeartbeatResponse(member_id=req.member_id, member_epoch=req.member_epoch))
         stored = self._group_of(req)
         if stored is None:
             raise CoordinatorError(Errors.GROUP_ID_NOT_FOUND, f"Group {req.group_id[:ECHO_MAX_CHARS]} not found.")
@@ -236,7 +236,7 @@ class StreamsGroups:
         return out
 
     def _join(self, req: StreamsHeartbeatRequest, now: int) -> Result[StreamsHeartbeatResponse]:
-        out = Result(StreamsHeartbeatResponse(), pure=True)
+        out = Result(StreamsHeartbeatResponse())
         cfg, gid = self.configs, req.group_id
         stored = self._group_of(req)
         if stored is None:
@@ -393,7 +393,7 @@ class StreamsGroups:
 
     def complete_assignor(self, done: StreamsAssignorCompletion, now: int) -> Result[None]:
         """An offloaded run finished: install its target against the group as it is now."""
-        out: Result[None] = Result(None, pure=True)
+        out: Result[None] = Result(None)
         stored = self.groups.get(done.group_id)
         if stored is None:
             take_completion(None, done, self.stats)
@@ -463,7 +463,7 @@ class StreamsGroups:
         self._bump(view, g, out, now)
 
     def fire_timer(self, key: tuple[str, ...], now: int) -> Result[None]:
-        out: Result[None] = Result(None, pure=True)
+        out: Result[None] = Result(None)
         kind, gid = key[0], key[1]
         stored = self.groups.get(gid)
         if stored is None:

@@ -52,7 +52,7 @@ def hooks(shard: GroupCoordinatorShard) -> GroupTypeHooks:
     groups = shard.streams
 
     def on_timer(key: tuple[str, ...], now: int) -> Result[None]:
-        return note_empty(shard, key[1], now, groups.fire_timer(key, now))  # the shard notes its timers
+        return note_empty(shard, key[1], now, groups.fire_timer(key, now))  # `apply` notes its timers
 
     replayers: dict[type, Callable[[Any], None]] = dict.fromkeys(RECORD_TYPES, groups.replay)
     replayers.update(dict.fromkeys(EFFECT_TYPES, groups.apply_effect))  # RunStarted/RunEnded: the shard's own
@@ -66,7 +66,7 @@ def heartbeat(shard: GroupCoordinatorShard, req: StreamsHeartbeatRequest, now: i
     groups: StreamsGroups = shard.streams
     other = shard.groups.get(req.group_id)
     if other is None or other.group_type == STREAMS:
-        return _noted(shard, note_empty(shard, req.group_id, now, groups.heartbeat(req, now)))
+        return note_empty(shard, req.group_id, now, groups.heartbeat(req, now))
     if req.member_epoch != 0 or not _is_empty_classic(other):
         return Result(StreamsHeartbeatResponse(int(Errors.GROUP_ID_NOT_FOUND), not_this_type(req.group_id, "streams"),
                                                req.member_id[:ECHO_MAX_CHARS], req.member_epoch))
@@ -78,14 +78,7 @@ def heartbeat(shard: GroupCoordinatorShard, req: StreamsHeartbeatRequest, now: i
     res = groups.heartbeat(req, now)
     if res.response.error_code:  # refused: no record leaves, and the classic group stays
         return res
-    return _noted(shard, Result(res.response, tombstones + res.records, res.timers, res.tasks, pure=True,
-                                memory=res.memory))
-
-
-def _noted(shard: GroupCoordinatorShard, result: R) -> R:
-    if not result.pure:  # a pure result's timers are noted by `GroupCoordinatorShard.apply`
-        shard.note_timers(result.timers)
-    return result
+    return Result(res.response, tombstones + res.records, res.timers, res.tasks, memory=res.memory)
 
 
 def note_empty(shard: GroupCoordinatorShard, group_id: str, now: int, result: R) -> R:
@@ -125,4 +118,4 @@ def _is_empty_classic(group: GroupView | None) -> bool:
 
 def assignor_done(shard: GroupCoordinatorShard, done: StreamsAssignorCompletion, now: int) -> Result[None]:
     groups: StreamsGroups = shard.streams
-    return _noted(shard, groups.complete_assignor(done, now))
+    return groups.complete_assignor(done, now)
