@@ -1,11 +1,13 @@
 """The group coordinator shard: every group operation, as a deterministic function of (state, request, now).
 
-Each handler validates its request, computes records, applies each through `replay` as it goes (the only way
-state changes, so replaying the log rebuilds the same state; the rest of the operation reads what it wrote) and
-returns a `Result`: the response, the records the runtime must persist before answering, timers to arm or
-cancel, and assignor runs to offload. The runtime makes the operation atomic: when it raises or its append
-fails, the groups it touched are put back from the committed image (`applied` and `touched` below;
-docs/operations/durability.md, "The operation model").
+Each handler is pure, as Kafka's GroupMetadataManager's: it validates its request, reads the state, and returns a
+`Result` (the response, the records the runtime must persist before answering, volatile effects no log keeps,
+timers to arm or cancel, and assignor runs to offload), changing nothing. What it reads after its own writes it
+computes from local values (the updated member, a group's staged view: consumer/staged.py, streams/working.py,
+a classic group's private copy). `apply` then replays the records and effects, the only way an operation changes
+state, so replaying the log rebuilds the same state. The runtime calls `apply` after the handler, under a
+journal (`applied` and `touched` below): when the handler or the apply raises, or the append fails, the groups
+it touched are put back from the committed image (docs/operations/durability.md, "The operation model").
 The shard never reads a clock, opens a socket or starts a thread: `now` is a parameter, member ids come
 from an injected factory, and lag comes from an injected non-blocking provider.
 
@@ -110,10 +112,10 @@ class GroupCoordinatorShard:
         self.timer_deadlines: dict[TimerKey, int] = {}
         self.empty_since: dict[str, int] = {}  # group id -> when it last became empty (GroupEmptySince records)
         self.retention_pending: list[str] = []  # groups the running retention check has still to visit
-        # The running operation's journal, kept while the runtime runs one (None otherwise): the records it
-        # replayed and the groups it touched without a record (timers, in-flight runs). When the operation
-        # fails, or returns other records than it replayed, the runtime puts exactly these groups back to the
-        # committed state (runtime/committed_image.py), so a failed operation applies nothing.
+        # The running operation's journal, kept while the runtime runs one (None otherwise): the records `apply`
+        # replayed and the groups its volatile effects changed. When the apply raises half-way or the log refuses
+        # the records, the runtime puts exactly these groups back to the committed state
+        # (runtime/committed_image.py), so a failed operation applies nothing.
         self.applied: list[Any] | None = None
         self.touched: set[str] = set()
         self._replayers: dict[type, Callable[[Any], None]] = {
@@ -145,8 +147,8 @@ class GroupCoordinatorShard:
             self.applied.append(record)
 
     def touch(self, group_id: str) -> None:
-        """Note a change to `group_id` that no record carries (an in-flight run, a timer deadline): if the
-        running operation fails, that group is put back too."""
+        """Note a change to `group_id` that no record carries (a volatile effect): if the running operation fails,
+        that group is put back too."""
         if self.applied is not None:
             self.touched.add(group_id)
 

@@ -1,9 +1,11 @@
 """The coordinator runtime: one event queue feeding the sans-I/O shard, timers, executor, record sink.
 
-Kafka's CoordinatorRuntime in miniature. Every operation (a request, a fired timer, an offloaded assignor
-result, a metadata change) is queued and run on the event loop one at a time, so the shard needs no locks.
-An operation's records go to the record sink; its response is released only once the sink says they are
-durable. Timers and background tasks the shard asks for are armed and submitted here.
+Kafka's CoordinatorRuntime in miniature. Every operation (a request, a fired timer, an offloaded assignor result, a
+metadata change) is queued and run on the event loop one at a time, so the shard needs no locks. Its handler
+changes nothing; the runtime applies what it returned (`shard.apply`, under a journal that puts the touched groups
+back if the apply raises or the append is refused). An operation's records go to the record sink; its response is
+released only once the sink says they are durable. Timers and background tasks the shard asks for are armed and
+submitted here.
 
 A reply that wrote nothing waits for the newest append not yet durable (Kafka's deferred read: no client sees
 state a crash could take back). An append that fails is put back (its groups rebuilt from the committed image)
@@ -219,12 +221,13 @@ class CoordinatorRuntime:
                     op.future.set_exception(e)
 
     def _execute(self, op: _Op) -> Awaitable[None] | None:
-        """Run one operation atomically, as Kafka's runtime does: the handler's records are appended and its
-        timers and tasks armed only if it returned normally; if it raised, returned other records than it
-        replayed, or the log refused them, the groups it touched are put back to their committed state and
-        nothing of it stays. Replies (its own and those of parked requests it completes) are released once
-        its records and every earlier operation's are durable. Returns the append's awaitable (None when
-        nothing is pending). Raises what `fn` raised, after putting its groups back."""
+        """Run one operation atomically, as Kafka's runtime does: the handler (pure) returns its records, which
+        are applied (`shard.apply`) and appended, and its timers and tasks armed, only if it returned normally;
+        if it raised, nothing was applied; if the apply raised half-way or the log refused the records, the
+        groups it touched are put back to their committed state and nothing of it stays. Replies (its own and
+        those of parked requests it completes) are released once its records and every earlier operation's are
+        durable. Returns the append's awaitable (None when nothing is pending). Raises what `fn` or the apply
+        raised."""
         if self.failed is not None:  # fail-stop: a failed log takes nothing more, not even a timer's records
             if op.future is not None or op.inline:
                 future = self._future_of(op)
@@ -242,7 +245,11 @@ class CoordinatorRuntime:
         shard.touched.clear()  # the groups this operation changes without a record (read only by `_put_back`)
         try:
             result = op.fn(now)
-            shard.apply(result)  # the handler changed nothing: its records and effects are applied here, journaled
+        except BaseException:  # the handler is pure: it changed nothing, so there is nothing to put back
+            shard.applied = None
+            raise
+        try:
+            shard.apply(result)  # the only place an operation changes state, journaled
         except BaseException:
             shard.applied = None
             self._put_back(op, applied, now)
