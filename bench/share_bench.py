@@ -23,7 +23,8 @@ import grpc
 from groupcoord.coordinator.core.config import BrokerConfig
 from groupcoord.coordinator.core.metadata import MetadataImage, TopicMetadata, topic_id_for_name
 from groupcoord.coordinator.core.shard import GroupCoordinatorShard
-from groupcoord.coordinator.core.share.handlers import acknowledge, acquire, heartbeat
+from groupcoord.coordinator.core.share.acquisition import acknowledge, acquire
+from groupcoord.coordinator.core.share.handlers import heartbeat
 from groupcoord.coordinator.core.share.partition import Batch, RecordState, SharePartition
 from groupcoord.coordinator.core.share.records import (
     AcknowledgeRange,

@@ -13,6 +13,7 @@ from typing import Any
 from groupcoord.coordinator.core import limits
 from groupcoord.coordinator.core.errors import CoordinatorError
 from groupcoord.coordinator.core.results import Result
+from groupcoord.coordinator.core.share import acquisition as share_acquisition
 from groupcoord.coordinator.core.share import handlers as share_handlers
 from groupcoord.coordinator.core.share.records import (
     AcknowledgeRange,
@@ -71,7 +72,7 @@ class ShareGroupService(Service):
         req = ShareAcquireRequest(request.group_id, request.member_id, tuple(
             AcquirePartition(p.topic_id, p.partition, p.log_start_offset, p.log_end_offset)
             for p in request.partitions), request.max_records, caller.principal)
-        response = await self.submit("ShareAcquire", lambda now: share_handlers.acquire(self.shard, req, now),
+        response = await self.submit("ShareAcquire", lambda now: share_acquisition.acquire(self.shard, req, now),
                                      req.group_id)
         out = spb.ShareAcquireResponse(error_code=int(response.error_code), error_message=response.error_message,
                                        record_lock_duration_ms=response.record_lock_duration_ms)
@@ -93,8 +94,8 @@ class ShareGroupService(Service):
         req = ShareAcknowledgeRequest(request.group_id, request.member_id, tuple(
             AcknowledgeRange(b.topic_id, b.partition, b.first_offset, b.last_offset, b.acknowledge_type)
             for b in request.batches), caller.principal)
-        response = await self.submit("ShareAcknowledge", lambda now: share_handlers.acknowledge(self.shard, req, now),
-                                     req.group_id)
+        response = await self.submit("ShareAcknowledge",
+                                     lambda now: share_acquisition.acknowledge(self.shard, req, now), req.group_id)
         out = spb.ShareAcknowledgeResponse(error_code=int(response.error_code), error_message=response.error_message)
         for r in response.results:
             out.results.add(topic_id=r.topic_id, partition=r.partition, first_offset=r.first, last_offset=r.last,
@@ -108,7 +109,7 @@ class ShareGroupService(Service):
 
         def run(now: int) -> Result[Any]:
             try:
-                return Result(share_handlers.describe_offsets(self.shard, request.group_id))
+                return Result(share_acquisition.describe_offsets(self.shard, request.group_id))
             except CoordinatorError as e:  # an answer, not a failed operation: the runtime logs those
                 return Result(e)
 

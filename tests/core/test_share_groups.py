@@ -8,8 +8,9 @@ from typing import Any
 from groupcoord.coordinator.core.classic.messages import JoinGroupRequest
 from groupcoord.coordinator.core.errors import Errors
 from groupcoord.coordinator.core.shard import GroupCoordinatorShard
+from groupcoord.coordinator.core.share.acquisition import acknowledge, acquire
 from groupcoord.coordinator.core.share.group import ShareGroup
-from groupcoord.coordinator.core.share.handlers import acknowledge, acquire, heartbeat
+from groupcoord.coordinator.core.share.handlers import heartbeat
 from groupcoord.coordinator.core.share.records import (
     AcknowledgeRange,
     AcquirePartition,

@@ -28,7 +28,6 @@ The group answers the generic paths (admin, offsets, retention, snapshots, loads
 
 from __future__ import annotations
 
-import dataclasses
 import enum
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -472,24 +471,6 @@ def current_assignment_record(group_id: str, m: ConsumerGroupMember) -> Consumer
     return ConsumerGroupCurrentMemberAssignment(
         group_id, m.member_id, m.member_epoch, m.previous_member_epoch, m.state.value, m.assigned_partitions,
         m.partitions_pending_revocation)
-
-
-def with_metadata(old: ConsumerGroupMember, r: ConsumerGroupMemberMetadata) -> ConsumerGroupMember:
-    """`old` as a member-metadata record leaves it (replay and `consumer/staged.py` alike)."""
-    return dataclasses.replace(
-        old, instance_id=r.instance_id, rack_id=r.rack_id, client_id=r.client_id, client_host=r.client_host,
-        subscribed_topic_names=r.subscribed_topic_names, subscribed_topic_regex=r.subscribed_topic_regex,
-        server_assignor=r.server_assignor, rebalance_timeout_ms=r.rebalance_timeout_ms, principal=r.principal,
-    )
-
-
-def with_assignment(old: ConsumerGroupMember, r: ConsumerGroupCurrentMemberAssignment) -> ConsumerGroupMember:
-    """`old` as a current-assignment record leaves it."""
-    return dataclasses.replace(
-        old, member_epoch=r.member_epoch, previous_member_epoch=r.previous_member_epoch,
-        state=MemberState(r.state), assigned_partitions=r.assigned_partitions,
-        partitions_pending_revocation=r.partitions_pending_revocation,
-    )
 
 
 def count_into(counts: dict[Any, int], key: Any, delta: int) -> None:

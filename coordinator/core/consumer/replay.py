@@ -19,9 +19,8 @@ from groupcoord.coordinator.core.consumer.group import (
     ConsumerGroup,
     ConsumerGroupMember,
     MemberState,
-    with_assignment,
-    with_metadata,
 )
+from groupcoord.coordinator.core.consumer.member_changes import with_assignment, with_metadata
 from groupcoord.coordinator.core.consumer.staged import Staged
 from groupcoord.coordinator.core.group import GroupTypeHooks
 from groupcoord.coordinator.core.modern.replay import modern_replayers

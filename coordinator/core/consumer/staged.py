@@ -20,9 +20,8 @@ from groupcoord.coordinator.core.consumer.group import (
     ConsumerGroupMember,
     count_into,
     owned_partitions,
-    with_assignment,
-    with_metadata,
 )
+from groupcoord.coordinator.core.consumer.member_changes import with_assignment, with_metadata
 from groupcoord.coordinator.core.consumer.target_store import TargetAssignment
 from groupcoord.coordinator.core.modern.group import EMPTY_ASSIGNMENT_EPOCH
 from groupcoord.coordinator.core.records import (

@@ -35,6 +35,7 @@ from groupcoord.coordinator.core.messages import DescribedGroup, DescribedMember
 from groupcoord.coordinator.core.metadata import MetadataImage
 from groupcoord.coordinator.core.modern.group import ModernGroup
 from groupcoord.coordinator.core.modern.replay import modern_replayers
+from groupcoord.coordinator.core.principals import check_member_principal
 from groupcoord.coordinator.core.results import ScheduleTimer, TimerKey, TimerOp
 from groupcoord.coordinator.core.share.partition import Batch, RecordState, SharePartition
 from groupcoord.coordinator.core.share.records import (
@@ -271,3 +272,27 @@ def replayers(shard: GroupCoordinatorShard, owner: Any) -> dict[type, Callable[[
         SharePartitionStateTombstone: partition_tombstone, MetadataImageSeen: image_seen,
     })
     return out
+
+
+def share_group(shard: GroupCoordinatorShard, group_id: str, create: bool) -> ShareGroup:
+    """The share group `group_id` names, for every share operation (`share/handlers.py`, `share/acquisition.py`):
+    a group id has one type, so a group of another type is GROUP_ID_NOT_FOUND, as a missing one unless `create`."""
+    group = shard.groups.get(group_id)  # any type: a group id has one type
+    if isinstance(group, ShareGroup):
+        return group
+    if group is not None:
+        raise CoordinatorError(Errors.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a share group.")
+    if not create:
+        raise CoordinatorError(Errors.GROUP_ID_NOT_FOUND, f"Group {group_id} not found.")
+    return ShareGroup(group_id, owner=shard.share_configs)  # not in `shard.groups`: its first record creates it
+
+
+def share_member(shard: GroupCoordinatorShard, group_id: str, member_id: str,
+                 principal: str | None) -> tuple[ShareGroup, ShareGroupMember]:
+    """An existing member of an existing share group, sent by the principal that joined it."""
+    group = share_group(shard, group_id, create=False)
+    member = group.members.get(member_id)
+    if member is None:
+        raise CoordinatorError(Errors.UNKNOWN_MEMBER_ID, f"Member {member_id} is not a member of group {group_id}.")
+    check_member_principal(member.principal, principal, member_id, group_id)
+    return group, member

@@ -1,14 +1,16 @@
-"""Share-group operations on the shard: ShareGroupHeartbeat, acquire (ShareFetch without the records),
-ShareAcknowledge, their timers, and the offloaded assignor runs' completions.
+"""Share-group membership on the shard: ShareGroupHeartbeat (join, leave, subscription changes), the target
+assignment (KIP-1263 batching and offload) and the offloaded runs' completions, and the group's timers (session
+and lock expiry). The share-partitions' delivery operations (acquire, ShareAcknowledge) are `share/acquisition.py`.
 
 Each validates once at the edge and returns a `Result`: the response, its records (`shard._write`), timers,
 tasks, and the volatile effects no log keeps (the in-flight run, the metadata image seen). Every handler is pure
 (issue 26): it mutates nothing; `GroupCoordinatorShard.apply` applies what it returns, after it returned. What a
 handler's own records change is read from local values (the updated member, the new group epoch, the members
-once the change applies, the target it wrote, the share-partitions and lock deadlines it wrote: `_Writes`), never
-from the group. A group id has one type: a share request for a group of another type gets GROUP_ID_NOT_FOUND
-("is not a share group"), as Kafka's getOrMaybeCreatePersistedShareGroup; a new group is created by replaying
-its first record.
+once the change applies, the target it wrote, the share-partitions and lock deadlines it wrote:
+`share/acquisition.py`'s `PartitionWrites`), never from the group. A group id has one type: a share request for
+a group of another type gets GROUP_ID_NOT_FOUND ("is not a share group"), as Kafka's
+getOrMaybeCreatePersistedShareGroup (`share/group.py`'s `share_group`); a new group is created by replaying its
+first record.
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ from groupcoord.coordinator.core.modern.group import (
 from groupcoord.coordinator.core.modern.heartbeat import HeartbeatSteps
 from groupcoord.coordinator.core.principals import check_member_principal
 from groupcoord.coordinator.core.results import Result, TimerKey
+from groupcoord.coordinator.core.share.acquisition import PartitionWrites
 from groupcoord.coordinator.core.share.group import (
     ASSIGNOR_NAME,
     GROUP_TYPE,
@@ -47,24 +50,16 @@ from groupcoord.coordinator.core.share.group import (
     ShareGroup,
     ShareGroupMember,
     assignment_record,
-    lock_timer,
     member_record,
-    partition_record,
     replayers,
     session_timer,
+    share_group,
+    share_member,
     subscribed_topic_names,
 )
-from groupcoord.coordinator.core.share.partition import AcknowledgeType, SharePartition
 from groupcoord.coordinator.core.share.records import (
     MEMBER_TOMBSTONES,
-    AcknowledgeResult,
-    AcquiredPartition,
-    AcquirePartition,
     Partitions,
-    ShareAcknowledgeRequest,
-    ShareAcknowledgeResponse,
-    ShareAcquireRequest,
-    ShareAcquireResponse,
     ShareGroupHeartbeatRequest,
     ShareGroupHeartbeatResponse,
     ShareGroupMetadata,
@@ -110,17 +105,6 @@ def _invalid(message: str) -> CoordinatorError:
     return CoordinatorError(Errors.INVALID_REQUEST, message)
 
 
-def _share_group(shard: GroupCoordinatorShard, group_id: str, create: bool) -> ShareGroup:
-    group = shard.groups.get(group_id)  # any type: a group id has one type
-    if isinstance(group, ShareGroup):
-        return group
-    if group is not None:
-        raise CoordinatorError(Errors.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a share group.")
-    if not create:
-        raise CoordinatorError(Errors.GROUP_ID_NOT_FOUND, f"Group {group_id} not found.")
-    return ShareGroup(group_id, owner=shard.share_configs)  # not in `shard.groups`: its first record creates it
-
-
 class _MembersAfter(Mapping[str, ShareGroupMember]):
     """The group's members once a heartbeat's member record applies, without copying them: `member_id` is
     `member` (in its place, or last when it joins), as replaying the record would leave the group's dict."""
@@ -140,56 +124,6 @@ class _MembersAfter(Mapping[str, ShareGroupMember]):
 
     def __len__(self) -> int:
         return len(self.members) + (self.member_id not in self.members)
-
-
-class _Writes:
-    """The share-partitions and lock-timer deadlines an operation has written so far: a handler reads these, not the
-    group's or the shard's, which stay as they were until its result is applied."""
-
-    __slots__ = ("shard", "group", "result", "partitions", "deadlines")
-
-    def __init__(self, shard: GroupCoordinatorShard, group: ShareGroup, result: Result[Any],
-                 fired: TimerKey | None = None) -> None:
-        self.shard, self.group, self.result = shard, group, result
-        self.partitions: dict[tuple[str, int], SharePartition] = {}
-        # A fired timer is gone, whether or not the shard still lists its deadline.
-        self.deadlines: dict[TimerKey, int | None] = {fired: None} if fired is not None else {}
-
-    def partition(self, tp: tuple[str, int]) -> SharePartition | None:
-        return self.partitions[tp] if tp in self.partitions else self.group.partitions.get(tp)
-
-    def deadline(self, key: TimerKey) -> int | None:
-        return self.deadlines[key] if key in self.deadlines else self.shard.timer_deadlines.get(key)
-
-    def write_partition(self, topic_id: str, partition: int, sp: SharePartition) -> None:
-        """`sp` is the share-partition's new state: its record when it changed, its lock timer (re)armed for the
-        next lock deadline, or cancelled when it holds no lock."""
-        tp = (topic_id, partition)
-        if self.partition(tp) != sp:
-            self.shard._write(self.result, partition_record(self.group.group_id, topic_id, partition, sp))
-            self.partitions[tp] = sp
-        key = lock_timer(self.group.group_id, topic_id, partition)
-        deadline = sp.next_lock_deadline()
-        if deadline is None:
-            self.disarm(key)
-        elif self.deadline(key) != deadline:
-            self.shard.arm_timer(self.result, key, deadline)
-            self.deadlines[key] = deadline
-
-    def disarm(self, key: TimerKey) -> None:
-        if self.deadline(key) is not None:
-            self.shard.cancel_timer(self.result, key)
-            self.deadlines[key] = None
-
-
-def _member(shard: GroupCoordinatorShard, group_id: str, member_id: str,
-            principal: str | None) -> tuple[ShareGroup, ShareGroupMember]:
-    group = _share_group(shard, group_id, create=False)
-    member = group.members.get(member_id)
-    if member is None:
-        raise CoordinatorError(Errors.UNKNOWN_MEMBER_ID, f"Member {member_id} is not a member of group {group_id}.")
-    check_member_principal(member.principal, principal, member_id, group_id)
-    return group, member
 
 
 # =========================================================================================================
@@ -222,7 +156,7 @@ def _heartbeat(shard: GroupCoordinatorShard, r: ShareGroupHeartbeatRequest,
     result: Result[ShareGroupHeartbeatResponse] = Result(ShareGroupHeartbeatResponse())
     configs: ShareConfigs = shard.share_configs
     joining = r.member_epoch == 0
-    group = _share_group(shard, r.group_id, create=joining)
+    group = share_group(shard, r.group_id, create=joining)
     gid = group.group_id
     member_id = r.member_id or shard.member_id_factory()
     member = group.members.get(member_id)
@@ -297,7 +231,7 @@ def _normalise(p: Partitions) -> dict[str, frozenset[int]]:
 def _leave(shard: GroupCoordinatorShard, r: ShareGroupHeartbeatRequest,
            now: int) -> Result[ShareGroupHeartbeatResponse]:
     result: Result[ShareGroupHeartbeatResponse] = Result(ShareGroupHeartbeatResponse())
-    group, member = _member(shard, r.group_id, r.member_id, r.principal)
+    group, member = share_member(shard, r.group_id, r.member_id, r.principal)
     result.empty_after = len(group.members) == 1  # the leaving member was the last
     remove_member(shard, group, member.member_id, now, result)
     result.response = ShareGroupHeartbeatResponse(member_id=member.member_id, member_epoch=LEAVE_GROUP_MEMBER_EPOCH)
@@ -315,7 +249,7 @@ def remove_member(shard: GroupCoordinatorShard, group: ShareGroup, member_id: st
     """A member leaves or is fenced (by the timer `fired`): its records go, its locks are released, the group
     epoch bumps."""
     gid = group.group_id
-    writes = _Writes(shard, group, result, fired)
+    writes = PartitionWrites(shard, group, result, fired)
     MEMBER_TOMBSTONES.remove(partial(shard._write, result), gid, member_id, member_id in group.target_assignment)
     writes.disarm(session_timer(gid, member_id))
     limit = shard.share_configs.delivery_count_limit(gid)
@@ -441,7 +375,7 @@ def on_lock_timer(shard: GroupCoordinatorShard, key: TimerKey, now: int) -> Resu
     sp = group.partitions.get(tp)
     if sp is not None:
         expired = sp.expire_locks(now, shard.share_configs.delivery_count_limit(group.group_id))
-        _Writes(shard, group, result, fired=key).write_partition(tp[0], tp[1], expired)
+        PartitionWrites(shard, group, result, fired=key).write_partition(tp[0], tp[1], expired)
     result.empty_after = _empty_now(group)
     return result
 
@@ -450,103 +384,3 @@ def _empty_now(group: Group | None) -> bool | None:
     """`Result.empty_after` for a timer that changed no membership: whether the group (of any type, as the timer's
     group id may have been taken since) is empty, when it tracks that."""
     return group.is_empty() if group is not None and group.tracks_empty_since else None
-
-
-# =========================================================================================================
-# Acquire (ShareFetch without the records) and ShareAcknowledge
-# =========================================================================================================
-def acquire(shard: GroupCoordinatorShard, r: ShareAcquireRequest, now: int) -> Result[ShareAcquireResponse]:
-    try:
-        if r.max_records < 1:
-            raise _invalid("max_records must be at least 1.")
-        group, member = _member(shard, r.group_id, r.member_id, r.principal)
-    except CoordinatorError as e:
-        return Result(ShareAcquireResponse(e.code, e.message))
-    configs: ShareConfigs = shard.share_configs
-    gid = group.group_id
-    lock_ms = configs.record_lock_duration_ms(gid)
-    limit = configs.delivery_count_limit(gid)
-    max_locks = configs.max_record_locks(gid)
-    result: Result[ShareAcquireResponse] = Result(ShareAcquireResponse())
-    writes = _Writes(shard, group, result)
-    out: list[AcquiredPartition] = []
-    budget = r.max_records
-    for req in r.partitions:
-        tid, p = req.topic_id, req.partition
-        if req.log_end_offset < 0:  # not sent: the runtime's last known offsets (the Kafka lag source)
-            req = _with_known_offsets(shard, req)
-        if p not in member.assigned_partitions.get(tid, frozenset()):
-            out.append(AcquiredPartition(tid, p, Errors.UNKNOWN_TOPIC_OR_PARTITION,
-                                         "the partition is not assigned to this member"))
-            continue
-        if req.log_end_offset < 0:
-            out.append(AcquiredPartition(tid, p, Errors.UNKNOWN_TOPIC_OR_PARTITION,
-                                         "no log end offset: send it, or run with a Kafka offsets source"))
-            continue
-        if req.log_start_offset < 0 or req.log_end_offset < req.log_start_offset:
-            out.append(AcquiredPartition(tid, p, Errors.INVALID_REQUEST, "invalid log start/end offsets"))
-            continue
-        sp = writes.partition((tid, p))
-        if sp is None:
-            start = req.log_end_offset if configs.auto_offset_reset(gid) == "latest" else req.log_start_offset
-            sp = SharePartition(start, start)
-        sp = sp.expire_locks(now, limit).skip_to(req.log_start_offset)
-        sp, ranges = sp.acquire(member.member_id, budget, req.log_end_offset, now + lock_ms, max_locks)
-        budget -= sum(x.last - x.first + 1 for x in ranges)
-        writes.write_partition(tid, p, sp)
-        out.append(AcquiredPartition(tid, p, ranges=tuple((x.first, x.last, x.delivery_count) for x in ranges),
-                                     lock_deadline_ms=now + lock_ms if ranges else 0, start_offset=sp.start_offset))
-    result.response = ShareAcquireResponse(partitions=tuple(out), record_lock_duration_ms=lock_ms)
-    return result
-
-
-def _with_known_offsets(shard: GroupCoordinatorShard, req: AcquirePartition) -> AcquirePartition:
-    topic = shard.metadata.by_id.get(req.topic_id)
-    if topic is None or shard.lag_provider is None:
-        return req
-    known = shard.lag_provider.offsets([(topic.name, req.partition)]).get((topic.name, req.partition))
-    if known is None:
-        return req
-    return AcquirePartition(req.topic_id, req.partition, known[0], known[1])
-
-
-def acknowledge(shard: GroupCoordinatorShard, r: ShareAcknowledgeRequest, now: int) -> Result[ShareAcknowledgeResponse]:
-    try:
-        group, member = _member(shard, r.group_id, r.member_id, r.principal)
-    except CoordinatorError as e:
-        return Result(ShareAcknowledgeResponse(e.code, e.message))
-    gid = group.group_id
-    limit = shard.share_configs.delivery_count_limit(gid)
-    result: Result[ShareAcknowledgeResponse] = Result(ShareAcknowledgeResponse())
-    writes = _Writes(shard, group, result)
-    touched: dict[tuple[str, int], SharePartition] = {}
-    out: list[AcknowledgeResult] = []
-    for a in r.ranges:
-        tp = (a.topic_id, a.partition)
-        sp = touched.get(tp) or group.partitions.get(tp)
-        if a.acknowledge_type not in (1, 2, 3, 4) or a.first > a.last:
-            out.append(AcknowledgeResult(*tp, a.first, a.last, Errors.INVALID_REQUEST,
-                                         "acknowledge_type must be 1 (accept), 2 (release), 3 (reject) or "
-                                         "4 (renew), and first <= last"))
-            continue
-        if sp is not None:
-            sp = sp.expire_locks(now, limit)
-        if sp is None or not sp.holds(member.member_id, a.first, a.last):
-            if sp is not None:
-                touched[tp] = sp
-            out.append(AcknowledgeResult(*tp, a.first, a.last, Errors.INVALID_RECORD_STATE,
-                                         "the records are not acquired by this member (lock expired or never held)"))
-            continue
-        touched[tp] = sp.acknowledge(a.first, a.last, AcknowledgeType(a.acknowledge_type), limit,
-                                     now + shard.share_configs.record_lock_duration_ms(gid))
-        out.append(AcknowledgeResult(*tp, a.first, a.last))
-    for (t, p), sp in touched.items():
-        writes.write_partition(t, p, sp)
-    result.response = ShareAcknowledgeResponse(results=tuple(out))
-    return result
-
-
-def describe_offsets(shard: GroupCoordinatorShard, group_id: str) -> list[tuple[str, int, SharePartition]]:
-    """Kafka's DescribeShareGroupOffsets: every share-partition's state, sorted (raises GROUP_ID_NOT_FOUND)."""
-    group = _share_group(shard, group_id, create=False)
-    return [(t, p, sp) for (t, p), sp in sorted(group.partitions.items())]

@@ -65,7 +65,12 @@ from groupcoord.coordinator.core.stats import CoreStats
 from groupcoord.coordinator.core.streams.config import StreamsConfigs
 from groupcoord.coordinator.core.streams.endpoints import partitions_by_endpoint
 from groupcoord.coordinator.core.streams.internal_topics import configure_topology
-from groupcoord.coordinator.core.streams.members import member_metadata, warmup_caught_up
+from groupcoord.coordinator.core.streams.members import (
+    assignment_inputs,
+    member_metadata,
+    target_tasks,
+    warmup_caught_up,
+)
 from groupcoord.coordinator.core.streams.messages import (
     CreateInternalTopics,
     StreamsAssignorCompletion,
@@ -279,7 +284,7 @@ class StreamsGroups:
         if new_meta != member:
             emit(new_meta)
             was = prior if replaced is not None else member
-            bump |= was is None or _assignment_inputs(was) != _assignment_inputs(new_meta)
+            bump |= was is None or assignment_inputs(was) != assignment_inputs(new_meta)
             bump |= member is not None and warmup_caught_up(g.current.get(req.member_id), member, new_meta,
                                                             cfg.acceptable_recovery_lag)
         if g.topology is not None and self._hash(g) != g.metadata_hash:
@@ -372,7 +377,7 @@ class StreamsGroups:
         members = {
             mid: StreamsMemberSpec(
                 m.process_id,
-                *(_target_tasks(g, mid)),
+                *(target_tasks(g, mid)),
                 task_offsets=m.task_offsets, task_end_offsets=m.task_end_offsets, client_tags=dict(m.client_tags))
             for mid, m in g.members.items()
         }
@@ -439,7 +444,7 @@ class StreamsGroups:
             owned = g.owned_active.get(mid)
             if owned is None or owned & cur.active_pending_revocation:
                 return cur
-        target_epoch, (active, standby, warmup) = g.effective_target_epoch, _target_tasks(g, mid)  # no target: 1
+        target_epoch, (active, standby, warmup) = g.effective_target_epoch, target_tasks(g, mid)  # no target: 1
         if cur.member_epoch == target_epoch and cur.state == STABLE:
             return cur
         revoke = cur.active - active
@@ -486,15 +491,3 @@ class StreamsGroups:
 _STEPS: HeartbeatSteps[StreamsGroups, StreamsHeartbeatRequest, StreamsHeartbeatResponse] = HeartbeatSteps(
     lambda groups, r: validate_request(r), lambda r: r.member_epoch < 0, StreamsGroups._leave, StreamsGroups._join,
     lambda groups, r, e: StreamsHeartbeatResponse(int(e.code), e.message, r.member_id[:64], r.member_epoch))
-
-
-def _target_tasks(g: StreamsGroup, member_id: str) -> tuple[Tasks, Tasks, Tasks]:
-    t = g.target.get(member_id)
-    if t is None or g.target_assignment_epoch == 0:
-        return NO_TASKS, NO_TASKS, NO_TASKS
-    return t.active, t.standby, t.warmup
-
-
-def _assignment_inputs(m: StreamsGroupMemberMetadata) -> tuple[object, ...]:
-    """What the assignor reads of a member: a change here bumps the group epoch."""
-    return (m.process_id, m.rack_id, m.client_tags, m.topology_epoch)

@@ -1,5 +1,7 @@
-"""A streams member's metadata record from its heartbeat, and the member changes that call for a new
-assignment beyond the group epoch inputs."""
+"""A streams member's metadata record from its heartbeat, the member fields the assignor reads (a change to them
+bumps the group epoch), the member changes that call for a new assignment beyond those inputs, and a member's
+target tasks as the assignor and reconciliation read them. Kept apart from `streams/group.py`, which decides
+when to bump, assign and reconcile: these only say what of a member counts."""
 
 from __future__ import annotations
 
@@ -7,7 +9,13 @@ from dataclasses import replace
 
 from groupcoord.assignors.sticky_task import TaskId
 from groupcoord.coordinator.core.streams.messages import StreamsHeartbeatRequest
-from groupcoord.coordinator.core.streams.records import StreamsGroupCurrentMemberAssignment, StreamsGroupMemberMetadata
+from groupcoord.coordinator.core.streams.records import (
+    NO_TASKS,
+    StreamsGroupCurrentMemberAssignment,
+    StreamsGroupMemberMetadata,
+    Tasks,
+)
+from groupcoord.coordinator.core.streams.state import StreamsGroup
 
 
 def member_metadata(
@@ -53,3 +61,16 @@ def warmup_caught_up(
         return off is not None and end is not None and end - off <= acceptable_recovery_lag
 
     return any(caught(new, t) and not caught(old, t) for t in cur.warmup)
+
+
+def target_tasks(g: StreamsGroup, member_id: str) -> tuple[Tasks, Tasks, Tasks]:
+    """The member's target (active, standby, warm-up); none before the first computation (target epoch 0)."""
+    t = g.target.get(member_id)
+    if t is None or g.target_assignment_epoch == 0:
+        return NO_TASKS, NO_TASKS, NO_TASKS
+    return t.active, t.standby, t.warmup
+
+
+def assignment_inputs(m: StreamsGroupMemberMetadata) -> tuple[object, ...]:
+    """What the assignor reads of a member: a change here bumps the group epoch."""
+    return (m.process_id, m.rack_id, m.client_tags, m.topology_epoch)
