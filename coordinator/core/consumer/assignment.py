@@ -25,10 +25,10 @@ from groupcoord.coordinator.core.consumer.target_delta import as_delta
 from groupcoord.coordinator.core.modern.assignor_runs import AssignorCompletion, AssignorRun
 from groupcoord.coordinator.core.modern.group import (
     FIRST_GROUP_EPOCH,
-    RunEnded,
     RunStarted,
     may_compute_target,
     offload,
+    take_completion,
 )
 from groupcoord.coordinator.core.records import ConsumerGroupMetadata
 from groupcoord.coordinator.core.results import Result
@@ -118,13 +118,8 @@ def on_assignment_complete(shard: GroupCoordinatorShard, completion: AssignorCom
     result: Result[None] = Result(None)
     found = shard.groups.get(completion.group_id)
     group = found if isinstance(found, ConsumerGroup) else None
-    if group is None or group.inflight is None or group.inflight.run_id != completion.run_id:
-        shard.stats.assignor_results_discarded += 1
-        return result
-    inflight = group.inflight
-    result.memory.append(RunEnded(group.group_id, inflight.run_id))
-    if completion.assignment is None:
-        shard.stats.assignor_failures += 1
+    inflight = take_completion(group, completion, shard.stats, result)
+    if group is None or inflight is None or completion.assignment is None:
         return result
     result.memory.append(AssignorUsed(group.group_id, inflight.assignor_name))
     new_target = reconcile_result_with_group(group, completion.assignment, inflight.instance_ids)

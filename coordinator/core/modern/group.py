@@ -149,16 +149,20 @@ class Completion(Protocol):
 class RunsAssignor(Protocol):
     """A group that offloads its assignor runs: consumer, share and streams groups."""
 
+    group_id: str
     inflight: InflightRun | None
 
 
-def take_completion(group: RunsAssignor | None, completion: Completion, stats: CoreStats) -> InflightRun | None:
+def take_completion(group: RunsAssignor | None, completion: Completion, stats: CoreStats,
+                    result: Result[Any]) -> InflightRun | None:
     """The run `completion` ends, if it is still `group`'s in-flight one and it succeeded, else None: a stale run
-    (its group gone, or superseded) is discarded; a failed one ends the run and keeps the old target."""
+    (its group gone, or superseded) is discarded; a failed one ends the run and keeps the old target. Ending the
+    run is a volatile effect in `result` (`RunEnded`): the group is not touched."""
     if group is None or group.inflight is None or group.inflight.run_id != completion.run_id:
         stats.assignor_results_discarded += 1
         return None
-    run, group.inflight = group.inflight, None
+    run = group.inflight
+    result.memory.append(RunEnded(group.group_id, run.run_id))
     if completion.assignment is None:
         stats.assignor_failures += 1
         return None

@@ -30,12 +30,11 @@ from groupcoord.coordinator.core.modern.group import (
     EMPTY_ASSIGNMENT_EPOCH,
     FIRST_GROUP_EPOCH,
     LEAVE_GROUP_MEMBER_EPOCH,
-    InflightRun,
-    RunEnded,
     RunStarted,
     check_member_epoch,
     may_compute_target,
     offload,
+    take_completion,
 )
 from groupcoord.coordinator.core.modern.heartbeat import HeartbeatSteps
 from groupcoord.coordinator.core.principals import check_member_principal
@@ -66,7 +65,6 @@ from groupcoord.coordinator.core.share.records import (
     ShareGroupTargetAssignmentMember,
     ShareGroupTargetAssignmentMetadata,
 )
-from groupcoord.coordinator.core.stats import CoreStats
 
 if TYPE_CHECKING:
     from groupcoord.coordinator.core.shard import GroupCoordinatorShard
@@ -311,27 +309,12 @@ def on_assignment_complete(shard: GroupCoordinatorShard, completion: AssignorCom
     result: Result[None] = Result(None)
     found = shard.groups.get(completion.group_id)
     group = found if isinstance(found, ShareGroup) else None
-    inflight = _take_completion(group, completion, shard.stats, result)
+    inflight = take_completion(group, completion, shard.stats, result)
     if group is None or inflight is None or completion.assignment is None:
         return result
     kept = {m: a for m, a in completion.assignment.items() if m in group.members}
     _write_target(shard, group, group.members, kept, inflight.assignment_epoch, now, result)
     return result
-
-
-def _take_completion(group: ShareGroup | None, completion: AssignorCompletion, stats: CoreStats,
-                     result: Result[Any]) -> InflightRun | None:
-    """`modern/group.py`'s `take_completion` without touching the group: the run `completion` ends, if it is still
-    the group's in-flight one and it succeeded, else None; ending it is a volatile effect (`RunEnded`)."""
-    if group is None or group.inflight is None or group.inflight.run_id != completion.run_id:
-        stats.assignor_results_discarded += 1
-        return None
-    run = group.inflight
-    result.memory.append(RunEnded(group.group_id, run.run_id))
-    if completion.assignment is None:
-        stats.assignor_failures += 1
-        return None
-    return run
 
 
 def _write_target(shard: GroupCoordinatorShard, group: ShareGroup, members: Mapping[str, ShareGroupMember],

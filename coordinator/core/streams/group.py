@@ -51,7 +51,6 @@ from groupcoord.coordinator.core.errors import CoordinatorError, Errors
 from groupcoord.coordinator.core.limits import ECHO_MAX_CHARS
 from groupcoord.coordinator.core.metadata import EMPTY_IMAGE, MetadataImage
 from groupcoord.coordinator.core.modern.group import (
-    RunEnded,
     RunStarted,
     check_member_epoch,
     may_compute_target,
@@ -401,13 +400,13 @@ class StreamsGroups:
         out: Result[None] = Result(None)
         stored = self.groups.get(done.group_id)
         if stored is None:
-            take_completion(None, done, self.stats)
+            take_completion(None, done, self.stats, out)
             return out
         view = self._view(stored)
         g = view[stored.group_id]
+        run = take_completion(g, done, self.stats, out)  # completed or failed, the run has ended (RunEnded)
         if g.inflight is not None and g.inflight.run_id == done.run_id:
-            out.memory.append(RunEnded(g.group_id, done.run_id))  # completed or failed, the run has ended
-        run = take_completion(g, done, self.stats)  # ends the view's run only
+            g.inflight = None  # in the working view, which the rest of the operation reads
         if run is not None and done.assignment is not None:
             assignment = remap_replaced(done.assignment, run.instance_ids, g.static_members)
             self._install_target(view, g, assignment, run.assignment_epoch, now, out)
