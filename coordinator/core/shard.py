@@ -238,7 +238,7 @@ class GroupCoordinatorShard:
                                         now: int) -> tuple[tuple[int, int], TimerKey, int] | None:
         """A steady heartbeat's (heartbeat interval, session timeout) and session timer re-arm (key, deadline), or
         None: run `consumer_group_heartbeat` (consumer/heartbeat.py, `steady`). Changes nothing: the caller re-arms
-        the timer and notes its deadline (`note_deadline`), as `apply` notes a pure operation's."""
+        the timer and notes its deadline (`note_deadline`), as `apply` notes an operation's."""
         return consumer_heartbeat.steady(self, group_id, member_id, member_epoch, principal, now)
 
     def on_metadata_update(self, image: MetadataImage, now: int) -> Result[None]:

@@ -45,11 +45,9 @@ def sync_timer(group_id: str) -> TimerKey:
 
 @dataclass(slots=True)
 class Effects:
-    """What a transition asks of the shard: records (written = added to the result and replayed into the group
-    the transition runs on: a pure handler's private copy, or the shard's group for a caller that is not yet
-    pure), timers armed
-    (`schedule`) and cancelled (`cancel`), and answers to parked requests (`(token, response)`, see
-    `Result.completions`)."""
+    """What a transition asks of the shard: records (written = added to the result and replayed into the private
+    copy of the group the transition runs on), timers armed (`schedule`) and cancelled (`cancel`), and answers to
+    parked requests (`(token, response)`, see `Result.completions`)."""
 
     now: int
     write: Callable[[Any], None]
