@@ -23,7 +23,11 @@ def test_a_node_restarted_while_another_process_holds_its_port_starts_once_the_p
         port = broker.node_ports(1)[0]
         broker.kill_node(1)
         holder = socket.socket()
+        # The killed node's connections may leave the port in TIME_WAIT: SO_REUSEADDR binds through that, and
+        # listening keeps Kafka (which binds with SO_REUSEADDR too) off the port until the holder closes.
+        holder.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         holder.bind(("127.0.0.1", port))
+        holder.listen(1)
         release = threading.Timer(8.0, holder.close)
         release.start()
         try:

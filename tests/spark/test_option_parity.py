@@ -62,7 +62,9 @@ def _name(prefix: str) -> str:
 def _produce(kafka: KafkaBroker, topics: dict[str, int], base_ms: int) -> None:
     """RECORDS per partition; record i has timestamp base + i s, key k<i> (none for i % 5 == 4), and two headers
     on even offsets (one with a null value), none on odd ones."""
-    producer = Producer({"bootstrap.servers": kafka.bootstrap_servers, "linger.ms": 5})
+    # Idempotent: a retried batch (the new topic's leader not ready yet) must not land after the next one, or
+    # record i would not sit at offset i.
+    producer = Producer({"bootstrap.servers": kafka.bootstrap_servers, "linger.ms": 5, "enable.idempotence": True})
     for topic, partitions in topics.items():
         kafka.create_topic(topic, partitions)
         for p in range(partitions):
